@@ -1,0 +1,196 @@
+"""Element dtypes and dtype categories.
+
+The 13 dtypes of the kernel language. Each has a name (``f32``), a kind (``b`` bool, ``i``
+signed integer, ``u`` unsigned integer, ``f`` float) and a width in bits. ``bf16`` maps to
+``ml_dtypes.bfloat16`` in numpy (imported lazily so ``import eggpu.ir`` stays light).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from .errors import IRError
+
+
+@dataclass(frozen=True, slots=True)
+class DType:
+    """A scalar element type. Compare by identity or equality; render with ``str``."""
+
+    name: str
+    kind: str  # 'b', 'i', 'u', 'f'
+    bits: int
+
+    def __str__(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return self.name
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind == "b"
+
+    @property
+    def is_int(self) -> bool:
+        """True for signed and unsigned integers (not bool)."""
+        return self.kind in ("i", "u")
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind == "i"
+
+    @property
+    def is_unsigned(self) -> bool:
+        return self.kind == "u"
+
+    @property
+    def is_float(self) -> bool:
+        return self.kind == "f"
+
+    @property
+    def np(self) -> np.dtype:
+        """The numpy dtype holding values of this dtype (bf16 -> ml_dtypes.bfloat16)."""
+        return numpy_dtype(self)
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def min(self) -> int | float:
+        """Smallest finite value."""
+        if self.is_bool:
+            return 0
+        if self.is_unsigned:
+            return 0
+        if self.is_signed:
+            return -(1 << (self.bits - 1))
+        return float(_finfo(self).min)
+
+    @property
+    def max(self) -> int | float:
+        """Largest finite value."""
+        if self.is_bool:
+            return 1
+        if self.is_unsigned:
+            return (1 << self.bits) - 1
+        if self.is_signed:
+            return (1 << (self.bits - 1)) - 1
+        return float(_finfo(self).max)
+
+
+bool_ = DType("bool", "b", 1)
+i8 = DType("i8", "i", 8)
+i16 = DType("i16", "i", 16)
+i32 = DType("i32", "i", 32)
+i64 = DType("i64", "i", 64)
+u8 = DType("u8", "u", 8)
+u16 = DType("u16", "u", 16)
+u32 = DType("u32", "u", 32)
+u64 = DType("u64", "u", 64)
+f16 = DType("f16", "f", 16)
+bf16 = DType("bf16", "f", 16)
+f32 = DType("f32", "f", 32)
+f64 = DType("f64", "f", 64)
+
+ALL_DTYPES: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
+FLOAT_DTYPES: tuple[DType, ...] = (f16, bf16, f32, f64)
+SIGNED_DTYPES: tuple[DType, ...] = (i8, i16, i32, i64)
+UNSIGNED_DTYPES: tuple[DType, ...] = (u8, u16, u32, u64)
+INT_DTYPES: tuple[DType, ...] = SIGNED_DTYPES + UNSIGNED_DTYPES
+BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+
+# Dtype categories (the bounds of dtype TypeVars), in the order DESIGN.md §3 lists them.
+CATEGORIES: dict[str, tuple[DType, ...]] = {
+    "Float": FLOAT_DTYPES,
+    "Int": INT_DTYPES,
+    "Num": INT_DTYPES + FLOAT_DTYPES,
+    "Bool": (bool_,),
+    "Dtype": ALL_DTYPES,
+}
+
+_NUMPY_NAMES = {
+    "bool": "bool",
+    "i8": "int8",
+    "i16": "int16",
+    "i32": "int32",
+    "i64": "int64",
+    "u8": "uint8",
+    "u16": "uint16",
+    "u32": "uint32",
+    "u64": "uint64",
+    "f16": "float16",
+    "f32": "float32",
+    "f64": "float64",
+}
+
+
+def numpy_dtype(dt: DType) -> np.dtype:
+    """The numpy dtype for ``dt``."""
+    if dt is bf16 or dt == bf16:
+        import ml_dtypes
+
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(_NUMPY_NAMES[dt.name])
+
+
+def _finfo(dt: DType) -> Any:
+    if dt == bf16:
+        import ml_dtypes
+
+        return ml_dtypes.finfo(ml_dtypes.bfloat16)
+    return np.finfo(numpy_dtype(dt))
+
+
+def from_numpy(npdt: Any) -> DType:
+    """The eggpu dtype for a numpy dtype (or anything ``np.dtype`` accepts)."""
+    d = np.dtype(npdt)
+    if d.name == "bfloat16":
+        return bf16
+    for name, npname in _NUMPY_NAMES.items():
+        if d.name == npname:
+            return BY_NAME[name]
+    raise IRError(f"numpy dtype {d} has no eggpu equivalent (supported: {', '.join(BY_NAME)})")
+
+
+def parse_dtype(name: str) -> DType:
+    """The dtype named ``name`` (``"f32"``, ``"bool"``); raises IRError naming the choices."""
+    try:
+        return BY_NAME[name]
+    except KeyError:
+        raise IRError(f"unknown dtype {name!r} (known: {', '.join(BY_NAME)})") from None
+
+
+def float_of_width(bits: int) -> DType:
+    return {16: f16, 32: f32, 64: f64}[bits]
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Result dtype of a binary arithmetic op on two tensors, following Triton's rules.
+
+    - float beats int/bool; two floats: the wider wins; f16 with bf16 gives f32.
+    - two integers of equal signedness: the wider; mixed signedness: the wider, and unsigned
+      when the unsigned operand is at least as wide (C's usual arithmetic conversions).
+    - bool with an integer gives the integer; bool with bool stays bool.
+    """
+    if a == b:
+        return a
+    if a.is_float or b.is_float:
+        if a.is_float and b.is_float:
+            if a.bits == b.bits:  # f16 vs bf16
+                return f32
+            return a if a.bits > b.bits else b
+        return a if a.is_float else b
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    signed, unsigned = (a, b) if a.is_signed else (b, a)
+    if unsigned.bits >= signed.bits:
+        return unsigned
+    return signed

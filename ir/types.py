@@ -1,0 +1,91 @@
+"""IR value types: a block (tensor) of elements with a static shape.
+
+Every IR value has a :class:`BlockType`: an element type (a :class:`DType` or a
+:class:`PointerType`) and a static shape. Shape ``()`` is a scalar (a per-program value);
+``(128,)`` is a 1-D block, ``(16, 32)`` a 2-D block. Text form: ``f32``, ``i32[128]``,
+``ptr<f16>``, ``ptr<f32>[16,32]``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from .dtypes import DType, i64
+
+
+@dataclass(frozen=True, slots=True)
+class PointerType:
+    """A pointer into global memory whose elements have dtype ``pointee``."""
+
+    pointee: DType
+
+    def __str__(self) -> str:
+        return f"ptr<{self.pointee}>"
+
+    __repr__ = __str__
+
+    # Pointers behave as 64-bit values for layout purposes.
+    bits = 64
+    kind = "p"
+
+
+Elem = DType | PointerType
+
+
+@dataclass(frozen=True, slots=True)
+class BlockType:
+    """Element type plus static shape. ``shape == ()`` means a scalar."""
+
+    elem: Elem
+    shape: tuple[int, ...] = ()
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return str(self.elem)
+        return f"{self.elem}[{','.join(map(str, self.shape))}]"
+
+    __repr__ = __str__
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.shape == ()
+
+    @property
+    def is_pointer(self) -> bool:
+        return isinstance(self.elem, PointerType)
+
+    @property
+    def dtype(self) -> DType:
+        """The element dtype; for pointer blocks, the pointee's dtype."""
+        return self.elem.pointee if isinstance(self.elem, PointerType) else self.elem
+
+    @property
+    def rank(self) -> int:
+        return len(self.shape)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape) if self.shape else 1
+
+    def with_shape(self, shape: tuple[int, ...]) -> BlockType:
+        return BlockType(self.elem, tuple(shape))
+
+    def with_elem(self, elem: Elem) -> BlockType:
+        return BlockType(elem, self.shape)
+
+
+def scalar(elem: Elem) -> BlockType:
+    return BlockType(elem, ())
+
+
+def block(elem: Elem, *shape: int) -> BlockType:
+    return BlockType(elem, tuple(shape))
+
+
+def pointer(dt: DType) -> BlockType:
+    return BlockType(PointerType(dt), ())
+
+
+OFFSET_DTYPE = i64
+"""Offsets added to pointers may be any integer dtype; address math is done in 64 bits."""
