@@ -29,6 +29,9 @@ from .dtypes import (
 from .errors import EggpuError, IRError, IRParseError
 from .graph import Block, Function, Loc, Operation, Value
 from .ops import OPS, OPS_LIST, OpDef
+from .parser import parse_function, parse_type
+from .printer import print_function, print_type
+from .structural import structurally_equal
 from .types import BlockType, PointerType, block, pointer, scalar
 from .verifier import verify
 
@@ -37,5 +40,6 @@ __all__ = [
     "Block", "BlockType", "Builder", "DType", "EggpuError", "Function", "IRError", "IRParseError",
     "Loc", "OpDef", "Operation", "PointerType", "Value", "bf16", "block", "bool_", "f16", "f32",
     "f64", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype", "pointer", "promote", "scalar",
-    "u8", "u16", "u32", "u64", "verify",
+    "u8", "u16", "u32", "u64", "verify", "parse_function", "parse_type", "print_function",
+    "print_type", "structurally_equal",
 ]

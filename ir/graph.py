@@ -42,13 +42,13 @@ def freeze_attr(v: Any) -> Any:
 
 
 def attr_key(attrs: dict[str, Any]) -> tuple:
-    """Hashable, order-independent key for attributes; floats keyed by bits so -0.0 != 0.0, NaN == NaN."""
-    import math
+    """Hashable, order-independent key for attributes; floats keyed by bits so -0.0 != 0.0 and NaNs
+    are equal exactly when their bits (sign, payload) are."""
     import struct
 
     def k(v):
         if isinstance(v, float):
-            return ("f", struct.pack("<d", v) if not math.isnan(v) else b"nan")
+            return ("f", struct.pack("<d", v))
         if isinstance(v, bool):
             return ("b", v)
         return freeze_attr(v)

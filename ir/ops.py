@@ -132,6 +132,17 @@ def const_type(ts, attrs):
     dt = attrs["dtype"]
     if not isinstance(dt, DType):
         raise _fail("const", f"dtype attribute must be a DType, got {dt!r}")
+    v = attrs["value"]
+    if isinstance(v, bool):
+        ok = dt.is_bool or dt.is_int
+    elif isinstance(v, int):
+        ok = (dt.is_int and dt.min <= v <= dt.max) or dt.is_float or (dt.is_bool and v in (0, 1))
+    elif isinstance(v, float):
+        ok = dt.is_float
+    else:
+        ok = False
+    if not ok:
+        raise _fail("const", f"value {v!r} is not a {dt} constant")
     return (BlockType(dt, ()),)
 
 
@@ -610,24 +621,38 @@ def _reduce_sum(attrs, a, *, dtype):
 
 def _reduce_minmax(is_min):
     def ref(attrs, a, *, dtype):
+        axis = attrs["axis"]
         if dtype.is_float:
+            # minimumNumber/maximumNumber folded along the axis: fmin/fmax ignore NaN (all NaN
+            # gives NaN); a zero result is -0.0 for min when any -0.0 is present, +0.0 for max
+            # when any +0.0 is present.
             x = a.astype(np.float32) if dtype.bits == 16 else a
-            moved = np.moveaxis(x, attrs["axis"], 0)
-            r = moved[0]
-            for k in range(1, moved.shape[0]):
-                r = sem.fminmax(r, moved[k], f32 if dtype.bits == 16 else dtype, is_min=is_min)
+            r = np.asarray((np.fmin if is_min else np.fmax).reduce(x, axis=axis))
+            zero = r == 0
+            if np.any(zero):
+                z = x == 0
+                sign = np.signbit(x)
+                if is_min:
+                    neg = np.any(z & sign, axis=axis)
+                else:
+                    neg = ~np.any(z & ~sign, axis=axis)
+                r = np.where(zero, np.where(neg, -0.0, 0.0).astype(r.dtype), r)
             return np.asarray(r).astype(numpy_dtype(dtype))
-        return np.asarray((np.min if is_min else np.max)(a, axis=attrs["axis"]))
+        return np.asarray((np.min if is_min else np.max)(a, axis=axis))
 
     return ref
 
 
 def _reduce_arg(is_min):
     def ref(attrs, a, *, dtype):
-        x = a.astype(np.float64) if dtype.is_float else a
+        axis = attrs["axis"]
         if dtype.is_float:
-            x = np.where(np.isnan(x), np.inf if is_min else -np.inf, x)
-        return np.asarray((np.argmin if is_min else np.argmax)(x, axis=attrs["axis"])).astype(np.int32)
+            # index of the first lane equal to the NaN-ignoring extreme (-0.0 ties +0.0);
+            # an all-NaN slice matches nowhere and gives 0.
+            x = a.astype(np.float64)
+            m = (np.fmin if is_min else np.fmax).reduce(x, axis=axis, keepdims=True)
+            return np.asarray(np.argmax(x == m, axis=axis)).astype(np.int32)
+        return np.asarray((np.argmin if is_min else np.argmax)(a, axis=axis)).astype(np.int32)
 
     return ref
 
@@ -697,6 +722,8 @@ def check_family(op: OpDef, types: Sequence[BlockType]) -> None:
     t = types[0]
     if op.name in ("addptr",):
         return
+    if t.is_pointer and EFFECT in op.traits:  # memory ops: the family constrains the pointee dtype
+        t = BlockType(t.dtype, t.shape)
     if not _family_ok(op.family, t):
         raise _fail(op.name, f"does not accept {t.elem} operands (needs {op.family})")
 

@@ -61,13 +61,64 @@ def float_unary_exact(fn):
 
 
 def float_unary_math(fn):
-    """Transcendental ops: computed in f64 (or f64 for f64) and rounded to the dtype."""
+    """Transcendental ops: computed in f64 and rounded once to the dtype."""
 
     def run(a: np.ndarray, dt: DType) -> np.ndarray:
         with np.errstate(all="ignore"):
-            return np.asarray(fn(a.astype(np.float64))).astype(numpy_dtype(dt))
+            return round_f64(np.asarray(fn(a.astype(np.float64)), dtype=np.float64), dt)
 
     return run
+
+
+def _round_odd_f32(x: np.ndarray) -> np.ndarray:
+    """f64 -> f32 rounding to odd (truncate, then set the last bit if inexact).
+
+    Rounding to odd into f32 (24 bits) followed by one round-to-nearest-even into a format of at
+    most 22 bits equals a single round-to-nearest-even (no double-rounding error). NaN and inf
+    pass through; finite values beyond the f32 range become the largest f32 (odd), which any
+    narrower format rounds to inf.
+    """
+    r = x.astype(np.float32)
+    back = r.astype(np.float64)
+    inexact = (back != x) & np.isfinite(x)
+    if not np.any(inexact):
+        return r
+    toward_zero = np.where(inexact & (np.abs(back) > np.abs(x)), np.nextafter(r, np.float32(0)), r)
+    bits = np.ascontiguousarray(toward_zero).view(np.uint32) | inexact.astype(np.uint32)
+    return bits.view(np.float32).reshape(r.shape)
+
+
+def round_f64(x: np.ndarray, dt: DType) -> np.ndarray:
+    """Round f64 values once (RNE) to the float dtype ``dt``.
+
+    numpy/ml_dtypes convert f64 -> bf16 through f32 (two roundings), so the 16-bit formats go
+    through :func:`_round_odd_f32` first.
+    """
+    with np.errstate(all="ignore"):
+        if dt.bits == 64:
+            return x.astype(np.float64)
+        if dt.bits == 32:
+            return x.astype(np.float32)
+        return _round_odd_f32(x.astype(np.float64)).astype(numpy_dtype(dt))
+
+
+def _int_round_odd_f32(x: np.ndarray, src: DType) -> np.ndarray:
+    """Integers (any width) -> f32 rounded to odd, so that one more RNE rounding is exact-once."""
+    if src.is_signed:
+        v = x.astype(np.int64)
+        neg = v < 0
+        m = v.astype(np.uint64)
+        m = np.where(neg, ~m + np.uint64(1), m)  # magnitude; INT64_MIN -> 2**63
+    else:
+        m = x.astype(np.uint64)
+        neg = np.zeros(m.shape, dtype=bool)
+    e = np.frexp(m.astype(np.float64))[1]  # bit length (one more when rounding carried)
+    s = np.maximum(e - 24, 0).astype(np.uint64)
+    t = m >> s
+    sticky = (m & ((np.uint64(1) << s) - np.uint64(1))) != 0
+    t = t | sticky.astype(np.uint64)
+    mag = np.ldexp(t.astype(np.float64), s.astype(np.int32))  # exact: t < 2**24
+    return np.where(neg, -mag, mag).astype(np.float32)
 
 
 def int_div(a: np.ndarray, b: np.ndarray, dt: DType) -> np.ndarray:
@@ -147,7 +198,12 @@ def erf(x: np.ndarray) -> np.ndarray:
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
-    """a*b+c rounded once. f16/bf16/f32 use f64 (product exact); f64 uses exact rationals."""
+    """a*b+c rounded once.
+
+    f16/bf16/f32: the product is exact in f64; the sum is rounded to odd in f64 (TwoSum error
+    term) and then rounded once to the dtype, which equals a single rounding of the exact value.
+    f64: exact rationals (overflow gives a signed inf).
+    """
     with np.errstate(all="ignore"):
         if dt == f64:
             from fractions import Fraction
@@ -158,11 +214,22 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
                 exact = Fraction(x) * Fraction(y) + Fraction(z)
                 if exact == 0:
                     return x * y + z  # keeps IEEE signed-zero rules
-                return float(exact)
+                try:
+                    return float(exact)
+                except OverflowError:
+                    return math.inf if exact > 0 else -math.inf
 
             return np.vectorize(one, otypes=[np.float64])(a, b, c) if a.size else a.copy()
-        r = a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)
-        return r.astype(numpy_dtype(dt))
+        p = a.astype(np.float64) * b.astype(np.float64)
+        z = c.astype(np.float64)
+        r = p + z
+        bb = r - p
+        err = (p - (r - bb)) + (z - bb)
+        even = (np.ascontiguousarray(r).view(np.uint64).reshape(r.shape) & np.uint64(1)) == 0
+        fix = np.isfinite(r) & (err != 0) & even
+        if np.any(fix):
+            r = np.where(fix, np.nextafter(r, np.where(err > 0, np.inf, -np.inf)), r)
+        return round_f64(r, dt)
 
 
 def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
@@ -183,9 +250,11 @@ def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
             res[small] = lo
             res[mid] = v[mid].astype(out)
             return res
-        if src.is_float and dst.is_float and src.bits == 16 and dst.bits == 16:
-            return x.astype(np.float32).astype(out)
+        if src.is_float and dst.is_float:
+            return round_f64(x.astype(np.float64), dst)
         if src.is_int and dst.is_float and dst.bits == 16:
-            return x.astype(np.float64).astype(np.float32).astype(out) if src.bits <= 32 else x.astype(np.float64).astype(out)
+            if src.bits <= 16:
+                return x.astype(np.float32).astype(out)  # exact in f32, one rounding
+            return _int_round_odd_f32(x, src).astype(out)
         return x.astype(out)
 

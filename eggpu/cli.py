@@ -1,0 +1,215 @@
+"""The ``eggpu`` command line (DESIGN.md §7): demo, compile, rules check, explain.
+
+User mistakes (bad file, unknown kernel, bad option, a kernel that does not compile) print one
+``eggpu: error: ...`` line and exit with status 1 (2 for command-line usage errors); no traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from eggpu.ir.errors import EggpuError
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(EggpuError):
+    """A command-line mistake (exit status 2)."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return EXIT_USAGE
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as e:
+        print(f"eggpu: error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    except EggpuError as e:
+        print(f"eggpu: error: {e}", file=sys.stderr)
+        return EXIT_FAIL
+    except KeyboardInterrupt:
+        print("eggpu: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="eggpu", description="Compile Triton-style kernels with verified rewrites.")
+    sub = p.add_subparsers(dest="command")
+
+    d = sub.add_parser("demo", help="compile, optimize, verify and CPU-run the bundled kernels")
+    d.add_argument("--target", default="sm_90")
+    d.add_argument("--no-opt", action="store_true", help="skip the optimizer")
+    d.add_argument("--kernels", help="comma-separated library kernel names (default: all)")
+    d.add_argument("--no-cache", action="store_true", help="compile from scratch (ignore the cache)")
+    d.set_defaults(func=cmd_demo)
+
+    c = sub.add_parser("compile", help="compile FILE.py::NAME to PTX, LLVM IR or tensor IR")
+    _kernel_args(c)
+    c.add_argument("--emit", choices=("ptx", "llvm", "ir"), default="ptx")
+    c.add_argument("-o", "--output", help="write here instead of stdout")
+    c.set_defaults(func=cmd_compile)
+
+    r = sub.add_parser("rules", help="rewrite-rule tools")
+    rsub = r.add_subparsers(dest="rules_command")
+    rc = rsub.add_parser("check", help="prove every rule with z3; print verdicts and counterexamples")
+    rc.add_argument("files", nargs="*", help="rule files (default: the shipped rules)")
+    rc.add_argument("--timeout-ms", type=int, default=None, help="z3 budget per rule and dtype")
+    rc.add_argument("--no-cache", action="store_true", help="ignore the proof cache")
+    rc.set_defaults(func=cmd_rules_check)
+    r.set_defaults(func=lambda a: (r.print_help(), EXIT_USAGE)[1])
+
+    e = sub.add_parser("explain", help="show the IR before/after optimization and the rules that fired")
+    _kernel_args(e)
+    e.set_defaults(func=cmd_explain)
+    return p
+
+
+def _kernel_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("spec", metavar="FILE.py::NAME", help="kernel function in a Python file")
+    p.add_argument("--dtype", action="append", default=[], help="dtype for each dtype parameter, in order")
+    p.add_argument("-c", "--const", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
+    p.add_argument("--target", default="sm_90")
+    p.add_argument("--num-warps", type=int, default=4)
+    p.add_argument("--no-opt", action="store_true")
+    p.add_argument("--fast-math", action="store_true")
+    p.add_argument("--rules", action="append", default=[], help="extra rule file(s)")
+
+
+# ------------------------------------------------------------------ loading kernels
+
+
+def load_kernel_function(spec: str) -> Any:
+    """The @kernel function named by ``FILE.py::NAME``."""
+    if "::" not in spec:
+        raise UsageError(f"expected FILE.py::NAME, got {spec!r}")
+    file, name = spec.rsplit("::", 1)
+    path = Path(file)
+    if not path.is_file():
+        raise UsageError(f"no such file: {file}")
+    mod_name = f"_eggpu_cli_{path.stem}"
+    spec_ = importlib.util.spec_from_file_location(mod_name, path)
+    if spec_ is None or spec_.loader is None:
+        raise UsageError(f"cannot import {file}")
+    module = importlib.util.module_from_spec(spec_)
+    sys.modules[mod_name] = module
+    try:
+        spec_.loader.exec_module(module)
+    except EggpuError:
+        raise
+    except Exception as e:  # the user's module failed to import: one line, no traceback
+        raise UsageError(f"importing {file} failed: {type(e).__name__}: {e}") from None
+    obj = getattr(module, name, None)
+    if obj is None:
+        kernels = sorted(k for k, v in vars(module).items() if hasattr(v, "Kernel"))
+        raise UsageError(f"{file} has no kernel named {name!r} (kernels: {', '.join(kernels) or 'none'})")
+    if not hasattr(obj, "Kernel"):
+        raise UsageError(f"{file}::{name} is not an @eggpu.kernel function")
+    return obj
+
+
+def parse_const(text: str) -> tuple[str, Any]:
+    if "=" not in text:
+        raise UsageError(f"constexpr must be NAME=VALUE, got {text!r}")
+    name, raw = text.split("=", 1)
+    low = raw.strip().lower()
+    if low in ("true", "false"):
+        return name.strip(), low == "true"
+    for conv in (int, float):
+        try:
+            return name.strip(), conv(raw)
+        except ValueError:
+            pass
+    from eggpu.ir.dtypes import BY_NAME
+
+    if raw in BY_NAME:
+        return name.strip(), BY_NAME[raw]
+    raise UsageError(f"constexpr {name}: cannot parse value {raw!r} (int, float, true/false or a dtype)")
+
+
+def make_instance(fn: Any, dtypes: Sequence[str], consts: Sequence[str]) -> Any:
+    cls = fn.Kernel
+    named = dict(parse_const(c) for c in consts)
+    if dtypes:
+        from eggpu.ir.dtypes import parse_dtype
+
+        try:
+            dts = tuple(parse_dtype(d) for d in dtypes)
+        except EggpuError as e:
+            raise UsageError(str(e)) from None
+        cls = cls[dts if len(dts) > 1 else dts[0]]
+    return cls(**{k.lower(): v for k, v in named.items()})
+
+
+def _instance_from_args(a: argparse.Namespace) -> Any:
+    return make_instance(load_kernel_function(a.spec), a.dtype, a.const)
+
+
+# ------------------------------------------------------------------ commands
+
+
+def cmd_compile(a: argparse.Namespace) -> int:
+    from eggpu.pipeline import compile as eggpu_compile
+
+    inst = _instance_from_args(a)
+    ck = eggpu_compile(inst, a.target, optimize=not a.no_opt, fast_math=a.fast_math, num_warps=a.num_warps,
+                       rules=a.rules)
+    text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
+    if a.output:
+        Path(a.output).write_text(text)
+        print(f"wrote {a.emit} of {ck.id} for {ck.target} to {a.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return EXIT_OK
+
+
+def cmd_explain(a: argparse.Namespace) -> int:
+    from eggpu.optimizer import optimize
+
+    inst = _instance_from_args(a)
+    before = inst.ir()
+    res = optimize(before, rules=a.rules, fast_math=a.fast_math, target=a.target)
+    print(f"# {inst.id} for {a.target}\n")
+    print("## IR before optimization\n")
+    print(before)
+    print("## IR after optimization\n")
+    print(res.function)
+    print("## Rules fired\n")
+    for name, count in sorted(res.rule_hits.items(), key=lambda kv: (-kv[1], kv[0])):
+        print(f"  {count:5d}  {name}")
+    if not res.rule_hits:
+        print("  (none)")
+    print(f"\ncost {res.cost_before} -> {res.cost_after}; stop reason: {getattr(res.stop_reason, 'name', res.stop_reason)}; "
+          f"e-graph nodes: {res.egraph_nodes}; validation: {getattr(res.validation, 'verdict', res.validation)}")
+    return EXIT_OK
+
+
+def cmd_rules_check(a: argparse.Namespace) -> int:
+    from eggpu.optimizer.rules_cli import check_rules
+
+    return check_rules(a.files, out=sys.stdout, timeout_ms=a.timeout_ms, use_cache=not a.no_cache)
+
+
+def cmd_demo(a: argparse.Namespace) -> int:
+    from eggpu.demo import run_demo
+
+    names = [n.strip() for n in a.kernels.split(",")] if a.kernels else None
+    return run_demo(target=a.target, optimize=not a.no_opt, names=names, use_cache=not a.no_cache)
+
+
+def progress(message: str) -> None:
+    """One progress line on stderr (long work: many rules, many kernels)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,277 @@
+"""The compile pipeline: frontend -> optimizer -> codegen -> ptxas, timed per stage and cached.
+
+``eggpu.compile(kernel_instance, target="sm_90", ...)`` returns a :class:`CompiledKernel`.
+Cache hits (same process or a fresh one) skip every stage and read the artefacts from disk;
+the IR is parsed and the host build made only when asked for (``ck.ir``, ``ck.run_cpu``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eggpu.cache import Cache, cache_key
+from eggpu.ir.errors import CompileError, EggpuError, KernelError
+from eggpu.runtime import Param, check_args, normalize_grid
+
+DEFAULT_TARGET = "sm_90"
+
+
+@dataclass
+class CompileOptions:
+    """Everything besides the kernel that changes the compiled output."""
+
+    target: str = DEFAULT_TARGET
+    optimize: bool = True
+    fast_math: bool = False
+    num_warps: int = 4
+    rules: tuple[str, ...] = ()
+
+    def key_parts(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "optimize": self.optimize,
+            "fast_math": self.fast_math,
+            "num_warps": self.num_warps,
+            "rules": [_file_digest(p) for p in rule_files(self.rules)] if self.optimize else [],
+        }
+
+
+def rule_files(extra: Sequence[str]) -> list[Path]:
+    """Every rule file a compile uses: shipped ``rules/*.egg``, ``EGGPU_RULES_PATH``, ``rules=``."""
+    here = Path(__file__).resolve().parent.parent / "rules"
+    try:
+        import eggpu.rules as shipped
+
+        here = Path(shipped.__file__).parent
+    except ImportError:  # pragma: no cover
+        pass
+    files = sorted(here.glob("*.egg"))
+    for entry in os.environ.get("EGGPU_RULES_PATH", "").split(os.pathsep):
+        if entry:
+            p = Path(entry)
+            files += sorted(p.glob("*.egg")) if p.is_dir() else [p]
+    files += [Path(p) for p in extra]
+    return files
+
+
+def _file_digest(path: Path) -> list[str]:
+    try:
+        return [path.name, hashlib.sha256(path.read_bytes()).hexdigest()]
+    except OSError as e:
+        raise EggpuError(f"cannot read rule file {path}: {e.strerror}") from None
+
+
+@dataclass
+class CompiledKernel:
+    """A compiled kernel specialization. Artefacts are texts; ``ir`` and the host build are lazy."""
+
+    name: str
+    id: str
+    entry_point: str
+    target: str
+    ptx: str
+    llvm_ir: str
+    ir_text: str
+    source: str
+    params: tuple[Param, ...]
+    num_threads: int
+    report: dict[str, Any]
+    options: CompileOptions
+    cache_path: str | None = None
+    _ir: Any = field(default=None, repr=False)
+    _host: Any = field(default=None, repr=False)
+
+    @property
+    def ir(self):
+        """The optimized tensor IR (an ``eggpu.ir.Function``; ``str()`` gives its text form)."""
+        if self._ir is None:
+            from eggpu.ir.parser import parse_function
+
+            self._ir = parse_function(self.ir_text)
+        return self._ir
+
+    @property
+    def arg_types(self):
+        return tuple(p.type for p in self.params)
+
+    def run_cpu(self, grid: int | Sequence[int], *args: Any) -> None:
+        """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place."""
+        normalize_grid(grid)
+        check_args(self.name, self.params, args)
+        if self._host is None:
+            from eggpu.codegen import build_host
+
+            self._host = build_host(self.ir, num_warps=self.options.num_warps)
+        self._host.run(grid, *args)
+
+    def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True) -> None:
+        """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not)."""
+        from eggpu.runtime import CudaRuntime
+
+        g = normalize_grid(grid)
+        checked = check_args(self.name, self.params, args)
+        CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
+                                 synchronize=synchronize)
+
+
+def _kernel_key_parts(kernel: Any) -> dict[str, Any]:
+    """Identity of a Kernel instance: id, its source and its module's source (helpers live there)."""
+    fn = getattr(kernel, "fn", None) or getattr(type(kernel), "fn", None)
+    module_digest = ""
+    if fn is not None:
+        try:
+            path = inspect.getsourcefile(fn)
+            if path:
+                module_digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        except (OSError, TypeError):
+            pass
+    return {"id": kernel.id, "source": kernel.source, "module": module_digest}
+
+
+def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
+            num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
+            progress: Any = None) -> CompiledKernel:
+    """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``."""
+    from eggpu import __version__
+
+    if not hasattr(kernel, "ir") or not hasattr(kernel, "id"):
+        raise KernelError(
+            f"eggpu.compile expects a kernel instance such as GeluForward[tl.f32](1024), got {type(kernel).__name__}"
+        )
+    if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
+        raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
+    opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules))
+    _check_target(target)
+    key = cache_key({"eggpu": __version__, "kernel": _kernel_key_parts(kernel), "options": opts.key_parts()})
+    store = None if cache is False else Cache(None if cache is True else cache)
+    if store is not None:
+        t0 = time.perf_counter()
+        hit = store.get(kernel.name, key)
+        if hit is None:
+            with store.lock(kernel.name, key):
+                hit = store.get(kernel.name, key)  # another process may have finished it
+                if hit is None:
+                    ck = _compile_uncached(kernel, opts, progress)
+                    entry = store.put(kernel.name, key, _files(ck), ck.report)
+                    ck.cache_path = str(entry.stem)
+                    return ck
+        ck = _from_cache(kernel, opts, hit)
+        ck.report = dict(ck.report, cache="hit", cache_lookup_ms=(time.perf_counter() - t0) * 1e3)
+        return ck
+    return _compile_uncached(kernel, opts, progress)
+
+
+def _check_target(target: str) -> None:
+    from eggpu.codegen.target import Target
+
+    Target.from_name(target)
+
+
+def _files(ck: CompiledKernel) -> dict[str, str]:
+    return {"ptx": ck.ptx, "ll": ck.llvm_ir, "ir": ck.ir_text, "py": ck.source}
+
+
+def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel:
+    from eggpu.ir.parser import parse_type
+
+    r = entry.report
+    params = tuple(Param(n, parse_type(t)) for n, t in r["params"])
+    return CompiledKernel(kernel.name, kernel.id, r["entry_point"], opts.target, entry.files["ptx"],
+                          entry.files["ll"], entry.files["ir"], entry.files["py"], params,
+                          r["num_threads"], r, opts, str(entry.stem))
+
+
+def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
+    from eggpu.codegen import compile_ptx
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.codegen.target import Target
+    from eggpu.codegen.toolchain import find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    times: dict[str, float] = {}
+    report: dict[str, Any] = {"cache": "miss", "target": opts.target, "options": opts.key_parts()}
+
+    def stage(name: str):
+        if progress:
+            progress(name)
+        return _Timer(times, name)
+
+    with stage("frontend"):
+        fn = kernel.ir()
+    report["ir_ops_before"] = fn.op_count()
+    if opts.optimize:
+        from eggpu.optimizer import optimize as run_optimizer
+
+        with stage("optimize"):
+            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target)
+        fn = res.function
+        report["optimizer"] = _optimizer_report(res)
+    report["ir_ops_after"] = fn.op_count()
+    target = Target.from_name(opts.target, num_warps=opts.num_warps) if _accepts_num_warps() else Target.from_name(opts.target)
+    with stage("codegen"):
+        ptx, llvm_ir = compile_ptx(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
+    try:
+        find_ptxas()
+        have_ptxas = True
+    except ToolchainError as e:
+        have_ptxas = False
+        report["ptxas"] = {"skipped": str(e)}
+    if have_ptxas:
+        with stage("ptxas"):
+            pr = run_ptxas(ptx, target)
+        report["ptxas"] = {"registers": pr.registers, "spill_stores": pr.spills_stores,
+                           "spill_loads": pr.spills_loads, "shared_bytes": pr.shared_bytes}
+    from eggpu.ir.printer import print_function
+
+    ir_text = print_function(fn)
+    params = tuple(Param(p.name, p.type) for p in fn.params)
+    num_threads = 32 * opts.num_warps
+    report.update(times_ms={k: v * 1e3 for k, v in times.items()}, entry_point=f"{kernel.name}_entry_point",
+                  params=[(p.name, str(p.type)) for p in params], num_threads=num_threads)
+    ck = CompiledKernel(kernel.name, kernel.id, f"{kernel.name}_entry_point", opts.target, ptx, llvm_ir,
+                        ir_text, kernel.source, params, num_threads, report, opts)
+    ck._ir = fn
+    return ck
+
+
+def _accepts_num_warps() -> bool:
+    from eggpu.codegen.target import Target
+
+    try:
+        return "num_warps" in inspect.signature(Target.from_name).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _optimizer_report(res: Any) -> dict[str, Any]:
+    v = getattr(res, "validation", None)
+    return {
+        "rules_fired": dict(getattr(res, "rule_hits", {})),
+        "cost_before": getattr(res, "cost_before", None),
+        "cost_after": getattr(res, "cost_after", None),
+        "egraph_nodes": getattr(res, "egraph_nodes", None),
+        "stop_reason": str(getattr(getattr(res, "stop_reason", None), "name", getattr(res, "stop_reason", None))),
+        "validation": getattr(v, "verdict", str(v)) if v is not None else None,
+        "fell_back": bool(getattr(res, "fell_back", False)),
+        "times_ms": {k: s * 1e3 for k, s in dict(getattr(res, "times", {})).items()},
+    }
+
+
+class _Timer:
+    def __init__(self, times: dict[str, float], name: str):
+        self.times, self.name = times, name
+
+    def __enter__(self):
+        self.t0 = time.perf_counter()
+        return self
+
+    def __exit__(self, *exc):
+        self.times[self.name] = self.times.get(self.name, 0.0) + time.perf_counter() - self.t0
+        return False

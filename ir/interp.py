@@ -1,0 +1,642 @@
+"""The reference interpreter: run a :class:`Function` on numpy arrays, one program at a time.
+
+``interpret(fn, grid, *args)`` runs every program of ``grid`` (an int or a tuple of up to three
+ints; program ids are visited in row-major order, the last axis fastest) through the function
+body. Within a program every value is a numpy array of its dtype (``DType.np``; 0-d for
+scalars) or, for pointer-typed values, a :class:`PointerValue`.
+
+What the interpreter does itself and what it takes from the op table:
+
+* Every op with a ``reference`` in :data:`eggpu.ir.ops.OPS` is computed by that reference
+  (``ref(attrs, *arrays, dtype=<element dtype of the first operand>)``); the interpreter never
+  restates an op's meaning. The shape ops (``splat``, ``broadcast``, ``expand_dims``,
+  ``reshape``, ``trans``) and ``where``/``eq``/``ne`` also accept pointer values: the op is
+  applied to the pointers' offsets.
+* Leaves (``const``, ``program_id``, ``num_programs``, ``arange``), ``addptr``, the memory ops
+  and ``for``/``if``/``yield`` are the interpreter's own.
+
+Memory model: a pointer argument is a C-contiguous numpy array whose dtype is the pointee dtype;
+it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place.
+
+* ``load(ptr[, mask[, other]])`` reads only unmasked lanes; masked lanes take ``other`` (0
+  without it).
+* ``store(ptr, value[, mask])`` writes only unmasked lanes; when several lanes of one store hit
+  one address, the last lane in row-major order wins.
+* ``atomic_*`` apply lane by lane in row-major order and return the old values (masked lanes
+  return 0). ``atomic_add``/``max``/``min`` combine with the ``add``/``maximum``/``minimum``
+  references, ``atomic_xchg`` writes the value, ``atomic_cas`` writes where ``old == cmp``.
+* An unmasked lane outside its buffer raises :class:`InterpreterError` naming the kernel, the
+  op, the program, the lane, the offset and the buffer size.
+
+Control flow: ``for`` runs like Python ``range(lo, hi, step)`` with carried values (step 0 is an
+:class:`InterpreterError`); ``if`` runs one region on a bool scalar.
+
+Numpy floating-point warnings are suppressed: overflow, NaN and division by zero are values here.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from .dtypes import DType, bool_, from_numpy, i64
+from .errors import EggpuError, InterpreterError
+from .graph import Block, Function, Operation, Value
+from .ops import OPS
+from .semantics import cast, round_f64
+from .types import BlockType
+
+__all__ = ["PointerValue", "interpret"]
+
+Handler = Callable[[list], None]
+
+_POINTER_SHAPE_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape", "trans"})
+_ATOMIC_COMBINE = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum"}
+
+
+class PointerValue:
+    """A block (or scalar) of pointers into one buffer.
+
+    ``base`` is the flat view of the argument array (writes land in the caller's array);
+    ``offsets`` is an int64 array of the value's shape holding element offsets into ``base``;
+    ``name`` is the parameter the pointer came from (for error messages).
+    """
+
+    __slots__ = ("base", "offsets", "name")
+
+    def __init__(self, base: np.ndarray, offsets: np.ndarray, name: str):
+        self.base = base
+        self.offsets = offsets
+        self.name = name
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.offsets.shape
+
+    def with_offsets(self, offsets: np.ndarray) -> PointerValue:
+        return PointerValue(self.base, np.asarray(offsets, dtype=np.int64), self.name)
+
+    def __repr__(self) -> str:
+        return f"PointerValue({self.name}, offsets={self.offsets!r})"
+
+
+def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
+    """Run ``fn`` for every program of ``grid`` on ``args``.
+
+    ``grid``: an int or a tuple of 1 to 3 non-negative ints (a 0 runs nothing). ``args``: one per
+    parameter; pointer parameters take C-contiguous numpy arrays of the pointee dtype (written in
+    place), scalar parameters take Python or numpy numbers converted to the parameter dtype
+    (floats are rejected for integer parameters, out-of-range values are rejected).
+    Raises :class:`InterpreterError` for bad arguments, out-of-bounds accesses and ``for`` loops
+    with step 0.
+    """
+    dims = _normalize_grid(fn, grid)
+    with np.errstate(all="ignore"):
+        params = _bind_args(fn, args)
+        program = _Program(fn, dims, params)
+        program.grid_rank = 1 if isinstance(grid, int | np.integer) else len(grid)
+        program.run()
+
+
+# ------------------------------------------------------------------ arguments and grid
+
+
+def _normalize_grid(fn: Function, grid: Any) -> tuple[int, int, int]:
+    def is_int(x: Any) -> bool:
+        return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
+
+    if is_int(grid):
+        dims = (int(grid),)
+    elif isinstance(grid, tuple | list) and 1 <= len(grid) <= 3 and all(is_int(g) for g in grid):
+        dims = tuple(int(g) for g in grid)
+    else:
+        raise InterpreterError(f"{fn.name}: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}")
+    if any(d < 0 for d in dims):
+        raise InterpreterError(f"{fn.name}: grid dimensions must be >= 0, got {dims}")
+    return (dims + (1, 1, 1))[:3]  # type: ignore[return-value]
+
+
+def _np_name(d: np.dtype) -> str:
+    """``f64 (float64)``: the eggpu name of a numpy dtype, with numpy's name when they differ."""
+    try:
+        name = str(from_numpy(d))
+    except EggpuError:
+        return str(d)
+    return name if name == str(d) else f"{name} ({d})"
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return f"an array of {_np_name(value.dtype)} with shape {value.shape}"
+    if isinstance(value, np.generic):
+        return f"a numpy {value.dtype} scalar {value!r}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def _bind_args(fn: Function, args: Sequence[Any]) -> list[Any]:
+    params = fn.params
+    if len(args) != len(params):
+        names = ", ".join(p.name or f"arg{i}" for i, p in enumerate(params))
+        raise InterpreterError(f"{fn.name} takes {len(params)} argument(s) ({names}), got {len(args)}")
+    bases: dict[tuple, np.ndarray] = {}
+    out = []
+    for i, (p, a) in enumerate(zip(params, args)):
+        name = p.name or f"arg{i}"
+        t = p.type
+        if t.is_pointer:
+            out.append(_bind_pointer(fn, name, t, a, bases))
+        elif t.is_scalar:
+            out.append(_convert_scalar(fn, name, t.elem, a))
+        else:
+            out.append(_bind_block(fn, name, t, a))
+    return out
+
+
+def _bind_pointer(fn: Function, name: str, t: BlockType, a: Any, bases: dict[tuple, np.ndarray]) -> PointerValue:
+    pointee = t.dtype
+    if not t.is_scalar:
+        raise InterpreterError(f"{fn.name}: parameter '{name}' has the unsupported type {t} (pointer blocks)")
+    if not isinstance(a, np.ndarray):
+        raise InterpreterError(
+            f"{fn.name}: parameter '{name}' ({t}) expects a numpy array of {pointee}, got {_describe(a)}")
+    if a.dtype != pointee.np:
+        raise InterpreterError(
+            f"{fn.name}: parameter '{name}' ({t}) expects an array of {pointee}, "
+            f"got an array of {_np_name(a.dtype)}")
+    if not a.flags.c_contiguous:
+        raise InterpreterError(
+            f"{fn.name}: parameter '{name}' needs a C-contiguous array (got strides {a.strides} for shape "
+            f"{a.shape}); pass np.ascontiguousarray(...) and copy the result back")
+    key = (a.__array_interface__["data"][0], a.size, a.dtype)
+    base = bases.get(key)
+    if base is None:
+        base = bases[key] = a.reshape(-1)
+    return PointerValue(base, np.zeros((), dtype=np.int64), name)
+
+
+def _convert_scalar(fn: Function, name: str, dt: DType, a: Any) -> np.ndarray:
+    what = f"{fn.name}: parameter '{name}' ({dt})"
+    v = a
+    if isinstance(v, np.ndarray):
+        if v.ndim != 0:
+            raise InterpreterError(f"{what} expects a scalar, got {_describe(a)}")
+        v = v[()]
+    is_bool = isinstance(v, bool | np.bool_)
+    is_int = isinstance(v, int | np.integer) and not is_bool
+    is_float = isinstance(v, float | np.floating)
+    if dt.is_bool:
+        if is_bool:
+            return _frozen(np.asarray(bool(v)))
+        if is_int and int(v) in (0, 1):
+            return _frozen(np.asarray(bool(v)))
+        raise InterpreterError(f"{what} expects a bool, got {_describe(a)}")
+    if dt.is_int:
+        if not (is_int or is_bool):
+            raise InterpreterError(f"{what} expects an integer, got {_describe(a)}")
+        iv = int(v)
+        if not dt.min <= iv <= dt.max:
+            raise InterpreterError(f"{what}: value {iv} is out of range [{dt.min}, {dt.max}]")
+        return _frozen(np.asarray(iv, dtype=dt.np))
+    # float parameter
+    if not (is_int or is_bool or is_float):
+        raise InterpreterError(f"{what} expects a number, got {_describe(a)}")
+    if is_float:
+        x = float(v)
+    else:
+        iv = int(v)
+        if -(1 << 63) <= iv < (1 << 64):
+            src = np.asarray(iv, dtype=np.int64 if iv < (1 << 63) else np.uint64)
+            r = cast(src, from_numpy(src.dtype), dt)
+            if not np.isfinite(r):
+                raise InterpreterError(f"{what}: value {iv} is out of range for {dt}")
+            return _frozen(np.asarray(r))
+        try:
+            x = float(iv)
+        except OverflowError:
+            raise InterpreterError(f"{what}: value {iv} is out of range for {dt}") from None
+    r = round_f64(np.asarray(x, dtype=np.float64), dt)
+    if math.isfinite(x) and not np.isfinite(r):
+        raise InterpreterError(f"{what}: value {x!r} is out of range for {dt} (max {dt.max!r})")
+    return _frozen(np.asarray(r))
+
+
+def _bind_block(fn: Function, name: str, t: BlockType, a: Any) -> np.ndarray:
+    if not isinstance(a, np.ndarray) or a.shape != t.shape or a.dtype != t.dtype.np:
+        raise InterpreterError(
+            f"{fn.name}: parameter '{name}' expects an array of {t.dtype} with shape {t.shape}, got {_describe(a)}")
+    return _frozen(a.copy())
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    a.flags.writeable = False
+    return a
+
+
+# ------------------------------------------------------------------ the compiled program
+
+
+class _Program:
+    """A function compiled to closures over a slot-indexed environment (one list per program).
+
+    Program-invariant leaves (``const``, ``arange``, ``num_programs``) and the parameters live in
+    a template environment copied at the start of each program; ``program_id`` slots are filled
+    per program; every other op is a handler ``h(env)`` that reads operand slots and writes
+    result slots.
+    """
+
+    def __init__(self, fn: Function, dims: tuple[int, int, int], params: list[Any]):
+        self.fn = fn
+        self.dims = dims
+        self.pid: tuple[int, int, int] = (0, 0, 0)
+        self.grid_rank = 3  # how many program-id axes error messages show
+        self.slots: dict[int, int] = {}
+        self.template: list[Any] = []
+        self.pid_slots: list[tuple[int, int]] = []
+        for p, v in zip(fn.params, params):
+            self.template[self._slot(p)] = v
+        self.body, _ = self._block(fn.body)
+
+    # -- environment slots
+
+    def _slot(self, v: Value) -> int:
+        s = self.slots.get(id(v))
+        if s is None:
+            s = self.slots[id(v)] = len(self.template)
+            self.template.append(None)
+        return s
+
+    def _in(self, op: Operation, v: Value) -> int:
+        s = self.slots.get(id(v))
+        if s is None:
+            raise InterpreterError(f"{self.fn.name}: operand of {op.op} is used before it is defined")
+        return s
+
+    # -- running
+
+    def run(self) -> None:
+        g0, g1, g2 = self.dims
+        pid_arrays = [[_frozen(np.asarray(i, dtype=np.int32)) for i in range(g)] for g in self.dims]
+        body = self.body
+        template = self.template
+        pid_slots = self.pid_slots
+        for pid in itertools.product(range(g0), range(g1), range(g2)):
+            self.pid = pid
+            env = template.copy()
+            for s, axis in pid_slots:
+                env[s] = pid_arrays[axis][pid[axis]]
+            for h in body:
+                h(env)
+
+    # -- diagnostics
+
+    def _where(self, op: Operation) -> str:
+        loc = f" at {op.loc}" if op.loc is not None else ""
+        pid = self.pid[: self.grid_rank]
+        return f"{self.fn.name}: {op.op}{loc} in program {pid[0] if len(pid) == 1 else pid}"
+
+    def _error(self, op: Operation, msg: str) -> InterpreterError:
+        return InterpreterError(f"{self._where(op)}: {msg}")
+
+    # -- compilation
+
+    def _block(self, blk: Block) -> tuple[tuple[Handler, ...], tuple[int, ...] | None]:
+        handlers: list[Handler] = []
+        yields: tuple[int, ...] | None = None
+        for op in blk.ops:
+            if op.op == "yield":
+                yields = tuple(self._in(op, v) for v in op.operands)
+                continue
+            h = self._compile(op)
+            if h is not None:
+                handlers.append(h)
+        return tuple(handlers), yields
+
+    def _compile(self, op: Operation) -> Handler | None:
+        name = op.op
+        if name == "const":
+            self.template[self._slot(op.result)] = self._const(op)
+            return None
+        if name == "arange":
+            start, end = op.attrs["start"], op.attrs["end"]
+            self.template[self._slot(op.result)] = _frozen(np.arange(start, end, dtype=np.int32))
+            return None
+        if name == "num_programs":
+            axis = op.attrs["axis"]
+            self.template[self._slot(op.result)] = _frozen(np.asarray(self.dims[axis], dtype=np.int32))
+            return None
+        if name == "program_id":
+            self.pid_slots.append((self._slot(op.result), op.attrs["axis"]))
+            return None
+        if name == "addptr":
+            return self._addptr(op)
+        if name == "load":
+            return self._load(op)
+        if name == "store":
+            return self._store(op)
+        if name.startswith("atomic_"):
+            return self._atomic(op)
+        if name == "for":
+            return self._for(op)
+        if name == "if":
+            return self._if(op)
+        opdef = OPS.get(name)
+        if opdef is None or opdef.reference is None:
+            raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
+        if any(v.type.is_pointer for v in op.operands):
+            return self._pointer_op(op)
+        return self._reference(op)
+
+    def _const(self, op: Operation) -> np.ndarray:
+        value, dt = op.attrs["value"], op.attrs["dtype"]
+        if dt.is_bool:
+            return _frozen(np.asarray(bool(value)))
+        if dt.is_int:
+            if isinstance(value, float) or not isinstance(value, int | np.integer):
+                raise InterpreterError(f"{self.fn.name}: const {value!r} of dtype {dt} is not an integer")
+            if not dt.min <= int(value) <= dt.max:
+                raise InterpreterError(
+                    f"{self.fn.name}: const {value!r} is out of range for {dt} [{dt.min}, {dt.max}]")
+            return _frozen(np.asarray(int(value), dtype=dt.np))
+        try:
+            x = float(value)
+        except OverflowError:
+            x = math.inf if value > 0 else -math.inf
+        return _frozen(np.asarray(round_f64(np.asarray(x, dtype=np.float64), dt)))
+
+    def _reference(self, op: Operation) -> Handler:
+        ref = OPS[op.op].reference
+        attrs = dict(op.attrs)
+        ins = tuple(self._in(op, v) for v in op.operands)
+        dt = op.operands[0].type.dtype if op.operands else None
+        (res,) = op.results
+        out = self._slot(res)
+        want_dtype, want_shape = res.type.dtype.np, res.type.shape
+
+        def run(env: list) -> None:
+            r = ref(attrs, *[env[i] for i in ins], dtype=dt)
+            if type(r) is not np.ndarray:
+                r = np.asarray(r)
+            if r.dtype != want_dtype or r.shape != want_shape:
+                raise self._error(op, f"internal error: the reference returned {r.dtype}{list(r.shape)}, "
+                                      f"expected {res.type}")
+            env[out] = r
+
+        return run
+
+    # -- pointers
+
+    def _addptr(self, op: Operation) -> Handler:
+        ip, io = (self._in(op, v) for v in op.operands)
+        out = self._slot(op.result)
+
+        def run(env: list) -> None:
+            p = env[ip]
+            env[out] = p.with_offsets(p.offsets + env[io].astype(np.int64))
+
+        return run
+
+    def _pointer_op(self, op: Operation) -> Handler:
+        name = op.op
+        ref = OPS[name].reference
+        attrs = dict(op.attrs)
+        ins = tuple(self._in(op, v) for v in op.operands)
+        out = self._slot(op.result)
+        if name in _POINTER_SHAPE_OPS:
+            (ia,) = ins
+
+            def shape_op(env: list) -> None:
+                p = env[ia]
+                env[out] = p.with_offsets(ref(attrs, p.offsets, dtype=i64))
+
+            return shape_op
+        if name == "where":
+            ic, ia, ib = ins
+
+            def where(env: list) -> None:
+                a, b = env[ia], env[ib]
+                if a.base is not b.base:
+                    raise self._error(op, f"selects between pointers into different buffers "
+                                          f"'{a.name}' and '{b.name}'")
+                env[out] = a.with_offsets(ref(attrs, env[ic], a.offsets, b.offsets, dtype=bool_))
+
+            return where
+        if name in ("eq", "ne"):
+            ia, ib = ins
+            shape = op.result.type.shape
+
+            def compare(env: list) -> None:
+                a, b = env[ia], env[ib]
+                if a.base is b.base:
+                    env[out] = np.asarray(ref(attrs, a.offsets, b.offsets, dtype=i64))
+                else:  # distinct allocations never share an address
+                    env[out] = np.full(shape, name == "ne", dtype=bool)
+
+            return compare
+        raise InterpreterError(f"{self.fn.name}: {name} does not accept pointer operands")
+
+    # -- memory
+
+    def _check_bounds(self, op: Operation, p: PointerValue, sel: np.ndarray, lanes: np.ndarray | None,
+                      verb: str) -> None:
+        size = p.base.size
+        bad = (sel < 0) | (sel >= size)
+        if bad.any():
+            k = int(np.argmax(bad))
+            flat_lane = k if lanes is None else int(lanes[k])
+            shape = p.offsets.shape
+            lane = tuple(int(i) for i in np.unravel_index(flat_lane, shape)) if shape else ()
+            lane_txt = f"lane {lane} " if shape else ""
+            raise self._error(op, f"out-of-bounds access: {lane_txt}{verb} offset {int(sel[k])} of buffer "
+                                  f"'{p.name}' which has {size} element(s)")
+
+    def _check_writable(self, op: Operation, p: PointerValue) -> None:
+        if not p.base.flags.writeable:
+            raise self._error(op, f"buffer '{p.name}' is a read-only array")
+
+    def _load(self, op: Operation) -> Handler:
+        ins = tuple(self._in(op, v) for v in op.operands)
+        out = self._slot(op.result)
+        rt = op.result.type
+        np_dt, shape = rt.dtype.np, rt.shape
+        ip = ins[0]
+        im = ins[1] if len(ins) > 1 else None
+        io = ins[2] if len(ins) > 2 else None
+
+        def run(env: list) -> None:
+            p = env[ip]
+            offs = p.offsets.reshape(-1)
+            if im is None:
+                self._check_bounds(op, p, offs, None, "reads")
+                env[out] = p.base[offs].reshape(shape)
+                return
+            lanes = np.flatnonzero(env[im])
+            sel = offs[lanes]
+            self._check_bounds(op, p, sel, lanes, "reads")
+            if io is None:
+                r = np.zeros(offs.size, dtype=np_dt)
+            else:
+                r = np.array(env[io], dtype=np_dt).reshape(-1)
+            r[lanes] = p.base[sel]
+            env[out] = r.reshape(shape)
+
+        return run
+
+    def _store(self, op: Operation) -> Handler:
+        ins = tuple(self._in(op, v) for v in op.operands)
+        ip, iv = ins[0], ins[1]
+        im = ins[2] if len(ins) > 2 else None
+
+        def run(env: list) -> None:
+            p = env[ip]
+            offs = p.offsets.reshape(-1)
+            vals = env[iv].reshape(-1)
+            lanes = None
+            if im is not None:
+                lanes = np.flatnonzero(env[im])
+                offs, vals = offs[lanes], vals[lanes]
+            self._check_bounds(op, p, offs, lanes, "writes")
+            self._check_writable(op, p)
+            if offs.size > 1 and not bool(np.all(offs[1:] > offs[:-1])):
+                # several lanes may hit one address: keep the last lane (row-major) of each
+                order = np.argsort(offs, kind="stable")
+                s = offs[order]
+                last = np.ones(s.size, dtype=bool)
+                last[:-1] = s[1:] != s[:-1]
+                keep = order[last]
+                offs, vals = offs[keep], vals[keep]
+            p.base[offs] = vals
+
+        return run
+
+    def _atomic(self, op: Operation) -> Handler:
+        name = op.op
+        if name not in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"):
+            raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
+        ins = tuple(self._in(op, v) for v in op.operands)
+        out = self._slot(op.result)
+        rt = op.result.type
+        dt, shape = rt.dtype, rt.shape
+        np_dt = dt.np
+        ip = ins[0]
+        if name == "atomic_cas":
+            ic, iv, im = ins[1], ins[2], None
+            eq = OPS["eq"].reference
+
+            def combine(old: np.ndarray, v: np.ndarray, c: np.ndarray) -> np.ndarray:
+                return np.where(eq({}, old, c, dtype=dt), v, old)
+        else:
+            ic, iv = None, ins[1]
+            im = ins[2] if len(ins) > 2 else None
+            if name == "atomic_xchg":
+                def combine(old: np.ndarray, v: np.ndarray, c: np.ndarray) -> np.ndarray:
+                    return v
+            else:
+                ref = OPS[_ATOMIC_COMBINE[name]].reference
+
+                def combine(old: np.ndarray, v: np.ndarray, c: np.ndarray) -> np.ndarray:
+                    return ref({}, old, v, dtype=dt)
+
+        def run(env: list) -> None:
+            p = env[ip]
+            offs = p.offsets.reshape(-1)
+            vals = env[iv].reshape(-1)
+            cmps = env[ic].reshape(-1) if ic is not None else vals
+            lanes = None
+            if im is not None:
+                lanes = np.flatnonzero(env[im])
+                offs, vals, cmps = offs[lanes], vals[lanes], cmps[lanes]
+            self._check_bounds(op, p, offs, lanes, "updates")
+            self._check_writable(op, p)
+            old = _apply_atomic(p.base, offs, vals, cmps, combine)
+            if lanes is None:
+                env[out] = old.reshape(shape)
+            else:
+                r = np.zeros(p.offsets.size, dtype=np_dt)
+                r[lanes] = old
+                env[out] = r.reshape(shape)
+
+        return run
+
+    # -- control flow
+
+    def _for(self, op: Operation) -> Handler:
+        ins = tuple(self._in(op, v) for v in op.operands)
+        ilo, ihi, istep = ins[:3]
+        inits = ins[3:]
+        body_blk = op.regions[0]
+        arg_slots = tuple(self._slot(a) for a in body_blk.args)
+        iv_slot, carried_slots = arg_slots[0], arg_slots[1:]
+        body, yields = self._block(body_blk)
+        yields = yields or ()
+        outs = tuple(self._slot(r) for r in op.results)
+
+        def run(env: list) -> None:
+            lo, hi, step = int(env[ilo]), int(env[ihi]), int(env[istep])
+            if step == 0:
+                raise self._error(op, f"loop step is 0 (lo={lo}, hi={hi})")
+            carried = [env[i] for i in inits]
+            for iv in range(lo, hi, step):
+                env[iv_slot] = np.asarray(iv, dtype=np.int32)
+                for s, v in zip(carried_slots, carried):
+                    env[s] = v
+                for h in body:
+                    h(env)
+                carried = [env[i] for i in yields]
+            for s, v in zip(outs, carried):
+                env[s] = v
+
+        return run
+
+    def _if(self, op: Operation) -> Handler:
+        ic = self._in(op, op.operands[0])
+        then_body, then_yields = self._block(op.regions[0])
+        else_body, else_yields = self._block(op.regions[1])
+        branches = ((else_body, else_yields or ()), (then_body, then_yields or ()))
+        outs = tuple(self._slot(r) for r in op.results)
+
+        def run(env: list) -> None:
+            body, yields = branches[bool(env[ic])]
+            for h in body:
+                h(env)
+            vals = [env[i] for i in yields]
+            for s, v in zip(outs, vals):
+                env[s] = v
+
+        return run
+
+
+def _apply_atomic(base: np.ndarray, offs: np.ndarray, vals: np.ndarray, cmps: np.ndarray,
+                  combine: Callable[[np.ndarray, np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """Apply an atomic read-modify-write lane by lane in row-major order; return the old values.
+
+    Lanes on distinct addresses are independent, so the lanes are processed in rounds: round k
+    holds the k-th lane (in row-major order) of every address, vectorized.
+    """
+    n = offs.size
+    if n == 0:
+        return base[offs]
+    order = np.argsort(offs, kind="stable")
+    s = offs[order]
+    first = np.ones(n, dtype=bool)
+    first[1:] = s[1:] != s[:-1]
+    if first.all():
+        old = base[offs]
+        base[offs] = combine(old, vals, cmps)
+        return old
+    pos = np.arange(n)
+    rank_sorted = pos - np.maximum.accumulate(np.where(first, pos, 0))
+    rank = np.empty(n, dtype=np.int64)
+    rank[order] = rank_sorted
+    old = np.empty(n, dtype=base.dtype)
+    for k in range(int(rank_sorted.max()) + 1):
+        idx = np.flatnonzero(rank == k)
+        a = offs[idx]
+        o = base[a]
+        base[a] = combine(o, vals[idx], cmps[idx])
+        old[idx] = o
+    return old
+
