@@ -20,21 +20,14 @@ from eggpu.ir.errors import (
 
 __version__ = "0.1.0"
 
+from eggpu.kernel_macro import hooks as _hooks  # noqa: E402
+from eggpu.kernel_macro.kernel import jit, kernel  # noqa: E402
+from eggpu.pipeline import CompiledKernel, compile  # noqa: E402
+
+_hooks.COMPILE_HOOK = compile
+
 __all__ = [
-    "CodegenError", "CompileError", "EggpuError", "IRError", "IRParseError", "InterpreterError",
-    "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError", "__version__",
-    "jit", "kernel",
+    "CodegenError", "CompileError", "CompiledKernel", "EggpuError", "IRError", "IRParseError",
+    "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",
+    "__version__", "compile", "jit", "kernel",
 ]
-
-
-def __getattr__(name: str):
-    # The frontend is imported on first use so `import eggpu` stays fast.
-    if name in ("kernel", "jit"):
-        from eggpu.kernel_macro import kernel as _k
-
-        return getattr(_k, name)
-    if name == "language":
-        import eggpu.language as lang
-
-        return lang
-    raise AttributeError(f"module 'eggpu' has no attribute {name!r}")

@@ -123,7 +123,8 @@ class CompiledKernel:
 
 def _kernel_key_parts(kernel: Any) -> dict[str, Any]:
     """Identity of a Kernel instance: id, its source and its module's source (helpers live there)."""
-    fn = getattr(kernel, "fn", None) or getattr(type(kernel), "fn", None)
+    spec = getattr(kernel, "_spec", None)
+    fn = getattr(spec, "fn", None)
     module_digest = ""
     if fn is not None:
         try:

@@ -1,0 +1,34 @@
+"""eggpu.kernel_macro — the kernel language, the Python-AST frontend to the IR, and ``@kernel``.
+
+* :mod:`.language` — the names of ``import eggpu.language as tl``;
+* :mod:`.signature` — parameter analysis of kernel functions;
+* :mod:`.frontend` (+ :mod:`.frontend_ops`, :mod:`.builtins`) — lowering to :mod:`eggpu.ir`;
+* :mod:`.diagnostics` — ``file:line:col`` compile errors with a caret and a hint;
+* :mod:`.kernel` — ``@kernel``/``@jit`` and the generated Kernel/Dispatch classes;
+* :mod:`.hooks` — the compile seam the facade fills in.
+"""
+
+from .diagnostics import KernelCompileError
+from .errors import (
+    BackwardKernelError,
+    CompileUnavailableError,
+    ConstexprArgumentError,
+    DecoratorArgumentError,
+    DtypeArgumentError,
+    DtypeInferenceError,
+    DuplicateDtypeError,
+    KernelSignatureError,
+    UnknownDtypeError,
+    UnsupportedDtypeError,
+)
+
+# Note: the decorators live in the submodule ``kernel`` (``eggpu.kernel_macro.kernel.kernel``); they are
+# not re-exported here because a package attribute named ``kernel`` would shadow that submodule.
+from .kernel import Dispatch, Kernel, KernelInstance
+
+__all__ = [
+    "BackwardKernelError", "CompileUnavailableError", "ConstexprArgumentError", "DecoratorArgumentError",
+    "Dispatch", "DtypeArgumentError", "DtypeInferenceError", "DuplicateDtypeError", "Kernel",
+    "KernelCompileError", "KernelInstance", "KernelSignatureError", "UnknownDtypeError",
+    "UnsupportedDtypeError",
+]

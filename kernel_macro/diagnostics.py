@@ -1,0 +1,148 @@
+"""Source handling and compile diagnostics for kernel bodies.
+
+:class:`Source` reads and parses a function's source once (cached by code object) and maps AST
+positions back to the file. :func:`Source.error` builds the :class:`KernelCompileError` every
+unsupported construct raises::
+
+    path/to/file.py:12:9: tl.load() got an unexpected keyword argument 'msk'
+        x = tl.load(p, msk=m)
+                       ^
+    hint: did you mean mask=? tl.load(ptr, mask=None, other=None)
+
+The column is 1-based in the header (like compilers print it); the caret sits under that column
+of the verbatim source line.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import inspect
+import textwrap
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eggpu.ir.errors import CompileError, KernelError
+from eggpu.ir.graph import Loc
+
+
+class KernelCompileError(CompileError):
+    """A CompileError pointing into a kernel's source.
+
+    Attributes: ``loc`` (file, 1-based line, 0-based column), ``problem``, ``hint``,
+    ``source_line`` (verbatim) and ``notes`` (e.g. the call sites of inlined helpers).
+    """
+
+    def __init__(self, loc: Loc, problem: str, hint: str | None, source_line: str,
+                 notes: Iterable[str] = ()):
+        self.loc = loc
+        self.problem = problem
+        self.hint = hint
+        self.source_line = source_line
+        self.notes = list(notes)
+        super().__init__(self.render())
+
+    def __reduce__(self):
+        return (type(self), (self.loc, self.problem, self.hint, self.source_line, tuple(self.notes)))
+
+    def render(self) -> str:
+        lines = [f"{self.loc.file}:{self.loc.line}:{self.loc.col + 1}: {self.problem}",
+                 self.source_line, " " * self.loc.col + "^"]
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        lines.extend(f"note: {n}" for n in self.notes)
+        return "\n".join(lines)
+
+    def note(self, note: str) -> None:
+        """Append a ``note:`` line (e.g. where an inlined helper was called)."""
+        self.notes.append(note)
+        self.args = (self.render(),)
+
+    def __str__(self) -> str:
+        return self.render()
+
+
+def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
+    """``" (did you mean tl.exp?)"``-style suffix text, or empty."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"did you mean {prefix}{close[0]}?" if close else ""
+
+
+@dataclass
+class Source:
+    """The parsed source of one Python function."""
+
+    fn: Any
+    file: str
+    first_line: int
+    lines: list[str]
+    tree: ast.FunctionDef
+    text: str = field(repr=False)
+
+    @classmethod
+    def of(cls, fn: Any) -> Source:
+        """Read and parse ``fn``'s source (cached per code object)."""
+        code = fn.__code__
+        hit = _CACHE.get(code)
+        if hit is not None:
+            return hit
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise KernelError(
+                f"cannot read the source of {fn.__name__} ({code.co_filename}): {e}; kernels and "
+                f"helpers must be defined in a Python file"
+            ) from None
+        text = "".join(lines)
+        parse_text, offset = text, 0
+        if lines and lines[0][:1] in (" ", "\t"):
+            parse_text, offset = "if 1:\n" + text, 1  # keeps the original columns
+        try:
+            module = ast.parse(parse_text)
+        except SyntaxError as e:
+            raise KernelError(f"cannot parse the source of {fn.__name__}: {e}") from None
+        stmt = module.body[0]
+        if offset:
+            stmt = stmt.body[0]  # type: ignore[attr-defined]
+        if not isinstance(stmt, ast.FunctionDef):
+            raise KernelError(f"{fn.__name__}: expected a def statement, got {type(stmt).__name__}")
+        if offset:
+            for node in ast.walk(stmt):
+                if hasattr(node, "lineno"):
+                    node.lineno -= 1  # type: ignore[attr-defined]
+                    if getattr(node, "end_lineno", None) is not None:
+                        node.end_lineno -= 1  # type: ignore[attr-defined]
+        src = cls(fn, code.co_filename, first, [ln.rstrip("\n") for ln in lines], stmt,
+                  textwrap.dedent(text))
+        _CACHE[code] = src
+        return src
+
+    def line_text(self, lineno: int) -> str:
+        """Verbatim text of the source's ``lineno``-th line (1-based within the source)."""
+        i = lineno - 1
+        return self.lines[i] if 0 <= i < len(self.lines) else ""
+
+    def position(self, node: ast.AST) -> tuple[int, int]:
+        """(1-based line within the source, 0-based character column) of ``node``."""
+        lineno = getattr(node, "lineno", 1)
+        col = getattr(node, "col_offset", 0)
+        text = self.line_text(lineno)
+        col = len(text.encode("utf-8")[:col].decode("utf-8", errors="ignore"))  # bytes -> chars
+        return lineno, col
+
+    def loc(self, node: ast.AST) -> Loc:
+        lineno, col = self.position(node)
+        return Loc(self.file, self.first_line + lineno - 1, col)
+
+    def error(self, node: ast.AST, problem: str, hint: str | None = None,
+              col: int | None = None) -> KernelCompileError:
+        """A :class:`KernelCompileError` at ``node`` (or at character column ``col`` of its line)."""
+        lineno, c = self.position(node)
+        if col is not None:
+            c = col
+        loc = Loc(self.file, self.first_line + lineno - 1, c)
+        return KernelCompileError(loc, problem, hint, self.line_text(lineno))
+
+
+_CACHE: dict[Any, Source] = {}

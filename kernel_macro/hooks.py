@@ -1,0 +1,15 @@
+"""Seams the facade fills in (``kernel_macro`` may not import the compile pipeline itself).
+
+``COMPILE_HOOK(kernel, **options)`` compiles a :class:`~eggpu.kernel_macro.kernel.Kernel`
+instance (what ``eggpu.compile(kernel, **options)`` does) and returns the compiled kernel. The
+facade assigns it when its compile module is imported; ``Kernel.compile`` and
+``KernelInstance.compile`` call it and raise
+:class:`~eggpu.kernel_macro.errors.CompileUnavailableError` while it is ``None``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+COMPILE_HOOK: Callable[..., Any] | None = None

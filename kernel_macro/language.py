@@ -1,0 +1,458 @@
+"""The kernel language: ``import eggpu.language as tl``.
+
+Triton's names and semantics. Everything here is *declarative*: the names are what a ``@kernel``
+body refers to, and the frontend (:mod:`eggpu.kernel_macro.frontend`) gives them their meaning
+while it lowers the body to the tensor IR. Called as ordinary Python (outside a kernel being
+compiled) every function raises :class:`~eggpu.KernelError` explaining how to launch a kernel.
+
+Names:
+
+* dtypes ``bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64`` (the
+  :class:`eggpu.ir.DType` objects themselves);
+* dtype categories ``Dtype`` > ``Num`` > ``Int``/``Float`` and ``Dtype`` > ``Bool``, usable as
+  ``TypeVar`` bounds (``D = TypeVar("D", bound=tl.Float)``);
+* ``Pointer[T]`` (``T`` a dtype or a dtype ``TypeVar``) and ``constexpr`` for annotations;
+* the functions listed in ``__all__``.
+"""
+
+from __future__ import annotations
+
+import builtins
+import sys
+from dataclasses import dataclass
+from typing import Any, ClassVar, TypeVar
+
+from eggpu.ir import dtypes as _dt
+from eggpu.ir.dtypes import DType
+from eggpu.ir.errors import KernelError
+
+# ---------------------------------------------------------------- dtypes
+
+bool = _dt.bool_  # noqa: A001 - Triton-style name, shadows the builtin only inside this module
+i8 = _dt.i8
+i16 = _dt.i16
+i32 = _dt.i32
+i64 = _dt.i64
+u8 = _dt.u8
+u16 = _dt.u16
+u32 = _dt.u32
+u64 = _dt.u64
+f16 = _dt.f16
+bf16 = _dt.bf16
+f32 = _dt.f32
+f64 = _dt.f64
+
+
+# ---------------------------------------------------------------- categories
+
+
+class Dtype:
+    """Category of every dtype; the bound of a dtype ``TypeVar`` (``bound=tl.Dtype``).
+
+    Categories are never instantiated; ``DTYPES`` lists their members and ``contains(dt)`` tests
+    membership. ``Num`` = ``Int`` + ``Float``.
+    """
+
+    DTYPES: ClassVar[tuple[DType, ...]] = _dt.CATEGORIES["Dtype"]
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError(f"tl.{cls.__name__} is a dtype category (a TypeVar bound), not a value")
+
+    @classmethod
+    def contains(cls, dt: DType) -> _builtin_bool:
+        return dt in cls.DTYPES
+
+
+_builtin_bool = builtins.bool
+
+
+class Num(Dtype):
+    """Integers and floats."""
+
+    DTYPES = _dt.CATEGORIES["Num"]
+
+
+class Int(Num):
+    """Signed and unsigned integers (not bool)."""
+
+    DTYPES = _dt.CATEGORIES["Int"]
+
+
+class Float(Num):
+    """f16, bf16, f32, f64."""
+
+    DTYPES = _dt.CATEGORIES["Float"]
+
+
+class Bool(Dtype):
+    """The bool dtype."""
+
+    DTYPES = _dt.CATEGORIES["Bool"]
+
+
+CATEGORY_CLASSES: dict[str, type[Dtype]] = {
+    "Dtype": Dtype, "Num": Num, "Int": Int, "Float": Float, "Bool": Bool,
+}
+
+
+# ---------------------------------------------------------------- annotations
+
+
+@dataclass(frozen=True)
+class PointerAnnotation:
+    """``tl.Pointer[T]``: a pointer parameter whose pointee is a dtype or a dtype TypeVar.
+
+    ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
+    """
+
+    pointee: Any
+
+    @property
+    def element_ty(self) -> Any:
+        """Triton's spelling of :attr:`pointee`."""
+        return self.pointee
+
+    def __str__(self) -> str:
+        p = self.pointee
+        name = p.__name__ if isinstance(p, TypeVar) else str(p)
+        return f"Pointer[{name}]"
+
+    __repr__ = __str__
+
+
+class Pointer:
+    """Annotation of a pointer parameter: ``x_ptr: tl.Pointer[tl.f32]`` or ``tl.Pointer[D]``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.Pointer is an annotation: write tl.Pointer[tl.f32] or tl.Pointer[D]")
+
+    def __class_getitem__(cls, item: Any) -> PointerAnnotation:
+        if not isinstance(item, DType | TypeVar):
+            raise TypeError(f"tl.Pointer[...] takes a dtype (tl.f32) or a dtype TypeVar, got {item!r}")
+        return PointerAnnotation(item)
+
+
+class constexpr:  # noqa: N801 - Triton's name
+    """Annotation of a compile-time parameter (``BLOCK_SIZE: tl.constexpr``).
+
+    Inside a kernel body ``tl.constexpr(v)`` is just ``v`` (which must be a compile-time value).
+    """
+
+    def __new__(cls, value: Any = None):
+        return value
+
+
+# ---------------------------------------------------------------- outside-kernel errors
+
+# Filled by eggpu.kernel_macro.kernel: code object of a @kernel function -> its Kernel class.
+_KERNEL_CODES: dict[Any, Any] = {}
+
+
+def _launch_example(kernel_cls: Any) -> str:
+    spec = kernel_cls._spec
+    dt = "".join(
+        "[" + ", ".join(f"tl.{tv.allowed[0]}" for tv in spec.signature.typevars) + "]"
+        for _ in [0] if spec.signature.typevars
+    )
+    consts = ", ".join(f"{p.name.lower()}=..." for p in spec.signature.constexprs)
+    return f"{kernel_cls.__name__}{dt}({consts})"
+
+
+def _outside(name: str) -> KernelError:
+    """The error a language function raises when called as plain Python."""
+    frame = sys._getframe(2)
+    for _ in range(8):  # look for the @kernel function that called us (directly or via helpers)
+        if frame is None:
+            break
+        cls = _KERNEL_CODES.get(frame.f_code)
+        if cls is not None:
+            ex = _launch_example(cls)
+            return KernelError(
+                f"{cls._spec.name} is a @kernel and cannot be called directly (tl.{name} only has a "
+                f"meaning while the kernel is compiled); launch it with {ex}.interpret(grid, *args) "
+                f"or eggpu.compile({ex})"
+            )
+        frame = frame.f_back
+    return KernelError(
+        f"tl.{name} can only be used inside a @kernel function; launch it with "
+        f"GeluForward[tl.f32](1024).interpret(grid, ...) or eggpu.compile(...) "
+        f"(a @kernel function gets a Kernel class named after it)"
+    )
+
+
+def _builtin(fn):
+    """Mark a language function; the frontend looks its meaning up by ``__eggpu_builtin__``."""
+    fn.__eggpu_builtin__ = fn.__name__
+    return fn
+
+
+# ---------------------------------------------------------------- program model
+
+
+@_builtin
+def program_id(axis: int) -> Any:
+    """Index of this program along grid axis ``axis`` (0, 1 or 2): an i32 scalar."""
+    raise _outside("program_id")
+
+
+@_builtin
+def num_programs(axis: int) -> Any:
+    """Number of programs along grid axis ``axis``: an i32 scalar."""
+    raise _outside("num_programs")
+
+
+@_builtin
+def cdiv(a: Any, b: Any) -> Any:
+    """Ceiling division ``(a + b - 1) // b``; folded when both are compile-time ints."""
+    raise _outside("cdiv")
+
+
+@_builtin
+def arange(start: int, end: int) -> Any:
+    """The i32 block ``[start, start+1, ..., end-1]``; bounds must be compile-time ints."""
+    raise _outside("arange")
+
+
+@_builtin
+def full(shape: Any, value: Any, dtype: DType) -> Any:
+    """A block of ``shape`` (compile-time ints; ``[]`` = scalar) filled with ``value``."""
+    raise _outside("full")
+
+
+@_builtin
+def zeros(shape: Any, dtype: DType) -> Any:
+    """``full(shape, 0, dtype)``."""
+    raise _outside("zeros")
+
+
+@_builtin
+def zeros_like(input: Any) -> Any:
+    """Zeros with the shape and dtype of ``input``."""
+    raise _outside("zeros_like")
+
+
+@_builtin
+def expand_dims(input: Any, axis: Any) -> Any:
+    """Insert a size-1 axis at ``axis`` (an int or a tuple of ints; negative counts from the end)."""
+    raise _outside("expand_dims")
+
+
+@_builtin
+def reshape(input: Any, shape: Any) -> Any:
+    """Row-major reshape to a compile-time ``shape`` with the same number of elements."""
+    raise _outside("reshape")
+
+
+@_builtin
+def trans(input: Any, *dims: int) -> Any:
+    """Permute axes: ``trans(x)`` reverses them (transpose of a 2-D block); ``trans(x, 1, 0, 2)``."""
+    raise _outside("trans")
+
+
+@_builtin
+def broadcast_to(input: Any, shape: Any) -> Any:
+    """Broadcast ``input`` to ``shape`` (numpy rules: size-1 dims repeat, missing leading dims added)."""
+    raise _outside("broadcast_to")
+
+
+@_builtin
+def broadcast(input: Any, other: Any) -> Any:
+    """Broadcast two blocks to their common shape; returns the pair."""
+    raise _outside("broadcast")
+
+
+# ---------------------------------------------------------------- memory
+
+
+@_builtin
+def load(ptr: Any, mask: Any = None, other: Any = None) -> Any:
+    """Load the elements ``ptr`` points to. Masked-off lanes are not read and take ``other``
+    (converted to the pointee dtype; undefined when ``other`` is None). ``ptr`` and ``mask``
+    broadcast against each other."""
+    raise _outside("load")
+
+
+@_builtin
+def store(ptr: Any, value: Any, mask: Any = None) -> Any:
+    """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
+    ``mask`` is true."""
+    raise _outside("store")
+
+
+@_builtin
+def atomic_add(ptr: Any, val: Any, mask: Any = None) -> Any:
+    """Atomically ``*ptr += val``; returns the old values."""
+    raise _outside("atomic_add")
+
+
+@_builtin
+def atomic_max(ptr: Any, val: Any, mask: Any = None) -> Any:
+    """Atomically ``*ptr = max(*ptr, val)``; returns the old values."""
+    raise _outside("atomic_max")
+
+
+@_builtin
+def atomic_min(ptr: Any, val: Any, mask: Any = None) -> Any:
+    """Atomically ``*ptr = min(*ptr, val)``; returns the old values."""
+    raise _outside("atomic_min")
+
+
+@_builtin
+def atomic_xchg(ptr: Any, val: Any, mask: Any = None) -> Any:
+    """Atomically ``*ptr = val``; returns the old values."""
+    raise _outside("atomic_xchg")
+
+
+@_builtin
+def atomic_cas(ptr: Any, cmp: Any, val: Any) -> Any:
+    """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
+    raise _outside("atomic_cas")
+
+
+# ---------------------------------------------------------------- compute
+
+
+@_builtin
+def where(condition: Any, x: Any, y: Any) -> Any:
+    """``condition ? x : y`` lane by lane (both sides are computed); operands broadcast."""
+    raise _outside("where")
+
+
+@_builtin
+def minimum(x: Any, y: Any) -> Any:
+    """Elementwise minimum (floats: a NaN operand is ignored)."""
+    raise _outside("minimum")
+
+
+@_builtin
+def maximum(x: Any, y: Any) -> Any:
+    """Elementwise maximum (floats: a NaN operand is ignored)."""
+    raise _outside("maximum")
+
+
+@_builtin
+def clamp(x: Any, lo: Any, hi: Any) -> Any:
+    """``minimum(maximum(x, lo), hi)``."""
+    raise _outside("clamp")
+
+
+@_builtin
+def abs(x: Any) -> Any:  # noqa: A001
+    """``|x|`` (ints wrap: ``abs(INT_MIN) == INT_MIN``)."""
+    raise _outside("abs")
+
+
+def _float_fn(name: str, doc: str):
+    def fn(x: Any) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " Needs a float operand (convert ints with ``x.to(tl.f32)``)."
+    fn.__module__ = __name__
+    return _builtin(fn)
+
+
+exp = _float_fn("exp", "``e**x``.")
+exp2 = _float_fn("exp2", "``2**x``.")
+log = _float_fn("log", "Natural logarithm.")
+log2 = _float_fn("log2", "Base-2 logarithm.")
+sqrt = _float_fn("sqrt", "Square root (correctly rounded).")
+rsqrt = _float_fn("rsqrt", "``1/sqrt(x)``.")
+sin = _float_fn("sin", "Sine.")
+cos = _float_fn("cos", "Cosine.")
+tanh = _float_fn("tanh", "Hyperbolic tangent.")
+erf = _float_fn("erf", "Error function.")
+sigmoid = _float_fn("sigmoid", "``1 / (1 + exp(-x))`` computed in x's dtype.")
+floor = _float_fn("floor", "Round toward -inf.")
+ceil = _float_fn("ceil", "Round toward +inf.")
+
+
+@_builtin
+def fma(x: Any, y: Any, z: Any) -> Any:
+    """``x * y + z`` rounded once (floats)."""
+    raise _outside("fma")
+
+
+@_builtin
+def cast(input: Any, dtype: DType, bitcast: _builtin_bool = False) -> Any:
+    """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal width)."""
+    raise _outside("cast")
+
+
+# ---------------------------------------------------------------- reductions
+
+
+@_builtin
+def sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
+    """Sum along ``axis`` (None: all axes). Integers narrower than 32 bits (and bool) sum in 32 bits."""
+    raise _outside("sum")
+
+
+@_builtin
+def max(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
+    """Maximum along ``axis`` (None: all axes)."""
+    raise _outside("max")
+
+
+@_builtin
+def min(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
+    """Minimum along ``axis`` (None: all axes)."""
+    raise _outside("min")
+
+
+@_builtin
+def argmax(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:
+    """i32 index of the first maximum along ``axis`` (None: of the flattened block)."""
+    raise _outside("argmax")
+
+
+@_builtin
+def argmin(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:
+    """i32 index of the first minimum along ``axis`` (None: of the flattened block)."""
+    raise _outside("argmin")
+
+
+@_builtin
+def dot(a: Any, b: Any, acc: Any = None) -> Any:
+    """Matrix product of 2-D blocks ``[M,K] x [K,N]``; floats accumulate in f32 (ints in i32),
+    plus ``acc`` when given (the result then has ``acc``'s dtype)."""
+    raise _outside("dot")
+
+
+# ---------------------------------------------------------------- compile-time helpers
+
+
+@_builtin
+def static_range(start: int, end: int | None = None, step: int = 1) -> Any:
+    """``for i in tl.static_range(...)`` unrolls the loop at compile time (bounds are compile-time ints)."""
+    raise _outside("static_range")
+
+
+@_builtin
+def static_assert(condition: Any, msg: str = "") -> Any:
+    """Fail compilation with ``msg`` when the compile-time ``condition`` is false."""
+    raise _outside("static_assert")
+
+
+__all__ = [
+    # dtypes
+    "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+    # categories and annotations
+    "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "constexpr",
+    # program model
+    "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
+    "reshape", "trans", "broadcast_to", "broadcast",
+    # memory
+    "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    # compute
+    "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
+    "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast",
+    # reductions
+    "sum", "max", "min", "argmax", "argmin", "dot",
+    # compile time
+    "static_range", "static_assert",
+]
+
+BUILTIN_FUNCTIONS: dict[str, Any] = {
+    n: v for n, v in dict(globals()).items() if callable(v) and hasattr(v, "__eggpu_builtin__")
+}

@@ -1,0 +1,203 @@
+"""Parameter analysis of a ``@kernel`` function.
+
+Every parameter needs an annotation, one of:
+
+* ``tl.Pointer[T]`` — a pointer launch argument; ``T`` a dtype or a dtype ``TypeVar``;
+* a dtype (``tl.i32``) or a dtype ``TypeVar`` — a scalar launch argument;
+* ``tl.constexpr`` — a compile-time constant (int, float, bool or dtype), part of the
+  specialization; it may have a default value.
+
+Dtype ``TypeVar``s must be bound by a category (``tl.Float``, ``tl.Int``, ``tl.Num``, ``tl.Bool``,
+``tl.Dtype``); their order is the PEP 695 ``__type_params__`` order when present, else the order
+of first use in the parameter list. String annotations (``from __future__ import annotations``)
+are evaluated in the function's globals and closure.
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from eggpu.ir.dtypes import DType
+
+from . import language as tl
+from .errors import KernelSignatureError
+
+NO_DEFAULT: Any = inspect.Parameter.empty
+
+POINTER = "pointer"
+SCALAR = "scalar"
+CONSTEXPR = "constexpr"
+
+# Attribute names of Kernel instances that a lowercased constexpr name may not shadow.
+RESERVED_ATTRIBUTES = frozenset({
+    "name", "id", "dtypes", "consts", "kernel_source", "entry_point_source", "source",
+    "entry_point", "arg_types", "ir", "interpret", "compile", "signature", "kernel",
+})
+
+
+@dataclass(frozen=True)
+class DtypeVar:
+    """A dtype parameter of a kernel: a ``TypeVar`` with its category and allowed dtypes."""
+
+    typevar: Any
+    name: str
+    category: str
+    allowed: tuple[DType, ...]
+
+    def __str__(self) -> str:
+        return f"{self.name}: {self.category}"
+
+
+@dataclass(frozen=True)
+class Param:
+    """One kernel parameter. ``kind`` is ``pointer``, ``scalar`` or ``constexpr``; the element
+    dtype is ``dtype`` (fixed) or ``typevar`` (a dtype parameter)."""
+
+    name: str
+    kind: str
+    annotation: Any
+    dtype: DType | None = None
+    typevar: DtypeVar | None = None
+    default: Any = NO_DEFAULT
+
+    @property
+    def is_constexpr(self) -> bool:
+        return self.kind == CONSTEXPR
+
+    def element_dtype(self, binding: dict[Any, DType]) -> DType:
+        """The pointee (pointer) or value (scalar) dtype under a TypeVar binding."""
+        if self.typevar is not None:
+            return binding[self.typevar.typevar]
+        assert self.dtype is not None
+        return self.dtype
+
+    def launch_type(self, binding: dict[Any, DType]) -> Any:
+        """``tl.Pointer[f32]`` for pointers, the dtype for scalars."""
+        dt = self.element_dtype(binding)
+        return tl.PointerAnnotation(dt) if self.kind == POINTER else dt
+
+
+@dataclass(frozen=True)
+class Signature:
+    """The analysed parameter list of a kernel function."""
+
+    name: str
+    params: tuple[Param, ...]
+    typevars: tuple[DtypeVar, ...]
+
+    @property
+    def runtime_params(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if not p.is_constexpr)
+
+    @property
+    def constexprs(self) -> tuple[Param, ...]:
+        return tuple(p for p in self.params if p.is_constexpr)
+
+
+def _closure_vars(fn: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    code = getattr(fn, "__code__", None)
+    if code is None or not fn.__closure__:
+        return out
+    for name, cell in zip(code.co_freevars, fn.__closure__):
+        try:
+            out[name] = cell.cell_contents
+        except ValueError:  # empty cell (not assigned yet)
+            pass
+    return out
+
+
+def _eval_annotation(fn: Any, pname: str, ann: Any) -> Any:
+    if not isinstance(ann, str):
+        return ann
+    ns = {**fn.__globals__, **_closure_vars(fn)}
+    try:
+        return eval(ann, ns)  # noqa: S307 - annotations are the user's own source
+    except Exception as e:  # noqa: BLE001
+        raise KernelSignatureError(
+            f"{fn.__name__}: cannot evaluate the annotation {ann!r} of parameter {pname}: {e}"
+        ) from None
+
+
+def category_of(kernel: str, tv: Any) -> DtypeVar:
+    """The :class:`DtypeVar` of a TypeVar, checking its bound is a dtype category."""
+    if tv.__constraints__:
+        raise KernelSignatureError(
+            f"{kernel}: TypeVar {tv.__name__} has constraints; dtype parameters must be bound by a "
+            f"category instead: {tv.__name__} = TypeVar({tv.__name__!r}, bound=tl.Float) "
+            f"(or tl.Int, tl.Num, tl.Bool, tl.Dtype), and dtypes=[...] to restrict the set"
+        )
+    bound = tv.__bound__
+    for cname, cls in tl.CATEGORY_CLASSES.items():
+        if bound is cls:
+            return DtypeVar(tv, tv.__name__, cname, cls.DTYPES)
+    what = "has no bound" if bound is None else f"is bound by {getattr(bound, '__name__', bound)!r}"
+    raise KernelSignatureError(
+        f"{kernel}: TypeVar {tv.__name__} {what}; a dtype parameter must be bound by a category: "
+        f"{tv.__name__} = TypeVar({tv.__name__!r}, bound=tl.Float) (one of Dtype/Num/Int/Float/Bool)"
+    )
+
+
+def analyze(fn: Any) -> Signature:
+    """Analyse ``fn``'s parameters; raise :class:`KernelSignatureError` naming the kernel and
+    parameter on anything a kernel cannot take."""
+    kname = fn.__name__
+    sig = inspect.signature(fn)
+    typevars: dict[Any, DtypeVar] = {}
+    for tv in getattr(fn, "__type_params__", ()) or ():  # PEP 695 order (Python >= 3.12)
+        if isinstance(tv, TypeVar):
+            typevars[tv] = category_of(kname, tv)
+    params: list[Param] = []
+    lowered: dict[str, str] = {}
+    for p in sig.parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
+            raise KernelSignatureError(
+                f"{kname}: parameter {p}: kernels take plain positional parameters only "
+                f"(no *args, **kwargs or keyword-only parameters)"
+            )
+        if p.annotation is p.empty:
+            raise KernelSignatureError(
+                f"{kname}: parameter {p.name} has no annotation; annotate it with a pointer type "
+                f"({p.name}: tl.Pointer[tl.f32] or tl.Pointer[D]), a dtype ({p.name}: tl.i32) or "
+                f"tl.constexpr"
+            )
+        ann = _eval_annotation(fn, p.name, p.annotation)
+        if ann is tl.constexpr:
+            low = p.name.lower()
+            if low in RESERVED_ATTRIBUTES:
+                raise KernelSignatureError(
+                    f"{kname}: constexpr parameter {p.name} would become the instance attribute "
+                    f"{low!r}, which is reserved; rename it"
+                )
+            if low in lowered:
+                raise KernelSignatureError(
+                    f"{kname}: constexpr parameters {lowered[low]} and {p.name} both lowercase to "
+                    f"{low!r}; rename one"
+                )
+            lowered[low] = p.name
+            params.append(Param(p.name, CONSTEXPR, ann, default=p.default))
+            continue
+        if p.default is not p.empty:
+            raise KernelSignatureError(
+                f"{kname}: parameter {p.name} has a default value; only tl.constexpr parameters may"
+            )
+        if isinstance(ann, tl.PointerAnnotation):
+            kind, elem = POINTER, ann.pointee
+        elif isinstance(ann, DType | TypeVar):
+            kind, elem = SCALAR, ann
+        else:
+            shown = getattr(ann, "__name__", None) or repr(ann)
+            raise KernelSignatureError(
+                f"{kname}: parameter {p.name} has annotation {shown}, which is not a kernel type; "
+                f"use tl.Pointer[...] for pointers, a dtype such as tl.i32 or tl.f32 (or a dtype "
+                f"TypeVar) for scalars, or tl.constexpr for compile-time constants"
+            )
+        if isinstance(elem, TypeVar):
+            if elem not in typevars:
+                typevars[elem] = category_of(kname, elem)
+            params.append(Param(p.name, kind, ann, typevar=typevars[elem]))
+        else:
+            params.append(Param(p.name, kind, ann, dtype=elem))
+    return Signature(kname, tuple(params), tuple(typevars.values()))

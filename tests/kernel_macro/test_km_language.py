@@ -1,0 +1,83 @@
+"""The language surface: dtypes, categories, Pointer/constexpr annotations, non-string annotations,
+IR locations, and the outside-kernel behaviour of the ``tl`` functions."""
+
+import inspect
+from typing import TypeVar
+
+import eggpu.ir as ir
+import numpy as np
+import pytest
+from eggpu.kernel_macro import language as km_language
+
+import eggpu
+import eggpu.language as tl
+
+D = TypeVar("D", bound=tl.Float)
+
+
+def test_dtypes_are_the_ir_dtypes():
+    assert tl.f32 is ir.f32 and tl.bf16 is ir.bf16 and tl.bool is ir.bool_
+    names = ["bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64"]
+    assert [getattr(tl, n) for n in names] == list(ir.ALL_DTYPES)
+    assert set(tl.__all__) == set(km_language.__all__)
+
+
+def test_categories():
+    assert tl.Float.DTYPES == (tl.f16, tl.bf16, tl.f32, tl.f64)
+    assert tl.Int.DTYPES == (tl.i8, tl.i16, tl.i32, tl.i64, tl.u8, tl.u16, tl.u32, tl.u64)
+    assert tl.Num.DTYPES == tl.Int.DTYPES + tl.Float.DTYPES and tl.Bool.DTYPES == (tl.bool,)
+    assert len(tl.Dtype.DTYPES) == 13
+    assert issubclass(tl.Int, tl.Num) and issubclass(tl.Float, tl.Num) and issubclass(tl.Bool, tl.Dtype)
+    assert tl.Float.contains(tl.bf16) and not tl.Float.contains(tl.i32)
+    assert D.__bound__ is tl.Float
+    with pytest.raises(TypeError, match="dtype category"):
+        tl.Float()
+
+
+def test_pointer_and_constexpr_annotations():
+    assert str(tl.Pointer[tl.f32]) == "Pointer[f32]" and repr(tl.Pointer[tl.f32]) == "Pointer[f32]"
+    assert str(tl.Pointer[D]) == "Pointer[D]"
+    assert tl.Pointer[tl.f32] == tl.Pointer[tl.f32] and hash(tl.Pointer[tl.f32]) == hash(tl.Pointer[tl.f32])
+    assert tl.Pointer[tl.f32] != tl.Pointer[tl.f16]
+    assert tl.Pointer[tl.f16].element_ty is tl.f16
+    with pytest.raises(TypeError, match="tl.Pointer"):
+        tl.Pointer[3]
+    with pytest.raises(TypeError):
+        tl.Pointer()
+    assert tl.constexpr(5) == 5
+
+
+@eggpu.kernel
+def plain_annotations(x_ptr: tl.Pointer[D], y_ptr: tl.Pointer[tl.i64], n: tl.i32, BLOCK: tl.constexpr):
+    # this module does not use `from __future__ import annotations`
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0.0)
+    tl.store(y_ptr + offs, (x * 2).to(tl.i64), mask=mask)
+
+
+def test_non_string_annotations_and_locations():
+    k = plain_annotations.Kernel[tl.f64](8)
+    x = np.arange(5, dtype=np.float64)
+    y = np.zeros(5, np.int64)
+    k.interpret(1, x, y, 5)
+    assert list(y) == [0, 2, 4, 6, 8]
+    fn = k.ir()
+    lines, first = inspect.getsourcelines(plain_annotations)
+    store_line = first + next(i for i, ln in enumerate(lines) if "tl.store(" in ln)
+    store = next(op for op in fn.walk() if op.op == "store")
+    assert store.loc == ir.Loc(__file__, store_line, 4)
+    load = next(op for op in fn.walk() if op.op == "load")
+    assert load.loc.line == store_line - 1
+    assert all(op.loc is not None and op.loc.file == __file__ for op in fn.walk())
+
+
+def test_every_language_function_refuses_plain_python_calls():
+    for name in tl.__all__:
+        fn = getattr(tl, name)
+        if not hasattr(fn, "__eggpu_builtin__"):
+            continue
+        params = inspect.signature(fn).parameters
+        args = [None] * sum(1 for p in params.values() if p.default is p.empty and p.kind != p.VAR_POSITIONAL)
+        with pytest.raises(eggpu.KernelError, match=rf"^tl\.{name} can only be used inside a @kernel function"):
+            fn(*args)
