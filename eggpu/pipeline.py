@@ -170,9 +170,9 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
 
 
 def _check_target(target: str) -> None:
-    from eggpu.codegen.target import Target
+    from eggpu.codegen.target import get_target
 
-    Target.from_name(target)
+    get_target(target)
 
 
 def _files(ck: CompiledKernel) -> dict[str, str]:
@@ -192,7 +192,7 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
-    from eggpu.codegen.target import Target
+    from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
     from eggpu.ir.errors import ToolchainError
 
@@ -215,7 +215,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         fn = res.function
         report["optimizer"] = _optimizer_report(res)
     report["ir_ops_after"] = fn.op_count()
-    target = Target.from_name(opts.target, num_warps=opts.num_warps) if _accepts_num_warps() else Target.from_name(opts.target)
+    target = get_target(opts.target, num_warps=opts.num_warps)
     with stage("codegen"):
         ptx, llvm_ir = compile_ptx(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
     try:
@@ -240,15 +240,6 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
                         ir_text, kernel.source, params, num_threads, report, opts)
     ck._ir = fn
     return ck
-
-
-def _accepts_num_warps() -> bool:
-    from eggpu.codegen.target import Target
-
-    try:
-        return "num_warps" in inspect.signature(Target.from_name).parameters
-    except (TypeError, ValueError):
-        return False
 
 
 def _optimizer_report(res: Any) -> dict[str, Any]:

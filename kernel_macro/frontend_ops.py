@@ -716,6 +716,9 @@ class Semantic:
     def load(self, ptr: Any, mask: Any, other: Any) -> Tensor:
         p = self._pointer(ptr, "load")
         if mask is None:
+            if other is not None:
+                raise SemanticError("tl.load got other= without mask= (other fills masked-off lanes)",
+                                    "pass mask=... as well, or drop other=", arg="other")
             return Tensor(self.b.op("load", p.value))
         m = self._mask(mask, "load")
         shape = self.broadcast_shapes(p.shape, m.shape)

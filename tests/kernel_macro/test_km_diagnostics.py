@@ -576,3 +576,17 @@ def test_compile_errors_pickle():
         calls_python_helper.Kernel().ir()
     back = pickle.loads(pickle.dumps(ei.value))
     assert str(back) == str(ei.value) and back.loc == ei.value.loc and back.notes == ei.value.notes
+
+
+def test_load_other_without_mask_is_an_error() -> None:
+    import eggpu
+    import eggpu.language as tl
+
+    @eggpu.kernel
+    def other_no_mask(x_ptr: tl.Pointer[tl.f32], BLOCK: tl.constexpr):
+        x = tl.load(x_ptr + tl.arange(0, BLOCK), other=5.0)
+        tl.store(x_ptr + tl.arange(0, BLOCK), x)
+
+    with pytest.raises(eggpu.CompileError, match=r"tl.load got other= without mask=") as e:
+        other_no_mask.Kernel(4).ir()
+    assert "hint: pass mask=... as well, or drop other=" in str(e.value)
