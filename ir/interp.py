@@ -94,18 +94,19 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     Raises :class:`InterpreterError` for bad arguments, out-of-bounds accesses and ``for`` loops
     with step 0.
     """
-    dims = _normalize_grid(fn, grid)
+    dims, rank = _normalize_grid(fn, grid)
     with np.errstate(all="ignore"):
         params = _bind_args(fn, args)
         program = _Program(fn, dims, params)
-        program.grid_rank = 1 if isinstance(grid, int | np.integer) else len(grid)
+        program.grid_rank = rank
         program.run()
 
 
 # ------------------------------------------------------------------ arguments and grid
 
 
-def _normalize_grid(fn: Function, grid: Any) -> tuple[int, int, int]:
+def _normalize_grid(fn: Function, grid: Any) -> tuple[tuple[int, int, int], int]:
+    """The grid padded to three axes with 1s, and how many axes the caller gave."""
     def is_int(x: Any) -> bool:
         return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
 
@@ -117,7 +118,7 @@ def _normalize_grid(fn: Function, grid: Any) -> tuple[int, int, int]:
         raise InterpreterError(f"{fn.name}: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}")
     if any(d < 0 for d in dims):
         raise InterpreterError(f"{fn.name}: grid dimensions must be >= 0, got {dims}")
-    return (dims + (1, 1, 1))[:3]  # type: ignore[return-value]
+    return (dims + (1, 1, 1))[:3], len(dims)  # type: ignore[return-value]
 
 
 def _np_name(d: np.dtype) -> str:
@@ -175,7 +176,7 @@ def _bind_pointer(fn: Function, name: str, t: BlockType, a: Any, bases: dict[tup
     base = bases.get(key)
     if base is None:
         base = bases[key] = a.reshape(-1)
-    return PointerValue(base, np.zeros((), dtype=np.int64), name)
+    return PointerValue(base, _frozen(np.zeros((), dtype=np.int64)), name)
 
 
 def _convert_scalar(fn: Function, name: str, dt: DType, a: Any) -> np.ndarray:

@@ -347,7 +347,8 @@ def _int_only(fn):
 
 def _cmp(fn):
     def ref(attrs, a, b, *, dtype):
-        return np.asarray(fn(a, b)).astype(bool)
+        with np.errstate(all="ignore"):  # bf16 comparisons with NaN warn
+            return np.asarray(fn(a, b)).astype(bool)
 
     return ref
 
@@ -614,7 +615,10 @@ def _trans(attrs, a, *, dtype):
 def _reduce_sum(attrs, a, *, dtype):
     if dtype.is_float:
         acc = np.float64 if dtype.bits == 64 else np.float32
-        return np.asarray(np.sum(a.astype(acc), axis=attrs["axis"])).astype(numpy_dtype(dtype))
+        # initial=-0.0 (the IEEE additive identity): a sum of only -0.0 stays -0.0
+        with np.errstate(all="ignore"):
+            r = np.sum(a.astype(acc), axis=attrs["axis"], initial=-0.0)
+            return np.asarray(r).astype(numpy_dtype(dtype))
     with np.errstate(all="ignore"):
         return np.asarray(np.sum(a, axis=attrs["axis"], dtype=a.dtype))
 
@@ -659,11 +663,12 @@ def _reduce_arg(is_min):
 
 def _dot(attrs, a, b, *acc, dtype):
     if dtype.is_float:
-        r = a.astype(np.float64) @ b.astype(np.float64)
-        out = r.astype(np.float32)
-        if acc:
-            out = (out + acc[0]).astype(np.float32)
-        return out
+        with np.errstate(all="ignore"):
+            r = a.astype(np.float64) @ b.astype(np.float64)
+            out = r.astype(np.float32)
+            if acc:
+                out = (out + acc[0]).astype(np.float32)
+            return out
     with np.errstate(all="ignore"):
         r = a.astype(np.int64) @ b.astype(np.int64)
         if acc:

@@ -1,0 +1,206 @@
+"""Code-generation targets: a name (``sm_90``, ``host``) -> LLVM triple, CPU, features.
+
+GPU targets compile to PTX through LLVM's NVPTX back end (triple ``nvptx64-nvidia-cuda``,
+CPU = the SM name). Each one carries the *minimum* PTX ISA version that supports its SM;
+this is exactly the version LLVM 22 picks on its own for that CPU, and it is passed
+explicitly as the ``+ptxNN`` feature so the ``.version`` line of the PTX is stable and
+visible here. A PTX ISA version is first accepted by the ``ptxas`` of one CUDA release
+(:attr:`Target.min_cuda`); ``ptxas`` of a newer release accepts every older ISA.
+
+=========  ========  ======================
+target     PTX ISA   first CUDA with ptxas
+=========  ========  ======================
+sm_75      6.3       10.0
+sm_80      7.0       11.0
+sm_86      7.1       11.1
+sm_87      7.4       11.4
+sm_89      7.8       11.8
+sm_90      7.8       11.8
+sm_90a     8.0       12.0
+sm_100     8.6       12.8
+sm_100a    8.6       12.8
+sm_103     8.8       12.9
+sm_110     9.0       13.0
+sm_120     8.7       12.8
+sm_120a    8.7       12.8
+sm_121     8.8       12.9
+=========  ========  ======================
+
+(``sm_101`` exists in LLVM 22 but CUDA 13 renamed it ``sm_110``, so it is not offered.)
+
+The host target (name ``host``) runs the same lowering on the CPU: the process triple from
+llvmlite, the host CPU name and its feature string.
+
+Every target has ``num_warps`` (default 4): a program (CTA) runs ``num_warps * 32`` threads.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, replace
+
+from eggpu.ir.errors import CodegenError
+
+__all__ = [
+    "DEFAULT_NUM_WARPS",
+    "GPU_TARGETS",
+    "NVPTX_TRIPLE",
+    "WARP_SIZE",
+    "Target",
+    "get_target",
+    "host_target",
+]
+
+NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
+WARP_SIZE = 32
+DEFAULT_NUM_WARPS = 4
+MAX_NUM_WARPS = 32  # 1024 threads per CTA, the CUDA limit
+
+# name -> (PTX ISA (major, minor), first CUDA release whose ptxas accepts that ISA)
+_GPU_TABLE: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    "sm_75": ((6, 3), (10, 0)),
+    "sm_80": ((7, 0), (11, 0)),
+    "sm_86": ((7, 1), (11, 1)),
+    "sm_87": ((7, 4), (11, 4)),
+    "sm_89": ((7, 8), (11, 8)),
+    "sm_90": ((7, 8), (11, 8)),
+    "sm_90a": ((8, 0), (12, 0)),
+    "sm_100": ((8, 6), (12, 8)),
+    "sm_100a": ((8, 6), (12, 8)),
+    "sm_103": ((8, 8), (12, 9)),
+    "sm_110": ((9, 0), (13, 0)),
+    "sm_120": ((8, 7), (12, 8)),
+    "sm_120a": ((8, 7), (12, 8)),
+    "sm_121": ((8, 8), (12, 9)),
+}
+
+GPU_TARGETS: tuple[str, ...] = tuple(_GPU_TABLE)
+HOST = "host"
+
+
+@dataclass(frozen=True)
+class Target:
+    """A compilation target. Build one with :func:`get_target` or :func:`host_target`.
+
+    Fields: ``name`` (``"sm_90a"`` or ``"host"``), ``triple``, ``cpu`` (LLVM CPU name),
+    ``features`` (LLVM feature string, ``"+ptx78"`` for GPUs), ``ptx_isa`` ((major, minor)
+    or None on the host), ``min_cuda`` (oldest CUDA release whose ptxas takes this PTX; None
+    on the host), ``num_warps``.
+    """
+
+    name: str
+    triple: str
+    cpu: str
+    features: str
+    ptx_isa: tuple[int, int] | None
+    min_cuda: tuple[int, int] | None
+    num_warps: int = DEFAULT_NUM_WARPS
+
+    @property
+    def is_gpu(self) -> bool:
+        return self.ptx_isa is not None
+
+    @property
+    def is_host(self) -> bool:
+        return not self.is_gpu
+
+    @property
+    def warp_size(self) -> int:
+        return WARP_SIZE
+
+    @property
+    def threads_per_cta(self) -> int:
+        """Threads per program: ``num_warps * 32`` (the PTX ``.reqntid``)."""
+        return self.num_warps * WARP_SIZE
+
+    @property
+    def sm(self) -> int | None:
+        """Compute capability as an int (``sm_90a`` -> 90), None on the host."""
+        m = re.fullmatch(r"sm_(\d+)[a-z]?", self.name)
+        return int(m.group(1)) if m else None
+
+    @property
+    def ptx_version_str(self) -> str | None:
+        """The PTX ``.version`` text, e.g. ``"7.8"``; None on the host."""
+        return f"{self.ptx_isa[0]}.{self.ptx_isa[1]}" if self.ptx_isa else None
+
+    def with_num_warps(self, num_warps: int) -> Target:
+        """The same target with another ``num_warps`` (validated like :func:`get_target`)."""
+        return replace(self, num_warps=_check_num_warps(num_warps))
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _check_num_warps(num_warps: int) -> int:
+    if (
+        isinstance(num_warps, bool)
+        or not isinstance(num_warps, int)
+        or num_warps < 1
+        or num_warps > MAX_NUM_WARPS
+        or num_warps & (num_warps - 1)
+    ):
+        raise CodegenError(
+            f"num_warps must be a power of two between 1 and {MAX_NUM_WARPS}, got {num_warps!r}"
+        )
+    return num_warps
+
+
+def _normalize(name: str) -> str:
+    text = name.strip().lower()
+    m = re.fullmatch(r"(?:sm_?|compute_?)?(\d+)([a-z]?)", text)
+    if m:
+        return f"sm_{m.group(1)}{m.group(2)}"
+    return text
+
+
+def get_target(name: str | Target, *, num_warps: int | None = None) -> Target:
+    """The target called ``name``: one of :data:`GPU_TARGETS` or ``"host"``.
+
+    Spellings ``sm_90``, ``SM90``, ``90`` and ``compute_90`` all mean ``sm_90``. A
+    :class:`Target` is returned as is (with ``num_warps`` replaced when given). Unknown names
+    raise CodegenError listing the supported targets and the closest matches.
+    """
+    if isinstance(name, Target):
+        return name if num_warps is None else name.with_num_warps(num_warps)
+    warps = _check_num_warps(DEFAULT_NUM_WARPS if num_warps is None else num_warps)
+    if not isinstance(name, str):
+        raise CodegenError(f"a target is a name such as 'sm_80' or 'host', got {name!r}")
+    key = _normalize(name)
+    if key == HOST:
+        return host_target(num_warps=warps)
+    if key not in _GPU_TABLE:
+        choices = [*GPU_TARGETS, HOST]
+        close = difflib.get_close_matches(key, choices, n=3, cutoff=0.6)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise CodegenError(f"unknown target {name!r}.{hint} Supported targets: {', '.join(choices)}.")
+    isa, cuda = _GPU_TABLE[key]
+    return Target(
+        name=key,
+        triple=NVPTX_TRIPLE,
+        cpu=key,
+        features=f"+ptx{isa[0]}{isa[1]}",
+        ptx_isa=isa,
+        min_cuda=cuda,
+        num_warps=warps,
+    )
+
+
+def host_target(*, num_warps: int = DEFAULT_NUM_WARPS) -> Target:
+    """The CPU this process runs on (llvmlite's process triple, host CPU name and features)."""
+    import llvmlite.binding as llvm
+
+    try:
+        features = llvm.get_host_cpu_features().flatten()
+    except RuntimeError:  # some platforms cannot report features
+        features = ""
+    return Target(
+        name=HOST,
+        triple=llvm.get_process_triple(),
+        cpu=llvm.get_host_cpu_name(),
+        features=features,
+        ptx_isa=None,
+        min_cuda=None,
+        num_warps=_check_num_warps(num_warps),
+    )

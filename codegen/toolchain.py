@@ -1,0 +1,280 @@
+"""Locating NVIDIA's external tools: ``ptxas`` and libdevice.
+
+Nothing is vendored and nothing is downloaded. Each tool is looked up in this order, the
+first hit wins:
+
+1. an explicit override: ``EGGPU_PTXAS`` (path of the ``ptxas`` executable) or
+   ``EGGPU_LIBDEVICE`` (path of ``libdevice.10.bc``). A set override that does not point
+   at an existing file is an error, never silently skipped;
+2. NVIDIA's wheels on ``sys.path`` (in ``sys.path`` order): ``nvidia-cuda-nvcc`` ships
+   ``nvidia/cu13/bin/ptxas`` (CUDA 13; any ``nvidia/cuNN`` directory is accepted, newest
+   first) or ``nvidia/cuda_nvcc/bin/ptxas`` (CUDA 12); ``nvidia-nvvm`` ships
+   ``nvidia/cu13/nvvm/libdevice/libdevice.10.bc`` (CUDA 12:
+   ``nvidia/cuda_nvcc/nvvm/libdevice/libdevice.10.bc``);
+3. a CUDA toolkit named by ``CUDA_HOME`` then ``CUDA_PATH``: ``bin/ptxas`` and
+   ``nvvm/libdevice/libdevice.10.bc``;
+4. ``ptxas`` on ``PATH``; libdevice relative to it at ``../nvvm/libdevice/libdevice.10.bc``
+   (both next to the name found on ``PATH`` and next to the file it resolves to).
+
+A missing tool raises :class:`~eggpu.ir.errors.ToolchainError` naming the pip package to
+install and every place that was searched. Lookups are cached per environment (override
+variables, ``CUDA_HOME``/``CUDA_PATH``, ``PATH`` and ``sys.path``), so changing any of these
+takes effect on the next call; :func:`clear_caches` forgets files found earlier.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from eggpu.ir.errors import ToolchainError
+
+__all__ = [
+    "LIBDEVICE_ENV",
+    "PTXAS_ENV",
+    "ToolLocation",
+    "clear_caches",
+    "find_libdevice",
+    "find_ptxas",
+    "locate_libdevice",
+    "locate_ptxas",
+    "ptxas_supported_gpus",
+    "ptxas_version",
+]
+
+PTXAS_ENV = "EGGPU_PTXAS"
+LIBDEVICE_ENV = "EGGPU_LIBDEVICE"
+_CUDA_ENVS = ("CUDA_HOME", "CUDA_PATH")
+_LIBDEVICE_NAME = "libdevice.10.bc"
+_PTXAS_PACKAGE = "nvidia-cuda-nvcc"
+_LIBDEVICE_PACKAGE = "nvidia-nvvm"
+
+
+@dataclass(frozen=True)
+class ToolLocation:
+    """Where a tool was found: ``path`` and ``source`` (how it was found, for messages)."""
+
+    path: Path
+    source: str
+
+
+def _exe_name(name: str) -> str:
+    return name + ".exe" if os.name == "nt" else name
+
+
+def _is_executable(path: Path) -> bool:
+    return path.is_file() and os.access(path, os.X_OK)
+
+
+def _wheel_roots(sys_path: tuple[str, ...]) -> list[Path]:
+    """Candidate wheel directories under each ``sys.path`` entry's ``nvidia/`` folder.
+
+    CUDA 13+ wheels install into ``nvidia/cuNN`` (newest first); CUDA 12 wheels into
+    ``nvidia/cuda_nvcc``.
+    """
+    roots: list[Path] = []
+    for entry in sys_path:
+        base = Path(entry or ".") / "nvidia"
+        if not base.is_dir():
+            continue
+        versioned = []
+        for child in base.iterdir():
+            m = re.fullmatch(r"cu(\d+)", child.name)
+            if m and child.is_dir():
+                versioned.append((int(m.group(1)), child))
+        roots.extend(path for _, path in sorted(versioned, key=lambda t: -t[0]))
+        roots.append(base / "cuda_nvcc")
+    return roots
+
+
+def _env_key() -> tuple:
+    env = os.environ
+    return (
+        env.get(PTXAS_ENV),
+        env.get(LIBDEVICE_ENV),
+        tuple(env.get(name) for name in _CUDA_ENVS),
+        env.get("PATH"),
+        tuple(sys.path),
+    )
+
+
+def _override(var: str, value: str | None, what: str, check) -> ToolLocation | None:
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not check(path):
+        raise ToolchainError(
+            f"{var}={value!r} does not name {what}; fix or unset the variable "
+            f"(eggpu then searches NVIDIA's wheels, CUDA_HOME/CUDA_PATH and PATH)"
+        )
+    return ToolLocation(path, var)
+
+
+@functools.lru_cache(maxsize=16)
+def _locate_ptxas(key: tuple) -> ToolLocation:
+    ptxas_env, _libdevice_env, cuda_dirs, path_var, sys_path = key
+    exe = _exe_name("ptxas")
+    found = _override(PTXAS_ENV, ptxas_env, "an executable ptxas", _is_executable)
+    if found is not None:
+        return found
+    looked: list[str] = []
+    for root in _wheel_roots(sys_path):
+        candidate = root / "bin" / exe
+        looked.append(str(candidate))
+        if _is_executable(candidate):
+            return ToolLocation(candidate, f"wheel {_PTXAS_PACKAGE}")
+    if not looked:
+        looked.append("no nvidia/ wheel directory on sys.path")
+    for name, value in zip(_CUDA_ENVS, cuda_dirs):
+        if not value:
+            looked.append(f"{name} (not set)")
+            continue
+        candidate = Path(value) / "bin" / exe
+        looked.append(f"{name}: {candidate}")
+        if _is_executable(candidate):
+            return ToolLocation(candidate, name)
+    on_path = shutil.which(exe, path=path_var) if path_var else None
+    looked.append(f"PATH: {'found ' + on_path if on_path else 'no ptxas'}")
+    if on_path:
+        return ToolLocation(Path(on_path), "PATH")
+    raise ToolchainError(
+        "ptxas (NVIDIA's PTX assembler) was not found. Install it with "
+        f"`pip install {_PTXAS_PACKAGE}`, or point CUDA_HOME at a CUDA toolkit, or set "
+        f"{PTXAS_ENV} to the executable. Looked in:\n  - " + "\n  - ".join(looked)
+    )
+
+
+def _libdevice_next_to(ptxas: Path) -> list[Path]:
+    out = [ptxas.parent.parent / "nvvm" / "libdevice" / _LIBDEVICE_NAME]
+    try:
+        resolved = ptxas.resolve()
+    except OSError:
+        resolved = ptxas
+    extra = resolved.parent.parent / "nvvm" / "libdevice" / _LIBDEVICE_NAME
+    if extra != out[0]:
+        out.append(extra)
+    return out
+
+
+@functools.lru_cache(maxsize=16)
+def _locate_libdevice(key: tuple) -> ToolLocation:
+    _ptxas_env, libdevice_env, cuda_dirs, path_var, sys_path = key
+    found = _override(LIBDEVICE_ENV, libdevice_env, f"a {_LIBDEVICE_NAME} file", Path.is_file)
+    if found is not None:
+        return found
+    looked: list[str] = []
+    for root in _wheel_roots(sys_path):
+        candidate = root / "nvvm" / "libdevice" / _LIBDEVICE_NAME
+        looked.append(str(candidate))
+        if candidate.is_file():
+            return ToolLocation(candidate, f"wheel {_LIBDEVICE_PACKAGE}")
+    if not looked:
+        looked.append("no nvidia/ wheel directory on sys.path")
+    for name, value in zip(_CUDA_ENVS, cuda_dirs):
+        if not value:
+            looked.append(f"{name} (not set)")
+            continue
+        candidate = Path(value) / "nvvm" / "libdevice" / _LIBDEVICE_NAME
+        looked.append(f"{name}: {candidate}")
+        if candidate.is_file():
+            return ToolLocation(candidate, name)
+    on_path = shutil.which(_exe_name("ptxas"), path=path_var) if path_var else None
+    if on_path:
+        for candidate in _libdevice_next_to(Path(on_path)):
+            looked.append(f"next to ptxas on PATH: {candidate}")
+            if candidate.is_file():
+                return ToolLocation(candidate, "PATH")
+    else:
+        looked.append("PATH: no ptxas to look next to")
+    raise ToolchainError(
+        f"libdevice ({_LIBDEVICE_NAME}, NVIDIA's math library) was not found. Install it with "
+        f"`pip install {_LIBDEVICE_PACKAGE}`, or point CUDA_HOME at a CUDA toolkit, or set "
+        f"{LIBDEVICE_ENV} to the file. Looked in:\n  - " + "\n  - ".join(looked)
+    )
+
+
+def locate_ptxas() -> ToolLocation:
+    """Find ``ptxas``; returns its path and how it was found. Raises ToolchainError."""
+    return _locate_ptxas(_env_key())
+
+
+def locate_libdevice() -> ToolLocation:
+    """Find ``libdevice.10.bc``; returns its path and how it was found. Raises ToolchainError."""
+    return _locate_libdevice(_env_key())
+
+
+def find_ptxas() -> Path:
+    """Path of the ``ptxas`` executable (see the module docstring for the search order)."""
+    return locate_ptxas().path
+
+
+def find_libdevice() -> Path:
+    """Path of ``libdevice.10.bc`` (see the module docstring for the search order)."""
+    return locate_libdevice().path
+
+
+def _run_ptxas_info(ptxas: Path, flag: str) -> str:
+    try:
+        proc = subprocess.run([str(ptxas), flag], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise ToolchainError(f"could not run {ptxas} {flag}: {exc}") from exc
+    if proc.returncode != 0:
+        raise ToolchainError(
+            f"{ptxas} {flag} failed with exit code {proc.returncode}: {(proc.stderr or proc.stdout).strip()}"
+        )
+    return proc.stdout
+
+
+@functools.lru_cache(maxsize=8)
+def _ptxas_version(ptxas: str, _mtime_ns: int) -> tuple[int, int]:
+    out = _run_ptxas_info(Path(ptxas), "--version")
+    m = re.search(r"release (\d+)\.(\d+)", out) or re.search(r"\bV(\d+)\.(\d+)", out)
+    if m is None:
+        raise ToolchainError(f"cannot read a CUDA release from `{ptxas} --version`:\n{out.strip()}")
+    return int(m.group(1)), int(m.group(2))
+
+
+def _stamp(path: Path) -> int:
+    try:
+        return path.stat().st_mtime_ns
+    except OSError:
+        return 0
+
+
+def ptxas_version(ptxas: Path | str | None = None) -> tuple[int, int]:
+    """CUDA release ``(major, minor)`` of ``ptxas`` (default: the one :func:`find_ptxas` finds).
+
+    Read from ``ptxas --version`` ("Cuda compilation tools, release 13.0, V13.0.88"); cached
+    per executable path and modification time.
+    """
+    path = Path(ptxas) if ptxas is not None else find_ptxas()
+    return _ptxas_version(str(path), _stamp(path))
+
+
+@functools.lru_cache(maxsize=8)
+def _ptxas_gpus(ptxas: str, _mtime_ns: int) -> frozenset[str]:
+    out = _run_ptxas_info(Path(ptxas), "--help")
+    m = re.search(r"--gpu-name.*?Allowed values for this option:(.*?)(?:Default value|\n\s*\n)", out, re.S)
+    if m is None:
+        return frozenset()
+    return frozenset(re.findall(r"'(sm_\w+)'", m.group(1)))
+
+
+def ptxas_supported_gpus(ptxas: Path | str | None = None) -> frozenset[str]:
+    """The ``sm_*`` names ``ptxas --help`` lists for ``--gpu-name`` (empty if it lists none)."""
+    path = Path(ptxas) if ptxas is not None else find_ptxas()
+    return _ptxas_gpus(str(path), _stamp(path))
+
+
+def clear_caches() -> None:
+    """Forget every cached lookup (tools found, versions, GPU lists)."""
+    _locate_ptxas.cache_clear()
+    _locate_libdevice.cache_clear()
+    _ptxas_version.cache_clear()
+    _ptxas_gpus.cache_clear()
