@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 #: bump when the verifier's encoding changes meaning (invalidates every cached proof)
-VERIFIER_VERSION = "2"
+VERIFIER_VERSION = "3"
 
 
 def cache_dir() -> Path:
