@@ -117,8 +117,24 @@ class CompiledKernel:
 
         g = normalize_grid(grid)
         checked = check_args(self.name, self.params, args)
+        _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
                                  synchronize=synchronize)
+
+
+def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[Any]) -> None:
+    """Reject device pointers that break an alignment the PTX was specialized on.
+
+    (numpy arrays are copied into fresh, 256-byte-aligned device buffers, so they always comply.)
+    """
+    from eggpu.ir.errors import LaunchError
+
+    for a in checked:
+        if a.kind == "device" and assumptions.get(a.param.name) == "align16" and a.value % 16:
+            raise LaunchError(
+                f"{kernel}: argument {a.param.name!r} must be 16-byte aligned (the PTX was specialized on it), "
+                f"got address {a.value:#x}; pass an aligned buffer"
+            )
 
 
 def _kernel_key_parts(kernel: Any) -> dict[str, Any]:
@@ -190,7 +206,7 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
 
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
-    from eggpu.codegen import compile_ptx
+    from eggpu.codegen import compile_ptx_module
     from eggpu.codegen.ptxas import run_ptxas
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
@@ -217,7 +233,10 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["ir_ops_after"] = fn.op_count()
     target = get_target(opts.target, num_warps=opts.num_warps)
     with stage("codegen"):
-        ptx, llvm_ir = compile_ptx(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
+        compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
+    ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
+    report["assumptions"] = dict(compiled.lowered.assumptions)
+    report["shared_bytes"] = compiled.lowered.shared_bytes
     try:
         find_ptxas()
         have_ptxas = True

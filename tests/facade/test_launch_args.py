@@ -97,3 +97,15 @@ def test_grid_normalization(grid, want) -> None:
 def test_bad_grids(grid) -> None:
     with pytest.raises(LaunchError, match="grid must be 1 to 3 positive integers"):
         normalize_grid(grid)
+
+
+def test_misaligned_device_pointer_is_rejected_before_launch() -> None:
+    from eggpu.pipeline import _check_assumptions
+    from eggpu.runtime import CheckedArg
+
+    good = CheckedArg(PARAMS[0], "device", 4096)
+    bad = CheckedArg(PARAMS[0], "device", 4100)
+    _check_assumptions("k", {"x_ptr": "align16"}, [good])
+    _check_assumptions("k", {}, [bad])
+    with pytest.raises(LaunchError, match=r"k: argument 'x_ptr' must be 16-byte aligned .* got address 0x1004"):
+        _check_assumptions("k", {"x_ptr": "align16"}, [bad])

@@ -1,0 +1,300 @@
+"""Address analysis: which integer and pointer values are affine in the element coordinates.
+
+For a value ``v`` of shape ``S`` the analysis may prove ``v[i_0, ..., i_r] = base + sum_d
+s_d * i_d`` (modulo ``2**bits`` for integers; in elements of the pointee for pointers) and
+records, as an :class:`Affine` fact:
+
+* ``base_div``: a power of two that divides ``base`` (for pointers: the element offset from
+  the pointer parameter ``origin`` that the value derives from);
+* per dimension a :class:`Stride`: the constant ``s_d`` when known, and a power of two
+  dividing it;
+* ``const``: the value itself when it is a known constant (uniform values only).
+
+Facts come from ``const``, ``arange``, ``program_id``/``num_programs`` (no divisibility),
+parameters (integer parameters are *never* assumed divisible; pointer parameters start at
+offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``, ``shl``,
+integer ``cast``, ``splat``, ``broadcast``, ``expand_dims``, ``reshape``, ``trans``,
+``addptr`` and, by a fixpoint, through ``for`` carried values and ``if`` results.
+
+The lowering uses the facts to decide when a thread's run of elements is contiguous and
+aligned in memory (:func:`vector_width`). Wrap-around does not break this: a run of ``w``
+elements starting at a multiple of ``w`` never crosses a multiple of ``2**bits``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from math import prod
+
+from eggpu.ir.dtypes import DType
+from eggpu.ir.graph import Block, Function, Operation, Value
+
+BIG = 1 << 40  # "divisible by anything we care about" (the value 0)
+
+
+def pow2div(c: int) -> int:
+    """The largest power of two dividing ``c`` (BIG for 0)."""
+    if c == 0:
+        return BIG
+    return min(c & -c, BIG)
+
+
+@dataclass(frozen=True)
+class Stride:
+    """The stride of one dimension: the constant when known, and a power of two dividing it."""
+
+    const: int | None
+    div: int
+
+    @staticmethod
+    def of(c: int) -> Stride:
+        return Stride(c, pow2div(c))
+
+
+ZERO = Stride(0, BIG)
+
+
+@dataclass(frozen=True)
+class Affine:
+    """``value = base + sum_d stride_d * i_d`` with ``base`` divisible by ``base_div``."""
+
+    base_div: int
+    strides: tuple[Stride, ...]
+    origin: str | None = None
+    const: int | None = None
+
+    @property
+    def is_uniform(self) -> bool:
+        return all(s.const == 0 for s in self.strides)
+
+
+def _join_stride(a: Stride, b: Stride) -> Stride:
+    if a.const is not None and a.const == b.const:
+        return a
+    return Stride(None, min(a.div, b.div))
+
+
+def join(a: Affine | None, b: Affine | None) -> Affine | None:
+    """The weakest fact implied by both (None = nothing known)."""
+    if a is None or b is None or len(a.strides) != len(b.strides) or a.origin != b.origin:
+        return None
+    return Affine(min(a.base_div, b.base_div), tuple(_join_stride(x, y) for x, y in zip(a.strides, b.strides)),
+                  a.origin, a.const if a.const == b.const else None)
+
+
+def _wrap(c: int | None, dt: DType | None) -> int | None:
+    if c is None or dt is None:
+        return c
+    m = 1 << dt.bits
+    c %= m
+    if dt.is_signed and c >= m // 2:
+        c -= m
+    return c
+
+
+def _add(a: Affine, b: Affine, sign: int, dt: DType | None) -> Affine:
+    strides = []
+    for x, y in zip(a.strides, b.strides):
+        if x.const is not None and y.const is not None:
+            strides.append(Stride.of(_wrap(x.const + sign * y.const, dt)))
+        else:
+            strides.append(Stride(None, min(x.div, y.div)))
+    const = _wrap(a.const + sign * b.const, dt) if a.const is not None and b.const is not None else None
+    return Affine(min(a.base_div, b.base_div), tuple(strides), a.origin or b.origin, const)
+
+
+def _scale(a: Affine, c: int, dt: DType | None) -> Affine:
+    strides = tuple(Stride.of(_wrap(s.const * c, dt)) if s.const is not None else Stride(None, min(s.div * pow2div(c), BIG))
+                    for s in a.strides)
+    const = _wrap(a.const * c, dt) if a.const is not None else None
+    return Affine(min(a.base_div * pow2div(c), BIG), strides, None, const)
+
+
+def _mul(a: Affine, b: Affine, dt: DType | None) -> Affine | None:
+    if b.const is not None:
+        return _scale(a, b.const, dt)
+    if a.const is not None:
+        return _scale(b, a.const, dt)
+    if b.is_uniform:
+        a, b = b, a
+    if not a.is_uniform:
+        return None
+    # a uniform (unknown), b affine: strides become unknown multiples of a
+    strides = tuple(ZERO if s.const == 0 else Stride(None, min(s.div * a.base_div, BIG)) for s in b.strides)
+    return Affine(min(a.base_div * b.base_div, BIG), strides)
+
+
+class AddressAnalysis:
+    """Run the analysis on a function; ``facts[id(value)]`` is an :class:`Affine` or absent."""
+
+    MAX_ITERATIONS = 8
+
+    def __init__(self, fn: Function):
+        self.facts: dict[int, Affine] = {}
+        for p in fn.params:
+            t = p.type
+            if t.is_pointer and t.is_scalar:
+                self.facts[id(p)] = Affine(BIG, (), p.name)
+            elif t.is_scalar and isinstance(t.elem, DType) and t.elem.is_int:
+                self.facts[id(p)] = Affine(1, ())
+        self._block(fn.body)
+
+    def get(self, v: Value) -> Affine | None:
+        return self.facts.get(id(v))
+
+    def _set(self, v: Value, f: Affine | None) -> None:
+        if f is None:
+            self.facts.pop(id(v), None)
+        else:
+            self.facts[id(v)] = f
+
+    def _block(self, blk: Block) -> list[Affine | None]:
+        for op in blk.ops:
+            if op.op == "yield":
+                return [self.get(v) for v in op.operands]
+            if op.op == "for":
+                self._for(op)
+            elif op.op == "if":
+                self._if(op)
+            elif op.results:
+                self._set(op.results[0], self._transfer(op))
+        return []
+
+    def _for(self, op: Operation) -> None:
+        lo, _hi, step, *inits = op.operands
+        body = op.regions[0]
+        iv = body.args[0]
+        fl, fs = self.get(lo), self.get(step)
+        self._set(iv, Affine(min(fl.base_div, fs.base_div), ()) if fl and fs else None)
+        carried = [self.get(v) for v in inits]
+        for _ in range(self.MAX_ITERATIONS):
+            for a, f in zip(body.args[1:], carried):
+                self._set(a, f)
+            yields = self._block(body)
+            new = [join(c, y) for c, y in zip(carried, yields)]
+            if new == carried:
+                break
+            carried = new
+        else:
+            carried = [None] * len(carried)
+            for a in body.args[1:]:
+                self._set(a, None)
+            self._block(body)
+        for r, f in zip(op.results, carried):
+            self._set(r, f)
+
+    def _if(self, op: Operation) -> None:
+        a = self._block(op.regions[0])
+        b = self._block(op.regions[1])
+        for r, x, y in zip(op.results, a, b):
+            self._set(r, join(x, y))
+
+    def _transfer(self, op: Operation) -> Affine | None:
+        name = op.op
+        out = op.results[0].type
+        dt = out.elem if isinstance(out.elem, DType) else None
+        if dt is not None and not dt.is_int:
+            return None
+        ins = [self.get(v) for v in op.operands]
+        if name == "const":
+            v = op.attrs["value"]
+            return Affine(pow2div(int(v)), (), None, int(v)) if dt is not None else None
+        if name in ("program_id", "num_programs"):
+            return Affine(1, ())
+        if name == "arange":
+            return Affine(pow2div(op.attrs["start"]), (Stride(1, 1),))
+        if any(f is None for f in ins):
+            return None
+        rank = out.rank
+        if name == "splat":
+            (a,) = ins
+            return Affine(a.base_div, (ZERO,) * rank, a.origin, a.const)
+        if name in ("add", "sub"):
+            return _add(ins[0], ins[1], 1 if name == "add" else -1, dt)
+        if name == "mul":
+            return _mul(ins[0], ins[1], dt)
+        if name == "shl":
+            k = ins[1].const
+            if k is None or dt is None or not 0 <= k < dt.bits:
+                return None
+            return _scale(ins[0], 1 << k, dt)
+        if name == "cast":
+            src = op.operands[0].type.elem
+            if isinstance(src, DType) and src.is_int and dt is not None:
+                a = ins[0]
+                cap = 1 << min(src.bits, dt.bits)
+                return Affine(min(a.base_div, cap), tuple(Stride(_wrap(s.const, dt), min(s.div, cap)) for s in a.strides),
+                              None, _wrap(a.const, dt))
+            return None
+        if name == "expand_dims":
+            (a,) = ins
+            s = list(a.strides)
+            s.insert(op.attrs["axis"], ZERO)
+            return Affine(a.base_div, tuple(s), a.origin, a.const)
+        if name == "broadcast":
+            (a,) = ins
+            src = op.operands[0].type.shape
+            return Affine(a.base_div, tuple(ZERO if n == 1 else s for n, s in zip(src, a.strides)), a.origin, a.const)
+        if name == "trans":
+            (a,) = ins
+            return Affine(a.base_div, tuple(a.strides[p] for p in op.attrs["perm"]), a.origin, a.const)
+        if name == "reshape":
+            return _reshape(ins[0], op.operands[0].type.shape, out.shape)
+        if name == "addptr":
+            p, off = ins
+            r = _add(p, off, 1, None)
+            return Affine(r.base_div, r.strides, p.origin, None)
+        return None
+
+
+def _reshape(a: Affine, src: tuple[int, ...], dst: tuple[int, ...]) -> Affine | None:
+    src_big = [(n, s) for n, s in zip(src, a.strides) if n != 1]
+    if [n for n, _ in src_big] == [n for n in dst if n != 1]:
+        it = iter(s for _, s in src_big)
+        return Affine(a.base_div, tuple(ZERO if n == 1 else next(it) for n in dst), a.origin, a.const)
+    # a linear function of the flat index survives any reshape
+    c = None
+    for d, (n, s) in enumerate(zip(src, a.strides)):
+        if n == 1:
+            continue
+        if s.const is None:
+            return None
+        slab = prod(src[d + 1:])
+        if s.const % slab:
+            return None
+        cd = s.const // slab
+        if c is None:
+            c = cd
+        elif c != cd:
+            return None
+    c = 0 if c is None else c
+    return Affine(a.base_div, tuple(ZERO if n == 1 else Stride.of(c * prod(dst[d + 1:])) for d, n in enumerate(dst)),
+                  a.origin, a.const)
+
+
+def vector_width(fact: Affine | None, shape: tuple[int, ...], per: int, elem_bytes: int, origin_align: int) -> int:
+    """How many consecutive elements of a thread's run one memory instruction may cover.
+
+    A run chunk of ``w`` elements (``w`` a power of two, at most 16 bytes, dividing ``per``
+    and the last dimension) is contiguous when the last dimension has stride 1, and aligned
+    to ``w * elem_bytes`` when the base pointer is aligned to ``origin_align`` bytes and the
+    element offset of every chunk start is a multiple of ``w``. Returns 1 when nothing wider
+    is proven.
+    """
+    if fact is None or not shape or elem_bytes > 16:
+        return 1
+    last = fact.strides[-1]
+    if shape[-1] > 1 and last.const != 1:
+        return 1
+    w = 16 // elem_bytes
+    while w > 1:
+        if per % w == 0 and shape[-1] % w == 0 and (shape[-1] > 1 or w == 1):
+            offset_div = fact.base_div
+            for n, s in zip(shape[:-1], fact.strides[:-1]):
+                if n != 1:
+                    offset_div = min(offset_div, s.div)
+            align = min(origin_align, offset_div * elem_bytes) if offset_div < BIG else origin_align
+            if align >= w * elem_bytes and offset_div * elem_bytes >= w * elem_bytes:
+                return w
+        w //= 2
+    return 1

@@ -1,0 +1,143 @@
+"""``dot(a[M,K], b[K,N][, acc])``: matrix product with f32 (integers: i32) accumulation.
+
+Semantics (op table): floats accumulate in f32 (f16/bf16/f32 inputs; f64 inputs are summed in
+f64 and rounded once to f32, as the reference does), integers wrap in i32; the optional
+accumulator is added after the product is rounded: ``round_f32(a @ b) + acc``.
+
+Strategy today (:func:`dot_shared_fma`): ``a`` and ``b`` are written to shared memory (each
+thread stores its owned elements), a barrier, then each thread computes the ``C`` elements it
+owns by a loop over ``K`` of fused multiply-adds reading ``a[m, k]`` and ``b[k, n]`` from shared
+memory. :data:`DOT_STRATEGIES` is the seam for tensor-core ``mma`` lowerings: a strategy is a
+function ``(lowerer, op, a, b) -> list of per-slot accumulators`` chosen by
+:func:`select_strategy` from the target and the operand types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from eggpu.ir.dtypes import DType, f64
+from eggpu.ir.graph import Operation
+
+from . import scalar_ops as S
+from .emitter import F32, F64, I32, Emitter
+from .layout import LV
+from .lower_shape import smem_elem, store_to_smem
+
+UNROLL_K = 8
+
+
+def _compute_type(dt: DType) -> ir.Type:
+    if dt.is_float:
+        return F64 if dt == f64 else F32
+    return I32
+
+
+def _to_compute(em: Emitter, dt: DType, v: ir.Value) -> ir.Value:
+    b = em.b
+    if dt.is_float:
+        x = S.wide(em, v, dt)
+        return x
+    t = em.like_type(v, I32)
+    if dt.bits < 32:
+        return b.sext(v, t) if dt.is_signed else b.zext(v, t)
+    if dt.bits > 32:
+        return b.trunc(v, t)
+    return v
+
+
+def dot_shared_fma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
+    """The shared-memory FMA strategy (see the module docstring); per-slot accumulators."""
+    em = lw.em
+    b = em.b
+    M, K = a.type.shape
+    N = bv.type.shape[1]
+    dt = a.type.dtype
+    ct = _compute_type(dt)
+    ta, size = smem_elem(lw, a.type)
+    em.smem_begin_write()
+    base_a = store_to_smem(lw, a, 0)
+    off_b = -(-(M * K * size) // 16) * 16
+    base_b = store_to_smem(lw, bv, off_b)
+    em.barrier()
+    out_lay = lw.layout((M, N))
+    rows, cols = [], []
+    for j in range(out_lay.per):
+        m, n = out_lay.coords(em, j)
+        rows.append(b.mul(m, em.k(m, K)))
+        cols.append(n)
+
+    def step(accs: list[ir.Value], k: ir.Value) -> list[ir.Value]:
+        kk = em.spread(k)
+        krow = b.mul(kk, em.k(kk, N))
+        out = []
+        for acc, row, col in zip(accs, rows, cols):
+            x = _to_compute(em, dt, em.smem_load(base_a, ta, b.add(row, kk)))
+            y = _to_compute(em, dt, em.smem_load(base_b, ta, b.add(krow, col)))
+            if dt.is_float:
+                out.append(em.intrinsic("llvm.fma", x.type, [x, y, acc], [x.type]))
+            else:
+                out.append(b.add(acc, b.mul(x, y)))
+        return out
+
+    zero = em.const(em.thread_type(ct), 0.0 if dt.is_float else 0)
+    accs = [zero] * out_lay.per
+    if K <= UNROLL_K:
+        for k in range(K):
+            accs = step(accs, I32(k))
+    else:
+        pre = b.block
+        head = em.new_block("dot.head")
+        body = em.new_block("dot.body")
+        done = em.new_block("dot.done")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I32)
+        k.add_incoming(I32(0), pre)
+        phis = []
+        for acc in accs:
+            p = b.phi(acc.type)
+            p.add_incoming(acc, pre)
+            phis.append(p)
+        b.cbranch(b.icmp_unsigned("<", k, I32(K)), body, done)
+        b.position_at_end(body)
+        new = step(phis, k)
+        k_next = b.add(k, I32(1))
+        latch = b.block
+        b.branch(head)
+        k.add_incoming(k_next, latch)
+        for p, v in zip(phis, new):
+            p.add_incoming(v, latch)
+        b.position_at_end(done)
+        accs = phis
+    em.smem_dirty = True
+    return accs
+
+
+Strategy = Callable[..., list[ir.Value]]
+DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma}
+
+
+def select_strategy(lw, op: Operation) -> Strategy:
+    """The dot lowering for this target and these operands (tensor cores: not yet)."""
+    return DOT_STRATEGIES["shared_fma"]
+
+
+def lower_dot(lw, op: Operation) -> list[LV]:
+    em = lw.em
+    b = em.b
+    a, bv = lw.get(op.operands[0]), lw.get(op.operands[1])
+    t = op.results[0].type
+    dt = a.type.dtype
+    accs = select_strategy(lw, op)(lw, op, a, bv)
+    if dt == f64:
+        accs = [b.fptrunc(x, em.like_type(x, F32)) for x in accs]
+    if len(op.operands) == 3:
+        extra = lw.elems(lw.get(op.operands[2]))
+        accs = [b.fadd(x, y) if dt.is_float else b.add(x, y) for x, y in zip(accs, extra)]
+    return [LV(t, elems=accs)]
+
+
+HANDLERS = {"dot": lower_dot}

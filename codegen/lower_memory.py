@@ -1,0 +1,351 @@
+"""Global memory: ``load``, ``store`` and the atomics.
+
+Masks. An element is accessed when its slot is owned by the thread (see
+:class:`~eggpu.codegen.layout.Layout`) and its mask lane is true; masked-off loads take
+``other`` (0 without it) and never touch memory.
+
+Vector accesses (GPU). When the address analysis (:mod:`eggpu.codegen.analysis`) proves that a
+thread's run is contiguous and aligned in chunks of ``w`` elements, each chunk is one
+``ld.global.v{w}``/``st.global.v{w}``: if all ``w`` lanes of the chunk are valid the vector
+instruction runs, otherwise each element is loaded/stored under its own predicate. Alignment
+of a pointer *parameter* is never proven, only assumed: with ``assume_aligned`` the lowering
+records ``{param: "align16"}`` in the module's assumptions and the launcher must check it.
+
+Host: every thread-level access is a ``llvm.masked.gather``/``scatter`` across the CTA's lanes.
+
+Scalar (shape ``()``) accesses happen once per program: every thread loads the same address
+(a uniform value); a store or an atomic is done by thread 0 only, and an atomic's old value is
+broadcast through shared memory.
+
+Atomics apply element by element in row-major order (the host loops over lanes in order) and
+return the old value (0 for masked-off lanes). Integer add/max/min and float add use
+``atomicrmw``; float max/min (minimumNumber semantics) use a compare-and-swap loop; ``atomic_cas``
+is ``cmpxchg``. Atomics are ``monotonic`` (relaxed).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from eggpu.ir.dtypes import DType
+from eggpu.ir.graph import Operation
+
+from . import scalar_ops as S
+from .analysis import vector_width
+from .emitter import I1, I32, Emitter, is_const_false, is_const_true
+from .layout import LV, and_masks, to_i1
+
+ALIGN_ASSUMPTION = "align16"
+PARAM_ALIGN = 16
+
+
+def _elem_bytes(dt: DType) -> int:
+    return max(1, dt.bits // 8)
+
+
+def _loaded(em: Emitter, dt: DType, v: ir.Value) -> ir.Value:
+    return to_i1(em, v) if dt.is_bool else v
+
+
+def _stored(em: Emitter, dt: DType, v: ir.Value) -> ir.Value:
+    return em.b.zext(v, em.like_type(v, em.mem_type(dt))) if dt.is_bool else v
+
+
+def _width(lw, op: Operation) -> int:
+    """Vector width for the thread runs of a block access through pointer operand 0 (GPU only)."""
+    em = lw.em
+    if em.is_host:
+        return 1
+    ptr = op.operands[0]
+    shape = ptr.type.shape
+    fact = lw.facts.get(ptr)
+    if fact is None or fact.origin is None:
+        return 1
+    dt = ptr.type.dtype
+    size = _elem_bytes(dt)
+    per = lw.layout(shape).per
+    origin_align = PARAM_ALIGN if lw.assume_aligned else size
+    w = vector_width(fact, shape, per, size, origin_align)
+    if w > 1 and origin_align > size:
+        # the proof used the parameter's alignment only if the natural alignment is not enough
+        if vector_width(fact, shape, per, size, size) < w:
+            lw.record_assumption(fact.origin, ALIGN_ASSUMPTION)
+    return w
+
+
+def _masks(lw, op: Operation, mask_index: int) -> list[ir.Value | None]:
+    """Per slot: the thread-level validity (ownership and mask operand), None = always."""
+    t = op.operands[0].type
+    lay = lw.layout(t.shape)
+    m = lw.elems(lw.get(op.operands[mask_index])) if len(op.operands) > mask_index else None
+    return [and_masks(lw.em, lay.owned(lw.em, j), m[j] if m is not None else None) for j in range(lay.per)]
+
+
+def _all(em: Emitter, masks: list[ir.Value | None]) -> ir.Value | None:
+    out = None
+    for m in masks:
+        out = m if out is None else (out if m is None else em.b.and_(out, m))
+    return out
+
+
+# ---------------------------------------------------------------- load
+
+
+def lower_load(lw, op: Operation) -> list[LV]:
+    em = lw.em
+    b = em.b
+    t = op.results[0].type
+    dt = t.dtype
+    mt = em.mem_type(dt)
+    if t.is_scalar:
+        p = lw.uniform(lw.get(op.operands[0]))
+        mask = lw.uniform(lw.get(op.operands[1])) if len(op.operands) > 1 else None
+        other = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
+        if other is not None and dt.is_bool:
+            other = _stored(em, dt, other)
+        return [LV(t, u=_loaded(em, dt, em.gload(p, mt, mask, other)))]
+    lay = lw.layout(t.shape)
+    ptrs = lw.elems(lw.get(op.operands[0]))
+    masks = _masks(lw, op, 1)
+    others = lw.elems(lw.get(op.operands[2])) if len(op.operands) > 2 else [None] * lay.per
+    others = [_stored(em, dt, o) if o is not None else None for o in others]
+    w = _width(lw, op)
+    out: list[ir.Value] = []
+    for j0 in range(0, lay.per, w):
+        chunk = range(j0, j0 + w)
+        if w == 1 or all(is_const_false(masks[j]) for j in chunk):
+            out.extend(em.gload(ptrs[j], mt, masks[j], others[j]) for j in chunk)
+            continue
+        valid = _all(em, [masks[j] for j in chunk])
+        if is_const_true(valid):
+            out.extend(em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt)))
+            continue
+        vec_bb = em.new_block("ld.vec")
+        sc_bb = em.new_block("ld.scalar")
+        merge = em.new_block("ld.end")
+        b.cbranch(valid, vec_bb, sc_bb)
+        b.position_at_end(vec_bb)
+        vec_vals = em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+        vec_end = b.block
+        b.branch(merge)
+        b.position_at_end(sc_bb)
+        sc_vals = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in chunk]
+        sc_end = b.block
+        b.branch(merge)
+        b.position_at_end(merge)
+        for vv, sv in zip(vec_vals, sc_vals):
+            phi = b.phi(mt)
+            phi.add_incoming(vv, vec_end)
+            phi.add_incoming(sv, sc_end)
+            out.append(phi)
+    return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
+
+
+# ---------------------------------------------------------------- store
+
+
+def lower_store(lw, op: Operation) -> list[LV]:
+    em = lw.em
+    b = em.b
+    pt = op.operands[0].type
+    dt = pt.dtype
+    if pt.is_scalar:
+        p = lw.uniform(lw.get(op.operands[0]))
+        v = _stored(em, dt, lw.uniform(lw.get(op.operands[1])))
+        mask = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
+        with em.only_thread0():
+            em.gstore(p, v, mask)
+        return []
+    lay = lw.layout(pt.shape)
+    ptrs = lw.elems(lw.get(op.operands[0]))
+    vals = [_stored(em, dt, v) for v in lw.elems(lw.get(op.operands[1]))]
+    masks = _masks(lw, op, 2)
+    if em.is_host:
+        em.scatter_slots(ptrs, vals, masks)  # lanes in order, slots in order: row-major
+        return []
+    w = _width(lw, op)
+    for j0 in range(0, lay.per, w):
+        chunk = range(j0, j0 + w)
+        if w == 1:
+            em.gstore(ptrs[j0], vals[j0], masks[j0])
+            continue
+        valid = _all(em, [masks[j] for j in chunk])
+        align = w * _elem_bytes(dt)
+        if is_const_true(valid):
+            em.gstore_vector(ptrs[j0], [vals[j] for j in chunk], align)
+            continue
+        vec_bb = em.new_block("st.vec")
+        sc_bb = em.new_block("st.scalar")
+        merge = em.new_block("st.end")
+        b.cbranch(valid, vec_bb, sc_bb)
+        b.position_at_end(vec_bb)
+        em.gstore_vector(ptrs[j0], [vals[j] for j in chunk], align)
+        b.branch(merge)
+        b.position_at_end(sc_bb)
+        for j in chunk:
+            em.gstore(ptrs[j], vals[j], masks[j])
+        b.branch(merge)
+        b.position_at_end(merge)
+    return []
+
+
+# ---------------------------------------------------------------- atomics
+
+_RMW_INT = {"atomic_add": ("add", "add"), "atomic_max": ("max", "umax"), "atomic_min": ("min", "umin"),
+            "atomic_xchg": ("xchg", "xchg")}
+
+
+def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
+    """The value an atomic writes, given the old one (register values)."""
+    if name == "atomic_add":
+        return S.add(em, dt, old, v)
+    if name == "atomic_max":
+        return S.maximum(em, dt, old, v)
+    if name == "atomic_min":
+        return S.minimum(em, dt, old, v)
+    if name == "atomic_xchg":
+        return v
+    assert name == "atomic_cas" and cmp is not None
+    return em.b.select(em.b.icmp_unsigned("==", old, cmp), v, old)
+
+
+def _atomic_gpu(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
+    """One atomic read-modify-write by this thread; returns the old register value."""
+    b = em.b
+    mv = _stored(em, dt, v)
+    if name == "atomic_cas":
+        res = b.cmpxchg(p, _stored(em, dt, cmp), mv, "monotonic", "monotonic")
+        return _loaded(em, dt, b.extract_value(res, 0))
+    if dt.is_float and name in ("atomic_max", "atomic_min"):
+        return _cas_loop(em, name, dt, p, v)
+    if dt.is_float:
+        op = {"atomic_add": "fadd", "atomic_xchg": "xchg"}[name]
+    else:
+        signed, unsigned = _RMW_INT[name]
+        op = unsigned if dt.is_unsigned or dt.is_bool else signed
+    old = b.atomic_rmw(op, p, mv, "monotonic")
+    return _loaded(em, dt, old)
+
+
+def _cas_loop(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value) -> ir.Value:
+    b = em.b
+    it = ir.IntType(dt.bits)
+    first = b.load(p, typ=it)
+    pre = b.block
+    loop = em.new_block("cas.loop")
+    done = em.new_block("cas.done")
+    b.branch(loop)
+    b.position_at_end(loop)
+    old_bits = b.phi(it)
+    old_bits.add_incoming(first, pre)
+    old = em.float_from_bits(old_bits, dt)
+    new = _combine(em, name, dt, old, v, None)
+    res = b.cmpxchg(p, old_bits, em.float_bits(new, dt), "monotonic", "monotonic")
+    seen = b.extract_value(res, 0)
+    ok = b.extract_value(res, 1)
+    old_bits.add_incoming(seen, b.block)
+    b.cbranch(ok, done, loop)
+    b.position_at_end(done)
+    return old
+
+
+def _atomic_serial(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
+    """Host: the read-modify-write as plain load/compute/store (one lane at a time, single thread)."""
+    b = em.b
+    mt = em.mem_type(dt)
+    old = _loaded(em, dt, b.load(p, typ=mt))
+    b.store(_stored(em, dt, _combine(em, name, dt, old, v, cmp)), p)
+    return old
+
+
+def _guarded(em: Emitter, mask: ir.Value | None, rt: ir.Type, body) -> ir.Value:
+    """``body()`` under a scalar predicate; 0 when the predicate is false."""
+    if is_const_true(mask):
+        return body()
+    b = em.b
+    pre = b.block
+    with b.if_then(mask):
+        r = body()
+        then = b.block
+    phi = b.phi(rt)
+    phi.add_incoming(r, then)
+    phi.add_incoming(em.const(rt, 0), pre)
+    return phi
+
+
+def lower_atomic(lw, op: Operation) -> list[LV]:
+    em = lw.em
+    name = op.op
+    pt = op.operands[0].type
+    dt = pt.dtype
+    rt = em.reg_type(dt)
+    t = op.results[0].type
+    is_cas = name == "atomic_cas"
+    serial = _atomic_serial if em.is_host else _atomic_gpu
+    if pt.is_scalar:
+        p = lw.uniform(lw.get(op.operands[0]))
+        if is_cas:
+            cmp, v, mask = lw.uniform(lw.get(op.operands[1])), lw.uniform(lw.get(op.operands[2])), None
+        else:
+            v = lw.uniform(lw.get(op.operands[1]))
+            cmp = None
+            mask = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
+        if em.is_host:
+            return [LV(t, u=_guarded(em, mask, rt, lambda: serial(em, name, dt, p, v, cmp)))]
+        return [LV(t, u=_broadcast_from_thread0(lw, dt, lambda: _guarded(em, mask, rt,
+                                                                      lambda: serial(em, name, dt, p, v, cmp))))]
+    lay = lw.layout(pt.shape)
+    ptrs = lw.elems(lw.get(op.operands[0]))
+    if is_cas:
+        cmps = lw.elems(lw.get(op.operands[1]))
+        vals = lw.elems(lw.get(op.operands[2]))
+        masks = [lay.owned(em, j) for j in range(lay.per)]
+    else:
+        vals = lw.elems(lw.get(op.operands[1]))
+        cmps = [None] * lay.per
+        masks = _masks(lw, op, 2)
+    if em.is_ptx:
+        olds = [_guarded(em, masks[j], rt, lambda j=j: serial(em, name, dt, ptrs[j], vals[j], cmps[j]))
+                for j in range(lay.per)]
+        return [LV(t, elems=olds)]
+    # host: lanes in order, each lane's slots in order = row-major element order
+    n = lay.per
+    mvecs = [m if m is not None else em.const(em.thread_type(I1), 1) for m in masks]
+    inputs = list(ptrs) + list(vals) + mvecs + ([c for c in cmps] if is_cas else [])
+
+    def body(lanes: list[ir.Value]) -> list[ir.Value]:
+        ps, vs, ms = lanes[:n], lanes[n:2 * n], lanes[2 * n:3 * n]
+        cs = lanes[3 * n:] if is_cas else [None] * n
+        return [_guarded(em, ms[j], rt, lambda j=j: serial(em, name, dt, ps[j], vs[j], cs[j])) for j in range(n)]
+
+    olds = em.lane_loop(inputs, [rt] * n, body)
+    return [LV(t, elems=olds)]
+
+
+def _broadcast_from_thread0(lw, dt: DType, compute) -> ir.Value:
+    """GPU: thread 0 runs ``compute()``; every thread gets its result through shared memory."""
+    em = lw.em
+    b = em.b
+    mt = em.mem_type(dt)
+    em.smem_begin_write()
+    em.smem_reserve(max(1, dt.bits // 8))
+    base = em.smem_array(0)
+    is0 = b.icmp_unsigned("==", em.tid(), I32(0))
+    with b.if_then(is0):
+        r = compute()
+        b.store(_stored(em, dt, r), base)
+    em.barrier()
+    v = b.load(base, typ=mt)
+    em.smem_dirty = True
+    return _loaded(em, dt, v)
+
+
+HANDLERS = {
+    "load": lower_load,
+    "store": lower_store,
+    "atomic_add": lower_atomic,
+    "atomic_max": lower_atomic,
+    "atomic_min": lower_atomic,
+    "atomic_xchg": lower_atomic,
+    "atomic_cas": lower_atomic,
+}

@@ -1,0 +1,163 @@
+"""The lowering table: one handler per IR op name, and the ops deliberately not lowered.
+
+``TABLE[name](lowerer, op) -> list[LV]`` lowers one operation (its results in order).
+``for``/``if``/``yield`` are structural and lowered by :class:`~eggpu.codegen.lowering.Lowerer`
+itself; they appear in :data:`STRUCTURAL`. :data:`UNSUPPORTED` maps an op name to the reason
+it has no lowering (empty today: every op of :data:`eggpu.ir.ops.OPS` is lowered). The
+coverage test checks ``set(OPS) == set(TABLE) | STRUCTURAL | set(UNSUPPORTED)``.
+
+Elementwise ops work element by element (:func:`elementwise`): on uniform operands the op is
+computed once; on uniform/lazy operands the result stays lazy (index arithmetic, masks) unless
+the op is expensive (transcendentals, division, fma), which are computed once per owned
+element.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from llvmlite import ir
+
+from eggpu.ir.dtypes import DType, i32
+from eggpu.ir.graph import Operation
+from eggpu.ir.ops import OPS, TRANSCENDENTAL
+
+from . import scalar_ops as S
+from .layout import LV
+
+Handler = Callable[..., list[LV]]
+
+_EAGER = {"div", "rem", "fma"}
+
+
+def elementwise(lw, op: Operation, fn: Callable[..., ir.Value]) -> list[LV]:
+    """Lower an elementwise op whose per-element meaning is ``fn(*operand_values)``."""
+    ins = [lw.get(v) for v in op.operands]
+    t = op.results[0].type
+    if all(lv.u is not None for lv in ins):
+        return [LV(t, u=fn(*[lv.u for lv in ins]))]
+    lazy_ok = op.op not in _EAGER and TRANSCENDENTAL not in OPS[op.op].traits
+    if lazy_ok and all(lv.elems is None for lv in ins):
+        return [LV(t, fn=lambda coords: fn(*[lw.at(lv, coords) for lv in ins]))]
+    per = lw.layout(t.shape).per
+    cols = [lw.elems(lv) for lv in ins]
+    return [LV(t, elems=[fn(*[c[j] for c in cols]) for j in range(per)])]
+
+
+def _dtype(op: Operation, i: int = 0) -> DType | None:
+    t = op.operands[i].type
+    return None if t.is_pointer else t.dtype
+
+
+def _binary(name: str) -> Handler:
+    sem = S.BINARY[name]
+
+    def run(lw, op: Operation) -> list[LV]:
+        dt = _dtype(op)
+        return elementwise(lw, op, lambda a, b: sem(lw.em, dt, a, b))
+
+    return run
+
+
+def _unary(name: str) -> Handler:
+    sem = S.UNARY[name]
+
+    def run(lw, op: Operation) -> list[LV]:
+        dt = _dtype(op)
+        return elementwise(lw, op, lambda a: sem(lw.em, dt, a))
+
+    return run
+
+
+def lower_where(lw, op: Operation) -> list[LV]:
+    return elementwise(lw, op, lambda c, a, b: lw.em.b.select(c, a, b))
+
+
+def lower_fma(lw, op: Operation) -> list[LV]:
+    dt = _dtype(op)
+    return elementwise(lw, op, lambda a, b, c: S.fma(lw.em, dt, a, b, c))
+
+
+def lower_cast(lw, op: Operation) -> list[LV]:
+    src, dst = _dtype(op), op.attrs["dtype"]
+    return elementwise(lw, op, lambda v: S.cast(lw.em, src, dst, v))
+
+
+def lower_bitcast(lw, op: Operation) -> list[LV]:
+    src, dst = _dtype(op), op.attrs["dtype"]
+    return elementwise(lw, op, lambda v: S.bitcast(lw.em, src, dst, v))
+
+
+def lower_addptr(lw, op: Operation) -> list[LV]:
+    em = lw.em
+    pointee = op.operands[0].type.dtype
+    odt = _dtype(op, 1)
+    et = em.mem_type(pointee)
+    return elementwise(lw, op, lambda p, o: em.b.gep(p, [S.offset_i64(em, odt, o)], source_etype=et))
+
+
+# ---------------------------------------------------------------- leaves
+
+
+def lower_const(lw, op: Operation) -> list[LV]:
+    dt = op.attrs["dtype"]
+    return [LV(op.results[0].type, u=lw.em.reg_const(dt, op.attrs["value"]))]
+
+
+def lower_program_id(lw, op: Operation) -> list[LV]:
+    return [LV(op.results[0].type, u=lw.em.program_id(op.attrs["axis"]))]
+
+
+def lower_num_programs(lw, op: Operation) -> list[LV]:
+    return [LV(op.results[0].type, u=lw.em.num_programs(op.attrs["axis"]))]
+
+
+def lower_arange(lw, op: Operation) -> list[LV]:
+    start = op.attrs["start"]
+    em = lw.em
+    t = op.results[0].type
+    assert t.dtype == i32
+
+    def fn(coords):
+        c = coords[0]
+        return em.b.add(c, em.k(c, start)) if start else c
+
+    return [LV(t, fn=fn)]
+
+
+# ---------------------------------------------------------------- the table
+
+
+def _build() -> dict[str, Handler]:
+    from .lower_dot import HANDLERS as DOT
+    from .lower_memory import HANDLERS as MEMORY
+    from .lower_reduce import HANDLERS as REDUCE
+    from .lower_shape import HANDLERS as SHAPE
+
+    table: dict[str, Handler] = {
+        "const": lower_const,
+        "program_id": lower_program_id,
+        "num_programs": lower_num_programs,
+        "arange": lower_arange,
+        "where": lower_where,
+        "fma": lower_fma,
+        "cast": lower_cast,
+        "bitcast": lower_bitcast,
+        "addptr": lower_addptr,
+    }
+    for name in S.BINARY:
+        table[name] = _binary(name)
+    for name in S.UNARY:
+        table[name] = _unary(name)
+    for part in (SHAPE, MEMORY, REDUCE, DOT):
+        table.update(part)
+    return table
+
+
+STRUCTURAL = frozenset({"for", "if", "yield"})
+"""Ops lowered by the Lowerer's control-flow code rather than a table handler."""
+
+UNSUPPORTED: dict[str, str] = {}
+"""Op name -> why it cannot be lowered (none today)."""
+
+TABLE: dict[str, Handler] = _build()

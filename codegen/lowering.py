@@ -1,0 +1,454 @@
+"""The lowering driver: IR function -> LLVM module, in ``ptx`` or ``host`` mode.
+
+:class:`Lowerer` walks the IR in program order, keeps an environment from IR values to lowered
+values (:class:`~eggpu.codegen.layout.LV`) and dispatches every operation to the handler in
+:data:`eggpu.codegen.lower_ops.TABLE`. Structured control flow is lowered here:
+
+* ``for``: the trip count of Python's ``range(lo, hi, step)`` is computed once in unsigned
+  32-bit arithmetic (no overflow for any bounds; step 0 runs zero times), then a counted loop
+  runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
+  owned element slot (blocks);
+* ``if``: a branch on the (uniform) condition and phis for the results.
+
+Conditions and loop bounds are IR scalars, which are uniform by construction, so branches never
+diverge within a CTA (the host mode relies on this for lock-step execution).
+
+Entry points: PTX ``{name}_entry_point(params...)`` (a kernel of ``.reqntid NT``, pointer
+parameters in ``addrspace(1)``, bool scalars passed as bytes); host ``{name}_cta(params...,
+pid x/y/z, num_programs x/y/z, smem)`` plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``,
+which runs the programs in row-major order (last axis fastest, like the interpreter) with one
+shared-memory buffer on its stack. ``args`` points to one 8-byte slot per parameter holding a
+data pointer or the scalar's bits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from eggpu.ir.dtypes import DType
+from eggpu.ir.errors import CodegenError
+from eggpu.ir.graph import Block, Function, Operation, Value
+from eggpu.ir.types import BlockType
+
+from .analysis import AddressAnalysis
+from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
+from .layout import LV, Layout
+
+MAX_SHARED_BYTES = 48 * 1024  # static shared memory limit of a CTA
+
+
+@dataclass
+class LoweredModule:
+    """The result of lowering one IR function.
+
+    ``llvm_ir``: LLVM IR text (verified); ``entry``: the entry function's name (PTX:
+    ``{name}_entry_point``; host: ``{name}_grid``); ``num_threads``: threads per CTA;
+    ``shared_bytes``: static shared memory the lowering uses; ``assumptions``: facts the code
+    relies on that the launcher must check, e.g. ``{"x_ptr": "align16"}`` (the buffer's address
+    is a multiple of 16 bytes); ``mode``: ``"ptx"`` or ``"host"``; ``kernel``: the IR name.
+    """
+
+    llvm_ir: str
+    entry: str
+    num_threads: int
+    shared_bytes: int
+    assumptions: dict[str, str] = field(default_factory=dict)
+    mode: str = PTX
+    kernel: str = ""
+    param_names: tuple[str, ...] = ()
+
+
+class Lowerer:
+    """Lowers one IR function body with an :class:`Emitter` (see the module docstring)."""
+
+    def __init__(self, fn: Function, em: Emitter, *, assume_aligned: bool = True):
+        self.fn = fn
+        self.em = em
+        self.nt = em.nt
+        self.facts = AddressAnalysis(fn)
+        self.assume_aligned = assume_aligned
+        self.assumptions: dict[str, str] = {}
+        self.env: dict[int, LV] = {}
+        self._scopes: list[int] = [0]
+        self._next_scope = 1
+        self.current_op: Operation | None = None
+
+    # ------------------------------------------------------------ environment
+
+    def get(self, v: Value) -> LV:
+        try:
+            return self.env[id(v)]
+        except KeyError:
+            raise CodegenError(f"{self.fn.name}: internal: value {v!r} used before it was lowered") from None
+
+    def bind(self, v: Value, lv: LV) -> None:
+        self.env[id(v)] = lv
+
+    def layout(self, shape: tuple[int, ...]) -> Layout:
+        return Layout(tuple(shape), self.nt)
+
+    def error(self, msg: str) -> CodegenError:
+        op = self.current_op
+        where = f" in {op.op}" if op is not None else ""
+        loc = f" (at {op.loc})" if op is not None and op.loc is not None else ""
+        return CodegenError(f"{self.fn.name}{where}: {msg}{loc}")
+
+    # ------------------------------------------------------------ materialization
+
+    def _cached(self, lv: LV) -> list[ir.Value] | None:
+        for s in reversed(self._scopes):
+            got = lv.cache.get(s)
+            if got is not None:
+                return got
+        return None
+
+    def elems(self, lv: LV) -> list[ir.Value]:
+        """The thread-level values of every element slot of a block value (materialized once per region)."""
+        if lv.elems is not None:
+            return lv.elems
+        got = self._cached(lv)
+        if got is not None:
+            return got
+        lay = self.layout(lv.type.shape)
+        if lv.u is not None:
+            v = self.em.spread(lv.u)
+            out = [v] * lay.per
+        else:
+            out = [lv.fn(lay.coords(self.em, j)) for j in range(lay.per)]  # type: ignore[misc]
+        lv.cache[self._scopes[-1]] = out
+        return out
+
+    def elem(self, lv: LV, j: int) -> ir.Value:
+        return self.elems(lv)[j]
+
+    def at(self, lv: LV, coords: list[ir.Value]) -> ir.Value:
+        """Thread-level value of a uniform or lazy value at the given element coordinates."""
+        if lv.u is not None:
+            return self.em.spread(lv.u)
+        if lv.fn is not None:
+            return lv.fn(coords)
+        raise self.error("internal: at() on a distributed value")
+
+    def uniform(self, lv: LV) -> ir.Value:
+        if lv.u is None:
+            raise self.error(f"internal: expected a uniform value, got {lv}")
+        return lv.u
+
+    def record_assumption(self, param: str, what: str) -> None:
+        self.assumptions[param] = what
+
+    # ------------------------------------------------------------ walking
+
+    def run(self, param_values: list[ir.Value]) -> None:
+        for p, v in zip(self.fn.params, param_values):
+            self.bind(p, LV(p.type, u=v))
+        self.block(self.fn.body)
+
+    def block(self, blk: Block) -> list[LV]:
+        from .lower_ops import TABLE
+
+        for op in blk.ops:
+            self.current_op = op
+            if op.op == "yield":
+                return [self.get(v) for v in op.operands]
+            if op.op == "for":
+                self._for(op)
+                continue
+            if op.op == "if":
+                self._if(op)
+                continue
+            handler = TABLE.get(op.op)
+            if handler is None:
+                from .lower_ops import UNSUPPORTED
+
+                reason = UNSUPPORTED.get(op.op, "no lowering")
+                raise self.error(f"op {op.op!r} cannot be lowered: {reason}")
+            results = handler(self, op)
+            for r, lv in zip(op.results, results):
+                self.bind(r, lv)
+        return []
+
+    def _push_scope(self) -> None:
+        self._scopes.append(self._next_scope)
+        self._next_scope += 1
+
+    def _pop_scope(self) -> None:
+        self._scopes.pop()
+
+    def _carried_types(self, lvs: list[LV]) -> list[tuple[bool, ir.Type, int]]:
+        out = []
+        for lv in lvs:
+            t = lv.type
+            rt = self.em.reg_type(t.dtype if not t.is_pointer else None)
+            if t.is_scalar:
+                out.append((True, rt, 1))
+            else:
+                out.append((False, self.em.thread_type(rt), self.layout(t.shape).per))
+        return out
+
+    def _flatten(self, lvs: list[LV]) -> list[ir.Value]:
+        vals: list[ir.Value] = []
+        for lv in lvs:
+            if lv.type.is_scalar:
+                vals.append(self.uniform(lv))
+            else:
+                vals.extend(self.elems(lv))
+        return vals
+
+    def _rebuild(self, types: list[BlockType], vals: list[ir.Value]) -> list[LV]:
+        out, i = [], 0
+        for t in types:
+            if t.is_scalar:
+                out.append(LV(t, u=vals[i]))
+                i += 1
+            else:
+                n = self.layout(t.shape).per
+                out.append(LV(t, elems=list(vals[i:i + n])))
+                i += n
+        return out
+
+    def _for(self, op: Operation) -> None:
+        em, b = self.em, self.em.b
+        lo, hi, step = (self.uniform(self.get(v)) for v in op.operands[:3])
+        inits = [self.get(v) for v in op.operands[3:]]
+        types = [v.type for v in op.operands[3:]]
+        init_vals = self._flatten(inits)
+        trips = self._trip_count(lo, hi, step, op.operands[2])
+        pre = b.block
+        head = em.new_block("for.head")
+        body = em.new_block("for.body")
+        done = em.new_block("for.done")
+        b.branch(head)
+        b.position_at_end(head)
+        k = b.phi(I32)
+        k.add_incoming(I32(0), pre)
+        phis = []
+        for v in init_vals:
+            p = b.phi(v.type)
+            p.add_incoming(v, pre)
+            phis.append(p)
+        b.cbranch(b.icmp_unsigned("<", k, trips), body, done)
+        b.position_at_end(body)
+        em.smem_dirty = True
+        region = op.regions[0]
+        iv = b.add(lo, b.mul(k, step))
+        self.bind(region.args[0], LV(region.args[0].type, u=iv))
+        for a, lv in zip(region.args[1:], self._rebuild(types, list(phis))):
+            self.bind(a, lv)
+        self._push_scope()
+        yields = self.block(region)
+        self.current_op = op
+        new_vals = self._flatten(yields)
+        self._pop_scope()
+        k_next = b.add(k, I32(1))
+        latch = b.block
+        b.branch(head)
+        k.add_incoming(k_next, latch)
+        for p, v in zip(phis, new_vals):
+            if v.type != p.type:
+                raise self.error(f"internal: carried value type {v.type} != {p.type}")
+            p.add_incoming(v, latch)
+        b.position_at_end(done)
+        em.smem_dirty = True
+        for r, lv in zip(op.results, self._rebuild(types, list(phis))):
+            self.bind(r, lv)
+
+    def _trip_count(self, lo: ir.Value, hi: ir.Value, step: ir.Value, step_ir: Value) -> ir.Value:
+        """Iterations of ``range(lo, hi, step)`` as u32 (0 for step 0)."""
+        b = self.em.b
+        c = _const_attr(step_ir)
+
+        def up() -> ir.Value:
+            n = b.sub(hi, lo)
+            if c != 1:
+                n = b.add(b.udiv(b.sub(n, I32(1)), step), I32(1))
+            return b.select(b.icmp_signed(">", hi, lo), n, I32(0))
+
+        def down() -> ir.Value:
+            n = b.add(b.udiv(b.sub(b.sub(lo, hi), I32(1)), b.sub(I32(0), step)), I32(1))
+            return b.select(b.icmp_signed(">", lo, hi), n, I32(0))
+
+        if c is not None:
+            if c > 0:
+                return up()
+            if c < 0:
+                return down()
+            return I32(0)
+        safe = b.select(b.icmp_signed("==", step, I32(0)), I32(1), step)
+        step_pos = b.icmp_signed(">", step, I32(0))
+        n_up = b.select(b.icmp_signed(">", hi, lo), b.add(b.udiv(b.sub(b.sub(hi, lo), I32(1)), safe), I32(1)), I32(0))
+        n_dn = b.select(b.icmp_signed(">", lo, hi),
+                        b.add(b.udiv(b.sub(b.sub(lo, hi), I32(1)), b.sub(I32(0), safe)), I32(1)), I32(0))
+        n = b.select(step_pos, n_up, n_dn)
+        return b.select(b.icmp_signed("==", step, I32(0)), I32(0), n)
+
+    def _if(self, op: Operation) -> None:
+        em, b = self.em, self.em.b
+        cond = self.uniform(self.get(op.operands[0]))
+        then_bb = em.new_block("if.then")
+        else_bb = em.new_block("if.else")
+        merge = em.new_block("if.end")
+        b.cbranch(cond, then_bb, else_bb)
+        types = [r.type for r in op.results]
+        incoming = []
+        dirty = em.smem_dirty
+        for region, bb in zip(op.regions, (then_bb, else_bb)):
+            b.position_at_end(bb)
+            em.smem_dirty = dirty
+            self._push_scope()
+            yields = self.block(region)
+            self.current_op = op
+            vals = self._flatten(yields)
+            self._pop_scope()
+            incoming.append((vals, b.block))
+            b.branch(merge)
+        b.position_at_end(merge)
+        em.smem_dirty = True
+        merged = []
+        for i, v in enumerate(incoming[0][0]):
+            p = b.phi(v.type)
+            for vals, blk in incoming:
+                p.add_incoming(vals[i], blk)
+            merged.append(p)
+        for r, lv in zip(op.results, self._rebuild(types, merged)):
+            self.bind(r, lv)
+
+
+def _const_attr(v: Value) -> int | None:
+    op = v.owner
+    if getattr(op, "op", None) == "const":
+        return int(op.attrs["value"])  # type: ignore[union-attr]
+    return None
+
+
+# ---------------------------------------------------------------- entry points
+
+
+def _check_params(fn: Function) -> None:
+    for p in fn.params:
+        if not p.type.is_scalar:
+            raise CodegenError(f"{fn.name}: parameter '{p.name}' has type {p.type}; only pointers and scalars "
+                               "can be kernel parameters in compiled code")
+
+
+def _param_abi_type(em: Emitter, t: BlockType) -> ir.Type:
+    if t.is_pointer:
+        return em.global_ptr
+    dt = t.elem
+    assert isinstance(dt, DType)
+    return I8 if dt.is_bool else em.reg_type(dt)
+
+
+def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
+    out = []
+    for p, a in zip(fn.params, args):
+        a.name = p.name or ""
+        t = p.type
+        if not t.is_pointer and t.elem.is_bool:  # type: ignore[union-attr]
+            out.append(em.b.icmp_unsigned("!=", a, I8(0)))
+        else:
+            out.append(a)
+    return out
+
+
+def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
+                   assume_aligned: bool = True, verify_llvm: bool = True) -> tuple[ir.Module, LoweredModule]:
+    """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
+
+    With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
+    LLVM's message otherwise); callers that parse the text themselves pass False.
+    """
+    from eggpu.ir.verifier import verify
+
+    verify(fn)
+    _check_params(fn)
+    module = ir.Module(name=fn.name)
+    em = Emitter(module, mode, num_warps, fast_math=fast_math)
+    abi = [_param_abi_type(em, p.type) for p in fn.params]
+    if mode == PTX:
+        entry = f"{fn.name}_entry_point"
+        module.triple = "nvptx64-nvidia-cuda"
+        func = ir.Function(module, ir.FunctionType(VOID, abi), entry)
+        em.begin_function(func)
+        params = _param_values(em, fn, func.args)
+    else:
+        entry = f"{fn.name}_grid"
+        cta_t = ir.FunctionType(VOID, abi + [I32] * 6 + [em.shared_ptr])
+        func = ir.Function(module, cta_t, f"{fn.name}_cta")
+        func.linkage = "internal"
+        a = func.args
+        n = len(fn.params)
+        em.begin_function(func, pids=a[n:n + 3], nprogs=a[n + 3:n + 6], smem=a[n + 6])
+        params = _param_values(em, fn, a[:n])
+    lw = Lowerer(fn, em, assume_aligned=assume_aligned)
+    lw.run(params)
+    em.b.ret_void()
+    em.finish()
+    if mode == PTX and em.smem_bytes > MAX_SHARED_BYTES:
+        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the "
+                           f"{MAX_SHARED_BYTES} bytes a CTA may use statically; use smaller blocks")
+    if mode == PTX:
+        from .ptx import mark_kernel
+
+        mark_kernel(module, entry, em.nt)
+    else:
+        _host_grid(module, em, fn, func, abi)
+    text = str(module)
+    if verify_llvm:
+        _verify(text, fn.name, mode)
+    lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name,
+                       tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params)))
+    return module, lm
+
+
+def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, abi: list[ir.Type]) -> None:
+    ptr = ir.PointerType()
+    grid = ir.Function(module, ir.FunctionType(VOID, [ptr, I32, I32, I32]), f"{fn.name}_grid")
+    args, gx, gy, gz = grid.args
+    b = ir.IRBuilder(grid.append_basic_block("entry"))
+    smem = b.alloca(ir.ArrayType(I8, max(em.smem_bytes, 16)))
+    smem.align = 64
+    smem.type = ir.PointerType()
+    vals = []
+    for i, t in enumerate(abi):
+        slot = b.gep(args, [I64(8 * i)], source_etype=I8)
+        vals.append(b.load(slot, typ=t, align=8))
+    dims = (gx, gy, gz)
+
+    def loop(axis: int, pids: list[ir.Value]) -> None:
+        pre = b.block
+        head = grid.append_basic_block(f"g{axis}.head")
+        body = grid.append_basic_block(f"g{axis}.body")
+        done = grid.append_basic_block(f"g{axis}.done")
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I32)
+        i.add_incoming(I32(0), pre)
+        b.cbranch(b.icmp_signed("<", i, dims[axis]), body, done)
+        b.position_at_end(body)
+        if axis == 2:
+            b.call(cta, vals + pids + [i] + list(dims) + [smem])
+        else:
+            loop(axis + 1, pids + [i])
+        nxt = b.add(i, I32(1))
+        i.add_incoming(nxt, b.block)
+        b.branch(head)
+        b.position_at_end(done)
+
+    loop(0, [])
+    b.ret_void()
+
+
+def _verify(text: str, name: str, mode: str) -> None:
+    import llvmlite.binding as llvm
+
+    try:
+        mod = llvm.parse_assembly(text)
+        mod.verify()
+    except RuntimeError as exc:
+        raise CodegenError(f"{name}: the {mode} lowering produced invalid LLVM IR: {str(exc).strip()}") from exc
+
+
+__all__ = ["HOST", "PTX", "LoweredModule", "Lowerer", "lower_function"]

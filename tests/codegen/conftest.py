@@ -1,0 +1,82 @@
+"""Fixtures of the lowering tests: cached host JIT builds and interpreter-vs-host comparison.
+
+JIT compilation costs ~0.1-1 s per kernel, so :func:`host_kernel` caches HostKernels per
+(IR text, num_warps) for the whole session.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+_HOST_CACHE: dict[tuple[str, int, bool], Any] = {}
+
+
+def host_kernel(fn, *, num_warps: int = 4, assume_aligned: bool = True):
+    """The JIT-compiled host kernel of ``fn`` (cached by printed IR and options)."""
+    from eggpu.codegen import build_host
+    from eggpu.ir.printer import print_function
+
+    key = (print_function(fn), num_warps, assume_aligned)
+    hk = _HOST_CACHE.get(key)
+    if hk is None:
+        hk = _HOST_CACHE[key] = build_host(fn, num_warps=num_warps, assume_aligned=assume_aligned)
+    return hk
+
+
+def _copy(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def assert_same(want: np.ndarray, got: np.ndarray, *, rtol: float = 0.0, atol: float = 0.0, what: str = "") -> None:
+    """Exact (bitwise, NaN == NaN) comparison, or a tolerance for floats when given."""
+    assert want.dtype == got.dtype and want.shape == got.shape, what
+    if want.dtype.kind in "biu" or (rtol == 0 and atol == 0 and want.dtype.kind != "f" and want.dtype.name != "bfloat16"):
+        bad = want != got
+    else:
+        w = want.astype(np.float64)
+        g = got.astype(np.float64)
+        nan = np.isnan(w) & np.isnan(g)
+        if rtol == 0 and atol == 0:
+            wb = np.ascontiguousarray(want).view(f"u{want.dtype.itemsize}")
+            gb = np.ascontiguousarray(got).view(f"u{got.dtype.itemsize}")
+            bad = (wb != gb) & ~nan
+        else:
+            with np.errstate(invalid="ignore"):
+                bad = ~(nan | (w == g) | (np.abs(w - g) <= atol + rtol * np.abs(w)))
+    if np.any(bad):
+        idx = np.argwhere(bad)[:6]
+        rows = ", ".join(f"{tuple(int(x) for x in i)}: want {want[tuple(i)]!r} got {got[tuple(i)]!r}" for i in idx)
+        raise AssertionError(f"{what}: {int(np.sum(bad))} of {bad.size} elements differ: {rows}")
+
+
+def run_compare(fn, grid, args, *, rtol: float = 0.0, atol: float = 0.0, num_warps: int = 4,
+                tols: dict[int, tuple[float, float]] | None = None) -> list[Any]:
+    """Run ``fn`` in the interpreter and on the host on copies of ``args``; compare every array.
+
+    ``tols`` maps an argument index to (rtol, atol). Returns the host's arguments.
+    """
+    from eggpu.ir.interp import interpret
+
+    a1, a2 = _copy(args), _copy(args)
+    interpret(fn, grid, *a1)
+    host_kernel(fn, num_warps=num_warps).run(grid, *a2)
+    for i, (x, y) in enumerate(zip(a1, a2)):
+        if isinstance(x, np.ndarray):
+            r, a = (tols or {}).get(i, (rtol, atol))
+            name = fn.params[i].name
+            assert_same(x, y, rtol=r, atol=a, what=f"{fn.name}: argument {i} ({name})")
+    return a2
+
+
+@pytest.fixture
+def compare() -> Callable[..., list[Any]]:
+    return run_compare
+
+
+@pytest.fixture
+def jit() -> Callable[..., Any]:
+    return host_kernel
