@@ -1,0 +1,224 @@
+"""eggpu.compile end to end: artefacts, report, CPU run, cache hits/misses/invalidation, concurrency."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import eggpu
+import eggpu.language as tl
+from eggpu.kernels import get
+
+FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
+
+
+def load_module(path: Path, name: str):
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "cache"
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(d))
+    return d
+
+
+@pytest.fixture
+def scale_module(tmp_path: Path):
+    path = tmp_path / "scale_mod.py"
+    shutil.copy(FIXTURE, path)
+    return path
+
+
+def test_compile_vector_add_artefacts_and_cpu_run(cache_dir: Path) -> None:
+    va = get("vector_add")
+    ck = eggpu.compile(va.fn.Kernel[tl.f32](256), target="sm_90")
+    assert re.search(r"\.visible \.entry vector_add_entry_point\(", ck.ptx)
+    assert re.search(r"\.reqntid 128, 1, 1", ck.ptx)
+    assert ".target sm_90" in ck.ptx
+    assert "vector_add_entry_point" in ck.llvm_ir
+    assert ck.entry_point == "vector_add_entry_point"
+    rep = ck.report
+    assert rep["cache"] == "miss"
+    assert set(rep["times_ms"]) >= {"frontend", "optimize", "codegen"}
+    opt = rep["optimizer"]
+    assert opt["validation"] == "valid" and not opt["fell_back"]
+    assert opt["cost_after"] <= opt["cost_before"]
+    assert rep["ptxas"]["registers"] > 0 and rep["ptxas"]["spill_stores"] == 0
+    assert "kernel vector_add" in str(ck.ir)
+    for n in (1, 1000, 1001):
+        x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        y = np.random.default_rng(n + 1).standard_normal(n).astype(np.float32)
+        out = np.full(n, np.nan, np.float32)
+        ck.run_cpu(((n + 255) // 256,), x, y, out, n)
+        np.testing.assert_array_equal(out, x + y)
+
+
+def test_kernel_compile_method_uses_the_same_path(cache_dir: Path) -> None:
+    va = get("vector_add")
+    ck = va.fn.Kernel[tl.f32](128).compile(target="sm_80")
+    assert ".target sm_80" in ck.ptx
+    inst = va.fn.Dispatch.dispatch("f32", 128) if hasattr(va.fn, "Dispatch") else None
+    if inst is not None:
+        assert inst.compile(target="sm_80").ptx == ck.ptx
+
+
+def test_cache_hit_same_process(cache_dir: Path) -> None:
+    va = get("vector_add")
+    a = eggpu.compile(va.fn.Kernel[tl.f32](512))
+    b = eggpu.compile(va.fn.Kernel[tl.f32](512))
+    assert a.report["cache"] == "miss" and b.report["cache"] == "hit"
+    assert a.ptx == b.ptx and a.llvm_ir == b.llvm_ir and a.ir_text == b.ir_text
+    files = sorted(p.suffix for p in cache_dir.iterdir() if p.suffix != ".lock")
+    assert files == [".ir", ".json", ".ll", ".ptx", ".py"]
+    assert all(p.name.startswith("vector_add_") for p in cache_dir.iterdir())
+
+
+HIT_SCRIPT = """
+import json, sys, time
+t0 = time.perf_counter()
+import eggpu, eggpu.language as tl
+from eggpu.kernels.elementwise import vector_add
+ck = eggpu.compile(vector_add.Kernel[tl.f32](512))
+print(json.dumps({"cache": ck.report["cache"], "ms": (time.perf_counter() - t0) * 1e3, "ptx": ck.ptx[:200]}))
+"""
+
+
+def test_cache_hit_in_a_fresh_process(cache_dir: Path) -> None:
+    env = dict(os.environ, EGGPU_CACHE_DIR=str(cache_dir))
+    first = json.loads(subprocess.run([sys.executable, "-c", HIT_SCRIPT], env=env, capture_output=True, text=True, check=True).stdout)
+    second = json.loads(subprocess.run([sys.executable, "-c", HIT_SCRIPT], env=env, capture_output=True, text=True, check=True).stdout)
+    assert first["cache"] == "miss" and second["cache"] == "hit"
+    assert first["ptx"] == second["ptx"]
+
+
+def test_invalidation_on_source_rules_target_and_version(cache_dir: Path, scale_module: Path, tmp_path: Path,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    mod = load_module(scale_module, "scale_mod_a")
+    k = mod.scale.Kernel[tl.f32](128)
+    assert eggpu.compile(k).report["cache"] == "miss"
+    assert eggpu.compile(k).report["cache"] == "hit"
+    assert eggpu.compile(k, target="sm_80").report["cache"] == "miss"
+    # an edited kernel body is never served stale
+    scale_module.write_text(scale_module.read_text().replace("x * 3.0", "x * 5.0"))
+    mod2 = load_module(scale_module, "scale_mod_b")
+    ck = eggpu.compile(mod2.scale.Kernel[tl.f32](128))
+    assert ck.report["cache"] == "miss"
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    ck.run_cpu(1, x, y, 10)
+    np.testing.assert_array_equal(y, x * 5.0)
+    # a rule file's contents are part of the key
+    rules = tmp_path / "mine.egg"
+    rules.write_text('(rewrite (Mul t x (Splat t s (ConstF t 1.0))) x :ruleset exact :name "my-mul-one")\n')
+    assert eggpu.compile(k, rules=[str(rules)]).report["cache"] == "miss"
+    assert eggpu.compile(k, rules=[str(rules)]).report["cache"] == "hit"
+    rules.write_text(rules.read_text() + "\n")
+    assert eggpu.compile(k, rules=[str(rules)]).report["cache"] == "miss"
+    # eggpu's version is part of the key
+    monkeypatch.setattr(eggpu, "__version__", "999.0")
+    assert eggpu.compile(k).report["cache"] == "miss"
+
+
+def test_truncated_cache_file_is_recompiled(cache_dir: Path) -> None:
+    va = get("vector_add")
+    first = eggpu.compile(va.fn.Kernel[tl.f32](64))
+    ptx_file = next(cache_dir.glob("vector_add_*.ptx"))
+    ptx_file.write_text(ptx_file.read_text()[:100])
+    again = eggpu.compile(va.fn.Kernel[tl.f32](64))
+    assert again.report["cache"] == "miss"
+    assert again.ptx == first.ptx
+    assert eggpu.compile(va.fn.Kernel[tl.f32](64)).report["cache"] == "hit"
+
+
+CONCURRENT_SCRIPT = """
+import json, sys
+import eggpu, eggpu.language as tl
+sys.path.insert(0, sys.argv[1])
+import scale_mod
+ck = eggpu.compile(scale_mod.scale.Kernel[tl.f32](256))
+print(json.dumps({"cache": ck.report["cache"], "ptx": ck.ptx}))
+"""
+
+
+def test_eight_processes_compile_once(cache_dir: Path, scale_module: Path) -> None:
+    env = dict(os.environ, EGGPU_CACHE_DIR=str(cache_dir))
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT_SCRIPT, str(scale_module.parent)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(8)]
+    results = []
+    for p in procs:
+        out, err = p.communicate(timeout=300)
+        assert p.returncode == 0, err
+        results.append(json.loads(out))
+    assert sorted(r["cache"] for r in results) == ["hit"] * 7 + ["miss"]
+    assert len({r["ptx"] for r in results}) == 1
+    assert not list(cache_dir.glob("*.tmp"))
+
+
+def test_compile_errors_are_clear(cache_dir: Path) -> None:
+    va = get("vector_add")
+    with pytest.raises(eggpu.CodegenError, match="sm_91"):
+        eggpu.compile(va.fn.Kernel[tl.f32](64), target="sm_91")
+    with pytest.raises(eggpu.KernelError, match="expects a kernel instance"):
+        eggpu.compile(va.fn)
+    with pytest.raises(eggpu.CompileError, match="num_warps must be one of"):
+        eggpu.compile(va.fn.Kernel[tl.f32](64), num_warps=3)
+
+
+def test_no_optimize_and_fast_math_options(cache_dir: Path) -> None:
+    va = get("vector_add")
+    plain = eggpu.compile(va.fn.Kernel[tl.f32](64), optimize=False)
+    assert "optimizer" not in plain.report
+    fm = eggpu.compile(va.fn.Kernel[tl.f32](64), fast_math=True)
+    assert fm.report["options"]["fast_math"] is True
+
+
+def test_launch_without_gpu_is_a_clear_error(cache_dir: Path) -> None:
+    from eggpu.runtime import gpu_available
+
+    if gpu_available():
+        pytest.skip("a GPU is present")
+    va = get("vector_add")
+    ck = eggpu.compile(va.fn.Kernel[tl.f32](64))
+    x = np.zeros(4, np.float32)
+    with pytest.raises(eggpu.LaunchError, match="cuda-python|no CUDA device|cuInit"):
+        ck.launch(1, x, x, x, 4)
+    # argument checking happens before any device is touched
+    with pytest.raises(eggpu.LaunchError, match="takes 4 launch arguments"):
+        ck.launch(1, x, x, x)
+
+
+@pytest.mark.gpu
+def test_launch_on_gpu_matches_numpy(cache_dir: Path) -> None:
+    from eggpu.runtime import gpu_available
+
+    if not gpu_available():
+        pytest.skip("no CUDA device")
+    va = get("vector_add")
+    ck = eggpu.compile(va.fn.Kernel[tl.f32](1024))
+    n = 1001
+    x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
+    out = np.zeros(n, np.float32)
+    ck.launch(((n + 1023) // 1024,), x, x, out, n)
+    np.testing.assert_array_equal(out, x + x)
+
+
+def test_report_is_json_serializable(cache_dir: Path) -> None:
+    va = get("vector_add")
+    ck = eggpu.compile(va.fn.Kernel[tl.f32](64))
+    json.dumps(ck.report)
+    assert textwrap.dedent(ck.source).startswith("def vector_add") or "def vector_add" in ck.source
