@@ -131,16 +131,17 @@ def assert_rewrites(rules: Any, before: Any, after: Any, *, shipped: bool = Fals
     return res
 
 
-def assert_equivalent(a: Any, b: Any, *, timeout_ms: int = 5000) -> Any:
+def assert_equivalent(a: Any, b: Any, *, timeout_ms: int = 5000, fast_math: bool = False) -> Any:
     """Assert that programs ``a`` and ``b`` are equivalent by translation validation: they must
     perform the same loads, stores, atomics and control flow in the same order, and z3 must prove
     that, lane by lane, every one of them gets the same address, mask and value in ``b`` as in
     ``a`` wherever ``a`` is defined (see :mod:`eggpu.optimizer.validate`). Pure computations may
-    differ arbitrarily. Returns the :class:`Validation`; raises AssertionError with the verdict's
-    detail (the differing op and lane values) otherwise."""
+    differ arbitrarily. ``fast_math=True`` compares floats as real numbers. Returns the
+    :class:`Validation`; raises AssertionError with the verdict's detail (the differing op and lane
+    values) otherwise."""
     from eggpu.optimizer.validate import validate
 
-    v = validate(_as_function(a), _as_function(b), timeout_ms=timeout_ms)
+    v = validate(_as_function(a), _as_function(b), timeout_ms=timeout_ms, fast_math=fast_math)
     if not v.ok:
         raise AssertionError(f"programs are not shown equivalent ({v.verdict}): {v.detail}")
     return v

@@ -1,0 +1,278 @@
+"""eggpu.optimizer — equality saturation over the tensor IR with z3-proved rules.
+
+``optimize(fn)`` runs the whole pipeline on a copy of ``fn`` (the input is never mutated):
+
+1. **encode** every region's pure dataflow as egglog terms (:mod:`.encode`);
+2. **saturate** with the proved rules within :class:`Limits` (:mod:`.saturate`), reporting a
+   :class:`StopReason` and per-rule hit counts;
+3. **extract** the cheapest program under the target's :class:`CostModel` with DAG-aware,
+   type-checked extraction (:mod:`.extract`, :mod:`.cost`);
+4. **decode** it back to IR, effects and control flow in their original order (:mod:`.decode`);
+5. **validate** the result against the input with z3 (:mod:`.validate`).
+
+Rules: the shipped ``rules/*.egg``, then the files/directories in ``rules=``, then
+``EGGPU_RULES_PATH``. Only rules the verifier proved for every dtype they can match are given to
+egglog (``fast_math`` rules only with ``fast_math=True``); the others are listed in
+``rules_rejected``. If anything after loading the rules fails — egglog, extraction, decoding,
+or validation does not say ``valid`` — the result is the UNOPTIMIZED function (a copy) with
+``fell_back=True`` and the reason: a wrong program is never returned. If the optimized program
+is more expensive than the input, the input (a copy) is returned instead (``fell_back`` stays
+False). With ``fast_math=True`` validation compares floats as real numbers, the semantics the
+``fast_math`` rules are proved in (integers and addresses stay exact).
+
+This package imports egglog and z3 lazily: ``import eggpu.optimizer`` is cheap.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from eggpu.ir import Function
+
+from .cost import CostModel
+from .saturate import Limits, StopReason
+
+if TYPE_CHECKING:
+    from .validate import Validation
+
+__all__ = ["CostModel", "Limits", "OptimizeResult", "StopReason", "optimize", "prepare_rules"]
+
+STAGES = ("encode", "saturate", "extract", "decode", "validate")
+
+
+@dataclass
+class OptimizeResult:
+    """What :func:`optimize` produced and how.
+
+    ``function`` is the new IR (a copy of the input on fallback); ``stop_reason`` why saturation
+    stopped (None when it did not run); costs are :class:`CostModel` totals of the input and of
+    ``function``; ``rule_hits`` maps rule names to their match counts as egglog reports them,
+    summed over the kept iterations (a match found again in a later iteration counts again);
+    ``egraph_nodes`` is the final number of ``Term`` e-nodes; ``times`` has seconds per stage
+    (encode, saturate, extract, decode, validate); ``validation`` is the translation-validation
+    result; ``rules_used`` are the names of the rules given to egglog, ``rules_rejected`` maps
+    the others to their verdict (``refuted``, ``unknown``, or ``fast_math`` when proved but not
+    enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized;
+    ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``).
+    """
+
+    function: Function
+    stop_reason: StopReason | None
+    cost_before: float
+    cost_after: float
+    rule_hits: dict[str, int] = field(default_factory=dict)
+    egraph_nodes: int = 0
+    iterations: int = 0
+    times: dict[str, float] = field(default_factory=dict)
+    validation: Validation | None = None
+    rules_used: list[str] = field(default_factory=list)
+    rules_rejected: dict[str, str] = field(default_factory=dict)
+    fell_back: bool = False
+    reason: str = ""
+    extraction: str = ""
+
+    @property
+    def improved(self) -> bool:
+        return self.cost_after < self.cost_before
+
+    def summary(self) -> str:
+        from .report import format_result
+
+        return format_result(self)
+
+
+# ---------------------------------------------------------------------- rules and e-graphs
+
+
+@dataclass
+class PreparedRules:
+    """Loaded and verified rules ready to run: the egglog program and the rulesets to run."""
+
+    program: str
+    rulesets: tuple[str, ...]
+    used: list[str]
+    rejected: dict[str, str]
+    verdicts: dict[str, Any]
+
+
+_LOCK = threading.RLock()
+_CACHE_SIZE = 8  # rule sets (and their loaded e-graphs) kept per process, oldest dropped first
+_PREPARED: dict[tuple, PreparedRules] = {}
+_EGRAPHS: dict[str, Any] = {}
+
+
+def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool) -> list[tuple[str, str]]:
+    from .rules_loader import _read_source, env_paths, shipped_sources
+
+    sources = shipped_sources() if shipped else []
+    for src in [*(rules or []), *(env_paths() if shipped else [])]:
+        sources += _read_source(src)
+    return sources
+
+
+def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math: bool = False,
+                  shipped_rules: bool = True) -> PreparedRules:
+    """Load (shipped + ``rules`` + ``EGGPU_RULES_PATH``; only ``rules`` when ``shipped_rules`` is
+    False), verify (proof cache) and select the rules :func:`optimize` gives egglog. Cached per
+    rule text; raises RuleError on bad files."""
+    sources = _sources(rules, shipped_rules)
+    key = (tuple(sources), fast_math)
+    with _LOCK:
+        hit = _PREPARED.get(key)
+        if hit is not None:
+            return hit
+    from .rule_verifier import usable_rules, verify_rules
+    from .rules_loader import load_sources
+
+    loaded = load_sources(sources)
+    verdicts = verify_rules(loaded.rules)
+    chosen = usable_rules(loaded.rules, verdicts, fast_math)
+    chosen_names = {r.name for r in chosen}
+    rejected: dict[str, str] = {}
+    for r in loaded.rules:
+        if r.name in chosen_names:
+            continue
+        v = verdicts.get(r.name)
+        rejected[r.name] = "fast_math" if (v is not None and v.usable and r.fast_math) else (
+            v.status if v is not None else "unknown")
+    run = [rs for rs in loaded.rulesets if rs not in ("ranges", "fast_math")]
+    if fast_math:
+        run.append("fast_math")
+    prepared = PreparedRules(loaded.program(chosen), tuple(run), [r.name for r in chosen], rejected, verdicts)
+    with _LOCK:
+        _PREPARED[key] = prepared
+        while len(_PREPARED) > _CACHE_SIZE:
+            _PREPARED.pop(next(iter(_PREPARED)))
+    return prepared
+
+
+def _base_egraph(program: str) -> Any:
+    """An e-graph with the schema and ``program`` loaded (cached; callers hold _LOCK and leave it
+    at its base push level)."""
+    eg = _EGRAPHS.get(program)
+    if eg is None:
+        from egglog.bindings import EGraph
+
+        from .saturate import run_commands
+        from .schema import schema_text
+
+        eg = EGraph()
+        run_commands(eg, schema_text() + program, "loading the schema and rules")
+        _EGRAPHS[program] = eg
+        while len(_EGRAPHS) > _CACHE_SIZE:
+            _EGRAPHS.pop(next(iter(_EGRAPHS)))
+    return eg
+
+
+# ---------------------------------------------------------------------- optimize
+
+
+def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, limits: Limits | None = None,
+             fast_math: bool = False, target: str = "sm_90", validate: bool = True,
+             shipped_rules: bool = True) -> OptimizeResult:
+    """Optimize ``fn`` (see the module docstring); never mutates ``fn``.
+
+    ``rules``: extra rule files or directories; ``limits``: saturation bounds (default
+    :class:`Limits`); ``fast_math``: also run the ``fast_math`` ruleset; ``target``: the cost
+    model's target; ``shipped_rules=False`` uses only ``rules`` (no shipped rules, no
+    ``EGGPU_RULES_PATH``: for testing rule files in isolation); ``validate=False`` skips
+    translation validation (for tests of the other stages — the result is then NOT checked)."""
+    from .decode import Decoder, clone
+    from .encode import encode
+    from .extract import TypedGraph, mark_original, read_egraph
+    from .saturate import run_commands, saturate
+
+    limits = limits or Limits()
+    model = CostModel.for_target(target)
+    cost_before = model.function_cost(fn)
+    prepared = prepare_rules(rules, fast_math=fast_math, shipped_rules=shipped_rules)
+    times = {s: 0.0 for s in STAGES}
+    result = OptimizeResult(fn, None, cost_before, cost_before, times=times, rules_used=list(prepared.used),
+                            rules_rejected=dict(prepared.rejected))
+
+    def fall_back(reason: str) -> OptimizeResult:
+        result.function = clone(fn)
+        result.cost_after = cost_before
+        result.fell_back = True
+        result.reason = reason
+        return result
+
+    try:
+        t = time.perf_counter()
+        enc = encode(fn)
+        times["encode"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        with _LOCK:
+            eg = _base_egraph(prepared.program)
+            clean = False
+            try:
+                run_commands(eg, "(push)", "saving the base e-graph")
+                if enc.commands:
+                    run_commands(eg, enc.commands, "adding the program's terms")
+                rep = saturate(eg, prepared.rulesets, limits)
+                view = read_egraph(eg, enc.let_types)
+                run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
+                clean = True
+            finally:
+                if not clean:  # unknown push depth or a panicked egglog: never reuse this e-graph
+                    _EGRAPHS.pop(prepared.program, None)
+        times["saturate"] = time.perf_counter() - t
+        result.stop_reason = rep.stop_reason
+        result.rule_hits = rep.rule_hits
+        result.egraph_nodes = rep.nodes
+        result.iterations = rep.iterations
+
+        t = time.perf_counter()
+        mark_original(view, enc.structure)
+        seeds: dict[int, list] = {}
+        for name, c in view.lets.items():
+            seeds.setdefault(c, []).append(enc.let_types[name])
+        leaf_types = {lid: leaf.type for lid, leaf in enc.leaves.items()}
+        typed = TypedGraph(view, seeds, leaf_types, model)
+        dec = Decoder(enc, typed, view.lets)
+        dec.prepare()
+        times["extract"] = time.perf_counter() - t
+
+        t = time.perf_counter()
+        new_fn = dec.run()
+        times["decode"] = time.perf_counter() - t
+        result.extraction = ",".join(sorted({ex.method for ex in dec.extractions}))
+    except Exception as e:  # any failure after the rules loaded: keep the input program
+        return fall_back(f"{type(e).__name__}: {e}")
+
+    cost_after = model.function_cost(new_fn)
+    if cost_after > cost_before:
+        new_fn = clone(fn)
+        cost_after = cost_before
+    result.function = new_fn
+    result.cost_after = cost_after
+
+    if validate:
+        from .validate import validate as tv
+
+        t = time.perf_counter()
+        try:
+            v = tv(fn, new_fn, fast_math=fast_math)
+        except Exception as e:  # a bug in validation must never let an unchecked program through
+            times["validate"] = time.perf_counter() - t
+            return fall_back(f"validation raised {type(e).__name__}: {e}")
+        times["validate"] = time.perf_counter() - t
+        result.validation = v
+        if not v.ok:
+            return fall_back(f"translation validation: {v}")
+    return result
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Validation":
+        from .validate import Validation
+
+        return Validation
+    raise AttributeError(f"module 'eggpu.optimizer' has no attribute {name!r}")
+

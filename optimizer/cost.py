@@ -1,0 +1,164 @@
+"""Per-target cost model: what an IR operation costs on a GPU, in "scalar add" units.
+
+The unit is one per-program (scalar) 32-bit integer or float add. An op on a block-wide value
+costs ``numel`` times its per-lane cost (a block op runs once per lane), so ``add`` on an
+``f32[128]`` costs 128 while the same add on two scalars costs 1: folding ``splat(a) + splat(b)``
+into ``splat(a + b)`` is a win. Relative per-lane costs (sm_90 defaults):
+
+* integer ``add``/``sub``/logic/shifts/compares/``select``: 1; integer ``mul``: 2 (so
+  ``x * 8 -> x << 3`` is a strict win); integer ``div``/``rem``: 20 (a multi-instruction
+  sequence); 64-bit integer arithmetic costs twice its 32-bit counterpart (emulated with pairs of
+  32-bit instructions).
+* float ``add``/``mul``/``fma``/``min``/``max``: 1 (f64: ``f64_factor`` times); IEEE ``div`` and
+  ``sqrt``: 8; transcendentals (``exp``, ``log``, ``rsqrt``, ``sin``, ``tanh``, ``erf``...): 4-16,
+  times ``f64_transcendental_factor`` for f64 (software sequences).
+* shape ops (``splat``, ``broadcast``, ``expand_dims``, ``reshape``, ``bitcast``) are nearly free:
+  ``shape_lane`` per lane; ``trans`` moves data across lanes and costs more.
+* constants are almost free (``const_cost``); ``program_id``/``num_programs`` read a special
+  register; opaque leaves (parameters, loads, loop values — computed elsewhere) cost 0.
+* reductions cost their operand's lane count times the combining op plus a log-depth shuffle
+  overhead; ``dot`` costs M*N*K multiply-adds at ``dot_mac`` each (tensor cores).
+* memory ops (``load``/``store``/atomics) cost ``memory_lane`` per lane; they are never changed
+  by the optimizer but are counted so a program's total cost is meaningful.
+
+Every non-leaf op has a strictly positive cost: extraction relies on it (a chosen term is always
+strictly more expensive than each of its children, so following choices never cycles).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from eggpu.ir import BlockType, DType, Function
+from eggpu.ir.errors import EggpuError
+
+_INT_ARITH = {
+    "add": 1.0, "sub": 1.0, "mul": 2.0, "div": 20.0, "rem": 20.0, "minimum": 1.0, "maximum": 1.0,
+    "and": 1.0, "or": 1.0, "xor": 1.0, "shl": 1.0, "shr": 1.0, "neg": 1.0, "not": 1.0, "abs": 1.5,
+    "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
+}
+_FLOAT_ARITH = {
+    "add": 1.0, "sub": 1.0, "mul": 1.0, "fma": 1.0, "div": 8.0, "rem": 24.0, "minimum": 1.0,
+    "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "sqrt": 8.0,
+    "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
+}
+_TRANSCENDENTAL = {
+    "exp2": 4.0, "log2": 4.0, "rsqrt": 4.0, "exp": 5.0, "log": 5.0, "sin": 8.0, "cos": 8.0,
+    "tanh": 10.0, "erf": 16.0,
+}
+_REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum",
+                   "reduce_argmax": "maximum", "reduce_argmin": "minimum"}
+_SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape"}
+_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Costs of IR operations for one target (see the module docstring for the units).
+
+    Build with :meth:`for_target`; fields can be overridden with :func:`dataclasses.replace`.
+    """
+
+    target: str = "sm_90"
+    f64_factor: float = 2.0
+    f64_transcendental_factor: float = 8.0
+    int64_factor: float = 2.0
+    shape_lane: float = 0.05
+    trans_lane: float = 0.5
+    const_cost: float = 0.01
+    special_register: float = 0.5
+    arange_lane: float = 0.05
+    reduce_overhead: float = 5.0
+    dot_mac: float = 0.25
+    memory_lane: float = 10.0
+    cast_lane: float = 1.0
+    int_arith: dict[str, float] = field(default_factory=lambda: dict(_INT_ARITH))
+    float_arith: dict[str, float] = field(default_factory=lambda: dict(_FLOAT_ARITH))
+    transcendental: dict[str, float] = field(default_factory=lambda: dict(_TRANSCENDENTAL))
+
+    @classmethod
+    def for_target(cls, target: str = "sm_90") -> CostModel:
+        """The cost model of an NVIDIA target ``sm_XY`` (``sm_70`` and newer).
+
+        Data-centre parts (sm_80, sm_90, sm_100) run f64 at half the f32 rate; consumer parts
+        (sm_86, sm_89, sm_120...) at 1/32 or 1/64, which the model reflects in ``f64_factor``.
+        """
+        m = re.fullmatch(r"sm_(\d+)a?", target)
+        if not m or int(m.group(1)) < 70:
+            raise EggpuError(f"unknown target {target!r}: expected an NVIDIA target like 'sm_90' (sm_70 or newer)")
+        cc = int(m.group(1))
+        model = cls(target=target)
+        if cc not in (70, 80, 90, 100):
+            model = replace(model, f64_factor=32.0, f64_transcendental_factor=64.0)
+        return model
+
+    # ------------------------------------------------------------------ per-lane costs
+
+    def lane_cost(self, op: str, dtype: DType) -> float:
+        """Per-lane cost of an elementwise op whose operands have element dtype ``dtype``."""
+        if op in self.transcendental:
+            f = self.f64_transcendental_factor if dtype.bits == 64 else 1.0
+            return self.transcendental[op] * f
+        if op == "where":
+            return 1.0 * (self.int64_factor if dtype.bits == 64 else 1.0)
+        if op in ("cast",):
+            return self.cast_lane
+        if op == "bitcast":
+            return self.shape_lane
+        if op == "addptr":
+            return 2.0
+        if dtype.is_float:
+            base = self.float_arith.get(op)
+            if base is None:
+                raise EggpuError(f"cost model: no float cost for op {op!r}")
+            return base * (self.f64_factor if dtype.bits == 64 else 1.0)
+        base = self.int_arith.get(op)
+        if base is None:
+            raise EggpuError(f"cost model: no integer cost for op {op!r}")
+        return base * (self.int64_factor if dtype.bits == 64 else 1.0)
+
+    def op_cost(self, op: str, operand_types: Sequence[BlockType], result_types: Sequence[BlockType],
+                attrs: dict[str, Any] | None = None) -> float:
+        """Cost of one operation with the given operand and result types (control ops: 1)."""
+        attrs = attrs or {}
+        if op == "const":
+            return self.const_cost
+        if op in ("program_id", "num_programs"):
+            return self.special_register
+        if op == "arange":
+            return self.arange_lane * result_types[0].numel
+        if op in _SHAPE_OPS:
+            return self.shape_lane * result_types[0].numel
+        if op == "trans":
+            return self.trans_lane * result_types[0].numel
+        if op in _REDUCE_COMBINE:
+            t = operand_types[0]
+            per = self.lane_cost(_REDUCE_COMBINE[op], t.dtype)
+            if op in ("reduce_argmax", "reduce_argmin"):
+                per *= 3.0
+            return per * t.numel + self.reduce_overhead * max(1.0, math.log2(max(t.shape[attrs.get("axis", 0)], 1)))
+        if op == "dot":
+            a, b = operand_types[0], operand_types[1]
+            mac = a.shape[0] * a.shape[1] * b.shape[1]
+            acc = result_types[0].numel if len(operand_types) == 3 else 0
+            return self.dot_mac * mac + acc
+        if op in _MEMORY:
+            return self.memory_lane * operand_types[0].numel
+        if op in ("for", "if", "yield"):
+            return 1.0
+        t = operand_types[0]
+        return self.lane_cost(op, t.dtype) * result_types[0].numel
+
+    def function_cost(self, fn: Function) -> float:
+        """Total cost of every operation of ``fn`` (nested regions counted once)."""
+        total = 0.0
+        for op in fn.walk():
+            total += self.op_cost(op.op, [v.type for v in op.operands], [r.type for r in op.results], op.attrs)
+        return total
+
+
+__all__ = ["CostModel"]

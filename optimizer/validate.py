@@ -1,0 +1,683 @@
+"""Translation validation: z3 checks that an optimized function behaves like the original.
+
+The optimizer keeps every effect (load, store, atomic), control op (``for``, ``if``) and
+``yield`` in place and only rewrites pure dataflow, so the two functions must have the same
+*skeleton*: the same non-pure ops in the same order, with the same attributes and types, in the
+same nesting. :func:`validate` checks the skeleton, then proves with z3 that, lane by lane,
+
+* every ``store``/``atomic`` has the same mask, and where the original's mask is on, the same
+  address and the same value (compare/value for ``atomic_cas``);
+* every ``load`` has the same mask, the same address where the mask is on and the same
+  ``other`` where it is off;
+* every ``for`` gets the same bounds, step and initial values, every ``if`` the same condition
+  and every ``yield`` the same values.
+
+Each check is a refinement: where the original's value is defined (no division by zero,
+no out-of-range shift...) the optimized one must be defined and equal (floats compared by
+structure: NaN equals NaN, -0.0 differs from +0.0). Lanes are modelled with symbolic indices
+(``BitVec(32)`` per dimension, constrained to the shape), so shape ops map indices
+exactly (``broadcast``, ``expand_dims``, ``reshape`` by row-major linearization, ``trans`` by the
+permutation). Values the checker does not look into are shared uninterpreted symbols:
+
+* parameters, block arguments and results of ``for``/``if`` (equal by induction once the
+  operands and yields above are equal);
+* the k-th load's value is a fresh per-lane value ``mem{k}(lane)`` where its mask is on and
+  ``other`` (or another fresh value) where it is off; the optimized program's k-th load reuses
+  the original's term. That is sound because the checks above prove, in program order, the same
+  mask, address and ``other`` for every load (so it reads the same memory, all earlier effects
+  being equal), and a load's operands never depend on its own result. Atomics likewise;
+* ``program_id``/``num_programs`` are shared symbols with their range facts;
+* reductions and ``dot`` are uninterpreted functions of their operand *blocks*: an optimized
+  reduction is identified with an original one of the same kind when z3 proves their operands
+  equal on every lane (operands shown structurally equal are matched without a query);
+* transcendental functions are uninterpreted per dtype (see :mod:`eggpu.optimizer.z3ops`).
+
+With ``fast_math=True`` floats are compared as real numbers (the semantics ``fast_math`` rules
+are proved in: finite values, exact arithmetic, exp/log/sqrt axioms); ``Validation.mode`` says
+which semantics a verdict is about.
+
+How checks are proved, cheapest first: identical z3 terms (both programs are encoded into one
+hash-consed z3 context; commutative operands are put in a canonical order); then a structural
+diff that descends through equal operators and proves only the differing subterms, each by a
+small query (first with the subterms common to both sides abstracted into fresh variables —
+cached by text across calls — then as is); only then the whole obligation as one query.
+
+Verdicts: ``valid`` (every check proved), ``invalid`` (z3 found a lane where the programs
+differ; ``detail`` names the op, operand and lane values), ``unknown`` (a check timed out, or a
+difference involves a reduction/dot that could not be matched, where the abstraction is too
+coarse to tell).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import z3
+
+from eggpu.ir import Block, BlockType, Function, Operation, Value
+from eggpu.ir.dtypes import DType, i32
+
+from . import z3ops
+from .z3ops import Enc
+
+TRUE = z3.BoolVal(True)
+_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot"}
+_SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
+
+
+@dataclass(frozen=True)
+class Validation:
+    """Result of :func:`validate`: ``verdict`` is ``"valid"``, ``"invalid"`` or ``"unknown"``."""
+
+    verdict: str
+    detail: str = ""
+    checks: int = 0
+    solver_calls: int = 0
+    seconds: float = 0.0
+    mode: str = "exact"  # "real" when floats were compared as real numbers (fast_math)
+
+    @property
+    def ok(self) -> bool:
+        return self.verdict == "valid"
+
+    def __str__(self) -> str:
+        return self.verdict + (f": {self.detail}" if self.detail else "")
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def _sort(t: BlockType, mode: str = z3ops.EXACT) -> z3.SortRef:
+    return z3ops.sort_of(None if t.is_pointer else t.dtype, mode)
+
+
+def _idx_key(idx: Sequence[z3.ExprRef]) -> tuple[int, ...]:
+    return tuple(e.get_id() for e in idx)
+
+
+def _bv(n: int) -> z3.BitVecRef:
+    return z3.BitVecVal(n, 32)
+
+
+def lane_vars(prefix: str, shape: Sequence[int]) -> tuple[list[z3.BitVecRef], z3.BoolRef]:
+    """Fresh index variables for ``shape`` and the constraint that they are in range."""
+    vs = [z3.BitVec(f"{prefix}_{d}", 32) for d in range(len(shape))]
+    rng = z3.And([z3.ULT(v, _bv(s)) for v, s in zip(vs, shape)]) if vs else TRUE
+    return vs, rng
+
+
+class _BlockOps:
+    """Identities of reductions/dots shared by both sides (see module docstring)."""
+
+    def __init__(self, checker: _Checker):
+        self.checker = checker
+        self.known: list[tuple[tuple, list[Enc], str]] = []  # (key, operand lane values, uf name)
+        self.unmatched: set[str] = set()
+        self.count = 0
+
+    def identify(self, key: tuple, operands: list[Enc], side: str, ranges: z3.BoolRef) -> str:
+        """The uninterpreted function standing for this reduction/dot: one already known whose
+        operands are equal on every lane, else a fresh one."""
+        for k, ops, name in self.known:
+            if k != key:
+                continue
+            if all(a.value.eq(b.value) and a.defined.eq(b.defined) for a, b in zip(ops, operands)):
+                return name
+        if side == "after":
+            for k, ops, name in self.known:
+                if k != key:
+                    continue
+                if all(self.checker.lanes_equal(b, a, ranges) for b, a in zip(ops, operands)):
+                    return name
+        name = f"blk{self.count}"
+        self.count += 1
+        self.known.append((key, operands, name))
+        if side == "after":
+            self.unmatched.add(name)
+        return name
+
+
+class _Eval:
+    """Lane values of one side's IR values at symbolic indices."""
+
+    def __init__(self, checker: _Checker, side: str, leaf_names: dict[int, str], op_keys: dict[int, int]):
+        self.ck = checker
+        self.side = side
+        self.leaf_names = leaf_names  # id(Value) -> shared symbol name
+        self.op_keys = op_keys  # id(Operation) -> index k of the non-pure op in walk order
+        self.memo: dict[tuple[int, tuple[int, ...]], tuple[Enc, tuple]] = {}
+        # the optimized side reads memory through the original's terms (see _memory_result)
+        self.partner: _Eval | None = None
+        self.partner_ops: list[Operation] = []
+
+    def at(self, v: Value, idx: Sequence[z3.ExprRef]) -> Enc:
+        shape = v.type.shape
+        idx = tuple(_bv(0) if s == 1 else i for i, s in zip(idx, shape))
+        key = (id(v), _idx_key(idx))
+        hit = self.memo.get(key)
+        if hit is not None:
+            return hit[0]
+        enc = self._at(v, idx)
+        self.memo[key] = (enc, idx)
+        return enc
+
+    def _symbol(self, name: str, t: BlockType, idx: Sequence[z3.ExprRef]) -> z3.ExprRef:
+        if not idx:
+            return z3.Const(name, _sort(t, self.ck.mode))
+        f = z3.Function(name, *([z3.BitVecSort(32)] * len(idx)), _sort(t, self.ck.mode))
+        return f(*idx)
+
+    def _at(self, v: Value, idx: tuple) -> Enc:
+        name = self.leaf_names.get(id(v))
+        owner = v.owner
+        if isinstance(owner, Operation) and owner.op in ("load",) or (
+                isinstance(owner, Operation) and owner.op.startswith("atomic_")):
+            return self._memory_result(owner, v, idx)
+        if name is not None:
+            return Enc(self._symbol(name, v.type, idx), TRUE)
+        assert isinstance(owner, Operation), v
+        return self._pure(owner, v, idx)
+
+    def _memory_result(self, op: Operation, v: Value, idx: tuple) -> Enc:
+        """The k-th load/atomic result: a fresh per-lane value ``mem{k}(lane)`` where the mask is
+        on, ``other`` (or another fresh value) where it is off. The optimized side uses the
+        ORIGINAL's term for its k-th load: sound because the checks prove, for every load and
+        atomic in program order, the same mask, the same address where the mask is on and the
+        same ``other`` where it is off — and these operands only depend on earlier loads (SSA).
+        Sharing the term keeps address arithmetic out of the data values compared later."""
+        k = self.op_keys[id(op)]
+        if self.partner is not None:
+            twin = self.partner_ops[k]
+            return self.partner.at(twin.results[v.index], idx)
+        ptr = self.at(op.operands[0], idx)
+        if op.op == "load":
+            mask = self.at(op.operands[1], idx) if len(op.operands) >= 2 else None
+            other = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
+        elif op.op == "atomic_cas":
+            mask, other = None, None
+        else:
+            mask = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
+            other = None
+        on = Enc(self._symbol(f"mem{k}", v.type, idx), ptr.defined)
+        if mask is None:
+            return on
+        if other is None:
+            other = Enc(self._symbol(f"mem{k}_off", v.type, idx), TRUE)
+        value = z3.If(mask.value, on.value, other.value)
+        defined = z3.And(mask.defined, z3.If(mask.value, on.defined, other.defined))
+        return Enc(value, defined)
+
+    def _pure(self, op: Operation, v: Value, idx: tuple) -> Enc:
+        name = op.op
+        attrs = op.attrs
+        if name == "const":
+            value, dt = attrs["value"], attrs["dtype"]
+            if dt.is_float and self.ck.mode == z3ops.EXACT:
+                # round first, so constants equal in their dtype get one z3 term
+                with np.errstate(all="ignore"):
+                    value = float(np.asarray(float(value)).astype(dt.np).astype(np.float64))
+            return z3ops.const(value, dt, self.ck.mode)
+        if name in ("program_id", "num_programs"):
+            enc = z3ops.encode(name, i32, attrs, [])
+            self.ck.add_fact(z3ops.leaf_facts(name, attrs, enc.value))
+            return enc
+        if name == "arange":
+            return Enc(_bv(attrs["start"]) + idx[0], TRUE)
+        if name in _SHAPE_OPS:
+            return self.at(op.operands[0], self._source_index(op, idx))
+        if name in _BLOCK_OPS:
+            return self._block_op(op, v, idx)
+        args = [self.at(o, idx) for o in op.operands]
+        if len(args) == 2 and op.opdef.has("commutative"):
+            # Canonical operand order (by z3's structural hash, deterministic across runs):
+            # commutative ops are commutative in the z3 encoding too, so both programs get the
+            # same term for a swapped pair.
+            args.sort(key=lambda a: (a.value.hash(), a.value.get_id()))
+        defined = [a.defined for a in args]
+        t0 = op.operands[0].type
+        if t0.is_pointer and name in ("eq", "ne", "where"):
+            a = [x.value for x in args]
+            val = a[0] == a[1] if name == "eq" else a[0] != a[1] if name == "ne" else z3.If(a[0], a[1], a[2])
+            return Enc(val, _and(defined))
+        if name == "where":
+            dt: DType = op.operands[1].type.dtype
+            if op.operands[1].type.is_pointer:
+                return Enc(z3.If(args[0].value, args[1].value, args[2].value), _and(defined))
+        else:
+            dt = t0.dtype
+        a2 = dict(attrs)
+        if name == "addptr":
+            a2["offset_dtype"] = op.operands[1].type.dtype
+        enc = z3ops.encode(name, dt, a2, [x.value for x in args], self.ck.mode)
+        return Enc(enc.value, _and(defined + [enc.defined]))
+
+    @staticmethod
+    def _source_index(op: Operation, idx: tuple) -> tuple:
+        src_t = op.operands[0].type
+        out_t = op.results[0].type
+        name = op.op
+        if name == "splat":
+            return ()
+        if name == "broadcast":
+            return tuple(_bv(0) if s == 1 else i for i, s in zip(idx, src_t.shape))
+        if name == "expand_dims":
+            ax = op.attrs["axis"]
+            return idx[:ax] + idx[ax + 1:]
+        if name == "trans":
+            src: list[Any] = [None] * len(idx)
+            for d, p in enumerate(op.attrs["perm"]):
+                src[p] = idx[d]
+            return tuple(src)
+        # reshape: row-major linearization
+        if src_t.shape == out_t.shape:
+            return idx
+        lin = _bv(0)
+        stride = 1
+        for i, s in reversed(list(zip(idx, out_t.shape))):
+            if s != 1:
+                lin = lin + i * _bv(stride) if stride != 1 else lin + i
+            stride *= s
+        out = []
+        stride = 1
+        strides = []
+        for s in reversed(src_t.shape):
+            strides.append(stride)
+            stride *= s
+        strides.reverse()
+        for s, st in zip(src_t.shape, strides):
+            out.append(_bv(0) if s == 1 else z3.URem(z3.UDiv(lin, _bv(st)), _bv(s)))
+        return tuple(z3.simplify(x) for x in out)
+
+    def _block_op(self, op: Operation, v: Value, idx: tuple) -> Enc:
+        ck = self.ck
+        key_id = (self.side, id(op))
+        name = ck.block_names.get(key_id)
+        if name is None:
+            operands = []
+            ranges = []
+            for j, o in enumerate(op.operands):
+                vs, rng = lane_vars(f"blk_{j}", o.type.shape)
+                operands.append(self.at(o, vs))
+                ranges.append(rng)
+            key = (op.op, tuple(sorted(op.attrs.items())), tuple(o.type for o in op.operands))
+            name = ck.blocks.identify(key, operands, self.side, z3.And(ranges))
+            ck.block_names[key_id] = name
+        val = self._symbol(name, v.type, idx)
+        return Enc(val, z3.Bool(f"{name}_def"))
+
+
+def _and(xs: list[z3.BoolRef]) -> z3.BoolRef:
+    xs = [x for x in xs if not z3.is_true(x)]
+    if not xs:
+        return TRUE
+    return xs[0] if len(xs) == 1 else z3.And(xs)
+
+
+class _Checker:
+    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT):
+        self.mode = mode
+        self.timeout_ms = timeout_ms
+        self.deadline = time.perf_counter() + total_seconds
+        self.facts: dict[int, z3.BoolRef] = {}
+        self.blocks = _BlockOps(self)
+        self.block_names: dict[tuple[str, int], str] = {}
+        self.checks = 0
+        self.solver_calls = 0
+        self.pair_timeout_ms = min(timeout_ms, 500)
+        self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
+
+    def add_fact(self, f: z3.BoolRef) -> None:
+        if not z3.is_true(f):
+            self.facts[f.get_id()] = f
+
+    def solve(self, formula: z3.BoolRef, timeout_ms: int | None = None) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+        """Satisfiability of ``formula`` under the facts (``unknown`` on timeout)."""
+        remaining = self.deadline - time.perf_counter()
+        if remaining <= 0:
+            return z3.unknown, None
+        s = z3.Solver()
+        budget = self.timeout_ms if timeout_ms is None else timeout_ms
+        s.set("timeout", max(1, int(min(budget, remaining * 1000))))
+        s.add(*self.facts.values())
+        s.add(formula)
+        self.solver_calls += 1
+        r = s.check()
+        return r, (s.model() if r == z3.sat else None)
+
+    def refines(self, before: Enc, after: Enc, context: z3.BoolRef) -> bool:
+        """Cheaply prove that ``after`` refines ``before`` under ``context`` (lane ranges and the
+        mask condition): the values are equal (structurally, or by local proofs of the differing
+        subterms — see :meth:`equal`) and ``after`` is defined wherever ``before`` is. False means
+        "not shown", not "different"."""
+        if not self.equal(before.value, after.value, context):
+            return False
+        da = z3.simplify(after.defined)
+        if z3.is_true(da) or self.equal(before.defined, after.defined, context):
+            return True
+        r, _ = self.solve(z3.And(context, before.defined, z3.Not(da)))
+        return r == z3.unsat
+
+    def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
+        """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
+        if self.refines(before, after, ranges):
+            return True
+        bad = z3.And(ranges, before.defined, z3.Not(z3.And(after.defined, after.value == before.value)))
+        r, _ = self.solve(bad)
+        return r == z3.unsat
+
+    # -------------------------------------------------------------- structural diff + local proofs
+
+    def equal(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
+        """Whether ``a == b`` for every assignment satisfying ``context`` and the facts, shown by
+        congruence (same function, equal arguments) down to the subterms that differ, each of
+        which is proved equal by a small z3 query (first generalized: subterms common to both
+        sides replaced by fresh variables, cached across runs; then as is)."""
+        if a.eq(b):
+            return True
+        key = (a.get_id(), b.get_id(), context.get_id())
+        hit = self._equal_memo.get(key)
+        if hit is not None:
+            return hit[0]
+        res = False
+        if (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
+                and a.decl().eq(b.decl())):
+            xs, ys = a.children(), b.children()
+            orders = [ys]
+            pair = _commutative_pair(a)
+            if pair is not None:
+                # try the pairing of the interchangeable arguments that looks most alike first
+                i, j = pair
+                swapped = list(ys)
+                swapped[i], swapped[j] = ys[j], ys[i]
+                straight_score = _similarity(xs[i], ys[i]) + _similarity(xs[j], ys[j])
+                swapped_score = _similarity(xs[i], ys[j]) + _similarity(xs[j], ys[i])
+                orders = [swapped, ys] if swapped_score > straight_score else [ys, swapped]
+                if min(straight_score, swapped_score) == 0:
+                    orders = orders[:1]
+            res = any(all(self.equal(x, y, context) for x, y in zip(xs, o)) for o in orders)
+        if not res:
+            res = self._prove_pair(a, b, context)
+        self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
+        return res
+
+    def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
+        sa, sb = z3.simplify(a, mul2concat=True), z3.simplify(b, mul2concat=True)
+        if sa.eq(sb):
+            return True
+        ga, gb = _generalize(sa, sb)
+        if ga is not None:
+            gkey = (ga.sexpr(), gb.sexpr(), context.sexpr())
+            hit = _PAIR_CACHE.get(gkey)
+            if hit is None:
+                r, _ = self.solve(z3.And(context, ga != gb), self.pair_timeout_ms)
+                hit = r == z3.unsat
+                if r != z3.unknown:
+                    if len(_PAIR_CACHE) > 50_000:
+                        _PAIR_CACHE.clear()
+                    _PAIR_CACHE[gkey] = hit
+            if hit:
+                return True
+        r, _ = self.solve(z3.And(context, sa != sb), self.pair_timeout_ms)
+        return r == z3.unsat
+
+
+_PAIR_CACHE: dict[tuple[str, str, str], bool] = {}
+
+
+def _similarity(x: z3.ExprRef, y: z3.ExprRef, depth: int = 2) -> int:
+    """How alike two terms look: 1000 when identical, else matching heads (recursively to
+    ``depth`` levels) score points; 0 when the heads differ."""
+    if x.eq(y):
+        return 1000
+    if not (z3.is_app(x) and z3.is_app(y)) or not x.decl().eq(y.decl()) or x.num_args() != y.num_args():
+        return 0
+    score = 10
+    if depth > 0:
+        score += sum(_similarity(a, b, depth - 1) for a, b in zip(x.children(), y.children()))
+    return score
+
+
+def _subterm_ids(e: z3.ExprRef) -> set[int]:
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        i = x.get_id()
+        if i in seen:
+            continue
+        seen.add(i)
+        if z3.is_app(x):
+            stack.extend(x.children())
+    return seen
+
+
+def _generalize(a: z3.ExprRef, b: z3.ExprRef) -> tuple[z3.ExprRef | None, z3.ExprRef | None]:
+    """Replace the maximal compound subterms shared by ``a`` and ``b`` with fresh variables
+    (named in discovery order, so equal shapes give equal text); None when nothing is shared."""
+    shared = _subterm_ids(a) & _subterm_ids(b)
+    found: dict[int, z3.ExprRef] = {}
+    for root in (a, b):
+        stack = [root]
+        seen: set[int] = set()
+        while stack:
+            x = stack.pop()
+            i = x.get_id()
+            if i in seen:
+                continue
+            seen.add(i)
+            if i in shared and z3.is_app(x) and x.num_args() > 0 and not _is_value(x):
+                found.setdefault(i, x)
+                continue
+            if z3.is_app(x):
+                stack.extend(reversed(x.children()))
+    if not found:
+        return None, None
+    pairs = [(t, z3.Const(f"g{n}", t.sort())) for n, t in enumerate(found.values())]
+    return z3.substitute(a, *pairs), z3.substitute(b, *pairs)
+
+
+_COMMUTATIVE_KINDS = frozenset({
+    z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_AND, z3.Z3_OP_OR,
+    z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_EQ, z3.Z3_OP_ADD, z3.Z3_OP_MUL,
+})
+
+
+def _commutative_pair(x: z3.ExprRef) -> tuple[int, int] | None:
+    """Indices of the two interchangeable arguments of a commutative z3 operator (FP add/mul
+    take the rounding mode first), or None."""
+    if x.decl().kind() not in _COMMUTATIVE_KINDS:
+        return None
+    n = x.num_args()
+    return (n - 2, n - 1) if n in (2, 3) else None
+
+
+def _is_value(x: z3.ExprRef) -> bool:
+    return z3.is_bv_value(x) or z3.is_fp_value(x) or z3.is_true(x) or z3.is_false(x) or z3.is_rational_value(x)
+
+
+def _skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
+    """Shared names for opaque values and indices of non-pure ops, in walk order."""
+    names: dict[int, str] = {}
+    keys: dict[int, int] = {}
+    ops: list[tuple[Operation, Block]] = []
+    for i, p in enumerate(fn.params):
+        names[id(p)] = f"param{i}"
+
+    def walk(blk: Block) -> None:
+        for op in blk.ops:
+            if op.opdef.is_pure and not op.regions:
+                continue
+            k = len(ops)
+            keys[id(op)] = k
+            ops.append((op, blk))
+            for j, r in enumerate(op.results):
+                names[id(r)] = f"res{k}_{j}"
+            for ri, reg in enumerate(op.regions):
+                for j, a in enumerate(reg.args):
+                    names[id(a)] = f"arg{k}_{ri}_{j}"
+                walk(reg)
+
+    walk(fn.body)
+    return names, keys, ops
+
+
+def _describe(op: Operation, k: int) -> str:
+    where = f" at {op.loc}" if op.loc is not None else ""
+    return f"{op.op} #{k}{where}"
+
+
+def _obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool]]:
+    """(operand index, role, mask operand index, under mask on?) for each checked operand."""
+    n = len(op.operands)
+    name = op.op
+    if name == "load":
+        out = [(0, "address", 1 if n >= 2 else None, True)]
+        if n >= 2:
+            out.append((1, "mask", None, True))
+        if n == 3:
+            out.append((2, "other", 1, False))
+        return out
+    if name == "store" or (name.startswith("atomic_") and name != "atomic_cas"):
+        out = [(0, "address", 2 if n == 3 else None, True), (1, "value", 2 if n == 3 else None, True)]
+        if n == 3:
+            out.append((2, "mask", None, True))
+        return out
+    if name == "atomic_cas":
+        return [(0, "address", None, True), (1, "compare", None, True), (2, "value", None, True)]
+    roles = {"for": ["lo", "hi", "step"], "if": ["condition"]}.get(name, [])
+    return [(j, roles[j] if j < len(roles) else f"operand {j}", None, True) for j in range(n)]
+
+
+def validate(before: Function, after: Function, *, timeout_ms: int = 2000, total_seconds: float = 10.0,
+             fast_math: bool = False) -> Validation:
+    """Check that ``after`` refines ``before`` (see the module docstring). Never raises for a
+    well-formed pair of functions; internal problems give an ``unknown`` verdict.
+
+    ``fast_math=True`` compares floats as real numbers (:data:`z3ops.REAL`: finite, no NaN or
+    -0.0, exact arithmetic, with the exp/log/sqrt axioms) — the semantics ``fast_math`` rules are
+    proved in, so a fast-math optimization is checked against the same contract; integer and
+    pointer arithmetic stay exact."""
+    t0 = time.perf_counter()
+    mode = z3ops.REAL if fast_math else z3ops.EXACT
+    try:
+        return replace(_validate(before, after, timeout_ms, total_seconds, t0, mode), mode=mode)
+    except _Mismatch as e:
+        return Validation("invalid", str(e), seconds=time.perf_counter() - t0, mode=mode)
+    except z3.Z3Exception as e:
+        return Validation("unknown", f"z3 error: {e}", seconds=time.perf_counter() - t0, mode=mode)
+
+
+def _validate(before: Function, after: Function, timeout_ms: int, total_seconds: float, t0: float,
+              mode: str) -> Validation:
+    if [p.type for p in before.params] != [p.type for p in after.params]:
+        raise _Mismatch("parameter types differ")
+    if before.grid_rank != after.grid_rank:
+        raise _Mismatch("grid rank differs")
+    nb, kb, ops_b = _skeleton(before)
+    na, ka, ops_a = _skeleton(after)
+    if len(ops_b) != len(ops_a):
+        raise _Mismatch(f"the functions have {len(ops_b)} and {len(ops_a)} effects/control ops")
+    parent_b = {id(o): _parent_key(o, ops_b) for o, _ in ops_b}
+    parent_a = {id(o): _parent_key(o, ops_a) for o, _ in ops_a}
+    for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
+        if (ob.op != oa.op or len(ob.operands) != len(oa.operands) or dict(ob.attrs) != dict(oa.attrs)
+                or [r.type for r in ob.results] != [r.type for r in oa.results]
+                or [len(r.args) for r in ob.regions] != [len(r.args) for r in oa.regions]):
+            raise _Mismatch(f"{_describe(ob, k)} does not correspond to {_describe(oa, k)} of the optimized function")
+        if parent_b[id(ob)] != parent_a[id(oa)]:
+            raise _Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
+    ck = _Checker(timeout_ms, total_seconds, mode)
+    if mode == z3ops.REAL:
+        for ax in z3ops.real_axioms():
+            ck.add_fact(ax)
+    eb = _Eval(ck, "before", nb, kb)
+    ea = _Eval(ck, "after", na, ka)
+    ea.partner, ea.partner_ops = eb, [o for o, _ in ops_b]
+    # Identify the original's reductions first, so optimized ones can be matched against them.
+    for op in before.walk():
+        if op.op in _BLOCK_OPS:
+            vs, _ = lane_vars("i", op.results[0].type.shape)
+            eb.at(op.results[0], vs)
+    failures: list[str] = []
+    unknown: list[str] = []
+    for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
+        for j, role, mask_j, on in _obligations(ob, k):
+            vb, va = ob.operands[j], oa.operands[j]
+            shape = vb.type.shape
+            idx, rng = lane_vars("i", shape)
+            xb, xa = eb.at(vb, idx), ea.at(va, idx)
+            ck.checks += 1
+            if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
+                continue
+            context = [rng]
+            if mask_j is not None:
+                m = eb.at(ob.operands[mask_j], idx)
+                context += [m.defined, m.value if on else z3.Not(m.value)]
+            ctx = z3.And(context) if len(context) > 1 else context[0]
+            if ck.refines(xb, xa, ctx):
+                continue
+            bad = z3.And(ctx, xb.defined, z3.Not(z3.And(xa.defined, xa.value == xb.value)))
+            r, model = ck.solve(bad)
+            what = f"{_describe(ob, k)} {role}"
+            if r == z3.unsat:
+                continue
+            if r == z3.unknown:
+                unknown.append(f"{what}: solver gave up ({ck.timeout_ms} ms budget)")
+                continue
+            if ck.blocks.unmatched and _mentions(bad, ck.blocks.unmatched):
+                unknown.append(f"{what}: differs through a reduction/dot whose operand could not be matched")
+                continue
+            failures.append(_counterexample(what, model, idx, xb, xa))
+            break
+        if failures:
+            break
+    secs = time.perf_counter() - t0
+    if failures:
+        return Validation("invalid", failures[0], ck.checks, ck.solver_calls, secs)
+    if unknown:
+        return Validation("unknown", "; ".join(unknown), ck.checks, ck.solver_calls, secs)
+    return Validation("valid", "", ck.checks, ck.solver_calls, secs)
+
+
+def _parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int, int]:
+    """(index of the owning control op, region index), or (-1, 0) at top level."""
+    blk = next(b for o, b in ops if o is op)
+    for k, (o, _) in enumerate(ops):
+        for ri, r in enumerate(o.regions):
+            if r is blk:
+                return (k, ri)
+    return (-1, 0)
+
+
+def _mentions(e: z3.ExprRef, names: set[str]) -> bool:
+    seen: set[int] = set()
+    stack = [e]
+    while stack:
+        x = stack.pop()
+        if x.get_id() in seen:
+            continue
+        seen.add(x.get_id())
+        if z3.is_app(x):
+            if x.decl().name() in names or x.decl().name().removesuffix("_def") in names:
+                return True
+            stack.extend(x.children())
+    return False
+
+
+def _counterexample(what: str, model: z3.ModelRef | None, idx: list[z3.ExprRef], xb: Enc, xa: Enc) -> str:
+    if model is None:
+        return f"{what} differs"
+    lane = ", ".join(str(model.eval(i, model_completion=True)) for i in idx)
+    vb = model.eval(xb.value, model_completion=True)
+    va = model.eval(xa.value, model_completion=True)
+    da = model.eval(xa.defined, model_completion=True)
+    extra = "" if z3.is_true(da) else " (undefined in the optimized function)"
+    return f"{what} differs at lane [{lane}]: original {vb}, optimized {va}{extra}"
+
+
+__all__ = ["Validation", "lane_vars", "validate"]

@@ -1,0 +1,220 @@
+"""Translation validation: equivalent programs are valid, wrong ones invalid, and optimize() falls
+back to the input whenever validation does not say valid."""
+
+from __future__ import annotations
+
+import pytest
+
+from eggpu.ir import Builder, bool_, f32, i32, pointer, scalar
+from eggpu.ir.structural import first_difference
+from eggpu.optimizer import optimize
+from eggpu.optimizer.validate import validate
+
+N = 8
+
+
+def kernel(compute, dt=f32, *, masked=True, shape=(N,), offset_extra=0, mask_op="lt"):
+    """store(out + offs, compute(b, x, y), offs < n) with x, y loaded at offs."""
+    b = Builder("k", [("x", pointer(dt)), ("y", pointer(dt)), ("out", pointer(dt)), ("n", scalar(i32))])
+    offs = b.op("arange", start=0, end=shape[0])
+    mask = b.op(mask_op, offs, b.op("splat", b.param("n"), shape=shape))
+    x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=shape), offs), mask)
+    y = b.op("load", b.op("addptr", b.op("splat", b.param("y"), shape=shape), offs), mask)
+    store_offs = offs if not offset_extra else b.op("add", offs, b.op("splat", b.const(offset_extra, i32), shape=shape))
+    p = b.op("addptr", b.op("splat", b.param("out"), shape=shape), store_offs)
+    v = compute(b, x, y)
+    if masked:
+        b.effect("store", p, v, mask)
+    else:
+        b.effect("store", p, v)
+    return b.finish()
+
+
+def c(b, value, dt, like):
+    return b.op("splat", b.const(value, dt), shape=like.type.shape)
+
+
+def test_identical_programs_are_valid():
+    f = kernel(lambda b, x, y: b.op("add", x, y))
+    g = kernel(lambda b, x, y: b.op("add", x, y))
+    v = validate(f, g)
+    assert v.verdict == "valid" and v.ok and v.checks >= 4
+
+
+@pytest.mark.parametrize("name,before,after,dt", [
+    ("mul8-shl", lambda b, x, y: b.op("mul", x, c(b, 8, i32, x)), lambda b, x, y: b.op("shl", x, c(b, 3, i32, x)), i32),
+    ("mul-one-float", lambda b, x, y: b.op("mul", x, c(b, 1.0, f32, x)), lambda b, x, y: x, f32),
+    ("commute", lambda b, x, y: b.op("mul", b.op("add", x, y), y), lambda b, x, y: b.op("mul", y, b.op("add", y, x)), f32),
+    ("where-same", lambda b, x, y: b.op("where", b.op("lt", x, y), x, x), lambda b, x, y: x, f32),
+    ("neg-neg", lambda b, x, y: b.op("neg", b.op("neg", x)), lambda b, x, y: x, f32),
+])
+def test_equivalent_rewrites_are_valid(name, before, after, dt):
+    v = validate(kernel(before, dt), kernel(after, dt))
+    assert v.verdict == "valid", v.detail
+
+
+def test_float_add_zero_is_invalid_with_a_counterexample():
+    f = kernel(lambda b, x, y: b.op("add", x, c(b, 0.0, f32, x)))
+    g = kernel(lambda b, x, y: x)
+    v = validate(f, g)
+    assert v.verdict == "invalid"
+    assert "store #" in v.detail and "value" in v.detail and "differs at lane" in v.detail
+    assert "-0.0" in v.detail or "-0" in v.detail
+
+
+def test_wrong_address_and_wrong_mask_are_invalid():
+    f = kernel(lambda b, x, y: x)
+    assert "address" in validate(f, kernel(lambda b, x, y: x, offset_extra=1)).detail
+    v = validate(f, kernel(lambda b, x, y: x, mask_op="le"))
+    assert v.verdict == "invalid" and "mask" in v.detail
+
+
+def test_masked_off_lanes_do_not_matter():
+    f = kernel(lambda b, x, y: x)
+    g = kernel(lambda b, x, y: b.op("where", b.op("lt", b.op("arange", start=0, end=N),
+                                                   b.op("splat", b.param("n"), shape=(N,))), x, y))
+    assert validate(f, g).verdict == "valid"
+    # ...but they do without a mask
+    f2, g2 = kernel(lambda b, x, y: x, masked=False), kernel(lambda b, x, y: b.op("where", b.op("lt", x, y), x, x),
+                                                                 masked=False)
+    assert validate(f2, g2).verdict == "valid"
+
+
+def test_undefined_lanes_may_become_anything_but_not_the_reverse():
+    div0 = lambda b, x, y: b.op("div", x, c(b, 0, i32, x))  # noqa: E731
+    assert validate(kernel(div0, i32), kernel(lambda b, x, y: y, i32)).verdict == "valid"
+    v = validate(kernel(lambda b, x, y: x, i32), kernel(lambda b, x, y: b.op("div", b.op("mul", x, y), y), i32))
+    assert v.verdict == "invalid"
+
+
+def test_effects_must_correspond():
+    f = kernel(lambda b, x, y: x)
+    b = Builder("k", [("x", pointer(f32)), ("y", pointer(f32)), ("out", pointer(f32)), ("n", scalar(i32))])
+    g = b.finish()
+    v = validate(f, g)
+    assert v.verdict == "invalid" and "effects" in v.detail
+
+
+def test_reductions_match_by_their_operands():
+    def red(op, shift):
+        def compute(b, x, y):
+            s = b.op("shl", x, c(b, 3, i32, x)) if shift else b.op("mul", x, c(b, 8, i32, x))
+            return b.op("splat", b.op(op, s, axis=0), shape=(N,))
+        return compute
+
+    assert validate(kernel(red("reduce_sum", False), i32), kernel(red("reduce_sum", True), i32)).verdict == "valid"
+    v = validate(kernel(red("reduce_sum", False), i32), kernel(red("reduce_max", False), i32))
+    assert v.verdict != "valid"
+
+
+def test_shape_ops_map_lanes_exactly():
+    def via(*perms):
+        def compute(b, x, y):
+            sq = b.op("broadcast", b.op("expand_dims", x, axis=0), shape=(N, N))  # sq[i, j] = x[j]
+            for p in perms:
+                sq = b.op("trans", sq, perm=p)
+            return b.op("reduce_sum", sq, axis=0)
+        return compute
+
+    # trans(trans(sq)) == sq
+    assert validate(kernel(via(), i32), kernel(via((1, 0), (1, 0)), i32)).verdict == "valid"
+
+    def flat(transpose):
+        def compute(b, x, y):
+            sq = b.op("broadcast", b.op("expand_dims", x, axis=0), shape=(2, N))
+            if transpose:
+                sq = b.op("trans", b.op("reshape", sq, shape=(N, 2)), perm=(1, 0))
+            return b.op("reshape", sq, shape=(2 * N,))
+        return compute
+
+    def k2(t):
+        b = Builder("k", [("x", pointer(i32)), ("out", pointer(i32))])
+        offs = b.op("arange", start=0, end=N)
+        x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=(N,)), offs))
+        v = flat(t)(b, x, None)
+        b.effect("store", b.op("addptr", b.op("splat", b.param("out"), shape=(2 * N,)),
+                               b.op("arange", start=0, end=2 * N)), v)
+        return b.finish()
+
+    assert validate(k2(False), k2(False)).verdict == "valid"
+    v = validate(k2(False), k2(True))
+    assert v.verdict == "invalid", v
+
+
+def test_program_id_range_facts_are_used():
+    def k(folded):
+        b = Builder("k", [("out", pointer(bool_))])
+        pid = b.op("program_id", axis=0)
+        v = b.const(True, bool_) if folded else b.op("lt", pid, b.op("num_programs", axis=0))
+        b.effect("store", b.param("out"), v)
+        return b.finish()
+
+    assert validate(k(False), k(True)).verdict == "valid"
+
+
+def _loop(step_op, swap=False, cond_op="lt"):
+    b = Builder("k", [("x", pointer(f32)), ("n", scalar(i32))])
+    p = b.op("addptr", b.op("splat", b.param("x"), shape=(N,)), b.op("arange", start=0, end=N))
+    x = b.op("load", p)
+    with b.region([scalar(i32), x.type]) as body:
+        i, acc = body.args
+        nxt = b.op(step_op, x, acc) if swap else b.op(step_op, acc, x)
+        cond = b.op(cond_op, i, b.param("n"))
+        with b.region([]) as t:
+            b.yield_(nxt)
+        with b.region([]) as e:
+            b.yield_(acc)
+        b.yield_(b.if_(cond, t, e, [x.type]).results[0])
+    loop = b.for_(b.const(0, i32), b.const(4, i32), b.const(1, i32), [x], body)
+    b.effect("store", p, loop.results[0])
+    return b.finish()
+
+
+def test_loops_and_branches():
+    assert validate(_loop("add"), _loop("add", swap=True)).verdict == "valid"
+    v = validate(_loop("add"), _loop("sub"))
+    assert v.verdict == "invalid" and "yield" in v.detail
+    v = validate(_loop("add"), _loop("add", cond_op="le"))
+    assert v.verdict == "invalid" and "condition" in v.detail
+
+
+# ---------------------------------------------------------------------- optimize falls back
+
+
+def test_optimize_falls_back_when_an_unsound_rule_slips_through(tmp_path, monkeypatch):
+    """Even if a refuted rule reached egglog, the wrong program is caught and never returned."""
+    import eggpu.optimizer.rule_verifier as rv
+
+    rules = tmp_path / "bad.egg"
+    rules.write_text('(rewrite (Add t x (Splat t s (ConstF t 0.0))) x :when ((IsFloat t)) :name "t-bad-add-zero")\n')
+    monkeypatch.setattr(rv, "usable_rules", lambda rules, verdicts, fast_math: list(rules))
+    fn = kernel(lambda b, x, y: b.op("add", x, c(b, 0.0, f32, x)))
+    res = optimize(fn, rules=[rules], shipped_rules=False)
+    assert res.rule_hits.get("t-bad-add-zero", 0) >= 1
+    assert res.fell_back and "translation validation" in res.reason and "invalid" in res.reason
+    assert res.validation is not None and res.validation.verdict == "invalid"
+    assert first_difference(res.function, fn) is None
+    assert res.cost_after == res.cost_before
+
+
+def test_optimize_falls_back_when_validation_raises(monkeypatch):
+    import eggpu.optimizer.validate as vmod
+
+    def boom(*a, **k):
+        raise RuntimeError("solver exploded")
+
+    monkeypatch.setattr(vmod, "validate", boom)
+    fn = kernel(lambda b, x, y: b.op("mul", x, c(b, 8, i32, x)), i32)
+    res = optimize(fn)
+    assert res.fell_back and "solver exploded" in res.reason
+    assert first_difference(res.function, fn) is None
+
+
+def test_refuted_rules_are_rejected_and_never_fire(tmp_path):
+    rules = tmp_path / "bad.egg"
+    rules.write_text('(rewrite (Add t x (Splat t s (ConstF t 0.0))) x :when ((IsFloat t)) :name "t-add-zero-f")\n')
+    fn = kernel(lambda b, x, y: b.op("add", x, c(b, 0.0, f32, x)))
+    res = optimize(fn, rules=[rules], shipped_rules=False)
+    assert res.rules_rejected == {"t-add-zero-f": "refuted"}
+    assert res.rules_used == [] and "t-add-zero-f" not in res.rule_hits
+    assert not res.fell_back and res.validation.ok
