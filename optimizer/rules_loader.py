@@ -637,8 +637,22 @@ def _egglog_run(text: str, label: str) -> str | None:
 
 
 def _validate_with_egglog(loaded: LoadedRules) -> None:
-    """Declare every rule in a fresh e-graph; on failure, find the rule egglog rejects."""
+    """Declare every rule in a fresh e-graph; on failure, find the rule egglog rejects.
+
+    A program egglog accepted once is remembered on disk (a marker named by the sha256 of the
+    schema, the program and egglog's version, beside the proof cache), so a new process does not
+    pay for building a throw-away e-graph again.
+    """
+    marker = _accepted_marker(loaded.program())
+    if marker is not None and marker.exists():
+        return
     if _egglog_run(loaded.program(), "<rules>") is None:
+        if marker is not None:
+            try:
+                marker.parent.mkdir(parents=True, exist_ok=True)
+                marker.touch()
+            except OSError:
+                pass  # the marker is only a shortcut
         return
     errors = []
     for r in loaded.rules:
@@ -647,6 +661,21 @@ def _validate_with_egglog(loaded: LoadedRules) -> None:
             errors.append(f"{r.file}:{r.line}: rule {r.name!r}: egglog rejects it: {msg}")
     if errors:
         raise RuleError("\n".join(errors))
+
+
+def _accepted_marker(program: str) -> Path | None:
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+
+    from .proof_cache import cache_dir
+    from .schema import schema_text
+
+    try:
+        egglog_version = version("egglog")
+    except PackageNotFoundError:
+        return None
+    digest = hashlib.sha256("\0".join((schema_text(), program, egglog_version)).encode()).hexdigest()
+    return cache_dir() / "egglog-accepted" / digest
 
 
 def load_rules(
