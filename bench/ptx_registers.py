@@ -36,11 +36,12 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import llvmlite.binding as llvm
+from llvmlite import ir
+
 from eggpu.codegen.ptx import PtxOptions, emit_ptx, entry_point_name, initialize_llvm, mark_kernel
 from eggpu.codegen.ptxas import run_ptxas
 from eggpu.codegen.target import get_target
 from eggpu.ir.errors import EggpuError
-from llvmlite import ir
 
 F32 = ir.FloatType()
 I1 = ir.IntType(1)
@@ -470,9 +471,9 @@ def library_modules(target, names: tuple[str, ...] | None) -> list[Module]:
     """
     try:
         import numpy as np
+
         from eggpu.codegen import lower
         from eggpu.ir.dtypes import f32
-
         from eggpu.kernels import LIBRARY
     except ImportError as exc:  # pragma: no cover - depends on what is installed
         print(f"(library kernels skipped: {exc})")

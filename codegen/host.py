@@ -2,10 +2,12 @@
 
 :func:`build_host` lowers an IR function in ``host`` mode (one call = one CTA in lock-step,
 see :mod:`eggpu.codegen.emitter`), optimizes it at O3 for the host CPU and JIT-compiles it.
-:meth:`HostKernel.run` checks the arguments the way the interpreter does (count, pointer dtype,
-C-contiguity, scalar range), checks the lowering's recorded assumptions (e.g. a pointer
-parameter 16-byte aligned) and runs every program of the grid in row-major order (last axis
-fastest, the interpreter's order) on one thread. Arrays are written in place.
+:meth:`HostKernel.run` checks the arguments with the interpreter's rules and wording
+(:mod:`eggpu.ir.launch_args`: count, pointer dtype, C-contiguity, writability of the arrays the
+kernel may write, scalar kind and range, grid axes below 2**31), checks the lowering's recorded
+assumptions (e.g. a pointer parameter 16-byte aligned) and runs every program of the grid in
+row-major order (last axis fastest, the interpreter's order) on one thread. Arrays are written
+in place.
 
 Math functions come from the C library (libm): ``expf``, ``erff``, ``tanhf``... are correctly
 rounded or within 1-2 ulp depending on the libm; libdevice (the GPU) documents up to 2 ulp for
@@ -23,8 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from eggpu.ir.dtypes import DType, from_numpy
-from eggpu.ir.errors import CodegenError, EggpuError, LaunchError
+from eggpu.ir import launch_args
+from eggpu.ir.errors import CodegenError, LaunchError
 from eggpu.ir.graph import Function, Operation, Value
 
 from .lowering import LoweredModule, lower_function
@@ -86,10 +88,11 @@ class HostKernel:
         """Run every program of ``grid`` (an int or 1-3 ints) on ``args`` (numpy arrays and scalars).
 
         Raises LaunchError for a wrong argument count, a non-array or wrong-dtype or
-        non-contiguous array for a pointer, a scalar of the wrong kind or out of range, a
-        recorded assumption the arguments break, or a bad grid.
+        non-contiguous array for a pointer (or a read-only one the kernel may write), a scalar of
+        the wrong kind or out of range, a recorded assumption the arguments break, or a bad grid
+        (a grid with a 0 axis checks the arguments and runs nothing).
         """
-        dims = _grid(self.fn.name, grid)
+        dims, _rank = launch_args.normalize_grid(self.fn.name, grid, LaunchError, limit=launch_args.GRID_LIMIT)
         slots, keep = self._pack(args)
         if 0 in dims:
             return
@@ -99,16 +102,14 @@ class HostKernel:
     def _pack(self, args: Sequence[Any]):
         fn = self.fn
         params = fn.params
-        if len(args) != len(params):
-            names = ", ".join(p.name or f"arg{i}" for i, p in enumerate(params))
-            raise LaunchError(f"{fn.name} takes {len(params)} argument(s) ({names}), got {len(args)}")
+        names = launch_args.param_names(params)
+        launch_args.check_arg_count(fn.name, names, args, LaunchError)
         slots = (ctypes.c_uint64 * max(1, len(params)))()
         keep = []
-        for i, (p, a) in enumerate(zip(params, args)):
-            name = p.name or f"arg{i}"
+        for i, (name, p, a) in enumerate(zip(names, params, args)):
             t = p.type
             if t.is_pointer:
-                arr = _check_array(fn.name, name, t.dtype, a, name in self.written)
+                arr = launch_args.check_host_array(fn.name, name, t, a, LaunchError, writable=name in self.written)
                 what = self.lowered.assumptions.get(name)
                 addr = arr.__array_interface__["data"][0]
                 if what == "align16" and addr % 16:
@@ -119,41 +120,8 @@ class HostKernel:
                 slots[i] = addr
                 keep.append(arr)
             else:
-                slots[i] = _scalar_bits(fn.name, name, t.dtype, a)
+                slots[i] = _scalar_bits(launch_args.convert_scalar(fn.name, name, t.dtype, a, LaunchError))
         return slots, keep
-
-
-def _grid(name: str, grid: Any) -> tuple[int, int, int]:
-    def is_int(x: Any) -> bool:
-        return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
-
-    if is_int(grid):
-        dims = (int(grid),)
-    elif isinstance(grid, tuple | list) and 1 <= len(grid) <= 3 and all(is_int(g) for g in grid):
-        dims = tuple(int(g) for g in grid)
-    else:
-        raise LaunchError(f"{name}: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}")
-    if any(d < 0 or d >= 2 ** 31 for d in dims):
-        raise LaunchError(f"{name}: grid dimensions must be in [0, 2**31), got {dims}")
-    return (dims + (1, 1, 1))[:3]  # type: ignore[return-value]
-
-
-def _check_array(kernel: str, name: str, dt: DType, a: Any, written: bool) -> np.ndarray:
-    if not isinstance(a, np.ndarray):
-        raise LaunchError(f"{kernel}: argument '{name}' (ptr<{dt}>) expects a numpy array of {dt}, "
-                          f"got {type(a).__name__}")
-    if a.dtype != dt.np:
-        try:
-            got = str(from_numpy(a.dtype))
-        except EggpuError:
-            got = str(a.dtype)
-        raise LaunchError(f"{kernel}: argument '{name}' (ptr<{dt}>) expects an array of {dt}, got an array of {got}")
-    if not a.flags.c_contiguous:
-        raise LaunchError(f"{kernel}: argument '{name}' needs a C-contiguous array (got strides {a.strides}); "
-                          "pass np.ascontiguousarray(...)")
-    if written and not a.flags.writeable:
-        raise LaunchError(f"{kernel}: argument '{name}' is a read-only array, but the kernel may write through it")
-    return a
 
 
 def written_params(fn: Function) -> frozenset[str]:
@@ -201,46 +169,11 @@ def written_params(fn: Function) -> frozenset[str]:
     return frozenset(out)
 
 
-def _scalar_bits(kernel: str, name: str, dt: DType, a: Any) -> int:
-    """The parameter's value converted to ``dt`` (like the interpreter), as slot bits."""
-    from eggpu.ir.semantics import cast, round_f64
-
-    what = f"{kernel}: argument '{name}' ({dt})"
-    v = a
-    if isinstance(v, np.ndarray):
-        if v.ndim != 0:
-            raise LaunchError(f"{what} expects a scalar, got an array of shape {v.shape}")
-        v = v[()]
-    is_bool = isinstance(v, bool | np.bool_)
-    is_int = isinstance(v, int | np.integer) and not is_bool
-    is_float = isinstance(v, float | np.floating)
-    if dt.is_bool:
-        if is_bool or (is_int and int(v) in (0, 1)):
-            return int(bool(v))
-        raise LaunchError(f"{what} expects a bool, got {v!r}")
-    if dt.is_int:
-        if not (is_int or is_bool):
-            raise LaunchError(f"{what} expects an integer, got {v!r}")
-        iv = int(v)
-        if not dt.min <= iv <= dt.max:
-            raise LaunchError(f"{what}: value {iv} is out of range [{dt.min}, {dt.max}]")
-        return iv & ((1 << dt.bits) - 1)
-    if not (is_int or is_bool or is_float):
-        raise LaunchError(f"{what} expects a number, got {v!r}")
-    if is_float:
-        r = round_f64(np.asarray(float(v), dtype=np.float64), dt)
-        if np.isfinite(float(v)) and not np.isfinite(r):
-            raise LaunchError(f"{what}: value {float(v)!r} is out of range for {dt}")
-    else:
-        iv = int(v)
-        if not -(1 << 63) <= iv < (1 << 64):
-            raise LaunchError(f"{what}: value {iv} is out of range for {dt}")
-        src = np.asarray(iv, dtype=np.int64 if iv < (1 << 63) else np.uint64)
-        r = cast(src, from_numpy(src.dtype), dt)
-        if not np.isfinite(r):
-            raise LaunchError(f"{what}: value {iv} is out of range for {dt}")
-    raw = np.asarray(r, dtype=dt.np).reshape(1).view(f"u{dt.bits // 8}")[0]
-    return int(raw)
+def _scalar_bits(value: np.generic) -> int:
+    """A converted scalar (:func:`eggpu.ir.launch_args.convert_scalar`) as the bits of its 8-byte
+    slot: the value's own bytes zero-extended (bool: 0 or 1)."""
+    raw = np.asarray(value).reshape(1)
+    return int(raw.view(f"u{raw.itemsize}")[0])
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,

@@ -103,7 +103,7 @@ class CompiledKernel:
 
     def run_cpu(self, grid: int | Sequence[int], *args: Any) -> None:
         """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place."""
-        normalize_grid(grid)
+        normalize_grid(self.name, grid)
         check_args(self.name, self.params, args)
         if self._host is None:
             from eggpu.codegen import build_host
@@ -115,7 +115,7 @@ class CompiledKernel:
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not)."""
         from eggpu.runtime import CudaRuntime
 
-        g = normalize_grid(grid)
+        g = normalize_grid(self.name, grid)
         checked = check_args(self.name, self.params, args)
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,

@@ -1,10 +1,11 @@
 """Launch arguments checking and the CUDA driver runtime (cuda-python).
 
 :func:`check_args` validates launch arguments against a kernel's parameters before anything
-touches a device (count, pointer dtypes, contiguity, scalar kinds and ranges), so it is tested
-without a GPU. :class:`CudaRuntime` loads PTX with ``cuModuleLoadData`` (the driver JIT-compiles
-it), launches with the kernel's ``.reqntid`` block size, and copies numpy arrays in and out;
-device arrays (CuPy, PyTorch: ``__cuda_array_interface__``) are passed without copies.
+touches a device (count, pointer dtypes, contiguity, scalar kinds and ranges: the rules and
+wording of :mod:`eggpu.ir.launch_args`, shared with the interpreter and the CPU build), so it is
+tested without a GPU. :class:`CudaRuntime` loads PTX with ``cuModuleLoadData`` (the driver
+JIT-compiles it), launches with the kernel's ``.reqntid`` block size, and copies numpy arrays in
+and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``) are passed without copies.
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ from typing import Any
 
 import numpy as np
 
-from eggpu.ir.dtypes import DType, from_numpy
-from eggpu.ir.errors import IRError, LaunchError
+from eggpu.ir import launch_args
+from eggpu.ir.dtypes import DType
+from eggpu.ir.errors import LaunchError
 from eggpu.ir.types import BlockType
 
 
@@ -37,55 +39,44 @@ class CheckedArg:
     value: Any
 
 
-def normalize_grid(grid: int | Sequence[int]) -> tuple[int, int, int]:
-    if isinstance(grid, int | np.integer):
-        g: tuple = (grid,)
-    elif isinstance(grid, tuple | list):
-        g = tuple(grid)
-    else:
-        raise LaunchError(f"grid must be 1 to 3 positive integers, got {grid!r}")
-    if not 1 <= len(g) <= 3 or any((not isinstance(x, int | np.integer)) or x < 1 for x in g):
-        raise LaunchError(f"grid must be 1 to 3 positive integers, got {grid!r}")
-    return tuple(int(x) for x in g) + (1,) * (3 - len(g))  # type: ignore[return-value]
-
-
-def _array_dtype(obj: Any) -> DType:
-    try:
-        return from_numpy(obj.dtype)
-    except (IRError, TypeError):
-        raise LaunchError(f"unsupported array dtype {obj.dtype}") from None
+def normalize_grid(kernel: str, grid: int | Sequence[int]) -> tuple[int, int, int]:
+    """``grid`` (an int or 1 to 3 ints in ``[0, 2**31)``; a 0 axis launches nothing) padded to
+    three axes with 1s; LaunchError naming ``kernel`` otherwise."""
+    dims, _rank = launch_args.normalize_grid(kernel, grid, LaunchError, limit=launch_args.GRID_LIMIT)
+    return dims
 
 
 def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any]) -> list[CheckedArg]:
-    """Validate ``args`` against ``params``; raise LaunchError naming the kernel and parameter."""
-    if len(args) != len(params):
-        names = ", ".join(p.name for p in params)
-        raise LaunchError(f"{kernel} takes {len(params)} launch arguments ({names}), got {len(args)}")
+    """Validate ``args`` against ``params``; raise LaunchError naming the kernel and parameter.
+
+    Host arrays and scalars follow :mod:`eggpu.ir.launch_args` (the interpreter's rules and
+    wording); a device array (an object with ``__cuda_array_interface__``) needs the pointee
+    dtype and C-contiguous strides and is passed by its data pointer.
+    """
+    names = launch_args.param_names(params)
+    launch_args.check_arg_count(kernel, names, args, LaunchError)
     out = []
-    for p, a in zip(params, args):
-        where = f"{kernel}: argument {p.name!r}"
+    for name, p, a in zip(names, params, args):
         if p.type.is_pointer:
-            want = p.type.dtype
             if hasattr(a, "__cuda_array_interface__"):
-                iface = a.__cuda_array_interface__
-                got = from_numpy(np.dtype(iface["typestr"]))
-                if got != want:
-                    raise LaunchError(f"{where} must point to {want} elements, got a device array of {got}")
-                if iface.get("strides") is not None and not _c_contiguous(iface["shape"], iface["strides"], np.dtype(iface["typestr"]).itemsize):
-                    raise LaunchError(f"{where} must be a contiguous array (call .contiguous() / cupy.ascontiguousarray)")
-                out.append(CheckedArg(p, "device", int(iface["data"][0])))
-                continue
-            if not isinstance(a, np.ndarray):
-                raise LaunchError(f"{where} must be an array of {want} (numpy, CuPy or PyTorch), got {type(a).__name__}")
-            got = _array_dtype(a)
-            if got != want:
-                raise LaunchError(f"{where} must point to {want} elements, got an array of {got}")
-            if not a.flags.c_contiguous:
-                raise LaunchError(f"{where} must be a C-contiguous array (use np.ascontiguousarray)")
-            out.append(CheckedArg(p, "host", a))
+                out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
+            else:
+                out.append(CheckedArg(p, "host", launch_args.check_host_array(kernel, name, p.type, a, LaunchError)))
         else:
-            out.append(CheckedArg(p, "scalar", convert_scalar(where, p.type.dtype, a)))
+            out.append(CheckedArg(p, "scalar", convert_scalar(kernel, name, p.type.dtype, a)))
     return out
+
+
+def _device_pointer(kernel: str, name: str, ptr_type: BlockType, iface: dict[str, Any]) -> int:
+    """The data pointer of a device array, once its dtype and layout fit ``ptr_type``."""
+    got = np.dtype(iface["typestr"])
+    if got != ptr_type.dtype.np:
+        raise LaunchError(launch_args.pointer_dtype_message(kernel, name, ptr_type, got, what="a device array"))
+    shape, strides = tuple(iface["shape"]), iface.get("strides")
+    if strides is not None and not _c_contiguous(shape, strides, got.itemsize):
+        raise LaunchError(launch_args.contiguity_message(
+            kernel, name, strides, shape, fix="pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"))
+    return int(iface["data"][0])
 
 
 def _c_contiguous(shape, strides, itemsize) -> bool:
@@ -97,30 +88,10 @@ def _c_contiguous(shape, strides, itemsize) -> bool:
     return True
 
 
-def convert_scalar(where: str, dt: DType, value: Any) -> Any:
-    """A Python/numpy scalar as a numpy scalar of ``dt``; rejects lossy kinds and out-of-range ints."""
-    if isinstance(value, np.ndarray) and value.shape == ():
-        value = value[()]
-    if isinstance(value, bool | np.bool_):
-        if not dt.is_bool:
-            raise LaunchError(f"{where} is {dt}, got the bool {bool(value)!r}")
-        return np.bool_(value)
-    if isinstance(value, int | np.integer):
-        if dt.is_float:
-            return dt.np.type(float(value))
-        iv = int(value)
-        if dt.is_bool:
-            if iv not in (0, 1):
-                raise LaunchError(f"{where} is bool, got {iv}")
-            return np.bool_(iv)
-        if not dt.min <= iv <= dt.max:
-            raise LaunchError(f"{where} is {dt}; {iv} is out of range [{dt.min}, {dt.max}]")
-        return dt.np.type(iv)
-    if isinstance(value, float | np.floating):
-        if not dt.is_float:
-            raise LaunchError(f"{where} is {dt}, got the float {value!r} (pass an int)")
-        return np.asarray(value).astype(dt.np)[()]
-    raise LaunchError(f"{where} must be a {dt} scalar, got {type(value).__name__}")
+def convert_scalar(kernel: str, name: str, dt: DType, value: Any) -> np.generic:
+    """A Python/numpy scalar as a numpy scalar of ``dt`` (:func:`eggpu.ir.launch_args.convert_scalar`:
+    floats are rejected for integer parameters, out-of-range values are rejected)."""
+    return launch_args.convert_scalar(kernel, name, dt, value, LaunchError)
 
 
 # ------------------------------------------------------------------ CUDA driver
@@ -175,7 +146,12 @@ class CudaRuntime:
 
     def launch(self, ptx: str, entry: str, grid: tuple[int, int, int], num_threads: int,
                checked: list[CheckedArg], *, synchronize: bool = True) -> None:
-        """Launch; numpy arrays are copied in before and out after (which synchronizes)."""
+        """Launch; numpy arrays are copied in before and out after (which synchronizes).
+
+        A grid with a 0 axis runs no program: nothing is loaded, copied or launched.
+        """
+        if 0 in grid:
+            return
         cu = self.cu
         fn = self.function(ptx, entry)
         holders: list[np.ndarray] = []

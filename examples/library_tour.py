@@ -13,8 +13,8 @@ import sys
 import time
 
 import numpy as np
-from eggpu.ir.dtypes import parse_dtype
 
+from eggpu.ir.dtypes import parse_dtype
 from eggpu.kernels import LIBRARY
 
 

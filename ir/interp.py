@@ -43,11 +43,12 @@ from typing import Any
 
 import numpy as np
 
-from .dtypes import DType, bool_, from_numpy, i64
-from .errors import EggpuError, InterpreterError
+from . import launch_args
+from .dtypes import bool_, i64
+from .errors import InterpreterError
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
-from .semantics import cast, round_f64
+from .semantics import round_f64
 from .types import BlockType
 
 __all__ = ["PointerValue", "interpret"]
@@ -94,7 +95,7 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     Raises :class:`InterpreterError` for bad arguments, out-of-bounds accesses and ``for`` loops
     with step 0.
     """
-    dims, rank = _normalize_grid(fn, grid)
+    dims, rank = launch_args.normalize_grid(fn.name, grid, InterpreterError)
     with np.errstate(all="ignore"):
         params = _bind_args(fn, args)
         program = _Program(fn, dims, params)
@@ -102,76 +103,31 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
         program.run()
 
 
-# ------------------------------------------------------------------ arguments and grid
-
-
-def _normalize_grid(fn: Function, grid: Any) -> tuple[tuple[int, int, int], int]:
-    """The grid padded to three axes with 1s, and how many axes the caller gave."""
-    def is_int(x: Any) -> bool:
-        return isinstance(x, int | np.integer) and not isinstance(x, bool | np.bool_)
-
-    if is_int(grid):
-        dims = (int(grid),)
-    elif isinstance(grid, tuple | list) and 1 <= len(grid) <= 3 and all(is_int(g) for g in grid):
-        dims = tuple(int(g) for g in grid)
-    else:
-        raise InterpreterError(f"{fn.name}: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}")
-    if any(d < 0 for d in dims):
-        raise InterpreterError(f"{fn.name}: grid dimensions must be >= 0, got {dims}")
-    return (dims + (1, 1, 1))[:3], len(dims)  # type: ignore[return-value]
-
-
-def _np_name(d: np.dtype) -> str:
-    """``f64 (float64)``: the eggpu name of a numpy dtype, with numpy's name when they differ."""
-    try:
-        name = str(from_numpy(d))
-    except EggpuError:
-        return str(d)
-    return name if name == str(d) else f"{name} ({d})"
-
-
-def _describe(value: Any) -> str:
-    if isinstance(value, np.ndarray):
-        return f"an array of {_np_name(value.dtype)} with shape {value.shape}"
-    if isinstance(value, np.generic):
-        return f"a numpy {value.dtype} scalar {value!r}"
-    return f"{type(value).__name__} {value!r}"
+# ------------------------------------------------------------------ arguments (rules: launch_args)
 
 
 def _bind_args(fn: Function, args: Sequence[Any]) -> list[Any]:
     params = fn.params
-    if len(args) != len(params):
-        names = ", ".join(p.name or f"arg{i}" for i, p in enumerate(params))
-        raise InterpreterError(f"{fn.name} takes {len(params)} argument(s) ({names}), got {len(args)}")
+    names = launch_args.param_names(params)
+    launch_args.check_arg_count(fn.name, names, args, InterpreterError)
     bases: dict[tuple, np.ndarray] = {}
     out = []
-    for i, (p, a) in enumerate(zip(params, args)):
-        name = p.name or f"arg{i}"
+    for name, p, a in zip(names, params, args):
         t = p.type
         if t.is_pointer:
             out.append(_bind_pointer(fn, name, t, a, bases))
         elif t.is_scalar:
-            out.append(_convert_scalar(fn, name, t.elem, a))
+            value = launch_args.convert_scalar(fn.name, name, t.elem, a, InterpreterError)
+            out.append(_frozen(np.asarray(value)))
         else:
             out.append(_bind_block(fn, name, t, a))
     return out
 
 
 def _bind_pointer(fn: Function, name: str, t: BlockType, a: Any, bases: dict[tuple, np.ndarray]) -> PointerValue:
-    pointee = t.dtype
     if not t.is_scalar:
         raise InterpreterError(f"{fn.name}: parameter '{name}' has the unsupported type {t} (pointer blocks)")
-    if not isinstance(a, np.ndarray):
-        raise InterpreterError(
-            f"{fn.name}: parameter '{name}' ({t}) expects a numpy array of {pointee}, got {_describe(a)}")
-    if a.dtype != pointee.np:
-        raise InterpreterError(
-            f"{fn.name}: parameter '{name}' ({t}) expects an array of {pointee}, "
-            f"got an array of {_np_name(a.dtype)}")
-    if not a.flags.c_contiguous:
-        raise InterpreterError(
-            f"{fn.name}: parameter '{name}' needs a C-contiguous array (got strides {a.strides} for shape "
-            f"{a.shape}); pass np.ascontiguousarray(...) and copy the result back")
+    a = launch_args.check_host_array(fn.name, name, t, a, InterpreterError)
     key = (a.__array_interface__["data"][0], a.size, a.dtype)
     base = bases.get(key)
     if base is None:
@@ -179,56 +135,10 @@ def _bind_pointer(fn: Function, name: str, t: BlockType, a: Any, bases: dict[tup
     return PointerValue(base, _frozen(np.zeros((), dtype=np.int64)), name)
 
 
-def _convert_scalar(fn: Function, name: str, dt: DType, a: Any) -> np.ndarray:
-    what = f"{fn.name}: parameter '{name}' ({dt})"
-    v = a
-    if isinstance(v, np.ndarray):
-        if v.ndim != 0:
-            raise InterpreterError(f"{what} expects a scalar, got {_describe(a)}")
-        v = v[()]
-    is_bool = isinstance(v, bool | np.bool_)
-    is_int = isinstance(v, int | np.integer) and not is_bool
-    is_float = isinstance(v, float | np.floating)
-    if dt.is_bool:
-        if is_bool:
-            return _frozen(np.asarray(bool(v)))
-        if is_int and int(v) in (0, 1):
-            return _frozen(np.asarray(bool(v)))
-        raise InterpreterError(f"{what} expects a bool, got {_describe(a)}")
-    if dt.is_int:
-        if not (is_int or is_bool):
-            raise InterpreterError(f"{what} expects an integer, got {_describe(a)}")
-        iv = int(v)
-        if not dt.min <= iv <= dt.max:
-            raise InterpreterError(f"{what}: value {iv} is out of range [{dt.min}, {dt.max}]")
-        return _frozen(np.asarray(iv, dtype=dt.np))
-    # float parameter
-    if not (is_int or is_bool or is_float):
-        raise InterpreterError(f"{what} expects a number, got {_describe(a)}")
-    if is_float:
-        x = float(v)
-    else:
-        iv = int(v)
-        if -(1 << 63) <= iv < (1 << 64):
-            src = np.asarray(iv, dtype=np.int64 if iv < (1 << 63) else np.uint64)
-            r = cast(src, from_numpy(src.dtype), dt)
-            if not np.isfinite(r):
-                raise InterpreterError(f"{what}: value {iv} is out of range for {dt}")
-            return _frozen(np.asarray(r))
-        try:
-            x = float(iv)
-        except OverflowError:
-            raise InterpreterError(f"{what}: value {iv} is out of range for {dt}") from None
-    r = round_f64(np.asarray(x, dtype=np.float64), dt)
-    if math.isfinite(x) and not np.isfinite(r):
-        raise InterpreterError(f"{what}: value {x!r} is out of range for {dt} (max {dt.max!r})")
-    return _frozen(np.asarray(r))
-
-
 def _bind_block(fn: Function, name: str, t: BlockType, a: Any) -> np.ndarray:
     if not isinstance(a, np.ndarray) or a.shape != t.shape or a.dtype != t.dtype.np:
-        raise InterpreterError(
-            f"{fn.name}: parameter '{name}' expects an array of {t.dtype} with shape {t.shape}, got {_describe(a)}")
+        raise InterpreterError(f"{fn.name}: parameter '{name}' expects an array of {t.dtype} with shape {t.shape}, "
+                               f"got {launch_args.describe(a)}")
     return _frozen(a.copy())
 
 

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
+
 from eggpu.ir.builder import Builder
 from eggpu.ir.dtypes import DType, bool_, from_numpy, i32, promote
 from eggpu.ir.errors import CompileError, IRError

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, ClassVar
 
 import numpy as np
+
 from eggpu.ir.dtypes import ALL_DTYPES, BY_NAME, DType, from_numpy
 from eggpu.ir.errors import IRError, LaunchError
 from eggpu.ir.graph import Function

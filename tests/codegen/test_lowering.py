@@ -141,10 +141,23 @@ def test_host_run_checks_arguments(vadd_host):
         vadd_host.run(1, x, x, x, 1.5)
     with pytest.raises(LaunchError, match="out of range"):
         vadd_host.run(1, x, x, x, 2**31)
-    with pytest.raises(LaunchError, match="grid"):
+    with pytest.raises(LaunchError, match=r"^vector_add: grid must be an int or a tuple of 1 to 3 ints, "
+                       r"got \(1, 2, 3, 4\)$"):
         vadd_host.run((1, 2, 3, 4), x, x, x, 10)
-    with pytest.raises(LaunchError, match="grid"):
+    with pytest.raises(LaunchError, match=r"^vector_add: grid dimensions must be >= 0, got \(-1,\)$"):
         vadd_host.run(-1, x, x, x, 10)
+    with pytest.raises(LaunchError, match=r"^vector_add: grid dimensions must be at most 2147483647, "
+                       r"got \(1, 2147483648\)$"):
+        vadd_host.run((1, 2**31), x, x, x, 10)
+
+
+def test_host_run_empty_grid_checks_arguments_and_runs_nothing(vadd_host):
+    x = np.ones(10, np.float32)
+    out = np.zeros(10, np.float32)
+    vadd_host.run((4, 0), x, x, out, 10)
+    assert not out.any()
+    with pytest.raises(LaunchError, match=r"^vector_add: parameter 'n' \(i32\) expects an integer, got float 1\.5$"):
+        vadd_host.run(0, x, x, out, 1.5)
 
 
 def test_read_only_arrays_only_for_inputs(vadd_host):
@@ -198,8 +211,11 @@ def test_host_scalar_conversions():
     assert o[0] == 1.5 + 200 + 1 - 3 + 0.25
     with pytest.raises(LaunchError, match="'a' \\(f16\\): value 1000000.0 is out of range"):
         hk.run(1, o, 1e6, 200, True, -3, 0.25)
-    with pytest.raises(LaunchError, match="expects a bool"):
+    with pytest.raises(LaunchError, match=r"^scal: parameter 'f' \(bool\) expects a bool, got int 2$"):
         hk.run(1, o, 1.5, 200, 2, -3, 0.25)
+    # bools count as integers and 0/1 as bools (the interpreter's rules); numpy scalars keep their value
+    hk.run(1, o, np.float64(-2.5), np.uint8(255), 0, True, np.float32(0.5))
+    assert o[0] == -2.5 + 255 + 0 + 1 + 0.5
 
 
 # ---------------------------------------------------------------- layout and analysis

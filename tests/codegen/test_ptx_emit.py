@@ -9,6 +9,8 @@ from __future__ import annotations
 import re
 
 import pytest
+from llvmlite import ir
+
 from eggpu.codegen import toolchain
 from eggpu.codegen.ptx import (
     PtxOptions,
@@ -21,7 +23,6 @@ from eggpu.codegen.ptx import (
 from eggpu.codegen.ptxas import clear_cache, parse_ptxas_log, run_ptxas
 from eggpu.codegen.target import GPU_TARGETS, get_target
 from eggpu.ir.errors import CodegenError, ToolchainError
-from llvmlite import ir
 
 ENTRY = entry_point_name("tiny")
 F32 = ir.FloatType()

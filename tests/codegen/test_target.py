@@ -6,6 +6,7 @@ import re
 
 import llvmlite.binding as llvm
 import pytest
+
 from eggpu.codegen.ptx import initialize_llvm
 from eggpu.codegen.target import GPU_TARGETS, NVPTX_TRIPLE, Target, get_target, host_target
 from eggpu.ir.errors import CodegenError

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from eggpu.codegen import toolchain
 from eggpu.ir.errors import ToolchainError
 

@@ -35,9 +35,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+from hypothesis import strategies as st
+
 from eggpu.ir import ALL_DTYPES, Builder, DType, Function, Value, bool_, i32, pointer, scalar
 from eggpu.ir.ops import ELEMENTWISE, OPS_LIST, OpDef
-from hypothesis import strategies as st
 
 DEFAULT_SHAPES: tuple[tuple[int, ...], ...] = ((4,), (2, 4))
 

@@ -10,6 +10,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from eggpu.ir import (
     ALL_DTYPES,
     OPS,
@@ -39,8 +42,6 @@ from eggpu.ir import (
 from eggpu.ir.parser import parse_function, parse_type
 from eggpu.ir.printer import op_table_markdown, print_function, print_type, splice_op_table
 from eggpu.ir.structural import first_difference, structurally_equal
-from hypothesis import given, settings
-from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
 

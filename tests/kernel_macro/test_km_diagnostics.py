@@ -10,10 +10,10 @@ import math
 
 import numpy as np
 import pytest
-from eggpu.kernel_macro.diagnostics import KernelCompileError
 
 import eggpu
 import eggpu.language as tl
+from eggpu.kernel_macro.diagnostics import KernelCompileError
 
 FILE = __file__
 

@@ -8,6 +8,9 @@ from typing import TypeVar
 import ml_dtypes
 import numpy as np
 import pytest
+
+import eggpu
+import eggpu.language as tl
 from eggpu.ir.structural import structurally_equal
 from eggpu.kernel_macro import hooks
 from eggpu.kernel_macro.errors import (
@@ -23,9 +26,6 @@ from eggpu.kernel_macro.errors import (
     UnsupportedDtypeError,
 )
 from eggpu.kernel_macro.kernel import Dispatch, Kernel, KernelInstance, pascal_case
-
-import eggpu
-import eggpu.language as tl
 
 D = TypeVar("D", bound=tl.Float)
 I = TypeVar("I", bound=tl.Int)  # noqa: E741

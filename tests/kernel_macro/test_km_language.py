@@ -4,13 +4,13 @@ IR locations, and the outside-kernel behaviour of the ``tl`` functions."""
 import inspect
 from typing import TypeVar
 
-import eggpu.ir as ir
 import numpy as np
 import pytest
-from eggpu.kernel_macro import language as km_language
 
 import eggpu
+import eggpu.ir as ir
 import eggpu.language as tl
+from eggpu.kernel_macro import language as km_language
 
 D = TypeVar("D", bound=tl.Float)
 

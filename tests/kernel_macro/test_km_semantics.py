@@ -8,10 +8,10 @@ from typing import TypeVar
 
 import numpy as np
 import pytest
-from eggpu.ir.semantics import int_div, int_rem
 
 import eggpu
 import eggpu.language as tl
+from eggpu.ir.semantics import int_div, int_rem
 
 MOD = sys.modules[__name__]
 A = TypeVar("A", bound=tl.Dtype)

@@ -16,12 +16,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from eggpu.ir.dtypes import f32, f64
-from eggpu.ir.graph import Function
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import eggpu.language as tl
+from eggpu.ir.dtypes import f32, f64
+from eggpu.ir.graph import Function
 from eggpu.kernels import LIBRARY, assert_close, get
 from eggpu.kernels import reference as ref
 from eggpu.kernels.library import LAYER_NORM_EPS, padded_rows, row_block, rows_of, sentinel
