@@ -139,7 +139,8 @@ class CudaRuntime:
     def function(self, ptx: str, entry: str) -> Any:
         key = (ptx, entry)
         if key not in self._modules:
-            module = self._check(self.cu.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
+            image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)  # NUL-terminated PTX text
+            module = self._check(self.cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
             fn = self._check(self.cu.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
             self._modules[key] = (module, fn)
         return self._modules[key][1]

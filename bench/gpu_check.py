@@ -1,0 +1,92 @@
+"""Correctness of every library kernel on a CUDA GPU: ``ck.launch`` vs numpy (and vs ``run_cpu``).
+
+    python -m bench.gpu_check --prepare DIR   # where the full toolchain is: fill an eggpu cache
+    EGGPU_CACHE_DIR=DIR python -m bench.gpu_check [--out FILE.json]   # on the GPU machine
+
+Every kernel of :data:`eggpu.kernels.LIBRARY`, every dtype it supports, every default (ragged)
+size: the case is launched on the device through ``ck.launch`` with numpy arrays (copied in and
+out) and compared with the numpy reference at the library's tolerances. Without a device it
+prints why and exits 0. Prints one line per kernel/dtype and a closing ``N passed, N failed``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+import traceback
+from typing import Any
+
+import numpy as np
+
+
+def _cases():
+    from eggpu.kernels import LIBRARY
+
+    for lk in LIBRARY:
+        for dt in lk.dtypes:
+            rng = np.random.default_rng(0)
+            yield lk, dt, [lk.make_case(size, dt, rng) for size in lk.sizes]
+
+
+def prepare(directory: str, target: str) -> None:
+    import eggpu
+
+    n = 0
+    for lk, _dt, cases in _cases():
+        for case in cases:
+            eggpu.compile(lk.instance(case), target=target, cache=directory)
+            n += 1
+    print(f"prepared {n} compiles in {directory}")
+
+
+def check(target: str) -> dict[str, Any]:
+    import eggpu
+    from eggpu.runtime import gpu_available
+
+    if not gpu_available():
+        return {"skipped": "no CUDA device (cuda-python could not open one)"}
+    results: list[dict[str, Any]] = []
+    for lk, dt, cases in _cases():
+        row: dict[str, Any] = {"kernel": lk.name, "dtype": str(dt), "sizes": [str(c.size) for c in cases]}
+        t0 = time.perf_counter()
+        try:
+            for case in cases:
+                ck = eggpu.compile(lk.instance(case), target=target)
+                row.setdefault("cache", set()).add(ck.report.get("cache"))
+                lk.check(case, case.run(ck.launch))
+            row["result"] = "ok"
+        except Exception as e:  # report every failure, keep going
+            row["result"] = "FAIL"
+            row["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]
+        row["cache"] = sorted(row.get("cache", []))
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        results.append(row)
+        print(f"{row['result']:4s} {lk.name}[{dt}] {row.get('error', '')[:300]}", flush=True)
+    passed = sum(r["result"] == "ok" for r in results)
+    failed = len(results) - passed
+    print(f"{passed} passed, {failed} failed")
+    return {"target": target, "results": results, "passed": passed, "failed": failed}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.gpu_check")
+    p.add_argument("--prepare", metavar="DIR")
+    p.add_argument("--target", default="sm_90")
+    p.add_argument("--out")
+    a = p.parse_args(argv)
+    if a.prepare:
+        prepare(a.prepare, a.target)
+        return 0
+    res = check(a.target)
+    if "skipped" in res:
+        print(f"skipped: {res['skipped']}")
+    if a.out:
+        with open(a.out, "w") as f:
+            json.dump(res, f, indent=1)
+    return 1 if res.get("failed") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
