@@ -671,6 +671,11 @@ class CodeGenerator:
                 elif is_number(v0) and is_number(end):
                     new[n] = ("tensor", BlockType(_literal_join_dtype(v0, end), ()), True)
                 elif is_number(v0) and isinstance(end, Tensor) and not end.is_pointer:
+                    if isinstance(v0, float) and not end.dtype.is_float:
+                        raise self.error(
+                            node, f"{n} starts as the float literal {v0!r} before the loop but becomes "
+                            f"{end.type} in it",
+                            f"start it with an integer literal, or convert inside the loop: {n} = (...).to(tl.f32)")
                     new[n] = ("tensor", end.type, True)
                 else:
                     raise self.error(

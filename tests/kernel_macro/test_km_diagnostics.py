@@ -590,3 +590,19 @@ def test_load_other_without_mask_is_an_error() -> None:
     with pytest.raises(eggpu.CompileError, match=r"tl.load got other= without mask=") as e:
         other_no_mask.Kernel(4).ir()
     assert "hint: pass mask=... as well, or drop other=" in str(e.value)
+
+
+def test_float_literal_loop_variable_becoming_int_names_the_change() -> None:
+    import eggpu
+    import eggpu.language as tl
+
+    @eggpu.kernel
+    def float_then_int(o_ptr: tl.Pointer[tl.i32], n: tl.i32):
+        acc = 0.0
+        for i in range(n):
+            acc = i
+        tl.store(o_ptr, acc)
+
+    with pytest.raises(eggpu.CompileError, match=r"acc starts as the float literal 0\.0 before the loop but becomes i32 in it") as e:
+        float_then_int.Kernel().ir()
+    assert "hint: start it with an integer literal" in str(e.value)
