@@ -21,7 +21,7 @@ from collections.abc import Callable
 from eggpu.ir import Block, Builder, Function, Operation, Value, verify
 from eggpu.ir.errors import EggpuError, IRError
 
-from .encode import Encoding, Region
+from .encode import Encoding, Region, needed_values
 from .extract import Extraction, TNode, TypedGraph, extract
 
 
@@ -148,11 +148,7 @@ class Decoder:
         for i, op in enumerate(blk.ops):
             if op.opdef.is_pure and not op.regions:
                 continue
-            needed = list(op.operands)
-            for sub in op.regions:
-                for inner in sub.walk():
-                    needed.extend(inner.operands)
-            for v in needed:
+            for v in needed_values(op):
                 if id(v) not in self.vmap and id(v) in region.first_use:
                     self.materialize(region, v, i, op.loc)
             self.op(op)

@@ -163,11 +163,7 @@ class _Encoder:
         for i, op in enumerate(blk.ops):
             if op.opdef.is_pure and not op.regions:
                 continue
-            needed = list(op.operands)
-            for sub in op.regions:
-                for inner in sub.walk():
-                    needed.extend(inner.operands)
-            for v in needed:
+            for v in needed_values(op):
                 if id(v) in local and id(v) not in region.first_use:
                     region.first_use[id(v)] = i
                     region.roots.append(v)
@@ -199,3 +195,12 @@ def encode(fn: Function) -> Encoding:
 
 
 __all__ = ["Encoding", "Leaf", "Region", "encode", "op_term"]
+
+
+def needed_values(op: Operation) -> list[Value]:
+    """The values a non-pure op uses: its operands and those of every op nested in its regions."""
+    needed = list(op.operands)
+    for sub in op.regions:
+        for inner in sub.walk():
+            needed.extend(inner.operands)
+    return needed
