@@ -196,13 +196,25 @@ def _files(ck: CompiledKernel) -> dict[str, str]:
 
 
 def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel:
-    from eggpu.ir.parser import parse_type
-
     r = entry.report
-    params = tuple(Param(n, parse_type(t)) for n, t in r["params"])
+    params = tuple(Param(n, _param_type(t)) for n, t in r["params"])
     return CompiledKernel(kernel.name, kernel.id, r["entry_point"], opts.target, entry.files["ptx"],
                           entry.files["ll"], entry.files["ir"], entry.files["py"], params,
                           r["num_threads"], r, opts, str(entry.stem))
+
+
+def _param_type(text: str):
+    """A launch parameter's type from its text (``ptr<f32>`` or ``i32``) without the IR parser."""
+    from eggpu.ir.dtypes import parse_dtype
+    from eggpu.ir.types import BlockType, PointerType
+
+    if text.startswith("ptr<") and text.endswith(">"):
+        return BlockType(PointerType(parse_dtype(text[4:-1])), ())
+    if "[" not in text:
+        return BlockType(parse_dtype(text), ())
+    from eggpu.ir.parser import parse_type
+
+    return parse_type(text)
 
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:

@@ -29,9 +29,6 @@ from .dtypes import (
 from .errors import EggpuError, IRError, IRParseError
 from .graph import Block, Function, Loc, Operation, Value
 from .ops import OPS, OPS_LIST, OpDef
-from .parser import parse_function, parse_type
-from .printer import print_function, print_type
-from .structural import structurally_equal
 from .types import BlockType, PointerType, block, pointer, scalar
 from .verifier import verify
 
@@ -43,3 +40,18 @@ __all__ = [
     "u8", "u16", "u32", "u64", "verify", "parse_function", "parse_type", "print_function",
     "print_type", "structurally_equal",
 ]
+
+# The text form is loaded on first use: a cache hit in a fresh process never needs it.
+_LAZY = {
+    "parse_function": ".parser", "parse_type": ".parser", "print_function": ".printer",
+    "print_type": ".printer", "structurally_equal": ".structural",
+}
+
+
+def __getattr__(name: str):
+    mod = _LAZY.get(name)
+    if mod is None:
+        raise AttributeError(f"module 'eggpu.ir' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(mod, __name__), name)
