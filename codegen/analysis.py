@@ -16,7 +16,7 @@ offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``,
 integer ``cast``, ``splat``, ``broadcast``, ``expand_dims``, ``reshape``, ``trans``,
 ``addptr`` and, by a fixpoint, through ``for`` carried values and ``if`` results.
 
-The lowering uses the facts to decide when a thread's run of elements is contiguous and
+The lowering uses the facts to decide when a thread's chunk of elements is contiguous and
 aligned in memory (:func:`vector_width`). Wrap-around does not break this: a run of ``w``
 elements starting at a multiple of ``w`` never crosses a multiple of ``2**bits``.
 """
@@ -272,10 +272,12 @@ def _reshape(a: Affine, src: tuple[int, ...], dst: tuple[int, ...]) -> Affine | 
                   a.origin, a.const)
 
 
-def vector_width(fact: Affine | None, shape: tuple[int, ...], per: int, elem_bytes: int, origin_align: int) -> int:
-    """How many consecutive elements of a thread's run one memory instruction may cover.
+def vector_width(fact: Affine | None, shape: tuple[int, ...], chunk: int, elem_bytes: int, origin_align: int) -> int:
+    """How many consecutive elements of a thread's layout chunk one memory instruction may cover.
 
-    A run chunk of ``w`` elements (``w`` a power of two, at most 16 bytes, dividing ``per``
+    ``chunk`` is the layout's chunk width (:attr:`eggpu.codegen.layout.Layout.vec`): a thread's
+    slots come in runs of ``chunk`` consecutive flat elements starting at multiples of
+    ``chunk``. A piece of ``w`` elements (``w`` a power of two, at most 16 bytes, dividing ``chunk``
     and the last dimension) is contiguous when the last dimension has stride 1, and aligned
     to ``w * elem_bytes`` when the base pointer is aligned to ``origin_align`` bytes and the
     element offset of every chunk start is a multiple of ``w``. Returns 1 when nothing wider
@@ -288,7 +290,7 @@ def vector_width(fact: Affine | None, shape: tuple[int, ...], per: int, elem_byt
         return 1
     w = 16 // elem_bytes
     while w > 1:
-        if per % w == 0 and shape[-1] % w == 0 and (shape[-1] > 1 or w == 1):
+        if chunk % w == 0 and shape[-1] % w == 0 and (shape[-1] > 1 or w == 1):
             offset_div = fact.base_div
             for n, s in zip(shape[:-1], fact.strides[:-1]):
                 if n != 1:

@@ -491,8 +491,11 @@ class Emitter:
 
     def scatter_slots(self, ptrs: Sequence[ir.Value], vals: Sequence[ir.Value],
                       masks: Sequence[ir.Value | None]) -> None:
-        """Host: store several slots lane by lane, lane-major (row-major element order: the last
-        write to an address wins, like the interpreter); masked-off lanes write a scratch slot."""
+        """Host: store several slots lane by lane, lane-major; masked-off lanes write a scratch slot.
+
+        Called with the slots of one layout chunk (consecutive flat elements), chunk after
+        chunk, this is row-major element order: the last write to an address wins, like the
+        interpreter."""
         b = self.b
         safe = []
         for p, m in zip(ptrs, masks):

@@ -1,15 +1,20 @@
 """How block values are distributed over the threads of a CTA, and how lowered values look.
 
-Layout rule (DESIGN.md §6): a block of static shape ``S`` with ``E = numel(S)`` elements is
-split into ``NT`` (threads per CTA) runs of ``per = ceil(E / NT)`` consecutive elements in flat
-row-major order: thread ``t`` owns flat indices ``[t*per, t*per + per) ∩ [0, E)``. Threads
-past the end own nothing (their element slots hold don't-care values that stores, atomics and
-reductions mask off). Consequences used by the lowering:
+Layout rule (blocked with repetition, like Triton's blocked layout): a block of static shape
+``S`` with ``E = numel(S)`` elements gives each of the ``NT`` threads of a CTA ``per =
+ceil(E / NT)`` element slots, grouped in ``per / V`` chunks of ``V`` consecutive flat
+(row-major) elements, ``V`` = the largest power of two <= 4 dividing ``per``. Slot ``j = r*V +
+i`` of thread ``t`` is flat index ``r*NT*V + t*V + i``: chunk ``r`` of all threads covers
+``NT*V`` consecutive elements, thread after thread. Slots at flat indices ``>= E`` are
+unowned (don't-care values that stores, atomics and reductions mask off). ``V`` depends only on
+``E`` and ``NT``, never on the dtype, so same-shape values of any dtype line up lane by lane.
+Consequences used by the lowering:
 
 * elementwise ops work element by element on each thread's ``per`` values;
-* ``reshape`` and ``expand_dims`` keep the flat order, so they move no data;
-* a thread's elements are contiguous in memory whenever the block's addresses are, which is
-  what lets loads and stores vectorize.
+* ``reshape`` and ``expand_dims`` keep the flat order (and ``E``), so they move no data;
+* a chunk is contiguous in memory whenever the block's addresses are, so loads and stores
+  vectorize by up to ``V`` elements, and one warp-wide vector access covers ``32*V``
+  consecutive elements (fully used sectors).
 
 A lowered value (:class:`LV`) has one of three forms:
 
@@ -21,7 +26,8 @@ A lowered value (:class:`LV`) has one of three forms:
     uniforms by elementwise and shape ops). It is evaluated at the coordinates a consumer
     needs, so ``broadcast``/``trans``/``expand_dims`` of index arithmetic cost nothing.
 ``elems``
-    ``per`` thread-level LLVM values: element ``j`` of thread ``t`` is flat index ``t*per + j``.
+    ``per`` thread-level LLVM values: slot ``j`` of thread ``t`` is flat index
+    ``(j // V)*NT*V + t*V + j % V`` (:meth:`Layout.slot_flat`).
 """
 
 from __future__ import annotations
@@ -57,63 +63,100 @@ class Layout:
         return -(-self.numel // self.nt)
 
     @property
+    def vec(self) -> int:
+        """Chunk width ``V``: the largest power of two <= 4 dividing ``per``.
+
+        It depends only on ``numel`` and ``nt``, so every block of the same shape (any dtype)
+        and every reshape of it has the same ownership map.
+        """
+        v = 4
+        while self.per % v:
+            v //= 2
+        return v
+
+    @property
+    def chunks(self) -> int:
+        """Chunks per thread: ``per // vec``."""
+        return self.per // self.vec
+
+    @property
+    def stride(self) -> int:
+        """Flat distance between a thread's consecutive chunks: ``nt * vec``."""
+        return self.nt * self.vec
+
+    @property
     def all_owned(self) -> bool:
         """True when every element slot of every thread holds a real element."""
         return self.per * self.nt == self.numel
 
-    def flat(self, em: Emitter, j: int) -> ir.Value:
-        """Flat index (thread-level i32) of element slot ``j``: ``tid * per + j``."""
+    def slot_flat(self, t: int, j: int) -> int:
+        """Flat index (a Python int) of slot ``j`` of thread ``t`` (may be >= numel: unowned)."""
+        v = self.vec
+        return (j // v) * self.stride + t * v + j % v
+
+    def owner(self, f: int) -> tuple[int, int]:
+        """``(thread, slot)`` holding flat index ``f``."""
+        v = self.vec
+        r, rest = divmod(f, self.stride)
+        t, i = divmod(rest, v)
+        return t, r * v + i
+
+    def chunk_base(self, em: Emitter, r: int) -> ir.Value:
+        """Flat index (thread-level i32) of the first slot of chunk ``r``: ``r*nt*vec + tid*vec``."""
         b = em.b
         t = em.tid()
-        base = b.mul(t, em.k(t, self.per)) if self.per != 1 else t
-        return b.add(base, em.k(t, j)) if j else base
+        base = b.mul(t, em.k(t, self.vec)) if self.vec != 1 else t
+        return b.add(base, em.k(t, r * self.stride)) if r else base
+
+    def flat(self, em: Emitter, j: int) -> ir.Value:
+        """Flat index (thread-level i32) of element slot ``j``: ``chunk_base(j // vec) + j % vec``."""
+        base = self.chunk_base(em, j // self.vec)
+        i = j % self.vec
+        return em.b.add(base, em.k(base, i)) if i else base
 
     def owned(self, em: Emitter, j: int) -> ir.Value | None:
         """Thread-level i1: slot ``j`` holds a real element; None when that is always so."""
-        if self.all_owned:
+        if self.all_owned or (j // self.vec + 1) * self.stride <= self.numel:
             return None
         f = self.flat(em, j)
         return em.b.icmp_unsigned("<", f, em.k(f, self.numel))
 
     def owned_any(self, em: Emitter) -> ir.Value | None:
         """Thread-level i1: the thread owns at least one element (None: every thread does)."""
-        if self.numel >= self.nt:
+        if self.numel >= self.stride:
             return None
-        t = em.tid()
-        return em.b.icmp_unsigned("<", t, em.k(t, self.numel))
+        f = self.chunk_base(em, 0)
+        return em.b.icmp_unsigned("<", f, em.k(f, self.numel))
 
     def coords(self, em: Emitter, j: int) -> Coords:
         """Coordinates (thread-level i32 per dimension) of the element in slot ``j``.
 
-        Uses the alignment of the thread's run to the shape to avoid divisions: when the run
-        lies inside one slab of a dimension (``per`` divides the slab) the coordinate does not
-        depend on ``j``; when it covers whole slabs, ``j`` adds a static offset.
+        Slots of one chunk are consecutive flat indices starting at a multiple of ``vec``:
+        when ``vec`` divides a dimension's slab the coordinate is the chunk start's; when the
+        repetition stride ``nt*vec`` is a multiple of ``slab*size`` the chunk index drops out.
+        Coordinates are always reduced into range (unowned slots get in-range don't-cares);
+        only the leading dimension of a fully owned layout skips the reduction.
         """
         b = em.b
         t = em.tid()
-        per = self.per
+        v = self.vec
+        r, i = divmod(j, v)
         out: Coords = []
         for d, size in enumerate(self.shape):
             slab = prod(self.shape[d + 1:])
             if size == 1:
                 out.append(em.k(t, 0))
                 continue
-            if slab % per == 0:
-                # the run sits inside one slab: coordinate of the run's start
-                q = b.udiv(b.mul(t, em.k(t, per)), em.k(t, slab)) if slab != per else t
-                out.append(b.urem(q, em.k(t, size)))
-            elif per % slab == 0:
-                step = per // slab
-                q = b.mul(t, em.k(t, step)) if step != 1 else t
-                r = j // slab
-                if size % step == 0:
-                    c = b.urem(q, em.k(t, size))
-                    out.append(b.add(c, em.k(t, r)) if r else c)
-                else:
-                    out.append(b.urem(b.add(q, em.k(t, r)), em.k(t, size)))
+            rr = 0 if self.stride % (slab * size) == 0 else r
+            ii = 0 if slab % v == 0 else i
+            f = self.chunk_base(em, rr)
+            if ii:
+                f = b.add(f, em.k(f, ii))
+            q = b.udiv(f, em.k(f, slab)) if slab != 1 else f
+            if d == 0 and self.all_owned:
+                out.append(q)
             else:
-                f = self.flat(em, j)
-                out.append(b.urem(b.udiv(f, em.k(t, slab)), em.k(t, size)))
+                out.append(b.urem(q, em.k(q, size)))
         return out
 
 

@@ -5,9 +5,11 @@ Masks. An element is accessed when its slot is owned by the thread (see
 ``other`` (0 without it) and never touch memory.
 
 Vector accesses (GPU). When the address analysis (:mod:`eggpu.codegen.analysis`) proves that a
-thread's run is contiguous and aligned in chunks of ``w`` elements, each chunk is one
-``ld.global.v{w}``/``st.global.v{w}``: if all ``w`` lanes of the chunk are valid the vector
-instruction runs, otherwise each element is loaded/stored under its own predicate. Alignment
+thread's layout chunks (``Layout.vec`` consecutive elements each) are contiguous and aligned in
+pieces of ``w`` elements, each piece is one ``ld.global.v{w}``/``st.global.v{w}``. Chunks are
+grouped to span at least 16 bytes (one chunk for 32/64-bit types); per group one branch: when
+every slot of the group is valid the vector instructions run, otherwise each element is
+loaded/stored under its own predicate. Alignment
 of a pointer *parameter* is never proven, only assumed: with ``assume_aligned`` the lowering
 records ``{param: "align16"}`` in the module's assumptions and the launcher must check it.
 
@@ -17,10 +19,10 @@ Scalar (shape ``()``) accesses happen once per program: every thread loads the s
 (a uniform value); a store or an atomic is done by thread 0 only, and an atomic's old value is
 broadcast through shared memory.
 
-Atomics apply element by element in row-major order (the host loops over lanes in order) and
-return the old value (0 for masked-off lanes). Integer add/max/min and float add use
-``atomicrmw``; float max/min (minimumNumber semantics) use a compare-and-swap loop; ``atomic_cas``
-is ``cmpxchg``. Atomics are ``monotonic`` (relaxed).
+Atomics apply element by element in row-major order (the host loops over chunks, then lanes,
+then the chunk's slots) and return the old value (0 for masked-off lanes). Integer
+add/max/min and float add use ``atomicrmw``; float max/min (minimumNumber semantics) use a
+compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed).
 """
 
 from __future__ import annotations
@@ -63,12 +65,12 @@ def _width(lw, op: Operation) -> int:
         return 1
     dt = ptr.type.dtype
     size = _elem_bytes(dt)
-    per = lw.layout(shape).per
+    chunk = lw.layout(shape).vec
     origin_align = PARAM_ALIGN if lw.assume_aligned else size
-    w = vector_width(fact, shape, per, size, origin_align)
+    w = vector_width(fact, shape, chunk, size, origin_align)
     if w > 1 and origin_align > size:
         # the proof used the parameter's alignment only if the natural alignment is not enough
-        if vector_width(fact, shape, per, size, size) < w:
+        if vector_width(fact, shape, chunk, size, size) < w:
             lw.record_assumption(fact.origin, ALIGN_ASSUMPTION)
     return w
 
@@ -93,7 +95,6 @@ def _all(em: Emitter, masks: list[ir.Value | None]) -> ir.Value | None:
 
 def lower_load(lw, op: Operation) -> list[LV]:
     em = lw.em
-    b = em.b
     t = op.results[0].type
     dt = t.dtype
     mt = em.mem_type(dt)
@@ -110,34 +111,14 @@ def lower_load(lw, op: Operation) -> list[LV]:
     others = lw.elems(lw.get(op.operands[2])) if len(op.operands) > 2 else [None] * lay.per
     others = [_stored(em, dt, o) if o is not None else None for o in others]
     w = _width(lw, op)
-    out: list[ir.Value] = []
-    for j0 in range(0, lay.per, w):
-        chunk = range(j0, j0 + w)
-        if w == 1 or all(is_const_false(masks[j]) for j in chunk):
-            out.extend(em.gload(ptrs[j], mt, masks[j], others[j]) for j in chunk)
-            continue
-        valid = _all(em, [masks[j] for j in chunk])
-        if is_const_true(valid):
-            out.extend(em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt)))
-            continue
-        vec_bb = em.new_block("ld.vec")
-        sc_bb = em.new_block("ld.scalar")
-        merge = em.new_block("ld.end")
-        b.cbranch(valid, vec_bb, sc_bb)
-        b.position_at_end(vec_bb)
-        vec_vals = em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
-        vec_end = b.block
-        b.branch(merge)
-        b.position_at_end(sc_bb)
-        sc_vals = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in chunk]
-        sc_end = b.block
-        b.branch(merge)
-        b.position_at_end(merge)
-        for vv, sv in zip(vec_vals, sc_vals):
-            phi = b.phi(mt)
-            phi.add_incoming(vv, vec_end)
-            phi.add_incoming(sv, sc_end)
-            out.append(phi)
+    n = lay.per
+    if w == 1:
+        out = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in range(n)]
+        return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
+
+    out = []
+    for g in _groups(n, w, dt):
+        out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others))
     return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
 
 
@@ -146,7 +127,6 @@ def lower_load(lw, op: Operation) -> list[LV]:
 
 def lower_store(lw, op: Operation) -> list[LV]:
     em = lw.em
-    b = em.b
     pt = op.operands[0].type
     dt = pt.dtype
     if pt.is_scalar:
@@ -161,32 +141,94 @@ def lower_store(lw, op: Operation) -> list[LV]:
     vals = [_stored(em, dt, v) for v in lw.elems(lw.get(op.operands[1]))]
     masks = _masks(lw, op, 2)
     if em.is_host:
-        em.scatter_slots(ptrs, vals, masks)  # lanes in order, slots in order: row-major
+        # chunk by chunk, lanes in order, slots of the chunk in order: row-major
+        v = lay.vec
+        for j0 in range(0, lay.per, v):
+            em.scatter_slots(ptrs[j0:j0 + v], vals[j0:j0 + v], masks[j0:j0 + v])
         return []
     w = _width(lw, op)
-    for j0 in range(0, lay.per, w):
-        chunk = range(j0, j0 + w)
-        if w == 1:
-            em.gstore(ptrs[j0], vals[j0], masks[j0])
-            continue
-        valid = _all(em, [masks[j] for j in chunk])
-        align = w * _elem_bytes(dt)
-        if is_const_true(valid):
-            em.gstore_vector(ptrs[j0], [vals[j] for j in chunk], align)
-            continue
-        vec_bb = em.new_block("st.vec")
-        sc_bb = em.new_block("st.scalar")
-        merge = em.new_block("st.end")
-        b.cbranch(valid, vec_bb, sc_bb)
-        b.position_at_end(vec_bb)
-        em.gstore_vector(ptrs[j0], [vals[j] for j in chunk], align)
-        b.branch(merge)
-        b.position_at_end(sc_bb)
-        for j in chunk:
+    n = lay.per
+    if w == 1:
+        for j in range(n):
             em.gstore(ptrs[j], vals[j], masks[j])
-        b.branch(merge)
-        b.position_at_end(merge)
+        return []
+    for g in _groups(n, w, dt):
+        _store_group(em, g, w, dt, ptrs, vals, masks)
     return []
+
+
+def _groups(n: int, w: int, dt: DType) -> list[range]:
+    """Slot ranges that share one validity branch: chunks of ``w`` slots, grouped so that a
+    group spans at least 16 bytes (fewer, larger branches for narrow types)."""
+    size = w * max(1, 16 // (w * _elem_bytes(dt)))
+    return [range(g0, min(n, g0 + size)) for g0 in range(0, n, size)]
+
+
+def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, masks, others) -> list[ir.Value]:
+    """Loads of the slots ``g``: vector loads when every live slot is valid, else per element."""
+    b = em.b
+
+    def vector_path() -> list[ir.Value]:
+        vals: list[ir.Value] = []
+        for j0 in range(g.start, g.stop, w):
+            chunk = range(j0, j0 + w)
+            if all(is_const_false(masks[j]) for j in chunk):
+                vals.extend(em.gload(ptrs[j], mt, masks[j], others[j]) for j in chunk)
+            else:
+                vals.extend(em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt)))
+        return vals
+
+    valid = _all(em, [masks[j] for j in g if not is_const_false(masks[j])])
+    if is_const_true(valid):
+        return vector_path()
+    vec_bb = em.new_block("ld.vec")
+    sc_bb = em.new_block("ld.scalar")
+    merge = em.new_block("ld.end")
+    b.cbranch(valid, vec_bb, sc_bb)
+    b.position_at_end(vec_bb)
+    vec_vals = vector_path()
+    vec_end = b.block
+    b.branch(merge)
+    b.position_at_end(sc_bb)
+    sc_vals = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in g]
+    sc_end = b.block
+    b.branch(merge)
+    b.position_at_end(merge)
+    out = []
+    for vv, sv in zip(vec_vals, sc_vals):
+        phi = b.phi(mt)
+        phi.add_incoming(vv, vec_end)
+        phi.add_incoming(sv, sc_end)
+        out.append(phi)
+    return out
+
+
+def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) -> None:
+    """Stores of the slots ``g``: vector stores when every live slot is valid, else per element."""
+    b = em.b
+    align = w * _elem_bytes(dt)
+
+    def vector_path() -> None:
+        for j0 in range(g.start, g.stop, w):
+            if not all(is_const_false(masks[j]) for j in range(j0, j0 + w)):
+                em.gstore_vector(ptrs[j0], vals[j0:j0 + w], align)
+
+    valid = _all(em, [masks[j] for j in g if not is_const_false(masks[j])])
+    if is_const_true(valid):
+        vector_path()
+        return
+    vec_bb = em.new_block("st.vec")
+    sc_bb = em.new_block("st.scalar")
+    merge = em.new_block("st.end")
+    b.cbranch(valid, vec_bb, sc_bb)
+    b.position_at_end(vec_bb)
+    vector_path()
+    b.branch(merge)
+    b.position_at_end(sc_bb)
+    for j in g:
+        em.gstore(ptrs[j], vals[j], masks[j])
+    b.branch(merge)
+    b.position_at_end(merge)
 
 
 # ---------------------------------------------------------------- atomics
@@ -308,17 +350,20 @@ def lower_atomic(lw, op: Operation) -> list[LV]:
         olds = [_guarded(em, masks[j], rt, lambda j=j: serial(em, name, dt, ptrs[j], vals[j], cmps[j]))
                 for j in range(lay.per)]
         return [LV(t, elems=olds)]
-    # host: lanes in order, each lane's slots in order = row-major element order
-    n = lay.per
+    # host: chunk by chunk, lanes in order, the chunk's slots in order = row-major element order
+    n = lay.vec
     mvecs = [m if m is not None else em.const(em.thread_type(I1), 1) for m in masks]
-    inputs = list(ptrs) + list(vals) + mvecs + ([c for c in cmps] if is_cas else [])
 
     def body(lanes: list[ir.Value]) -> list[ir.Value]:
         ps, vs, ms = lanes[:n], lanes[n:2 * n], lanes[2 * n:3 * n]
         cs = lanes[3 * n:] if is_cas else [None] * n
         return [_guarded(em, ms[j], rt, lambda j=j: serial(em, name, dt, ps[j], vs[j], cs[j])) for j in range(n)]
 
-    olds = em.lane_loop(inputs, [rt] * n, body)
+    olds: list[ir.Value] = []
+    for j0 in range(0, lay.per, n):
+        sl = slice(j0, j0 + n)
+        inputs = list(ptrs[sl]) + list(vals[sl]) + mvecs[sl] + (list(cmps[sl]) if is_cas else [])
+        olds.extend(em.lane_loop(inputs, [rt] * n, body))
     return [LV(t, elems=olds)]
 
 

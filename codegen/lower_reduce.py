@@ -13,10 +13,11 @@ Three strategies:
   contribute the identity), a warp butterfly with ``shfl_xor`` 16, 8, 4, 2, 1 combines the
   warp, lane 0 of each warp writes its partial to shared memory, and after a barrier every
   thread folds the ``num_warps`` partials in order. The result is a uniform value.
-* **rows** (last axis, each thread's run inside one row, ``G = row / per`` threads per row a
-  power of two <= 32): per-thread fold, butterfly over the ``G`` lanes of the row, then the
-  row leader hands the result to the owner of that output element through shared memory
-  (directly, without shared memory, when a thread holds a whole row and owns its output).
+* **rows** (last axis, every layout chunk inside one row and rows tiling one repetition of
+  ``NT*V`` elements, ``G = row / V`` lanes per row a power of two <= 32): per-chunk fold,
+  butterfly over the ``G`` lanes of the row, then the row leader hands the result to the owner
+  of that output element through shared memory (directly, without shared memory, when each
+  chunk is a whole row and the thread owns exactly those rows' outputs).
 * **generic** (any axis): the block goes to shared memory; each thread, for each output element
   it owns, loops over the reduced axis.
 """
@@ -142,13 +143,14 @@ def _butterfly(comb: Combiner, s: State, width: int) -> State:
     return s
 
 
-def _thread_partial(lw, comb: Combiner, src: LV, index_of) -> State:
-    """Fold of this thread's owned slots (identity when it owns none)."""
+def _thread_partial(lw, comb: Combiner, src: LV, index_of, slots: Sequence[int] | None = None) -> State:
+    """Fold of this thread's owned ``slots`` (default: all; identity when it owns none)."""
     em = lw.em
     lay = lw.layout(src.type.shape)
     vals = lw.elems(src)
     states = []
-    for j, v in enumerate(vals):
+    for j in (range(len(vals)) if slots is None else slots):
+        v = vals[j]
         s = comb.lift(v, index_of(j) if comb.is_arg else None)
         owned = lay.owned(em, j)
         if owned is not None:
@@ -215,27 +217,43 @@ def reduce_axis(lw, op: Operation) -> LV:
         return LV(t, u=_reduce_uniform(lw, comb, src, shape[axis]))
     lay = lw.layout(shape)
     R = shape[axis]
-    if axis == len(shape) - 1 and R % lay.per == 0:
-        G = R // lay.per
+    V = lay.vec
+    if axis == len(shape) - 1 and R % V == 0 and lay.stride % R == 0:
+        G = R // V
         if G <= WARP and G & (G - 1) == 0:
             return _reduce_rows(lw, comb, src, t, G)
     return _reduce_generic(lw, comb, src, t, axis)
 
 
 def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
+    """Last-axis reduction when every chunk lies in one row and rows tile a repetition.
+
+    With ``R`` the row length, ``V`` the chunk width and ``R | NT*V``: chunk ``r`` of thread
+    ``tid`` lies in row ``r*(NT*V/R) + tid // G`` at columns ``(tid % G)*V + i`` (``G = R/V``
+    aligned lanes per row). Each chunk is folded, combined over its ``G`` lanes, and the row
+    leader hands the row's result to the owner of that output element.
+    """
     em = lw.em
     b = em.b
     lay = lw.layout(src.type.shape)
+    V = lay.vec
     tid = em.tid()
-    # index along the row of slot j: (t*per + j) % R = (t % G) * per + j
-    col0 = b.mul(b.and_(tid, em.k(tid, G - 1)), em.k(tid, lay.per)) if G > 1 else em.k(tid, 0)
-    s = _thread_partial(lw, comb, src, lambda j: b.add(col0, em.k(tid, j)) if j else col0)
-    s = _butterfly(comb, s, G)
+    col0 = b.mul(b.and_(tid, em.k(tid, G - 1)), em.k(tid, V)) if G > 1 else em.k(tid, 0)
+
+    def index_of(j: int) -> ir.Value:
+        i = j % V
+        return b.add(col0, em.k(tid, i)) if i else col0
+
+    parts = []
+    for r in range(lay.chunks):
+        s = _thread_partial(lw, comb, src, index_of, range(r * V, r * V + V))
+        parts.append(_butterfly(comb, s, G))
     out_lay = lw.layout(t.shape)
     rows = out_lay.numel
-    if G == 1 and out_lay.per == 1:
-        # thread t reduced row t, and owns output element t
-        return LV(t, elems=[comb.finish(s)])
+    rows_per_rep = lay.stride // (G * V)
+    if G == 1 and out_lay.vec == 1 and out_lay.per == lay.chunks:
+        # chunk r of thread tid is row r*NT + tid, which is exactly its output slot r
+        return LV(t, elems=[comb.finish(s) for s in parts])
     types = comb.types()
     em.smem_begin_write()
     offsets, off = [], 0
@@ -245,11 +263,13 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
     em.smem_reserve(off)
     bases = [em.smem_array(o) for o in offsets]
     leader = b.icmp_unsigned("==", b.and_(tid, em.k(tid, G - 1)), em.k(tid, 0)) if G > 1 else None
-    owned = b.icmp_unsigned("<", tid, em.k(tid, rows * G))
-    mask = b.and_(leader, owned) if leader is not None else owned
-    row = b.lshr(tid, em.k(tid, G.bit_length() - 1)) if G > 1 else tid
-    for base, ty, x in zip(bases, types, s):
-        em.smem_store(base, ty, row, x, mask)
+    row0 = b.lshr(tid, em.k(tid, G.bit_length() - 1)) if G > 1 else tid
+    for r, s in enumerate(parts):
+        row = b.add(row0, em.k(tid, r * rows_per_rep)) if r else row0
+        owned = b.icmp_unsigned("<", row, em.k(row, rows))
+        mask = b.and_(leader, owned) if leader is not None else owned
+        for base, ty, x in zip(bases, types, s):
+            em.smem_store(base, ty, row, x, mask)
     em.barrier()
     out = []
     for j in range(out_lay.per):

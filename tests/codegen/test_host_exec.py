@@ -293,7 +293,8 @@ def reduce2d_kernel(dt, rows, cols, axis):
 
 
 @pytest.mark.parametrize("rows,cols,nr,nc", [(16, 64, 13, 61), (8, 24, 8, 24), (64, 4, 50, 3), (2, 512, 2, 500),
-                                              (1, 256, 1, 200), (256, 1, 255, 1), (32, 32, 32, 32)])
+                                              (1, 256, 1, 200), (256, 1, 255, 1), (32, 32, 32, 32),
+                                              (128, 4, 100, 3), (256, 4, 255, 4)])
 @pytest.mark.parametrize("axis", (0, 1))
 @pytest.mark.parametrize("dt", (f32, i32), ids=str)
 def test_axis_reductions(rows, cols, nr, nc, axis, dt, compare):
@@ -425,9 +426,10 @@ def atomics_kernel(dt, block, bins):
     return b.finish()
 
 
+@pytest.mark.parametrize("block", (256, 1024))  # 1024: two layout chunks per thread
 @pytest.mark.parametrize("dt", (f32, i32, f16, u32), ids=str)
-def test_atomics_return_old_values(dt, compare):
-    n, block, bins = 1001, 256, 7
+def test_atomics_return_old_values(dt, block, compare):
+    n, bins = 1001, 7
     fn = atomics_kernel(dt, block, bins)
     rng = np.random.default_rng(5)
     if dt.is_float:
@@ -439,6 +441,19 @@ def test_atomics_return_old_values(dt, compare):
     grid = (n + block - 1) // block
     compare(fn, grid, [x, z, z - 100 if dt.is_signed or dt.is_float else z, z + 100, z.copy(), np.zeros(n, dt.np),
                        np.zeros(1, dt.np), np.zeros(n, dt.np), n])
+
+
+def test_duplicate_store_addresses_last_row_major_write_wins(compare):
+    """Many elements of a 1024 block (two layout chunks per thread) store to 7 addresses."""
+    b = Builder("dupstore", [("x", pointer(f32)), ("out", pointer(f32)), ("n", scalar(i32))])
+    block = 1024
+    offs = offsets(b, block)
+    mask = lt_n(b, offs)
+    slot = b.op("rem", offs, b.op("splat", b.const(7, i32), shape=(block,)))
+    b.effect("store", at(b, "out", slot), b.op("load", at(b, "x", offs), mask), mask)
+    fn = b.finish()
+    x = np.arange(1000, dtype=np.float32)
+    compare(fn, 1, [x, np.zeros(7, np.float32), 1000])
 
 
 def test_atomic_cas(compare):

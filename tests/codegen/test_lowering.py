@@ -230,6 +230,30 @@ def test_layout_ownership():
     assert Layout((), 128).per == 1
 
 
+def test_layout_is_blocked_with_repetition():
+    lay = Layout((1024,), 128)
+    assert (lay.per, lay.vec, lay.chunks, lay.stride) == (8, 4, 2, 512)
+    assert [lay.slot_flat(0, j) for j in range(8)] == [0, 1, 2, 3, 512, 513, 514, 515]
+    assert [lay.slot_flat(1, j) for j in range(4)] == [4, 5, 6, 7]
+    assert lay.slot_flat(127, 7) == 1023
+    assert lay.owner(516) == (1, 4) and lay.owner(3) == (0, 3)
+    # the chunk width depends on the element count only (never on the dtype)
+    assert Layout((16, 64), 128).vec == 4 and Layout((2, 512), 128).vec == 4
+    assert Layout((128, 6), 128).vec == 2 and Layout((3, 128), 128).vec == 1
+    assert Layout((128,), 128).vec == 1 and Layout((3, 5), 128).vec == 1
+
+
+@pytest.mark.parametrize("shape", [(1024,), (1000,), (129,), (3, 5), (64, 48), (7, 100), (4096,), (128, 6), ()])
+def test_layout_owns_every_element_exactly_once(shape):
+    lay = Layout(shape, 128)
+    owned = [lay.slot_flat(t, j) for t in range(128) for j in range(lay.per) if lay.slot_flat(t, j) < lay.numel]
+    assert sorted(owned) == list(range(lay.numel))
+    for f in owned:
+        t, j = lay.owner(f)
+        assert lay.slot_flat(t, j) == f
+    assert lay.all_owned == (len(owned) == 128 * lay.per)
+
+
 def test_address_analysis_of_vector_add():
     fn = vector_add()
     facts = AddressAnalysis(fn)

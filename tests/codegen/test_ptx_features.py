@@ -110,8 +110,28 @@ def test_no_vector_loads_without_the_alignment_assumption():
 
 @needs_toolchain
 def test_f16_vector_loads():
+    # the layout chunk is 4 elements whatever the dtype: 4 halves per 8-byte load, and the
+    # thread's second chunk is one repetition (128 threads x 4 halves = 1024 bytes) further
     c = _ptx(vector_add(f16), "sm_90")
-    assert re.search(r"ld\.global\.v4\.(b32|u32)\s", c.ptx), "8 halves per 16-byte load"
+    assert re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[%rd\d+\]", c.ptx), "4 halves per 8-byte load"
+    assert re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[%rd\d+\+1024\]", c.ptx)
+
+
+@needs_toolchain
+def test_vector_add_warp_loads_are_contiguous():
+    """Blocked layout with repetition: thread t's v4 loads are at 16*t and 16*t + 2048 bytes,
+    so one warp-wide v4 instruction reads 512 contiguous bytes."""
+    c = _ptx(vector_add(), "sm_90")
+    ptx = c.ptx
+    assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 2;", ptx), "thread index scaled by the 4-element chunk"
+    v4 = re.findall(r"ld\.global\.v4\.(?:f32|b32)\s+\{[^}]*\}, \[(%rd\d+)(\+\d+)?\]", ptx)
+    assert len(v4) == 4, v4
+    by_base: dict[str, set[str]] = {}
+    for base, off in v4:
+        by_base.setdefault(base, set()).add(off)
+    assert all(offs == {"", "+2048"} for offs in by_base.values()), by_base
+    st = re.findall(r"st\.global\.v4\.(?:f32|b32)\s+\[%rd\d+(\+\d+)?\]", ptx)
+    assert sorted(st) == ["", "+2048"]
 
 
 @needs_toolchain
