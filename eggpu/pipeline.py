@@ -137,6 +137,52 @@ def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[A
             )
 
 
+_FINGERPRINT: str | None = None
+
+
+def toolchain_fingerprint() -> str:
+    """sha256 of eggpu's own sources (``*.py``, ``*.egg`` of every eggpu package) and the versions
+    of the libraries that shape the output (llvmlite, egglog, z3-solver).
+
+    Part of every cache key, so a changed lowering, optimizer or rule set in a development tree
+    never serves a stale artefact (the version string alone would). About 1.5 MB of text, hashed
+    once per process in a few milliseconds.
+    """
+    global _FINGERPRINT
+    if _FINGERPRINT is None:
+        from importlib.metadata import PackageNotFoundError, version
+
+        import eggpu
+
+        h = hashlib.sha256()
+        roots = sorted(_eggpu_package_dirs())
+        for root in roots:
+            for path in sorted(root.rglob("*")):
+                if path.suffix in (".py", ".egg") and "__pycache__" not in path.parts:
+                    h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        for dist in ("llvmlite", "egglog", "z3-solver"):
+            try:
+                h.update(f"{dist}={version(dist)}".encode())
+            except PackageNotFoundError:
+                h.update(f"{dist}=absent".encode())
+        h.update(eggpu.__version__.encode())
+        _FINGERPRINT = h.hexdigest()
+    return _FINGERPRINT
+
+
+def _eggpu_package_dirs() -> set[Path]:
+    """The folders of eggpu's packages, found without importing them."""
+    import importlib.util
+
+    names = ("eggpu", "eggpu.ir", "eggpu.kernel_macro", "eggpu.optimizer", "eggpu.codegen", "eggpu.rules")
+    dirs = set()
+    for n in names:
+        spec = importlib.util.find_spec(n)
+        for loc in (spec.submodule_search_locations or []) if spec else []:
+            dirs.add(Path(loc).resolve())
+    return dirs
+
+
 def _kernel_key_parts(kernel: Any) -> dict[str, Any]:
     """Identity of a Kernel instance: id, its source and its module's source (helpers live there)."""
     spec = getattr(kernel, "_spec", None)
@@ -166,7 +212,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
     opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules))
     _check_target(target)
-    key = cache_key({"eggpu": __version__, "kernel": _kernel_key_parts(kernel), "options": opts.key_parts()})
+    key = cache_key({"eggpu": __version__, "toolchain": toolchain_fingerprint(), "kernel": _kernel_key_parts(kernel),
+                     "options": opts.key_parts()})
     store = None if cache is False else Cache(None if cache is True else cache)
     if store is not None:
         t0 = time.perf_counter()

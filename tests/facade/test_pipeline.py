@@ -222,3 +222,28 @@ def test_report_is_json_serializable(cache_dir: Path) -> None:
     ck = eggpu.compile(va.fn.Kernel[tl.f32](64))
     json.dumps(ck.report)
     assert textwrap.dedent(ck.source).startswith("def vector_add") or "def vector_add" in ck.source
+
+
+def test_toolchain_fingerprint_follows_eggpu_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import eggpu.pipeline as pipeline
+
+    src = tmp_path / "lowering.py"
+    src.write_text("X = 1\n")
+    monkeypatch.setattr(pipeline, "_eggpu_package_dirs", lambda: {tmp_path})
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    first = pipeline.toolchain_fingerprint()
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    assert pipeline.toolchain_fingerprint() == first
+    src.write_text("X = 2\n")
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    assert pipeline.toolchain_fingerprint() != first
+
+
+def test_changed_toolchain_is_a_cache_miss(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import eggpu.pipeline as pipeline
+
+    k = get("vector_add").fn.Kernel[tl.f32](32)
+    eggpu.compile(k)
+    assert eggpu.compile(k).report["cache"] == "hit"
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", "an edited lowering")
+    assert eggpu.compile(k).report["cache"] == "miss"
