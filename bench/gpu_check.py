@@ -38,6 +38,9 @@ def prepare(directory: str, target: str) -> None:
         for case in cases:
             eggpu.compile(lk.instance(case), target=target, cache=directory)
             n += 1
+    from .prepared_cache import record
+
+    record(directory)
     print(f"prepared {n} compiles in {directory}")
 
 
@@ -45,6 +48,9 @@ def check(target: str) -> dict[str, Any]:
     import eggpu
     from eggpu.runtime import gpu_available
 
+    from .prepared_cache import adopt
+
+    adopt()
     if not gpu_available():
         return {"skipped": "no CUDA device (cuda-python could not open one)"}
     results: list[dict[str, Any]] = []
