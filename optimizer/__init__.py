@@ -130,7 +130,7 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
     from .rules_loader import load_sources
 
     loaded = load_sources(sources)
-    verdicts = verify_rules(loaded.rules)
+    verdicts = verify_rules(loaded.rules, progress=_proof_progress())
     chosen = usable_rules(loaded.rules, verdicts, fast_math)
     chosen_names = {r.name for r in chosen}
     rejected: dict[str, str] = {}
@@ -149,6 +149,25 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
         while len(_PREPARED) > _CACHE_SIZE:
             _PREPARED.pop(next(iter(_PREPARED)))
     return prepared
+
+
+def _proof_progress():
+    """A progress callback that reports on stderr only while rules are really being proved
+    (a cold proof cache: tens of seconds), every 20 rules and at the end."""
+    import sys
+
+    proved = 0
+
+    def report(done: int, total: int, verdict: Any) -> None:
+        nonlocal proved
+        if getattr(verdict, "cached", False):
+            return
+        proved += 1
+        if proved == 1 or done % 20 == 0 or done == total:
+            print(f"eggpu: proving rewrite rules with z3: {done}/{total} (proofs are cached for later runs)",
+                  file=sys.stderr, flush=True)
+
+    return report
 
 
 def _base_egraph(program: str) -> Any:
