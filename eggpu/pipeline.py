@@ -18,6 +18,7 @@ from typing import Any
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
+from eggpu.rules import rule_files
 from eggpu.runtime import Param, check_args, normalize_grid
 
 DEFAULT_TARGET = "sm_90"
@@ -41,24 +42,6 @@ class CompileOptions:
             "num_warps": self.num_warps,
             "rules": [_file_digest(p) for p in rule_files(self.rules)] if self.optimize else [],
         }
-
-
-def rule_files(extra: Sequence[str]) -> list[Path]:
-    """Every rule file a compile uses: shipped ``rules/*.egg``, ``EGGPU_RULES_PATH``, ``rules=``."""
-    here = Path(__file__).resolve().parent.parent / "rules"
-    try:
-        import eggpu.rules as shipped
-
-        here = Path(shipped.__file__).parent
-    except ImportError:  # pragma: no cover
-        pass
-    files = sorted(here.glob("*.egg"))
-    for entry in os.environ.get("EGGPU_RULES_PATH", "").split(os.pathsep):
-        if entry:
-            p = Path(entry)
-            files += sorted(p.glob("*.egg")) if p.is_dir() else [p]
-    files += [Path(p) for p in extra]
-    return files
 
 
 def _file_digest(path: Path) -> list[str]:
@@ -103,6 +86,7 @@ class CompiledKernel:
 
     def run_cpu(self, grid: int | Sequence[int], *args: Any) -> None:
         """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place."""
+        # Checked here as well as by the host kernel so a bad call fails before the JIT build.
         normalize_grid(self.name, grid)
         check_args(self.name, self.params, args)
         if self._host is None:
@@ -321,16 +305,17 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
 
 
 def _optimizer_report(res: Any) -> dict[str, Any]:
-    v = getattr(res, "validation", None)
+    """The JSON-able part of an :class:`eggpu.optimizer.OptimizeResult` kept in ``ck.report``."""
     return {
-        "rules_fired": dict(getattr(res, "rule_hits", {})),
-        "cost_before": getattr(res, "cost_before", None),
-        "cost_after": getattr(res, "cost_after", None),
-        "egraph_nodes": getattr(res, "egraph_nodes", None),
-        "stop_reason": str(getattr(getattr(res, "stop_reason", None), "name", getattr(res, "stop_reason", None))),
-        "validation": getattr(v, "verdict", str(v)) if v is not None else None,
-        "fell_back": bool(getattr(res, "fell_back", False)),
-        "times_ms": {k: s * 1e3 for k, s in dict(getattr(res, "times", {})).items()},
+        "rules_fired": dict(res.rule_hits),
+        "cost_before": res.cost_before,
+        "cost_after": res.cost_after,
+        "egraph_nodes": res.egraph_nodes,
+        "stop_reason": res.stop_reason.name if res.stop_reason is not None else None,
+        "validation": res.validation.verdict if res.validation is not None else None,
+        "fell_back": bool(res.fell_back),
+        "fallback_reason": res.reason if res.fell_back else None,
+        "times_ms": {k: s * 1e3 for k, s in res.times.items()},
     }
 
 

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eggpu.ir.errors import RuleError
+from eggpu.rules import env_entries, expand, shipped_files
 
 from .schema import CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, RULESETS, float_bits, float_literal
 
@@ -559,31 +560,22 @@ def parse_rules(text: str, file: str = "<string>") -> tuple[list[Rule], list[str
 
 
 def _read_source(src: str | os.PathLike) -> list[tuple[str, str]]:
-    p = Path(src)
-    if p.is_dir():
-        files = sorted(p.glob("*.egg"))
-        return [(str(f), f.read_text()) for f in files]
-    if not p.exists():
-        raise RuleError(f"{p}: rule file not found")
-    return [(str(p), p.read_text())]
+    out = []
+    for f in expand(src):
+        if not f.exists():
+            raise RuleError(f"{f}: rule file not found")
+        out.append((str(f), f.read_text()))
+    return out
 
 
 def shipped_sources() -> list[tuple[str, str]]:
     """(label, text) of the shipped rule files, in name order (label ``rules/<file>``)."""
-    from importlib import resources
-
-    root = resources.files("eggpu.rules")
-    out = []
-    for entry in sorted(root.iterdir(), key=lambda e: e.name):
-        if entry.name.endswith(".egg"):
-            out.append((f"rules/{entry.name}", entry.read_text()))
-    return out
+    return [(f"rules/{f.name}", f.read_text()) for f in shipped_files()]
 
 
 def env_paths() -> list[str]:
     """Entries of ``EGGPU_RULES_PATH`` (``os.pathsep``-separated; empty entries ignored)."""
-    raw = os.environ.get("EGGPU_RULES_PATH", "")
-    return [p for p in raw.split(os.pathsep) if p.strip()]
+    return env_entries()
 
 
 def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = True) -> LoadedRules:
