@@ -100,7 +100,7 @@ class CompiledKernel:
         from eggpu.runtime import CudaRuntime
 
         g = normalize_grid(self.name, grid)
-        checked = check_args(self.name, self.params, args)
+        checked = check_args(self.name, self.params, args, written=self.report.get("written_params", ()))
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
                                  synchronize=synchronize)
@@ -250,6 +250,7 @@ def _param_type(text: str):
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx_module
+    from eggpu.codegen.host import written_params
     from eggpu.codegen.ptxas import run_ptxas
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
@@ -279,6 +280,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
     report["assumptions"] = dict(compiled.lowered.assumptions)
+    report["written_params"] = sorted(written_params(fn))
     report["shared_bytes"] = compiled.lowered.shared_bytes
     try:
         find_ptxas()

@@ -10,7 +10,7 @@ and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``) are passed 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,8 +46,12 @@ def normalize_grid(kernel: str, grid: int | Sequence[int]) -> tuple[int, int, in
     return dims
 
 
-def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any]) -> list[CheckedArg]:
+def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
+               written: Collection[str] = ()) -> list[CheckedArg]:
     """Validate ``args`` against ``params``; raise LaunchError naming the kernel and parameter.
+
+    ``written`` names the pointer parameters the kernel may store through: a read-only numpy
+    array passed for one of them is refused (its results could not be copied back).
 
     Host arrays and scalars follow :mod:`eggpu.ir.launch_args` (the interpreter's rules and
     wording); a device array (an object with ``__cuda_array_interface__``) needs the pointee
@@ -61,7 +65,8 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any]) -> lis
             if hasattr(a, "__cuda_array_interface__"):
                 out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
             else:
-                out.append(CheckedArg(p, "host", launch_args.check_host_array(kernel, name, p.type, a, LaunchError)))
+                arr = launch_args.check_host_array(kernel, name, p.type, a, LaunchError, writable=name in written)
+                out.append(CheckedArg(p, "host", arr))
         else:
             out.append(CheckedArg(p, "scalar", convert_scalar(kernel, name, p.type.dtype, a)))
     return out

@@ -247,3 +247,22 @@ def test_changed_toolchain_is_a_cache_miss(cache_dir: Path, monkeypatch: pytest.
     assert eggpu.compile(k).report["cache"] == "hit"
     monkeypatch.setattr(pipeline, "_FINGERPRINT", "an edited lowering")
     assert eggpu.compile(k).report["cache"] == "miss"
+
+
+def test_launch_refuses_a_read_only_output_before_touching_a_device(cache_dir: Path) -> None:
+    ck = eggpu.compile(get("vector_add").fn.Kernel[tl.f32](64))
+    assert ck.report["written_params"] == ["out_ptr"]
+    x = np.zeros(4, np.float32)
+    x.flags.writeable = False
+    out = np.zeros(4, np.float32)
+    out.flags.writeable = False
+    with pytest.raises(eggpu.LaunchError,
+                       match=r"^vector_add: parameter 'out_ptr' is a read-only array, but the kernel may write through it$"):
+        ck.launch(1, x, x, out, 4)
+    # read-only inputs are fine: without a GPU the error comes from the missing device, not the check
+    from eggpu.runtime import gpu_available
+
+    if not gpu_available():
+        with pytest.raises(eggpu.LaunchError) as e:
+            ck.launch(1, x, x, np.zeros(4, np.float32), 4)
+        assert "read-only" not in str(e.value)
