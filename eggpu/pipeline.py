@@ -310,6 +310,9 @@ def _optimizer_report(res: Any) -> dict[str, Any]:
     """The JSON-able part of an :class:`eggpu.optimizer.OptimizeResult` kept in ``ck.report``."""
     return {
         "rules_fired": dict(res.rule_hits),
+        "rules_used": len(res.rules_used),
+        # rules that were not given to egglog, with why: refuted, unknown, fast_math (not enabled)
+        "rules_rejected": dict(res.rules_rejected),
         "cost_before": res.cost_before,
         "cost_after": res.cost_after,
         "egraph_nodes": res.egraph_nodes,

@@ -4,12 +4,15 @@ Each function takes numpy arrays that already hold the operands' dtypes (equal s
 returns an array of the result dtype. Conventions, stated once here and in the op table:
 
 * Integers wrap around (two's complement) on overflow.
-* Integer ``div`` truncates toward zero and ``rem`` takes the dividend's sign (LLVM
-  ``sdiv``/``srem``, ``udiv``/``urem`` for unsigned). Division by zero is undefined behaviour in
-  LLVM; the reference returns 0 for both quotient and remainder. ``INT_MIN / -1`` wraps to INT_MIN
-  (remainder 0).
-* Shifts by an amount outside ``[0, bits)`` are poison in LLVM; the reference returns 0 for
-  ``shl`` and unsigned ``shr`` and the sign fill for signed ``shr``.
+* The semantics is TOTAL: every op has a value on every input, and every encoding (the z3 one of
+  the optimizer's proofs, the LLVM lowering, the interpreter) must agree with it — no undefined
+  behaviour, no poison. Integer ``div`` truncates toward zero and ``rem`` takes the dividend's
+  sign (LLVM ``sdiv``/``srem``, ``udiv``/``urem`` for unsigned). Division by zero gives 0 for
+  both quotient and remainder (undefined in LLVM: the lowering guards the divisor);
+  ``INT_MIN / -1`` wraps to INT_MIN (remainder 0).
+* Shifts by an amount outside ``[0, bits)`` (a negative signed amount included) give 0 for
+  ``shl`` and unsigned ``shr`` and the sign fill for signed ``shr`` (poison in LLVM: the
+  lowering clamps the amount).
 * ``shr`` is arithmetic on signed integers and logical on unsigned ones (Triton's rule).
 * Float ops are IEEE-754 with round-to-nearest-even. f16 and bf16 are computed in f32 and
   rounded once (exact for +, -, *, /, sqrt because f32 has more than twice their precision);
@@ -130,10 +133,10 @@ def int_div(a: np.ndarray, b: np.ndarray, dt: DType) -> np.ndarray:
             # Work in Python ints via int64/object-free trick: floor-divide then correct toward zero.
             wide = np.int64 if dt.bits < 64 else object
             aw, bw = a.astype(wide), bs.astype(wide)
-            q = aw // bw
+            q = np.asarray(aw // bw, dtype=wide)  # 0-d object arrays would decay to Python ints
             r = aw - q * bw
-            fix = (r != 0) & ((aw < 0) != (bw < 0))
-            q = q + fix
+            fix = ((r != 0) & ((aw < 0) != (bw < 0))).astype(wide)
+            q = np.asarray(q + fix, dtype=wide)
             q = _wrap(q, dt)
         else:
             q = a // bs

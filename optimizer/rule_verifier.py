@@ -9,11 +9,14 @@ accept), the verifier proves, lane-wise,
 
 * ``≡`` is STRUCTURAL equality: on floats ``==`` of FP terms (NaN ≡ NaN, +0 ≢ -0), not IEEE
   ``fpEQ``; on ints bit-vector equality at the dtype's width (see :mod:`.z3ops`).
-* ``defined`` has two parts. Immediate UB (integer division/remainder by zero or
-  ``INT_MIN / -1``) anywhere in a side makes the side undefined; poison (a shift amount outside
-  ``[0, bits)``) propagates through operands except the unselected branch of ``where``.
-  Right-hand sides must not panic egglog: their i64 primitive arithmetic (``+``, ``<<``, ...) must
-  not overflow, and a ``Const`` they build must hold a canonical value of its dtype.
+* The IR is total (see :mod:`.z3ops`): integer ``x / 0`` and ``x % 0`` are 0, ``INT_MIN / -1``
+  wraps, shifts by amounts outside ``[0, bits)`` give 0 or the sign fill — so in exact mode every
+  side is defined and the obligation is plain equality. ``defined`` only matters for
+  ``fast_math`` rules (real arithmetic: ``x / 0``, ``log`` of a non-positive value and ``sqrt``
+  of a negative one are undefined there, and a rule may remove such a term but never introduce
+  one) and for egglog itself: right-hand sides must not panic egglog (their i64 primitive
+  arithmetic — ``+``, ``<<``, ... — must not overflow) and a ``Const`` they build must hold a
+  canonical value of its dtype.
 * Pattern variables over ``Term`` are free lane values of their dtype; ``splat``, ``broadcast``,
   ``expand_dims``, ``reshape`` are lane identities; ``trans``, reductions and ``dot`` are
   uninterpreted functions of a stand-in for their whole operand block (one per structurally
@@ -40,7 +43,6 @@ such rules are used but always reported as such. Only rules proved for every dty
 from __future__ import annotations
 
 import itertools
-import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -52,7 +54,7 @@ from eggpu.ir import ALL_DTYPES, OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32
 from eggpu.ir.errors import RuleError, VerificationError
 
-from . import z3ops
+from . import cex_check, z3ops
 from .rules_loader import RANGE_FUNCTIONS, Atom, Rule, SList, Sx
 from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, FAMILY_RELATIONS, bits_float
 
@@ -64,7 +66,8 @@ USABLE = (PROVED, PROVED_REDUCED)
 
 DEFAULT_TIMEOUT_MS = 4000
 REDUCED_WIDTHS = (8, 16)
-SAMPLES = 1000
+SAMPLES = 1000  # concrete full-width cases tried after a timeout
+PRE_SEARCH = 64  # concrete cases tried before z3 on formulas with wide division
 
 _UB_OPS = frozenset({"div", "rem"})
 _SHAPE_PATH_OPS = frozenset({"broadcast", "expand_dims", "reshape"})
@@ -211,12 +214,36 @@ class Ptr:
 Ty = DType | Ptr
 
 
+#: why a dtype assignment cannot match (``_Infeasible.kind`` -> the words ``rules check`` prints)
+NO_MATCH_REASONS = {
+    "op": "an op is not defined on the dtype",
+    "literal": "a literal is not a value of the dtype",
+    "guard": "the guards cannot hold",
+    "types": "the patterns' types do not fit together",
+}
+
+
 class _Infeasible(Exception):
-    """This dtype assignment cannot match (the lhs/guards are ill-typed for it)."""
+    """This dtype assignment cannot match (the lhs/guards are ill-typed for it); ``kind`` is a
+    key of :data:`NO_MATCH_REASONS`."""
+
+    def __init__(self, msg: str, kind: str = "types"):
+        super().__init__(msg)
+        self.kind = kind
 
 
 class _IllTyped(Exception):
     """The rhs builds an ill-typed term for a feasible assignment (the rule is wrong)."""
+
+    def __init__(self, msg: str, kind: str = "types"):
+        super().__init__(msg)
+
+
+@dataclass(frozen=True)
+class _NoMatch:
+    """An assignment that cannot match, with the reason kind (see :data:`NO_MATCH_REASONS`)."""
+
+    kind: str
 
 
 class _Unsupported(Exception):
@@ -334,7 +361,7 @@ class _Instance:
                 res = None  # type: ignore[assignment]
             else:
                 if not _family_ok(od.family, t):
-                    raise bad(f"{op} does not accept {t}")
+                    raise bad(f"{op} does not accept {t}", kind="op")
                 target = self.dt(attrs[0]) if op in ("cast", "bitcast") else None
                 if op == "bitcast" and target.bits != t.bits:
                     raise bad(f"bitcast {t} -> {target} changes the width")
@@ -451,7 +478,12 @@ class _Instance:
         return self.terms[name]
 
     def term(self, node: Sx, rhs: bool = False, ub: list | None = None) -> tuple[z3.ExprRef, z3.BoolRef, z3.BoolRef]:
-        """(lane value, no-UB, no-poison) of a Term tree. ``ub`` collects UB conditions."""
+        """(lane value, defined, defined-through-operands) of a Term tree.
+
+        In exact mode both conditions are true (the IR is total); in REAL mode they carry the
+        domain conditions of ``/``, ``log`` and ``sqrt``. ``div``/``rem`` undefinedness makes the
+        whole side undefined; that of other ops propagates through operands except the
+        unselected branch of ``where``."""
         if isinstance(node, Atom):
             return self._lane_var(node.text)
         info = CONSTRUCTORS[node.head]
@@ -507,7 +539,8 @@ class _Instance:
             if lit is not None:
                 v = bits_float(lit)
                 if not rhs and not _exact_in(v, t):
-                    raise _Infeasible(f"{v!r} is not a canonical {t} constant (the pattern never matches)")
+                    raise _Infeasible(f"{v!r} is not a canonical {t} constant (the pattern never matches)",
+                                      kind="literal")
                 enc = z3ops.const(v, t, self.mode)
                 return enc.value, T, enc.defined
             bits, d = self.i64(payload)
@@ -530,7 +563,7 @@ class _Instance:
             if not _canonical_int(lit, t):
                 if rhs:
                     raise _IllTyped(f"Const {lit} is not a canonical {t} value")
-                raise _Infeasible(f"Const {lit} is not a canonical {t} value")
+                raise _Infeasible(f"Const {lit} is not a canonical {t} value", kind="literal")
             return z3ops.const(_value_of(lit, t), t, self.mode).value, T, T
         if (not rhs and isinstance(payload, Atom) and payload.text not in self.ints and t.bits < 64
                 and _int(payload) is None):
@@ -632,7 +665,7 @@ class _Instance:
                 return
             if sort == "DT":
                 if self.dt(a) != self.dt(b):
-                    raise _Infeasible("dtype equation does not hold")
+                    raise _Infeasible("dtype equation does not hold", kind="guard")
                 return
             # i64
             for x, y in ((a, b), (b, a)):
@@ -934,25 +967,64 @@ def _fmt_value(v: z3.ExprRef, ty: Ty | str, mode: str) -> str:
     return f"{py!r} ({ty})"
 
 
-def _counterexample(model: z3.ModelRef, q: _Query) -> tuple[dict[str, str], str]:
+def _z3_detail(q: _Query, value_of: cex_check.ValueOf) -> str:
+    """``lhs = ..., rhs = ...`` as the z3 encoding computes them (plus undefined sides)."""
     inst = q.inst
-    cex: dict[str, str] = {}
-    for name, (expr, ty) in inst.shown.items():
-        if ty is None:
-            continue
-        val = model.eval(expr, model_completion=True)
-        cex[name] = _fmt_value(val, ty, inst.mode)
     detail = ""
     if q.lhs_val is not None and q.rhs_val is not None:
         lty = _ty_of_expr(inst, q.inst.rule)
-        lv = model.eval(q.lhs_val, model_completion=True)
-        rv = model.eval(q.rhs_val, model_completion=True)
         if lty is not None:
-            detail = f"lhs = {_fmt_value(lv, lty, inst.mode)}, rhs = {_fmt_value(rv, lty, inst.mode)}"
+            detail = (f"lhs = {_fmt_value(value_of(q.lhs_val), lty, inst.mode)}, "
+                      f"rhs = {_fmt_value(value_of(q.rhs_val), lty, inst.mode)}")
         for side, d in (("lhs", q.lhs_def), ("rhs", q.rhs_def)):
-            if d is not None and z3.is_false(model.eval(d, model_completion=True)):
-                detail += f"; {side} is undefined (UB, poison or an egglog i64 overflow)"
-    return cex, detail
+            if d is not None and z3.is_false(z3.simplify(value_of(d))):
+                detail += f"; {side} is undefined (outside fast-math's domain, or an egglog i64 overflow)"
+    return detail
+
+
+def _refutation(q: _Query, value_of: cex_check.ValueOf, key: str, t0: float, found_by: str) -> DtypeResult:
+    """The verdict for a counterexample (a z3 model or a concrete search hit, read through
+    ``value_of``). Exact-mode rewrites are re-evaluated with the op table's reference semantics:
+    only a difference the reference confirms is a refutation. z3 gives uninterpreted functions
+    (exp, log, ...) whatever values suit it, so an unconfirmed model over them proves nothing
+    either way (``unknown``, labelled); an unconfirmed model without them means the z3 encoding
+    and the reference disagree (``unknown``, reported as such)."""
+    inst = q.inst
+    rule = inst.rule
+    cex = {name: _fmt_value(value_of(expr), ty, inst.mode) for name, (expr, ty) in inst.shown.items()
+           if ty is not None}
+    apps = cex_check.uninterpreted_apps(q.solver_formula)
+    chosen = cex_check.describe_uninterpreted(apps, value_of) if apps else ""
+    suffix = f"; found by {found_by}" if found_by else ""
+    egg_ok = z3.And(*inst.int_defined, *inst.panic_ok)
+    if z3.is_false(z3.simplify(value_of(egg_ok))):  # an egglog-level failure, whatever the lane values
+        detail = _z3_detail(q, value_of) + ("; the right-hand side would build a non-canonical constant "
+                                            "or overflow egglog's checked i64 arithmetic")
+        return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
+    if inst.mode == z3ops.REAL or rule.kind == "rule" or rule.lhs is None or rule.rhs is None:
+        detail = _z3_detail(q, value_of)
+        if chosen:
+            detail += f"; uninterpreted values chosen by z3, not computed: {chosen}"
+        return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
+    try:
+        lv, lty = cex_check.evaluate(inst, rule.lhs, value_of)
+        rv, rty = cex_check.evaluate(inst, rule.rhs, value_of)
+    except (cex_check.NotEvaluable, KeyError, ValueError, AttributeError, z3.Z3Exception) as e:
+        detail = _z3_detail(q, value_of) + f" (z3 model, not re-evaluated: {e})"
+        return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
+    if not cex_check.same(lv, rv):
+        detail = (f"lhs = {cex_check.fmt(lv, lty)}, rhs = {cex_check.fmt(rv, rty)} "
+                  f"(computed with the reference semantics)")
+        return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
+    if chosen:
+        detail = ("not proved: z3's counterexample needs values of uninterpreted functions "
+                  f"({chosen}; chosen by z3, not computed); at these inputs the reference gives both "
+                  f"sides {cex_check.fmt(lv, lty)}")
+    else:
+        detail = ("z3's counterexample is not confirmed by the reference semantics (the z3 encoding "
+                  f"disagrees with eggpu.ir.semantics; please report): both sides {cex_check.fmt(lv, lty)} "
+                  f"at {', '.join(f'{k} = {v}' for k, v in cex.items())}")
+    return DtypeResult(key, UNKNOWN, None, detail, time.perf_counter() - t0)
 
 
 def _ty_of_expr(inst: _Instance, rule: Rule) -> Ty | None:
@@ -1024,75 +1096,40 @@ def _reduced_env(env: Mapping[str, DType], width: int) -> dict[str, DType] | Non
     return out if changed else None
 
 
-_EDGE_BV = (0, 1, 2, 3, 7, 8, -1, -2, -8)
+_DIVISION_KINDS = frozenset({z3.Z3_OP_BUDIV, z3.Z3_OP_BSDIV, z3.Z3_OP_BUREM, z3.Z3_OP_BSREM, z3.Z3_OP_BSMOD,
+                             z3.Z3_OP_BUDIV_I, z3.Z3_OP_BSDIV_I, z3.Z3_OP_BUREM_I, z3.Z3_OP_BSREM_I,
+                             z3.Z3_OP_BSMOD_I})
 
 
-def _bv_samples(w: int, rng: random.Random) -> int:
-    r = rng.random()
-    m = 1 << w
-    if r < 0.35:
-        return rng.choice(_EDGE_BV) % m
-    if r < 0.5:
-        return rng.choice([1 << (w - 1), (1 << (w - 1)) - 1, (1 << (w - 1)) + 1, m - 1]) % m
-    if r < 0.65:
-        k = rng.randrange(w)
-        return ((1 << k) + rng.choice((-1, 0, 1))) % m
-    if r < 0.8:
-        return rng.randrange(-64, 64) % m
-    return rng.getrandbits(w)
-
-
-def _sample(formula: z3.BoolRef, n: int, seed: int = 0) -> tuple[int, int, list | None]:
-    """Evaluate the negated obligation on sampled values of its free constants (edge values and
-    random ones): (tried, samples where the assumptions held, substitution of a counterexample)."""
-    consts: dict[str, z3.ExprRef] = {}
-
-    def walk(e: z3.ExprRef, seen: set) -> None:
+def _has_division(formula: z3.ExprRef) -> bool:
+    """True when ``formula`` divides bit-vectors wider than 8 bits."""
+    seen: set[int] = set()
+    stack = [formula]
+    while stack:
+        e = stack.pop()
         if e.get_id() in seen:
-            return
+            continue
         seen.add(e.get_id())
-        if z3.is_const(e) and e.decl().kind() == z3.Z3_OP_UNINTERPRETED:
-            consts[str(e)] = e
-        for c in e.children():
-            walk(c, seen)
+        if z3.is_app(e) and e.decl().kind() in _DIVISION_KINDS and e.sort().size() > 8:
+            return True
+        stack.extend(e.children())
+    return False
 
-    walk(formula, set())
-    rng = random.Random(seed)
-    hits = 0
-    sat_assumptions = 0
-    for _ in range(n):
-        subs = []
-        for c in consts.values():
-            s = c.sort()
-            if s.kind() == z3.Z3_BV_SORT:
-                subs.append((c, z3.BitVecVal(_bv_samples(s.size(), rng), s.size())))
-            elif s.kind() == z3.Z3_BOOL_SORT:
-                subs.append((c, z3.BoolVal(rng.random() < 0.5)))
-            elif s.kind() == z3.Z3_FLOATING_POINT_SORT:
-                w = s.ebits() + s.sbits()
-                subs.append((c, z3.fpBVToFP(z3.BitVecVal(_bv_samples(w, rng), w), s)))
-            else:
-                return 0, 0, None
-        r = z3.simplify(z3.substitute(formula, *subs)) if subs else z3.simplify(formula)
-        if z3.is_true(r):
-            return n, hits + 1, subs
-        if z3.is_false(r):
-            hits += 1
-        else:
-            return 0, 0, None  # not evaluable (uninterpreted functions)
-        sat_assumptions += 1
-    return n, hits, None
+
+def _signedness(inst: _Instance) -> dict[str, bool]:
+    return {n: t.is_signed for n, t in inst.types.items() if isinstance(t, DType)}
 
 
 def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int,
-                     memo: dict[int, DtypeResult | None] | None = None) -> DtypeResult | None:
-    """One dtype assignment; None when the assignment cannot match. ``memo`` reuses the verdict
-    of an earlier assignment whose query is the same formula (e.g. pointees of one size)."""
+                     memo: dict[int, DtypeResult | _NoMatch] | None = None) -> DtypeResult | _NoMatch:
+    """One dtype assignment; :class:`_NoMatch` when the assignment cannot match. ``memo`` reuses
+    the verdict of an earlier assignment whose query is the same formula (e.g. pointees of one
+    size)."""
     t0 = time.perf_counter()
     try:
         q = _build(rule, env, mode)
-    except _Infeasible:
-        return None
+    except _Infeasible as e:
+        return _NoMatch(e.kind)
     except _IllTyped as e:
         key = _env_key(rule, env)
         return DtypeResult(key, REFUTED, {}, f"the right-hand side is ill-typed: {e}", time.perf_counter() - t0)
@@ -1102,63 +1139,72 @@ def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms
     key = _env_key(rule, env, q.inst)
     if memo is not None:
         h = hash(q.solver_formula.sexpr())
-        if h in memo and (memo[h] is None or memo[h].status != REFUTED):  # refutations: re-run for the cex
-            prev = memo[h]
-            if prev is None:
-                return None
+        prev = memo.get(h)
+        if prev is not None and (isinstance(prev, _NoMatch) or prev.status != REFUTED):  # refutations: re-run
+            if isinstance(prev, _NoMatch):
+                return prev
             return DtypeResult(key, prev.status, prev.counterexample, prev.detail, time.perf_counter() - t0)
         res_ = _verify_instance(rule, env, mode, timeout_ms)
         memo[h] = res_
         return res_
+    if mode == z3ops.EXACT and _has_division(q.solver_formula):
+        # bit-vector division makes z3 slow even on easy satisfiable queries: a few concrete
+        # cases first (milliseconds) refute most unsound division rules without a timeout
+        _, subs = cex_check.search(q.solver_formula, tries=PRE_SEARCH)
+        if subs is not None:
+            return _refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width")
     res, s = _solve(q.solver_formula, mode, timeout_ms)
     if res == z3.unsat:
         if q.inst.assume and _vacuous(q.inst):
-            return None
+            return _NoMatch("guard")
         return DtypeResult(key, PROVED, None, "", time.perf_counter() - t0)
     if res == z3.sat and q.inst.blocks:
         return DtypeResult(key, UNKNOWN, None, "reductions, dot and trans are compared by structure only; "
                            "their operands differ", time.perf_counter() - t0)
     if res == z3.sat:
-        cex, detail = _counterexample(s.model(), q)
-        return DtypeResult(key, REFUTED, cex, detail, time.perf_counter() - t0)
-    reason = s.reason_unknown()
-    # reduced-width strategy for integer dtypes
-    if mode == z3ops.EXACT:
-        reduced = [(e, w) for w in REDUCED_WIDTHS if (e := _reduced_env(env, w)) is not None]
-        if reduced:
-            ok = True
-            notes = []
-            for renv, w in reduced:
-                try:
-                    rq = _build(rule, renv, mode)
-                except (_Infeasible, _IllTyped, _Unsupported) as e:
-                    ok = False
-                    notes.append(f"{w} bits: {e}")
-                    break
-                rres, _ = _solve(rq.solver_formula, mode, timeout_ms * 4)
-                if rres != z3.unsat:
-                    ok = False
-                    notes.append(f"{w} bits: {rres}")
-                    break
-            if ok:
-                tried, hits, subs = _sample(q.solver_formula, SAMPLES)
-                if subs is not None:
-                    cex = {}
-                    for name, (expr, ty) in q.inst.shown.items():
-                        if ty is not None:
-                            val = z3.simplify(z3.substitute(expr, *subs)) if subs else z3.simplify(expr)
-                            cex[name] = _fmt_value(val, ty, mode)
-                    return DtypeResult(key, REFUTED, cex, "counterexample found by sampling at full width",
-                                       time.perf_counter() - t0)
-                if tried and hits >= 50:
-                    return DtypeResult(key, PROVED_REDUCED, None,
-                                       f"full width timed out ({reason}); proved at {'/'.join(str(w) for _, w in reduced)}"
-                                       f" bits; {hits} sampled full-width cases hold",
-                                       time.perf_counter() - t0)
-                notes.append(f"sampling inconclusive ({hits} usable samples)")
-            return DtypeResult(key, UNKNOWN, None, f"timeout after {timeout_ms} ms ({reason}); " + "; ".join(notes),
-                               time.perf_counter() - t0)
-    return DtypeResult(key, UNKNOWN, None, f"timeout after {timeout_ms} ms ({reason})", time.perf_counter() - t0)
+        model = s.model()
+        return _refutation(q, lambda e: model.eval(e, model_completion=True), key, t0, "")
+    return _after_timeout(rule, env, mode, timeout_ms, q, key, t0, s.reason_unknown())
+
+
+def _after_timeout(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q: _Query, key: str,
+                   t0: float, reason: str) -> DtypeResult:
+    """z3 timed out at full width: solve narrower integer widths (a model there seeds the search),
+    then search concrete counterexamples at full width; a rule with no counterexample whose
+    narrow proofs all hold is ``proved-reduced-width``, otherwise ``unknown``."""
+    notes: list[str] = []
+    seeds: list[list] = []
+    proved_at: list[int] = []
+    widths = [(e, w) for w in REDUCED_WIDTHS if (e := _reduced_env(env, w)) is not None] if mode == z3ops.EXACT else []
+    wide = cex_check.free_constants(q.solver_formula)
+    for renv, w in widths:
+        try:
+            rq = _build(rule, renv, mode)
+        except (_Infeasible, _IllTyped, _Unsupported) as e:
+            notes.append(f"{w} bits: {e}")
+            continue
+        rres, rs = _solve(rq.solver_formula, mode, timeout_ms * 4)
+        if rres == z3.unsat:
+            proved_at.append(w)
+        elif rres == z3.sat:
+            notes.append(f"refuted at {w} bits")
+            narrow = cex_check.free_constants(rq.solver_formula)
+            m = rs.model()
+            seeds.append(cex_check.lift(m, narrow, wide, _signedness(q.inst)))
+            seeds.append(cex_check.lift(m, narrow, wide, {}))
+        else:
+            notes.append(f"{w} bits: {rres}")
+    holds, subs = cex_check.search(q.solver_formula, tries=SAMPLES, seeds=seeds)
+    if subs is not None:
+        return _refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width")
+    if widths and len(proved_at) == len(widths) and holds >= 50:
+        return DtypeResult(key, PROVED_REDUCED, None,
+                           f"full width timed out ({reason}); proved at {'/'.join(map(str, proved_at))} bits; "
+                           f"{holds} sampled full-width cases hold", time.perf_counter() - t0)
+    if holds:
+        notes.append(f"no counterexample in {holds} concrete full-width cases")
+    return DtypeResult(key, UNKNOWN, None, f"timeout after {timeout_ms} ms ({reason})"
+                       + ("; " + "; ".join(notes) if notes else ""), time.perf_counter() - t0)
 
 
 def _mode_for(rule: Rule) -> str:
@@ -1203,13 +1249,18 @@ def verify_rule(rule: Rule | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
             verdict.results.append(DtypeResult(_env_key(rule, env), UNKNOWN, None, problem))
         verdict.note = problem
     else:
-        memo: dict[int, DtypeResult | None] = {}
+        memo: dict[int, DtypeResult | _NoMatch] = {}
+        no_match: dict[str, list[str]] = {}
         for env in envs:
             r = _verify_instance(rule, env, mode, timeout_ms, memo)
-            if r is not None:
+            if isinstance(r, _NoMatch):
+                no_match.setdefault(r.kind, []).append(_env_key(rule, env))
+            else:
                 verdict.results.append(r)
         if not verdict.results:
-            verdict.note = "no dtype assignment can match the left-hand side"
+            verdict.note = "; ".join(NO_MATCH_REASONS[k] + (f": {compress_keys(no_match[k])}" if no_match[k] != ["-"]
+                                                            else "")
+                                     for k in NO_MATCH_REASONS if k in no_match) or "no dtype assignment"
     verdict.seconds = time.perf_counter() - t0
     return verdict
 
@@ -1225,7 +1276,8 @@ def _verify_job(args: tuple[Rule, int]) -> dict[str, Any]:
 def _cache_key(rule: Rule, timeout_ms: int) -> str:
     from .proof_cache import rule_key
 
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}")
+    # the semantics version: a verdict proved under other op encodings is never reused
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}")
 
 
 def verify_rules(

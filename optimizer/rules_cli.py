@@ -1,7 +1,7 @@
 """``eggpu rules check``: load rule files, verify every rule, print a table.
 
 Exit codes: 0 when no rule is refuted (unknown verdicts are reported but do not fail), 1 when any
-rule is refuted, 2 when a file cannot be loaded (the RuleError message, ``file:line: rule 'name':
+rule is refuted or can never fire (no dtype assignment can match it: the row says why), 2 when a file cannot be loaded (the RuleError message, ``file:line: rule 'name':
 problem``, is printed).
 """
 
@@ -81,11 +81,13 @@ def check_rules(
         print("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3]
               + (f"  | {row[4]}" if row[4] else "") + f"  ({row[5]})", file=out)
     n_ref = sum(1 for r in rules if verdicts[r.name].refuted)
-    n_unk = sum(1 for r in rules if not verdicts[r.name].refuted and not verdicts[r.name].usable)
+    n_never = sum(1 for r in rules if not verdicts[r.name].results)
+    n_unk = sum(1 for r in rules if verdicts[r.name].results and not verdicts[r.name].refuted
+                and not verdicts[r.name].usable)
     n_red = sum(1 for r in rules if verdicts[r.name].status == "proved-reduced-width")
-    print(f"\n{len(rules)} rules: {len(rules) - n_ref - n_unk} usable ({n_red} proved at reduced width + sampling), "
-          f"{n_ref} refuted, {n_unk} unknown (not used); {wall:.1f}s", file=out)
-    return EXIT_REFUTED if n_ref else EXIT_OK
+    print(f"\n{len(rules)} rules: {len(rules) - n_ref - n_unk - n_never} usable ({n_red} proved at reduced width "
+          f"+ sampling), {n_ref} refuted, {n_unk} unknown (not used), {n_never} never fire; {wall:.1f}s", file=out)
+    return EXIT_REFUTED if n_ref or n_never else EXIT_OK
 
 
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper

@@ -12,9 +12,11 @@ same nesting. :func:`validate` checks the skeleton, then proves with z3 that, la
 * every ``for`` gets the same bounds, step and initial values, every ``if`` the same condition
   and every ``yield`` the same values.
 
-Each check is a refinement: where the original's value is defined (no division by zero,
-no out-of-range shift...) the optimized one must be defined and equal (floats compared by
-structure: NaN equals NaN, -0.0 differs from +0.0). Lanes are modelled with symbolic indices
+Each check is an equality under the IR's total semantics (integer division by zero is 0,
+out-of-range shifts give 0 or the sign fill: nothing is undefined, see :mod:`.z3ops`); floats are
+compared by structure (NaN equals NaN, -0.0 differs from +0.0). Only with ``fast_math`` (real
+arithmetic) is a check a refinement: where the original's value is defined (``x / 0``, ``log``
+of a non-positive value are not) the optimized one must be defined and equal. Lanes are modelled with symbolic indices
 (``BitVec(32)`` per dimension, constrained to the shape), so shape ops map indices
 exactly (``broadcast``, ``expand_dims``, ``reshape`` by row-major linearization, ``trans`` by the
 permutation). Values the checker does not look into are shared uninterpreted symbols:

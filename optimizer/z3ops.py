@@ -6,12 +6,23 @@ One table, :data:`Z3_OPS`, keyed by op name. Each entry is an encoder
 
 where ``dtype`` is the element dtype of the op's first operand (``where``: of its branches;
 ``addptr``: the pointee; leaves: the result dtype), ``args`` are z3 terms for the operands' lane
-values, and ``defined`` is a z3 Bool that is false exactly where LLVM gives undefined behaviour or
-poison for THIS op (callers conjoin the operands' own definedness):
+values, and ``defined`` is a z3 Bool that says where the op has a value (callers conjoin the
+operands' own definedness).
 
-* integer ``div``/``rem`` by zero, and signed ``INT_MIN / -1`` / ``INT_MIN % -1``;
-* ``shl``/``shr`` by an amount outside ``[0, bits)`` (amounts compared unsigned, so negative
-  signed amounts are out of range).
+**The IR is total** (``eggpu.ir.semantics`` and the op table's edge cases): there is no undefined
+behaviour and no poison, so in mode :data:`EXACT` every op is defined on every input and the
+encodings below are exactly the reference semantics:
+
+* integer ``div``/``rem`` by zero give 0; signed ``INT_MIN / -1`` wraps to ``INT_MIN`` and
+  ``INT_MIN % -1`` is 0 (z3's ``bvsdiv``/``bvsrem`` are total too, but with other values at 0:
+  ``bvudiv x 0 = -1``, ``bvsrem x 0 = x`` — hence the explicit ``If``);
+* ``shl`` and unsigned ``shr`` by an amount outside ``[0, bits)`` give 0, signed ``shr`` the
+  sign fill (the amount has the shifted value's dtype; a negative signed amount is, unsigned, at
+  least ``bits``) — exactly z3's ``bvshl``/``bvlshr``/``bvashr``.
+
+Only mode :data:`REAL` (``fast_math``) has partial ops: there ``x / 0``, ``sqrt``/``log`` of
+out-of-domain values and non-finite constants are undefined, because fast-math assumes finite,
+in-domain values (the contract of ``fast_math=True``).
 
 Everything else is defined. Representations (mode :data:`EXACT`):
 
@@ -47,6 +58,11 @@ import z3
 
 from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32
+
+#: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
+#: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
+#: INT_MIN / -1 and out-of-range shifts; version 1 treated them as undefined behaviour).
+SEMANTICS_VERSION = "2"
 
 EXACT = "exact"
 REAL = "real"
@@ -174,10 +190,6 @@ def _bits(dtype: DType) -> int:
     return dtype.bits
 
 
-def _int_min(dtype: DType) -> z3.BitVecRef:
-    return z3.BitVecVal(1 << (dtype.bits - 1), dtype.bits)
-
-
 def _lt(dtype, a, b):
     if dtype.is_float:
         return a < b if z3.is_real(a) else z3.fpLT(a, b)
@@ -228,11 +240,8 @@ def _unsupported(dtype):
 def _div(dtype, attrs, args, mode):
     a, b = args
     if dtype.is_int:
-        nz = b != 0
-        if dtype.is_signed:
-            ok = z3.And(nz, z3.Not(z3.And(a == _int_min(dtype), b == -1)))
-            return Enc(a / b, ok)
-        return Enc(z3.UDiv(a, b), nz)
+        q = a / b if dtype.is_signed else z3.UDiv(a, b)  # bvsdiv wraps INT_MIN / -1
+        return Enc(z3.If(b == 0, z3.BitVecVal(0, dtype.bits), q), TRUE)
     if mode == REAL:
         return Enc(a / b, b != 0)
     return Enc(z3.fpDiv(_rne(), a, b), TRUE)
@@ -250,11 +259,8 @@ def _fmod(a: z3.FPRef, b: z3.FPRef) -> z3.FPRef:
 def _rem(dtype, attrs, args, mode):
     a, b = args
     if dtype.is_int:
-        nz = b != 0
-        if dtype.is_signed:
-            ok = z3.And(nz, z3.Not(z3.And(a == _int_min(dtype), b == -1)))
-            return Enc(z3.SRem(a, b), ok)
-        return Enc(z3.URem(a, b), nz)
+        r = z3.SRem(a, b) if dtype.is_signed else z3.URem(a, b)  # bvsrem INT_MIN % -1 = 0
+        return Enc(z3.If(b == 0, z3.BitVecVal(0, dtype.bits), r), TRUE)
     if mode == REAL:
         return Enc(uf("fmod", dtype, mode, 2)(a, b), b != 0)
     return Enc(_fmod(a, b), TRUE)
@@ -289,19 +295,15 @@ def _bitwise(bv, boolean):
     return enc
 
 
-def _shift_ok(dtype, b):
-    return z3.ULT(b, z3.BitVecVal(dtype.bits, dtype.bits))
-
-
 def _shl(dtype, attrs, args, mode):
     a, b = args
-    return Enc(a << b, _shift_ok(dtype, b))
+    return Enc(a << b, TRUE)  # bvshl: amounts >= bits (unsigned) give 0, as the reference
 
 
 def _shr(dtype, attrs, args, mode):
     a, b = args
-    v = a >> b if dtype.is_signed else z3.LShR(a, b)
-    return Enc(v, _shift_ok(dtype, b))
+    v = a >> b if dtype.is_signed else z3.LShR(a, b)  # bvashr: sign fill; bvlshr: 0
+    return Enc(v, TRUE)
 
 
 def _eq(dtype, attrs, args, mode):
@@ -718,7 +720,8 @@ def to_python(v: z3.ExprRef, dtype: DType | None) -> Any:
 
 
 def eval_concrete(op: str, dtype: DType, attrs: Mapping[str, Any], *values: Any, mode: str = EXACT) -> Any:
-    """Evaluate ``op`` on concrete lane values via z3 ``simplify``; ``None`` when undefined (UB).
+    """Evaluate ``op`` on concrete lane values via z3 ``simplify``; ``None`` when undefined (only
+    in mode :data:`REAL`: the IR itself is total).
 
     ``values`` are Python/numpy scalars of the operands' dtypes (``where``: a bool then two values
     of ``dtype``; ``addptr``: an int address then an int offset)."""
@@ -744,7 +747,8 @@ def eval_concrete(op: str, dtype: DType, attrs: Mapping[str, Any], *values: Any,
 
 
 __all__ = [
-    "BLOCK_OPS", "EXACT", "LANE_IDENTITY_OPS", "MODES", "NOT_ENCODED", "REAL", "UF_OPS", "Z3_OPS", "Enc",
+    "BLOCK_OPS", "EXACT", "LANE_IDENTITY_OPS", "MODES", "NOT_ENCODED", "REAL", "SEMANTICS_VERSION", "UF_OPS",
+    "Z3_OPS", "Enc",
     "bitcast_value", "cast_value", "const", "encode", "eval_concrete", "fp_sort", "fp_value", "from_python",
     "leaf_facts", "real_axioms", "result_dtype", "sort_of", "to_python", "uf", "var",
 ]

@@ -80,9 +80,16 @@ def test_masked_off_lanes_do_not_matter():
     assert validate(f2, g2).verdict == "valid"
 
 
-def test_undefined_lanes_may_become_anything_but_not_the_reverse():
+def test_division_by_zero_and_wide_shifts_have_values_not_undefined_behaviour():
+    """The IR is total: x / 0 is 0 and x << 40 is 0 (i32), so a program may not replace them by
+    anything else — an "undefined behaviour" checker would accept x / 0 -> y."""
     div0 = lambda b, x, y: b.op("div", x, c(b, 0, i32, x))  # noqa: E731
-    assert validate(kernel(div0, i32), kernel(lambda b, x, y: y, i32)).verdict == "valid"
+    v = validate(kernel(div0, i32), kernel(lambda b, x, y: y, i32))
+    assert v.verdict == "invalid" and "differs at lane" in v.detail
+    assert validate(kernel(div0, i32), kernel(lambda b, x, y: c(b, 0, i32, x), i32)).verdict == "valid"
+    shl40 = lambda b, x, y: b.op("shl", x, c(b, 40, i32, x))  # noqa: E731
+    assert validate(kernel(shl40, i32), kernel(lambda b, x, y: c(b, 0, i32, x), i32)).verdict == "valid"
+    assert validate(kernel(shl40, i32), kernel(lambda b, x, y: x, i32)).verdict == "invalid"
     v = validate(kernel(lambda b, x, y: x, i32), kernel(lambda b, x, y: b.op("div", b.op("mul", x, y), y), i32))
     assert v.verdict == "invalid"
 
