@@ -314,3 +314,62 @@ def test_a_rule_that_can_never_fire_says_why_and_fails_rules_check(tmp_path, tex
     out = io.StringIO()
     assert check_rules([str(f)], out=out, use_cache=False, progress=False) == EXIT_REFUTED
     assert reason in out.getvalue() and "1 never fire" in out.getvalue(), out.getvalue()
+
+
+# ------------------------------------------------------------------ proved rules hold in the reference
+
+
+def _shipped_exact_rewrites():
+    from eggpu.optimizer.rules_loader import load_rules
+
+    return [r for r in load_rules([], shipped=True, env=False).rules
+            if r.kind in ("rewrite", "birewrite") and not r.fast_math]
+
+
+def _check_rule_on_samples(rule, n_envs, samples, seed):
+    """Evaluate both sides of ``rule`` with the reference semantics on random inputs that satisfy
+    its guards (checked through the verifier's own assumptions); they must agree. Returns the
+    number of inputs checked."""
+    import z3
+
+    from eggpu.optimizer import cex_check, z3ops
+    from eggpu.optimizer import rule_verifier as rv
+
+    rng = random.Random(seed)
+    checked = 0
+    for env in rv.assignments(rule)[:n_envs] if n_envs else rv.assignments(rule):
+        try:
+            q = rv._build(rule, env, z3ops.EXACT)
+        except (rv._Infeasible, rv._IllTyped, rv._Unsupported):
+            continue
+        if q.inst.blocks:
+            continue
+        consts = cex_check.free_constants(q.solver_formula)
+        assume = z3.And(*q.inst.assume) if q.inst.assume else z3.BoolVal(True)
+        for _ in range(samples):
+            subs = [(c, cex_check._sample_value(c, rng)) for c in consts.values()]
+            if any(v is None for _, v in subs):
+                break
+            value_of = cex_check.substitution(subs)
+            if not z3.is_true(value_of(assume)):
+                continue
+            try:
+                lv, _ = cex_check.evaluate(q.inst, rule.lhs, value_of)
+                rv_, _ = cex_check.evaluate(q.inst, rule.rhs, value_of)
+            except cex_check.NotEvaluable:
+                break
+            assert cex_check.same(lv, rv_), (f"{rule.location}: rule {rule.name!r} at {env}: the reference gives "
+                                             f"lhs = {lv!r}, rhs = {rv_!r} at {subs}")
+            checked += 1
+    return checked
+
+
+def test_shipped_rules_hold_in_the_reference_semantics_on_samples():
+    total = sum(_check_rule_on_samples(r, n_envs=2, samples=6, seed=i) for i, r in enumerate(_shipped_exact_rewrites()))
+    assert total >= 300, total
+
+
+@pytest.mark.slow
+def test_shipped_rules_hold_in_the_reference_semantics_long():
+    total = sum(_check_rule_on_samples(r, n_envs=0, samples=60, seed=i) for i, r in enumerate(_shipped_exact_rewrites()))
+    assert total >= 10_000, total
