@@ -16,7 +16,6 @@ import eggpu.language as tl
 from eggpu.cache import Cache
 from eggpu.ir import cachefs
 from eggpu.kernels import get
-from eggpu.pipeline import _cached
 
 
 @pytest.fixture(autouse=True)
@@ -52,6 +51,8 @@ def test_cache_dir_naming_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     assert msgs == [f"eggpu: compiling without the kernel cache: cache directory {f} cannot be used: a file is in "
                     f"the way"]
     assert f.read_text() == "x"
+    again, msgs = _compile_warned()  # one warning per directory, not one per compile
+    assert again.ptx == entry[0].ptx and msgs == []
 
 
 def test_cache_dir_below_a_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry) -> None:
@@ -84,14 +85,16 @@ def test_unwritable_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry)
     assert len(msgs) == 1 and str(tmp_path / "home") in msgs[0] and "cannot be created" in msgs[0]
 
 
-def test_no_home_directory(monkeypatch: pytest.MonkeyPatch, entry) -> None:
+def test_no_home_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, entry) -> None:
     import platformdirs
 
+    monkeypatch.chdir(tmp_path)  # (before the fix the cache went to ./~/.cache/eggpu)
     monkeypatch.delenv("EGGPU_CACHE_DIR", raising=False)
     monkeypatch.setattr(platformdirs, "user_cache_dir", lambda *a, **k: "~/.cache/eggpu")  # "~" unexpanded
     ck, msgs = _compile_warned()
     assert ck.ptx == entry[0].ptx
     assert len(msgs) == 1 and "cannot determine the user cache directory" in msgs[0]
+    assert not (tmp_path / "~").exists()
 
 
 def _valid_manifest(entry) -> dict:
@@ -137,6 +140,7 @@ def test_malformed_manifest_is_ignored_with_one_warning(tmp_path: Path, entry, c
     out = mutate(_valid_manifest(entry))
     stem.with_suffix(".json").write_bytes(out if isinstance(out, bytes) else json.dumps(out).encode())
     key = stem.name.rsplit("_", 1)[1]
+    from eggpu.pipeline import _cached
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         assert _cached(Cache(d), _kernel(), ck.options, key) is None

@@ -203,7 +203,8 @@ def test_proof_cache_owned_by_someone_else_is_ignored(tmp_path: Path, monkeypatc
     assert got is None and len(msgs) == 1 and "(uid 31337)" in msgs[0]
 
 
-@pytest.mark.parametrize("raw, problem", [
+@pytest.mark.parametrize("raw, problem", ids=["non-utf8", "truncated", "list", "deep", "bad-entry", "bad-entries"],
+                         argvalues=[
     (b"\xff\xfe{}", "not valid JSON"),
     (b'{"k": ', "not valid JSON"),
     (b"[1, 2]", "JSON list, not an object"),
