@@ -175,10 +175,10 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
     reads. Nothing is read from disk beyond the sources ``inspect`` already caches.
     """
     parts: dict[str, Any] = {"id": kernel.id, "source": kernel.source}
-    deps_of = getattr(kernel, "dependencies", None)
+    deps_of = getattr(type(kernel), "dependencies", None)  # on the class: a constexpr may shadow it
     if deps_of is None:  # a kernel-like object from elsewhere: its id and source are all we know
         return parts, None
-    deps = deps_of()
+    deps = deps_of(kernel)
     parts["deps"] = deps.description
     return parts, deps.opaque
 

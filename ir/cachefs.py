@@ -86,7 +86,8 @@ def ensure_trusted_dir(directory: Path) -> None:
         raise CacheUnavailable(f"cache directory {directory} cannot be created: {e.strerror or e}") from None
     reason = untrusted_reason(directory)
     if reason is not None:
-        raise CacheUnavailable(f"cache directory {directory} is not trusted: {reason}")
+        raise CacheUnavailable(f"cache directory {directory} is not trusted: {reason}; make it yours and "
+                               f"`chmod go-w` it, or use another directory")
 
 
 def read_trusted(path: Path) -> bytes | None:

@@ -29,8 +29,7 @@ import hashlib
 import json
 import sys
 import types
-from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 import numpy as np
 
@@ -48,8 +47,7 @@ _STABLE_ROOTS = frozenset({"eggpu", "numpy", "ml_dtypes"}) | frozenset(sys.stdli
 _MAX_DEPTH = 32
 
 
-@dataclass(frozen=True)
-class Dependencies:
+class Dependencies(NamedTuple):
     """``description``: JSON-able record of every input (see the module docstring); ``digest``:
     its sha256; ``opaque``: None, or why the kernel's inputs cannot be enumerated (do not cache)."""
 

@@ -379,7 +379,9 @@ class Kernel:
         :meth:`dependencies` (a rebound module constant or a reloaded helper lowers again; a
         kernel whose inputs cannot be enumerated is lowered every time); every call returns a
         fresh copy, so callers may transform it freely."""
-        deps = self.dependencies()
+        from .deps import dependencies
+
+        deps = dependencies(self._spec.fn)  # (not self.dependencies(): a constexpr may shadow it)
         key = (type(self), self._key())
         hit = _IR_CACHE.get(key)
         fn = hit[1] if hit is not None and hit[0] == deps.digest and deps.opaque is None else None
