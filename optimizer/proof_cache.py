@@ -76,7 +76,7 @@ class ProofCache:
         self.path = self.dir / "proofs.json"
         self._data: dict[str, Any] | None = None
         # the user cache dir is relative only when "~" cannot be expanded (no home directory)
-        self._problem = None if directory is not None or self.dir.is_absolute() else (
+        self._problem: str | None = None if directory is not None or self.dir.is_absolute() else (
             "no home directory to put it in; set EGGPU_PROOF_CACHE_DIR")
 
     def _warn(self, problem: str) -> None:
@@ -93,7 +93,8 @@ class ProofCache:
         try:
             ensure_trusted_dir(self.dir)
         except CacheUnavailable as e:
-            self._warn(str(e))
+            self._problem = str(e)  # not retried by this object
+            self._warn(self._problem)
             return False
         return True
 

@@ -223,3 +223,12 @@ def test_proof_cache_malformed_content_is_ignored(tmp_path: Path, raw: bytes, pr
     assert c.get("ok") == (VERDICT if b'"ok"' in raw else None)
     c.put("k", VERDICT)  # the file is rewritten whole and valid
     assert ProofCache(d).get("k") == VERDICT
+
+
+def test_proof_cache_that_cannot_be_created_keeps_verdicts_in_memory(tmp_path: Path, monkeypatch) -> None:
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("EGGPU_PROOF_CACHE_DIR", str(tmp_path / "file" / "proofs"))
+    c = ProofCache()
+    got, msgs = _warned(lambda: c.put("k", VERDICT))
+    assert len(msgs) == 1 and "cannot be created: Not a directory" in msgs[0]
+    assert c.get("k") == VERDICT and (tmp_path / "file").read_text() == "x"
