@@ -8,7 +8,6 @@ the IR is parsed and the host build made only when asked for (``ck.ir``, ``ck.ru
 from __future__ import annotations
 
 import hashlib
-import inspect
 import os
 import time
 from collections.abc import Sequence
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from eggpu.cache import Cache, cache_key
+from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
 from eggpu.rules import rule_files
 from eggpu.runtime import Param, check_args, normalize_grid
@@ -167,25 +167,31 @@ def _eggpu_package_dirs() -> set[Path]:
     return dirs
 
 
-def _kernel_key_parts(kernel: Any) -> dict[str, Any]:
-    """Identity of a Kernel instance: id, its source and its module's source (helpers live there)."""
-    spec = getattr(kernel, "_spec", None)
-    fn = getattr(spec, "fn", None)
-    module_digest = ""
-    if fn is not None:
-        try:
-            path = inspect.getsourcefile(fn)
-            if path:
-                module_digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-        except (OSError, TypeError):
-            pass
-    return {"id": kernel.id, "source": kernel.source, "module": module_digest}
+def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
+    """Identity of a Kernel instance for the cache key, and why it cannot be cached (or None).
+
+    The id (dtypes, constexprs) and source, plus :meth:`Kernel.dependencies`: the source of every
+    helper it may inline (wherever defined) and the current value of every module-level name it
+    reads. Nothing is read from disk beyond the sources ``inspect`` already caches.
+    """
+    parts: dict[str, Any] = {"id": kernel.id, "source": kernel.source}
+    deps_of = getattr(type(kernel), "dependencies", None)  # on the class: a constexpr may shadow it
+    if deps_of is None:  # a kernel-like object from elsewhere: its id and source are all we know
+        return parts, None
+    deps = deps_of(kernel)
+    parts["deps"] = deps.description
+    return parts, deps.opaque
 
 
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None) -> CompiledKernel:
-    """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``."""
+    """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
+
+    ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
+    that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
+    compile: it is bypassed with one :class:`~eggpu.ir.cachefs.CacheWarning`.
+    """
     from eggpu import __version__
 
     if not hasattr(kernel, "ir") or not hasattr(kernel, "id"):
@@ -196,24 +202,46 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
     opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules))
     _check_target(target)
-    key = cache_key({"eggpu": __version__, "toolchain": toolchain_fingerprint(), "kernel": _kernel_key_parts(kernel),
-                     "options": opts.key_parts()})
-    store = None if cache is False else Cache(None if cache is True else cache)
-    if store is not None:
-        t0 = time.perf_counter()
-        hit = store.get(kernel.name, key)
-        if hit is None:
-            with store.lock(kernel.name, key):
-                hit = store.get(kernel.name, key)  # another process may have finished it
-                if hit is None:
-                    ck = _compile_uncached(kernel, opts, progress)
-                    entry = store.put(kernel.name, key, _files(ck), ck.report)
-                    ck.cache_path = str(entry.stem)
-                    return ck
-        ck = _from_cache(kernel, opts, hit)
-        ck.report = dict(ck.report, cache="hit", cache_lookup_ms=(time.perf_counter() - t0) * 1e3)
+    if cache is False:
+        return _compile_uncached(kernel, opts, progress)
+    kernel_parts, opaque = _kernel_key_parts(kernel)
+    if opaque is not None:
+        warn_once(f"eggpu: {kernel.name} is compiled without the cache: {opaque}; pass such values as "
+                  f"constexpr arguments or read module constants by name", key=f"kernel-opaque:{kernel.id}:{opaque}")
+        ck = _compile_uncached(kernel, opts, progress)
+        ck.report["cache"] = "bypass"
         return ck
-    return _compile_uncached(kernel, opts, progress)
+    key = cache_key({"eggpu": __version__, "toolchain": toolchain_fingerprint(), "kernel": kernel_parts,
+                     "options": opts.key_parts()})
+    store = Cache(None if cache is True else cache)
+    t0 = time.perf_counter()
+    hit = _cached(store, kernel, opts, key)
+    if hit is None:
+        with store.lock(kernel.name, key):
+            hit = _cached(store, kernel, opts, key)  # another process may have finished it
+            if hit is None:
+                ck = _compile_uncached(kernel, opts, progress)
+                entry = store.put(kernel.name, key, _files(ck), ck.report)
+                if entry is None:
+                    ck.report["cache"] = "bypass"
+                else:
+                    ck.cache_path = str(entry.stem)
+                return ck
+    hit.report = dict(hit.report, cache="hit", cache_lookup_ms=(time.perf_counter() - t0) * 1e3)
+    return hit
+
+
+def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> CompiledKernel | None:
+    """The cached compile of ``key``, or None; an entry whose report is malformed is ignored with
+    a warning (and recompiled over)."""
+    entry = store.get(kernel.name, key)
+    if entry is None:
+        return None
+    try:
+        return _from_cache(kernel, opts, entry)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError, EggpuError) as e:
+        store.reject(entry.stem, f"its report is malformed: {type(e).__name__}: {e}")
+        return None
 
 
 def _check_target(target: str) -> None:
@@ -228,10 +256,19 @@ def _files(ck: CompiledKernel) -> dict[str, str]:
 
 def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel:
     r = entry.report
-    params = tuple(Param(n, _param_type(t)) for n, t in r["params"])
-    return CompiledKernel(kernel.name, kernel.id, r["entry_point"], opts.target, entry.files["ptx"],
+    params = tuple(Param(str(n), _param_type(t)) for n, t in r["params"])
+    entry_point, num_threads = r["entry_point"], r["num_threads"]
+    if entry_point != f"{kernel.name}_entry_point":
+        raise ValueError(f"entry point {entry_point!r} is not {kernel.name}_entry_point")
+    if type(num_threads) is not int or num_threads != 32 * opts.num_warps:
+        raise ValueError(f"num_threads {num_threads!r} does not match num_warps={opts.num_warps}")
+    if not isinstance(r.get("assumptions", {}), dict):
+        raise TypeError("assumptions is not an object")
+    if not isinstance(r.get("written_params", []), list):
+        raise TypeError("written_params is not a list")
+    return CompiledKernel(kernel.name, kernel.id, entry_point, opts.target, entry.files["ptx"],
                           entry.files["ll"], entry.files["ir"], entry.files["py"], params,
-                          r["num_threads"], r, opts, str(entry.stem))
+                          num_threads, r, opts, str(entry.stem))
 
 
 def _param_type(text: str):

@@ -774,7 +774,12 @@ class CodeGenerator:
                 return from_numpy(v)  # np.float32 used as a dtype
             except IRError:
                 return v
-        if isinstance(v, tuple | list):
+        if isinstance(v, list):  # mutable: kernels read immutable constants only (docs/language.md)
+            shown = repr(tuple(v)) if len(v) <= 4 else "(" + ", ".join(map(repr, v[:3])) + ", ...)"
+            raise self.error(node, f"{n} is a list, which a kernel cannot read (lists are mutable)",
+                             f"module-level values a kernel reads must be immutable constants: make it a tuple, "
+                             f"{n} = {shown}")
+        if isinstance(v, tuple):
             out = tuple(self._outer_value(node, n, x) for x in v)
             return out
         if isinstance(v, types.ModuleType | types.FunctionType | types.BuiltinFunctionType | type) or callable(v):

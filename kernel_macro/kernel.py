@@ -177,7 +177,8 @@ class _Specializer:
         return f"{self.cls.__name__}[{', '.join(d.name for d in self.dtypes)}]"
 
 
-_IR_CACHE: dict[tuple, Function] = {}
+#: (Kernel class, specialization) -> (dependency digest, IR); a changed digest replaces the entry
+_IR_CACHE: dict[tuple, tuple[str, Function]] = {}
 
 
 class Kernel:
@@ -366,11 +367,24 @@ class Kernel:
 
     # ------------------------------------------------------------ IR and running
 
+    def dependencies(self) -> Any:
+        """What lowering this kernel reads besides its specialization: helper sources, module
+        values (see :func:`eggpu.kernel_macro.deps.dependencies`); the caches are keyed on it."""
+        from .deps import dependencies
+
+        return dependencies(self._spec.fn)
+
     def ir(self) -> Function:
-        """The tensor IR before optimization. Lowered once per specialization; every call returns
-        a fresh copy, so callers may transform it freely."""
+        """The tensor IR before optimization. Lowered once per specialization and set of
+        :meth:`dependencies` (a rebound module constant or a reloaded helper lowers again; a
+        kernel whose inputs cannot be enumerated is lowered every time); every call returns a
+        fresh copy, so callers may transform it freely."""
+        from .deps import dependencies
+
+        deps = dependencies(self._spec.fn)  # (not self.dependencies(): a constexpr may shadow it)
         key = (type(self), self._key())
-        fn = _IR_CACHE.get(key)
+        hit = _IR_CACHE.get(key)
+        fn = hit[1] if hit is not None and hit[0] == deps.digest and deps.opaque is None else None
         if fn is None:
             from .frontend import lower_kernel
 
@@ -380,7 +394,8 @@ class Kernel:
                 for p in self._spec.signature.runtime_params
             ]
             fn = lower_kernel(self._spec.fn, self.name, params, self.consts, b)
-            _IR_CACHE[key] = fn
+            if deps.opaque is None:
+                _IR_CACHE[key] = (deps.digest, fn)
         return clone_function(fn)
 
     def interpret(self, grid: Any, *args: Any) -> Any:

@@ -7,6 +7,14 @@ the verifier's own version and the z3 version — so editing a rule, the schema,
 upgrading z3 re-proves it. Only final verdicts are stored (``unknown`` results are not cached, so
 a later run with a larger time budget tries again). Writes are atomic and serialized by a file
 lock, so concurrent processes can share the cache.
+
+Trust, as for the kernel cache (:mod:`eggpu.ir.cachefs`): a cached "proved" verdict lets a rule
+fire without a proof, so the directory must be owned by the user and not writable by group or
+others, else the cache is ignored (rules are proved again, nothing is written) with one
+:class:`~eggpu.ir.cachefs.CacheWarning`. ``proofs.json`` is read without following symlinks and
+only when it is a regular file of the user's; writes go to a fresh ``mkstemp`` file renamed over
+it, so a planted ``proofs.<pid>.tmp`` or ``proofs.json`` symlink is never followed. A malformed
+file or entry is ignored with a warning; no cache problem ever fails verification.
 """
 
 from __future__ import annotations
@@ -14,8 +22,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
+
+from eggpu.ir.cachefs import (
+    CacheUnavailable,
+    atomic_write,
+    ensure_trusted_dir,
+    file_lock,
+    read_trusted,
+    warn_once,
+)
 
 #: bump when the verifier's encoding changes meaning (invalidates every cached proof)
 VERIFIER_VERSION = "3"
@@ -51,21 +69,61 @@ def rule_key(egglog_text: str, extra: str = "") -> str:
 
 
 class ProofCache:
-    """A dict-like view of ``proofs.json`` (key -> JSON verdict)."""
+    """A dict-like view of ``proofs.json`` (key -> JSON verdict). Never raises for a cache problem."""
 
     def __init__(self, directory: Path | str | None = None):
         self.dir = Path(directory) if directory is not None else cache_dir()
         self.path = self.dir / "proofs.json"
         self._data: dict[str, Any] | None = None
+        # the user cache dir is relative only when "~" cannot be expanded (no home directory)
+        self._problem: str | None = None if directory is not None or self.dir.is_absolute() else (
+            "no home directory to put it in; set EGGPU_PROOF_CACHE_DIR")
+
+    def _warn(self, problem: str) -> None:
+        warn_once(f"eggpu: ignoring the proof cache {self.path}: {problem}; rules are proved again",
+                  key=f"proof-cache:{self.path}:{problem}")
+
+    def _trusted(self, create: bool) -> bool:
+        """Whether the directory may be used (creating it when ``create``); warns once if not."""
+        if self._problem is not None:
+            self._warn(self._problem)
+            return False
+        if not create and not self.dir.exists():
+            return True  # nothing to read yet
+        try:
+            ensure_trusted_dir(self.dir)
+        except CacheUnavailable as e:
+            self._problem = str(e)  # not retried by this object
+            self._warn(self._problem)
+            return False
+        return True
+
+    def _read(self) -> dict[str, Any]:
+        if not self._trusted(create=False):
+            return {}
+        try:
+            raw = read_trusted(self.path)
+        except CacheUnavailable as e:
+            self._warn(str(e))
+            return {}
+        if raw is None:
+            return {}
+        try:
+            data = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
+            self._warn(f"it is not valid JSON ({e})")
+            return {}
+        if not isinstance(data, dict):
+            self._warn(f"it holds a JSON {type(data).__name__}, not an object")
+            return {}
+        good = {k: v for k, v in data.items() if _valid_verdict(v)}
+        if len(good) != len(data):
+            self._warn(f"{len(data) - len(good)} malformed entr{'y' if len(data) - len(good) == 1 else 'ies'}")
+        return good
 
     def _load(self) -> dict[str, Any]:
         if self._data is None:
-            try:
-                self._data = json.loads(self.path.read_text())
-                if not isinstance(self._data, dict):
-                    self._data = {}
-            except (OSError, ValueError):
-                self._data = {}
+            self._data = self._read()
         return self._data
 
     def get(self, key: str) -> Any | None:
@@ -78,27 +136,53 @@ class ProofCache:
         return len(self._load())
 
     def put_many(self, entries: dict[str, Any]) -> None:
-        """Merge ``entries`` into the cache file (re-reading it under the lock first)."""
+        """Merge ``entries`` into the cache file (re-reading it under the lock first). When the
+        directory cannot be used the entries are kept in memory only (one warning)."""
         if not entries:
             return
-        from filelock import FileLock
-
-        self.dir.mkdir(parents=True, exist_ok=True)
-        with FileLock(str(self.path) + ".lock", timeout=30):
-            self._data = None
-            data = dict(self._load())
-            data.update(entries)
-            tmp = self.path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(data, sort_keys=True))
-            os.replace(tmp, self.path)
-            self._data = data
+        if not self._trusted(create=True):
+            self._data = {**self._load(), **entries}
+            return
+        with ExitStack() as stack:
+            try:
+                stack.enter_context(file_lock(self.dir / "proofs.json.lock", timeout=30))
+            except CacheUnavailable as e:  # still safe to write (atomically); a concurrent merge may be lost
+                warn_once(f"eggpu: writing the proof cache {self.path} without its lock: {e}",
+                          key=f"proof-cache-lock:{self.path}")
+            data = {**self._read(), **entries}
+            try:
+                atomic_write(self.path, json.dumps(data, sort_keys=True).encode())
+            except CacheUnavailable as e:
+                self._warn(f"cannot write it ({e})")
+        self._data = data
 
     def put(self, key: str, value: Any) -> None:
         self.put_many({key: value})
 
     def clear(self) -> None:
+        """Forget every verdict (removes ``proofs.json``; a symlink there is removed, not followed)."""
         self._data = {}
         try:
             self.path.unlink()
         except FileNotFoundError:
             pass
+        except OSError as e:
+            self._warn(f"cannot remove it ({e.strerror or e})")
+
+
+def _valid_verdict(v: Any) -> bool:
+    """The shape :meth:`RuleVerdict.from_json` reads: rule/location/ruleset strings and a list of
+    per-dtype results, each with ``key`` and ``status`` strings."""
+    if not isinstance(v, dict) or not all(isinstance(v.get(k), str) for k in ("rule", "location", "ruleset")):
+        return False
+    results = v.get("results")
+    if not isinstance(results, list):
+        return False
+    for r in results:
+        if not isinstance(r, dict) or not isinstance(r.get("key"), str) or not isinstance(r.get("status"), str):
+            return False
+        if not isinstance(r.get("detail", ""), str) or not isinstance(r.get("seconds", 0.0), int | float):
+            return False
+        if r.get("cex") is not None and not isinstance(r.get("cex"), dict):
+            return False
+    return isinstance(v.get("seconds", 0.0), int | float) and isinstance(v.get("note", ""), str)
