@@ -580,12 +580,12 @@ class CodeGenerator:
         return hit
 
     def _runtime_for(self, node: ast.For, it: ast.Call, lo: Any, hi: Any, step: Any) -> None:
+        if isinstance(step, int) and not isinstance(step, bool) and step == 0:
+            raise self.error(it, "range() step must not be zero")
         try:
-            lo_t, hi_t, step_t = (self.sem.loop_bound(v, w) for v, w in ((lo, "start"), (hi, "end"), (step, "step")))
+            lo_t, hi_t, step_t, variable = self.sem.loop_bounds(lo, hi, step)
         except SemanticError as e:
             raise self.error(it, e.problem, e.hint) from None
-        if isinstance(step, int) and step == 0:
-            raise self.error(it, "range() step must not be zero")
         f = self.frame
         target = node.target.id  # type: ignore[attr-defined]
         before = f.scope
@@ -604,7 +604,7 @@ class CodeGenerator:
             else:
                 plan[n] = ("const", v)
         for _attempt in range(6):
-            blk, end_scope = self._loop_body(node, target, plan, before)
+            blk, end_scope = self._loop_body(node, target, plan, before, variable)
             new_plan = self._join_loop(node, plan, end_scope)
             if new_plan == plan:
                 break
@@ -633,13 +633,14 @@ class CodeGenerator:
             f"{target} is the variable of the for loop at line {line} and is not available after it",
             "keep the value you need in a variable assigned before the loop")
 
-    def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any]):
+    def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
+                   variable: Callable[[Tensor], Tensor]):
         f = self.frame
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
         arg_types = [BlockType(i32, ())] + [plan[n][1] for n in carried]
         with self.b.region(arg_types) as blk:
             scope = dict(before)
-            scope[target] = Tensor(blk.args[0])
+            scope[target] = variable(Tensor(blk.args[0]))  # the i32 count, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
             f.scope = scope

@@ -31,7 +31,7 @@ import operator
 from typing import Any
 
 from eggpu.ir.builder import Builder
-from eggpu.ir.dtypes import DType, bool_, f32, i32, i64, promote, u32, u64
+from eggpu.ir.dtypes import DType, bool_, f32, i8, i16, i32, i64, promote, u32, u64
 from eggpu.ir.graph import Value
 from eggpu.ir.types import BlockType, PointerType
 
@@ -133,6 +133,8 @@ _BITWISE = frozenset({"and", "or", "xor"})
 _SHIFT = frozenset({"lshift", "rshift"})
 _ORDER = frozenset({"lt", "le", "gt", "ge"})
 _EQUALITY = frozenset({"eq", "ne"})
+
+_SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
 
 FLOAT_FUNCTIONS = frozenset({
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
@@ -402,6 +404,8 @@ class Semantic:
         elif op == "truediv":
             if not dt.is_float:
                 dt = f32
+        if op == "rshift" and dt.is_unsigned and self._signed_operand(a):
+            return self._arithmetic_rshift(a, b, dt)
         x, y = self._operand(a, dt), self._operand(b, dt)
         x, y = self.broadcast_pair(x, y)
         if op == "truediv":
@@ -410,6 +414,33 @@ class Semantic:
             q = self.b.op("div", x.value, y.value)
             return Tensor(self.b.op("floor", q) if dt.is_float else q)
         return Tensor(self.b.op(_IR_BINARY[op], x.value, y.value))
+
+    @staticmethod
+    def _signed_operand(v: Any) -> bool:
+        """True when ``v`` is a signed-integer tensor. (A literal left operand never needs the
+        arithmetic shift: a negative one does not fit the unsigned result dtype, and Triton types a
+        non-negative one too large for the signed range as unsigned.)"""
+        return isinstance(v, Tensor) and v.dtype.is_signed
+
+    def _arithmetic_rshift(self, a: Any, b: Any, dt: DType) -> Tensor:
+        """``a >> b`` for a signed ``a`` whose promotion with ``b`` is the unsigned ``dt``.
+
+        Triton picks the shift from the *left* operand before promotion (``tensor.__rshift__``:
+        ``ashr`` when ``self`` is signed), then shifts the promoted (unsigned) bits. The IR's
+        ``shr`` takes its kind from the operand dtype, so the shift is done in the signed dtype of
+        ``dt``'s width and the bits are reinterpreted as ``dt``: i32 -8 >> u32 1 is 0xFFFFFFFC.
+        """
+        sdt = _SIGNED_OF_WIDTH[dt.bits]
+        x = self._operand(a, sdt)  # sign-extends a narrower signed operand, as Triton's cast does
+        if isinstance(b, Tensor):
+            y = self.cast(b, dt)  # widen the amount as unsigned first (zero-extension) ...
+            y = self.cast(y, sdt, bitcast=True)  # ... then reinterpret; the shift sees the same bits
+        else:
+            self.check_fits(b, dt)
+            y = self.convert(b, sdt)
+        x, y = self.broadcast_pair(x, y)
+        r = Tensor(self.b.op("shr", x.value, y.value))
+        return self.cast(r, dt, bitcast=True)
 
     @staticmethod
     def _dtypes_text(a: Any, b: Any) -> str:
@@ -608,16 +639,90 @@ class Semantic:
             return -(-a // b)
         return self.binary("floordiv", self.binary("add", a, self.binary("sub", b, 1)), b)
 
-    def loop_bound(self, v: Any, what: str) -> Tensor:
-        """An i32 scalar for a ``range`` bound."""
+    def _loop_operand_dtype(self, v: Any, what: str) -> DType:
         if isinstance(v, Tensor):
             if v.is_block or v.is_pointer or not (v.dtype.is_int or v.dtype.is_bool):
                 raise SemanticError(f"range {what} must be an integer scalar, got {v.type}")
-            return self.cast(v, i32)
+            return i32 if v.dtype.is_bool else v.dtype
         if isinstance(v, int) and not isinstance(v, bool):
-            self.check_fits(v, i32)
-            return self.const(v, i32)
+            return self.default_dtype(v)
         raise SemanticError(f"range {what} must be an integer, got {describe(v)}")
+
+    def loop_dtype(self, lo: Any, hi: Any, step: Any) -> DType:
+        """dtype of the variable of ``for i in range(lo, hi, step)``: the integer promotion of the
+        three bounds (Triton's ``integer_promote_impl``; literals as i32, or i64/u64 when larger).
+        Types that every value of fits in i32 (i8, i16, u8, u16) give an i32 loop."""
+        dt = i32
+        for v, what in ((lo, "start"), (hi, "end"), (step, "step")):
+            dt = promote(dt, self._loop_operand_dtype(v, what))
+        return dt if dt in (i64, u32, u64) else i32
+
+    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any]:
+        """The i32 ``lo, hi, step`` operands of the IR ``for`` for ``range(lo, hi, step)``, and a
+        function that maps the IR loop's i32 induction value to the loop variable.
+
+        The IR ``for`` counts in i32. An i32 loop maps directly. A wider loop (i64, u32, u64 bounds)
+        keeps its dtype: the IR loop counts iterations ``k = 0 .. trips-1`` (``trips`` computed in
+        the loop dtype, unsigned, before the loop) and the variable is ``lo + k * step`` in the loop
+        dtype, so ``range(2**35, 2**35 + 3)`` runs 2**35, 2**35+1, 2**35+2. Such a loop runs at most
+        2**31 - 1 iterations (a longer one is cut there), and a runtime step of 0 runs no iteration.
+        """
+        dt = self.loop_dtype(lo, hi, step)
+        if dt == i32:
+            return (self._loop_i32(lo, "start"), self._loop_i32(hi, "end"), self._loop_i32(step, "step"),
+                    lambda k: k)
+        lo_w, hi_w, step_w = (self._loop_wide(v, dt, w) for v, w in ((lo, "start"), (hi, "end"), (step, "step")))
+        udt = {32: u32, 64: u64}[dt.bits]
+        op = self.b.op
+
+        def const(v: int, t: DType) -> Value:
+            return self.b.const(v, t)
+
+        def as_u(v: Value) -> Value:
+            return v if dt.is_unsigned else op("bitcast", v, dtype=udt)
+
+        def count(first: Value, last: Value, stride: Value) -> Value:
+            """Iterations of first, first + stride, ... while < last (stride > 0 as unsigned)."""
+            d = as_u(op("sub", last, first))
+            n = op("add", op("div", op("sub", d, const(1, udt)), stride), const(1, udt))
+            return op("where", op("gt", last, first), n, const(0, udt))
+
+        if isinstance(step, int):
+            if step > 0:
+                n = count(lo_w.value, hi_w.value, as_u(step_w.value))
+            else:  # Python int step < 0 (0 is refused by the caller); dt is signed here
+                n = count(hi_w.value, lo_w.value, as_u(op("neg", step_w.value)))
+        else:
+            zero = const(0, dt)
+            is_zero = op("eq", step_w.value, zero)
+            safe = op("where", is_zero, const(1, dt), step_w.value)
+            n = count(lo_w.value, hi_w.value, as_u(safe))
+            if dt.is_signed:
+                down = count(hi_w.value, lo_w.value, as_u(op("neg", safe)))
+                n = op("where", op("gt", safe, zero), n, down)
+            n = op("where", is_zero, const(0, udt), n)
+        n = op("minimum", n, const(i32.max, udt))
+        trips = Tensor(op("cast", n, dtype=i32))
+
+        def variable(k: Tensor) -> Tensor:
+            kw = op("cast", k.value, dtype=dt)
+            return Tensor(op("add", lo_w.value, op("mul", kw, step_w.value)))
+
+        return self.const(0, i32), trips, self.const(1, i32), variable
+
+    def _loop_i32(self, v: Any, what: str) -> Tensor:
+        if isinstance(v, Tensor):
+            return self.cast(v, i32)
+        self.check_fits(v, i32)
+        return self.const(v, i32)
+
+    def _loop_wide(self, v: Any, dt: DType, what: str) -> Tensor:
+        if isinstance(v, Tensor):
+            return self.cast(v, dt)
+        if not self.fits(v, dt):
+            raise SemanticError(f"range {what} {v} does not fit the loop's dtype {dt}",
+                                "convert the bounds to one integer dtype first, e.g. n.to(tl.int64)")
+        return self.const(v, dt)
 
     def condition(self, v: Tensor) -> Tensor:
         """A bool scalar for a runtime ``if``."""
