@@ -155,7 +155,7 @@ def literal_walk(out_ptr: tl.Pointer[tl.i64]):
 
 def test_literal_wide_range():
     out = np.zeros(3, np.int64)
-    LiteralWalk().interpret(1, out)
+    literal_walk.Kernel().interpret(1, out)
     assert out.tolist() == list(range(2**35 + 1, 2**35 - 6, -3))
 
 
@@ -170,5 +170,5 @@ def mixed_walk(out_ptr: tl.Pointer[tl.i64], lo: tl.i32, hi: tl.i64):
 
 def test_mixed_bounds_promote():
     out = np.zeros(4, np.int64)
-    MixedWalk().interpret(1, out, -2, 2)
+    mixed_walk.Kernel().interpret(1, out, -2, 2)
     assert out.tolist() == [-2, -1, 0, 1]
