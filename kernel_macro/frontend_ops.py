@@ -551,12 +551,14 @@ class Semantic:
 
     # ------------------------------------------------------------ math
 
-    def float_unary(self, name: str, x: Any) -> Tensor:
+    def float_unary(self, name: str, x: Any, shown_name: str | None = None) -> Tensor:
+        """The IR op ``name`` on a float operand (``shown_name``: the language name for messages)."""
         t = self.const(float(x), f32) if is_number(x) else x
         if not isinstance(t, Tensor) or t.is_pointer or not t.dtype.is_float:
             shown = t.type if isinstance(t, Tensor) else describe(t)
-            raise SemanticError(f"tl.{name} needs a float operand, got {shown}",
-                                f"convert first: tl.{name}(x.to(tl.f32))", arg="x")
+            fn = shown_name or name
+            raise SemanticError(f"tl.{fn} needs a float operand, got {shown}",
+                                f"convert first: tl.{fn}(x.to(tl.f32))", arg="x")
         if name == "sigmoid":
             dt = t.dtype
             e = self.b.op("exp", self.b.op("neg", t.value))
@@ -738,7 +740,9 @@ class Semantic:
 
     # ------------------------------------------------------------ reductions
 
-    def reduce(self, kind: str, x: Any, axis: Any, keep_dims: Any) -> Tensor:
+    def reduce(self, kind: str, x: Any, axis: Any, keep_dims: Any, widen: bool = True) -> Tensor:
+        """``tl.sum/max/min/argmax/argmin``. ``widen=False`` (``tl.sum(dtype=...)``) sums narrow
+        integers in their own dtype instead of 32 bits."""
         name = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
                 "reduce_argmax": "argmax", "reduce_argmin": "argmin"}[kind]
         if not isinstance(x, Tensor) or not x.is_block or x.is_pointer:
@@ -746,7 +750,7 @@ class Semantic:
         if not isinstance(keep_dims, bool):
             raise SemanticError(f"keep_dims must be a compile-time bool, got {describe(keep_dims)}",
                                 arg="keep_dims")
-        if kind == "reduce_sum" and (x.dtype.is_bool or (x.dtype.is_int and x.dtype.bits < 32)):
+        if widen and kind == "reduce_sum" and (x.dtype.is_bool or (x.dtype.is_int and x.dtype.bits < 32)):
             x = self.cast(x, u32 if x.dtype.is_unsigned else i32)
         if x.dtype.is_bool:
             raise SemanticError(f"tl.{name} needs a numeric block, got {x.type}",

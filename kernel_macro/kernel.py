@@ -88,6 +88,10 @@ def _const_key(v: Any) -> tuple:
 def _render_const(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if v is None:
+        return "none"
+    if isinstance(v, str):
+        return repr(v)  # quoted, so "4" and 4, "none" and None stay distinct ids
     if isinstance(v, DType):
         return v.name
     return repr(v) if isinstance(v, float) else str(v)
@@ -280,10 +284,10 @@ class Kernel:
     def _check_const(cls, pname: str, v: Any) -> Any:
         if isinstance(v, np.generic) and not isinstance(v, np.void):
             v = v.item()
-        if isinstance(v, bool | int | float | DType):
+        if isinstance(v, bool | int | float | str | DType) or v is None:
             return v
         raise ConstexprArgumentError(
-            f"{cls._spec.name}: constexpr {pname} must be an int, float, bool or dtype, "
+            f"{cls._spec.name}: constexpr {pname} must be an int, float, bool, string, None or dtype, "
             f"got {type(v).__name__} ({v!r})"
         )
 
