@@ -26,6 +26,15 @@ from eggpu.pipeline import CompiledKernel, compile  # noqa: E402
 
 _hooks.COMPILE_HOOK = compile
 
+
+def _gpu_available() -> bool:
+    from eggpu.runtime import gpu_available  # lazily: cuda-python loads on first use
+
+    return gpu_available()
+
+
+_hooks.GPU_AVAILABLE_HOOK = _gpu_available
+
 __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "EggpuError", "IRError", "IRParseError",
     "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",

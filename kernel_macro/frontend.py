@@ -998,6 +998,9 @@ class CodeGenerator:
             return self._call_builtin(node, builtin, args, kwargs)
         if isinstance(fobj, BoundMethod):
             return self._call_method(node, fobj, args, kwargs)
+        target = getattr(fobj, "__eggpu_jit_target__", None)
+        if isinstance(target, types.FunctionType):  # an @eggpu.jit function: inline its body
+            return self._inline(node, target, args, kwargs)
         if fobj is tl.constexpr:
             if len(args) != 1 or kwargs or _has_tensor(args[0]):
                 raise self.error(node, "tl.constexpr(v) takes one compile-time value")

@@ -608,12 +608,13 @@ def kernel(fn: Any = None, /, *, dtypes: Any = None, backward: Any = None, **unk
     return decorate
 
 
-def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a helper whose calls inside kernels are inlined; returns ``fn`` unchanged.
+def jit(fn: Callable[..., Any]) -> Any:
+    """``@eggpu.jit``: a :class:`~eggpu.kernel_macro.jitfunction.JITFunction` wrapping ``fn``.
 
-    (Plain functions of the kernel's own module are inlined without the mark.)
+    Called from a kernel, ``fn`` is inlined (plain functions of the kernel's own module are inlined
+    without the mark); called as Python it runs ``fn``; ``fn[grid](*args, **constexprs)`` launches
+    it as a Triton-style kernel typed by its arguments (see :mod:`eggpu.kernel_macro.jitfunction`).
     """
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise DecoratorArgumentError(f"@eggpu.jit decorates a function, got {fn!r}")
-    fn.__eggpu_jit__ = True
-    return fn
+    from .jitfunction import make_jit
+
+    return make_jit(fn)

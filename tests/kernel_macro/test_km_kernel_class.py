@@ -491,7 +491,9 @@ def test_jit_and_kernel_decorator_forms():
     def helper(x):
         return x
 
-    assert eggpu.jit(helper) is helper and helper.__eggpu_jit__ is True
+    j = eggpu.jit(helper)
+    assert j.fn is helper and helper.__eggpu_jit__ is True and j.__name__ == "helper" and j(3) == 3
+    assert eggpu.jit(j) is j
     with pytest.raises(DecoratorArgumentError):
         eggpu.jit(3)
     with pytest.raises(DecoratorArgumentError, match="decorates a function"):
