@@ -59,7 +59,7 @@ from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
 from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
 
-__all__ = ["JITFunction", "JitKernel"]
+__all__ = ["JITFunction", "JitKernel", "cdiv", "next_power_of_2"]
 
 _LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
 _DEVICES = ("auto", "gpu", "cpu", "interpret")
@@ -304,6 +304,16 @@ class JITFunction:
                         f"(no CUDA GPU, or EGGPU_JIT_DEVICE=cpu); pass numpy arrays")
             ck.run_cpu(grid, *runtime)
         return ck
+
+
+def cdiv(x: int, y: int) -> int:
+    """Host-side ceiling division, Triton's ``triton.cdiv`` (for grids: ``cdiv(n, BLOCK)``)."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 def _describe(v: Any) -> str:

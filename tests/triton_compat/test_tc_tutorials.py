@@ -46,15 +46,11 @@ def add_kernel(x_ptr,  # *Pointer* to first input vector.
     tl.store(output_ptr + offsets, output, mask=mask)
 
 
-def cdiv(a, b):
-    return (a + b - 1) // b
-
-
 def add(x: np.ndarray, y: np.ndarray):
     # We need to preallocate the output.
     output = np.empty_like(x)
     n_elements = output.size
-    grid = lambda meta: (cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731 - as in the tutorial
+    grid = lambda meta: (triton.cdiv(n_elements, meta['BLOCK_SIZE']), )  # noqa: E731 - as in the tutorial
     add_kernel[grid](x, y, output, n_elements, BLOCK_SIZE=1024)
     return output
 
@@ -113,13 +109,9 @@ def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n
         tl.store(output_ptrs, softmax_output, mask=mask)
 
 
-def next_power_of_2(n):
-    return 1 << (n - 1).bit_length()
-
-
 def softmax(x: np.ndarray, num_programs: int):
     n_rows, n_cols = x.shape
-    BLOCK_SIZE = next_power_of_2(n_cols)
+    BLOCK_SIZE = triton.next_power_of_2(n_cols)
     num_stages = 2
     y = np.empty_like(x)
     stride = lambda a: a.strides[0] // a.itemsize  # noqa: E731 - torch's x.stride(0)
@@ -156,7 +148,7 @@ def test_interpret_mode_and_meta_grid(monkeypatch):
 
     def grid(meta):
         seen.update(meta)
-        return (cdiv(meta["n"], meta["BLOCK"]),)
+        return (eggpu.cdiv(meta["n"], meta["BLOCK"]),)
 
     fill[grid](out, 7, 70, BLOCK=16)
     assert out.tolist() == [7] * 70
@@ -200,6 +192,11 @@ def test_jit_helpers_still_inline():
     out = np.zeros(8, np.int32)
     k.specialize(out, 8).interpret(1, out)
     assert out.tolist() == [2 * i for i in range(8)]
+
+
+def test_host_helpers():
+    assert [eggpu.cdiv(n, 4) for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
+    assert [eggpu.next_power_of_2(n) for n in (0, 1, 2, 3, 781, 1024)] == [1, 1, 2, 4, 1024, 1024]
 
 
 def test_bad_signature_of_a_jit_kernel():
