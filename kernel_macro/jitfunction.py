@@ -55,6 +55,7 @@ from eggpu.ir.dtypes import DType, bool_, f32, from_numpy, i32, i64, u64
 from eggpu.ir.errors import IRError, LaunchError
 
 from . import hooks
+from . import language as tl
 from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
 from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
@@ -134,6 +135,7 @@ class JITFunction:
         functools.update_wrapper(self, fn)
         self.fn = fn
         fn.__eggpu_jit__ = True  # type: ignore[attr-defined]
+        tl._JIT_CODES[fn.__code__] = fn.__name__  # for the error of tl.* called as plain Python
         self.__eggpu_jit_target__ = fn  # the frontend inlines calls to this function
         self._params: tuple[JitParam, ...] | None = None
         self._classes: dict[tuple, type[JitKernel]] = {}

@@ -200,6 +200,8 @@ class constexpr:  # noqa: N801 - Triton's name
 
 # Filled by eggpu.kernel_macro.kernel: code object of a @kernel function -> its Kernel class.
 _KERNEL_CODES: dict[Any, Any] = {}
+# Filled by eggpu.kernel_macro.jitfunction: code object of an @eggpu.jit function -> its name.
+_JIT_CODES: dict[Any, str] = {}
 
 
 def _launch_example(kernel_cls: Any) -> str:
@@ -225,6 +227,13 @@ def _outside(name: str) -> KernelError:
                 f"{cls._spec.name} is a @kernel and cannot be called directly (tl.{name} only has a "
                 f"meaning while the kernel is compiled); launch it with {ex}.interpret(grid, *args) "
                 f"or eggpu.compile({ex})"
+            )
+        jit_name = _JIT_CODES.get(frame.f_code)
+        if jit_name is not None:
+            return KernelError(
+                f"{jit_name} is an @eggpu.jit function and was called as plain Python (tl.{name} only has "
+                f"a meaning while a kernel is compiled); launch it with {jit_name}[grid](*args), or call "
+                f"it from a kernel"
             )
         frame = frame.f_back
     return KernelError(

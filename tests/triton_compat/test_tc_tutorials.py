@@ -194,6 +194,14 @@ def test_jit_helpers_still_inline():
     assert out.tolist() == [2 * i for i in range(8)]
 
 
+def test_calling_a_jit_kernel_as_python_says_how_to_launch_it():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(eggpu.KernelError, match=r"^add_kernel is an @eggpu.jit function and was called as plain "
+                       r"Python \(tl.program_id only has a meaning while a kernel is compiled\); launch it with "
+                       r"add_kernel\[grid\]\(\*args\), or call it from a kernel$"):
+        add_kernel(x, x, x, 4, 4)
+
+
 def test_host_helpers():
     assert [eggpu.cdiv(n, 4) for n in (0, 1, 4, 5)] == [0, 1, 1, 2]
     assert [eggpu.next_power_of_2(n) for n in (0, 1, 2, 3, 781, 1024)] == [1, 1, 2, 4, 1024, 1024]
