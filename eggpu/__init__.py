@@ -21,13 +21,23 @@ from eggpu.ir.errors import (
 __version__ = "0.1.0"
 
 from eggpu.kernel_macro import hooks as _hooks  # noqa: E402
+from eggpu.kernel_macro.jitfunction import cdiv, next_power_of_2  # noqa: E402
 from eggpu.kernel_macro.kernel import jit, kernel  # noqa: E402
 from eggpu.pipeline import CompiledKernel, compile  # noqa: E402
 
 _hooks.COMPILE_HOOK = compile
 
+
+def _gpu_available() -> bool:
+    from eggpu.runtime import gpu_available  # lazily: cuda-python loads on first use
+
+    return gpu_available()
+
+
+_hooks.GPU_AVAILABLE_HOOK = _gpu_available
+
 __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "EggpuError", "IRError", "IRParseError",
     "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",
-    "__version__", "compile", "jit", "kernel",
+    "__version__", "cdiv", "compile", "jit", "kernel", "next_power_of_2",
 ]

@@ -1,7 +1,8 @@
 """The kernel language: ``import eggpu.language as tl`` (Triton's names and semantics).
 
-Re-exports :mod:`eggpu.kernel_macro.language`.
+Re-exports :mod:`eggpu.kernel_macro.language`, including its module ``__getattr__``: a Triton name
+eggpu does not have (``tl.float8e5``, ``tl.cumsum``) raises an ``AttributeError`` saying why.
 """
 
 from eggpu.kernel_macro.language import *  # noqa: F401,F403
-from eggpu.kernel_macro.language import __all__  # noqa: F401
+from eggpu.kernel_macro.language import __all__, __getattr__  # noqa: F401

@@ -2,7 +2,9 @@
 
 * :mod:`.language` — the names of ``import eggpu.language as tl``;
 * :mod:`.signature` — parameter analysis of kernel functions;
-* :mod:`.frontend` (+ :mod:`.frontend_ops`, :mod:`.builtins`) — lowering to :mod:`eggpu.ir`;
+* :mod:`.frontend` (+ :mod:`.frontend_ops`, :mod:`.loops`, :mod:`.builtins`, :mod:`.compat`) — lowering to
+  :mod:`eggpu.ir`; :mod:`.unsupported` — the Triton names eggpu lacks;
+* :mod:`.jitfunction` — ``@eggpu.jit`` kernels launched Triton-style (``fn[grid](...)``);
 * :mod:`.diagnostics` — ``file:line:col`` compile errors with a caret and a hint;
 * :mod:`.kernel` — ``@kernel``/``@jit`` and the generated Kernel/Dispatch classes;
 * :mod:`.hooks` — the compile seam the facade fills in.

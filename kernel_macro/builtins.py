@@ -1,8 +1,9 @@
 """Meaning of each ``tl.*`` function during lowering: ``IMPLS[name](sem, args)``.
 
 ``args`` are the call's arguments bound to the language function's signature (defaults
-applied), so every implementation receives them by parameter name. ``static_range`` is handled
-by the frontend's ``for`` statement and is not listed here.
+applied), so every implementation receives them by parameter name. ``static_range`` and ``range``
+are handled by the frontend's ``for`` statement and are not listed here. The functions with
+Triton's keyword arguments (memory, min/max, reductions, dot, hints) live in :mod:`.compat`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import language as tl
+from .compat import IMPLS as COMPAT_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
 
 Impl = Callable[[Semantic, dict[str, Any]], Any]
@@ -26,12 +28,6 @@ def _static_assert(sem: Semantic, a: dict[str, Any]) -> None:
         raise SemanticError(f"static assertion failed{': ' + str(msg) if msg else ''}")
 
 
-def _cast(sem: Semantic, a: dict[str, Any]) -> Tensor:
-    if not isinstance(a["bitcast"], bool):
-        raise SemanticError(f"bitcast must be a compile-time bool, got {describe(a['bitcast'])}", arg="bitcast")
-    return sem.cast(a["input"], a["dtype"], a["bitcast"])
-
-
 def _zeros_like(sem: Semantic, a: dict[str, Any]) -> Tensor:
     x = a["input"]
     if not isinstance(x, Tensor) or x.is_pointer:
@@ -44,10 +40,6 @@ def _broadcast(sem: Semantic, a: dict[str, Any]) -> tuple[Tensor, Tensor]:
     return sem.broadcast_pair(x, y)
 
 
-def _broadcast_to(sem: Semantic, a: dict[str, Any]) -> Tensor:
-    return sem.broadcast_to(sem.to_tensor(a["input"]), sem.shape_arg(a["shape"]))
-
-
 IMPLS: dict[str, Impl] = {
     "program_id": lambda s, a: s.program_id(a["axis"]),
     "num_programs": lambda s, a: s.num_programs(a["axis"]),
@@ -57,46 +49,30 @@ IMPLS: dict[str, Impl] = {
     "zeros": lambda s, a: s.full(a["shape"], 0, a["dtype"]),
     "zeros_like": _zeros_like,
     "expand_dims": lambda s, a: s.expand_dims(a["input"], a["axis"]),
-    "reshape": lambda s, a: s.reshape(a["input"], a["shape"]),
     "trans": lambda s, a: s.trans(a["input"], a["dims"]),
-    "broadcast_to": _broadcast_to,
     "broadcast": _broadcast,
-    "load": lambda s, a: s.load(a["ptr"], a["mask"], a["other"]),
-    "store": lambda s, a: s.store(a["ptr"], a["value"], a["mask"]),
-    "atomic_add": lambda s, a: s.atomic("atomic_add", a["ptr"], a["val"], a["mask"]),
-    "atomic_max": lambda s, a: s.atomic("atomic_max", a["ptr"], a["val"], a["mask"]),
-    "atomic_min": lambda s, a: s.atomic("atomic_min", a["ptr"], a["val"], a["mask"]),
-    "atomic_xchg": lambda s, a: s.atomic("atomic_xchg", a["ptr"], a["val"], a["mask"]),
-    "atomic_cas": lambda s, a: s.atomic_cas(a["ptr"], a["cmp"], a["val"]),
     "where": lambda s, a: s.where(a["condition"], a["x"], a["y"]),
-    "minimum": lambda s, a: s.binary("minimum", a["x"], a["y"]),
-    "maximum": lambda s, a: s.binary("maximum", a["x"], a["y"]),
-    "clamp": lambda s, a: s.binary("minimum", s.binary("maximum", a["x"], a["lo"]), a["hi"]),
     "abs": lambda s, a: s.abs(a["x"]),
     "sigmoid": lambda s, a: s.float_unary("sigmoid", a["x"]),
     "fma": lambda s, a: s.fma(a["x"], a["y"], a["z"]),
-    "cast": _cast,
-    "sum": lambda s, a: s.reduce("reduce_sum", a["input"], a["axis"], a["keep_dims"]),
-    "max": lambda s, a: s.reduce("reduce_max", a["input"], a["axis"], a["keep_dims"]),
-    "min": lambda s, a: s.reduce("reduce_min", a["input"], a["axis"], a["keep_dims"]),
-    "argmax": lambda s, a: s.reduce("reduce_argmax", a["input"], a["axis"], a["keep_dims"]),
-    "argmin": lambda s, a: s.reduce("reduce_argmin", a["input"], a["axis"], a["keep_dims"]),
-    "dot": lambda s, a: s.dot(a["a"], a["b"], a["acc"]),
     "static_assert": _static_assert,
 }
 for _name in FLOAT_FUNCTIONS:
     IMPLS[_name] = (lambda n: lambda s, a: s.float_unary(n, a["x"]))(_name)
+IMPLS.update(COMPAT_IMPLS)  # Triton's keywords and Triton-only functions (kernel_macro/compat.py)
 
 
 class BuiltinSig:
     """The signature of a language function, prepared for fast binding and readable messages."""
 
-    __slots__ = ("name", "sig", "params", "text")
+    __slots__ = ("name", "sig", "params", "keywords", "text")
 
     def __init__(self, fn: Any):
         self.name = fn.__eggpu_builtin__
         self.sig = inspect.signature(fn)
         self.params = tuple(self.sig.parameters)
+        self.keywords = tuple(n for n, p in self.sig.parameters.items() if p.kind is not p.VAR_POSITIONAL)
+        """The parameters that may be passed by keyword (``*shape`` of tl.reshape may not)."""
         parts = []
         for p in self.sig.parameters.values():
             if p.kind is p.VAR_POSITIONAL:
@@ -112,5 +88,5 @@ SIGNATURES: dict[str, BuiltinSig] = {
     fn.__eggpu_builtin__: BuiltinSig(fn) for fn in tl.BUILTIN_FUNCTIONS.values()
 }
 
-_missing = set(SIGNATURES) - set(IMPLS) - {"static_range"}
+_missing = set(SIGNATURES) - set(IMPLS) - {"static_range", "range"}
 assert not _missing, f"language functions without an implementation: {sorted(_missing)}"

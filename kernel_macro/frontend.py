@@ -48,15 +48,18 @@ from eggpu.ir.errors import CompileError, IRError
 from eggpu.ir.graph import Function, Operation, Value
 from eggpu.ir.types import BlockType, PointerType
 
+from . import compat
 from . import language as tl
 from .builtins import IMPLS, SIGNATURES
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
 from .signature import _closure_vars
+from .unsupported import MATH_UNSUPPORTED_HINT, TENSOR_METHODS, UNSUPPORTED, unsupported_reason
 
 _MISSING = object()
 _RET = "$ret"  # hidden variable holding an inlined helper's return value
 _LANG_MODULES = frozenset({"eggpu.language", "eggpu.kernel_macro.language"})
+_MATH_MODULE = tl.math.__name__
 _MAX_UNROLL = 4096
 _IR_HINT = "the operand types do not fit this operation; check dtypes and block shapes"
 
@@ -167,8 +170,7 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = _UNSUPPORTED[ast.Try]
 
-_TENSOR_METHODS = ("to",)
-_TENSOR_ATTRS = "x.to(dtype), x.dtype, x.shape and x.T"
+_TENSOR_ATTRS = "x.to(dtype), x.dtype, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"
 _MATH_FOLDABLE = "math"  # math.* functions fold on compile-time numbers
 
 
@@ -526,12 +528,15 @@ class CodeGenerator:
                              "loops are `for i in range(lo, hi, step)` (runtime bounds) or "
                              "`for i in tl.static_range(...)` (unrolled)")
         fobj = self.expr(it.func)
-        is_static = getattr(fobj, "__eggpu_builtin__", None) == "static_range"
-        if fobj is not _py.range and not is_static:
+        builtin = getattr(fobj, "__eggpu_builtin__", None)
+        is_static = builtin == "static_range"
+        if fobj is not _py.range and builtin not in ("static_range", "range"):
             raise self.error(it, f"cannot loop over {ast.unparse(it)}",
                              "loops are `for i in range(lo, hi, step)` (runtime bounds) or "
                              "`for i in tl.static_range(...)` (unrolled)")
-        if it.keywords:
+        if builtin == "range":
+            self._range_hints(it)
+        elif it.keywords:
             raise self.error(it.keywords[0], f"{ast.unparse(it.func)}() takes no keyword arguments",
                              "write range(lo, hi, step)")
         args = [self.expr(a) for a in it.args]
@@ -544,6 +549,19 @@ class CodeGenerator:
             self._static_for(node, it, lo, hi, step)
         else:
             self._runtime_for(node, it, lo, hi, step)
+
+    def _range_hints(self, it: ast.Call) -> None:
+        """Check the keywords of ``tl.range(...)``: Triton's pipelining hints, accepted without effect."""
+        bs = SIGNATURES["range"]
+        hints = bs.params[3:]
+        for kw in it.keywords:
+            if kw.arg not in hints:
+                dym = did_you_mean(kw.arg or "", hints)
+                raise self.error(kw, f"tl.range() got an unexpected keyword argument {kw.arg!r}",
+                                 (f"{dym[:-1]}=? " if dym else "") + f"the signature is {bs.text}")
+            v = self.expr(kw.value)
+            if _has_tensor(v):
+                raise self.error(kw, f"tl.range({kw.arg}=...) needs a compile-time value, got {describe(v)}")
 
     def _static_for(self, node: ast.For, it: ast.Call, lo: Any, hi: Any, step: Any) -> None:
         for v, what in ((lo, "start"), (hi, "end"), (step, "step")):
@@ -580,12 +598,12 @@ class CodeGenerator:
         return hit
 
     def _runtime_for(self, node: ast.For, it: ast.Call, lo: Any, hi: Any, step: Any) -> None:
+        if isinstance(step, int) and not isinstance(step, bool) and step == 0:
+            raise self.error(it, "range() step must not be zero")
         try:
-            lo_t, hi_t, step_t = (self.sem.loop_bound(v, w) for v, w in ((lo, "start"), (hi, "end"), (step, "step")))
+            lo_t, hi_t, step_t, variable = self.sem.loop_bounds(lo, hi, step)
         except SemanticError as e:
             raise self.error(it, e.problem, e.hint) from None
-        if isinstance(step, int) and step == 0:
-            raise self.error(it, "range() step must not be zero")
         f = self.frame
         target = node.target.id  # type: ignore[attr-defined]
         before = f.scope
@@ -604,7 +622,7 @@ class CodeGenerator:
             else:
                 plan[n] = ("const", v)
         for _attempt in range(6):
-            blk, end_scope = self._loop_body(node, target, plan, before)
+            blk, end_scope = self._loop_body(node, target, plan, before, variable)
             new_plan = self._join_loop(node, plan, end_scope)
             if new_plan == plan:
                 break
@@ -633,13 +651,14 @@ class CodeGenerator:
             f"{target} is the variable of the for loop at line {line} and is not available after it",
             "keep the value you need in a variable assigned before the loop")
 
-    def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any]):
+    def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
+                   variable: Callable[[Tensor], Tensor]):
         f = self.frame
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
         arg_types = [BlockType(i32, ())] + [plan[n][1] for n in carried]
         with self.b.region(arg_types) as blk:
             scope = dict(before)
-            scope[target] = Tensor(blk.args[0])
+            scope[target] = variable(Tensor(blk.args[0]))  # the i32 count, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
             f.scope = scope
@@ -798,19 +817,18 @@ class CodeGenerator:
                 return v.shape
             if attr == "T":
                 return self.sem.trans(v, ())
-            if attr in _TENSOR_METHODS:
+            if attr == "to" or attr in TENSOR_METHODS:
                 return BoundMethod(v, attr)
-            raise self.error(node, f"blocks have no attribute {attr!r}", f"blocks support {_TENSOR_ATTRS}",
+            if attr in UNSUPPORTED:
+                raise self.error(node, f"the tensor method x.{attr}() is not supported by eggpu: {UNSUPPORTED[attr]}",
+                                 col=self._attr_col(node))
+            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "shape", "T"], prefix="x.")
+            raise self.error(node, f"blocks have no attribute {attr!r}", dym or f"blocks support {_TENSOR_ATTRS}",
                              col=self._attr_col(node))
         if isinstance(v, types.ModuleType):
             base = ast.unparse(node.value)
-            if v.__name__ in _LANG_MODULES:
-                if attr in tl.__all__:
-                    return getattr(tl, attr)
-                dym = did_you_mean(attr, tl.__all__, prefix=f"{base}.")
-                raise self.error(node, f"{base}.{attr} is not part of the kernel language",
-                                 dym or "see eggpu.language.__all__ for the available names",
-                                 col=self._attr_col(node))
+            if v.__name__ in _LANG_MODULES or v.__name__ == _MATH_MODULE:
+                return self._language_attribute(node, v, base, attr)
             if not hasattr(v, attr):
                 dym = did_you_mean(attr, [a for a in dir(v) if not a.startswith("_")], prefix=f"{base}.")
                 raise self.error(node, f"module {v.__name__} has no attribute {attr!r}", dym or None,
@@ -822,6 +840,23 @@ class CodeGenerator:
                                  f"attribute {attr!r}", col=self._attr_col(node))
             return self._outer_value(node, attr, getattr(v, attr))
         raise self.error(node, f"cannot read attribute {attr!r} of {describe(v)}", col=self._attr_col(node))
+
+    def _language_attribute(self, node: ast.Attribute, mod: types.ModuleType, base: str, attr: str) -> Any:
+        """``tl.<attr>`` or ``tl.math.<attr>``: a language name, or one error naming the missing feature."""
+        names = mod.__all__
+        if attr in names:
+            return getattr(mod, attr)
+        is_math = mod.__name__ == _MATH_MODULE
+        reason = unsupported_reason(attr)
+        if reason is not None:
+            raise self.error(node, f"{base}.{attr} is not supported by eggpu: {reason}", col=self._attr_col(node))
+        dym = did_you_mean(attr, names, prefix=f"{base}.")
+        if is_math:
+            raise self.error(node, f"{base}.{attr} is not supported by eggpu", dym or MATH_UNSUPPORTED_HINT,
+                             col=self._attr_col(node))
+        raise self.error(node, f"{base}.{attr} is not part of the kernel language",
+                         dym or "see eggpu.language.__all__ for the available names",
+                         col=self._attr_col(node))
 
     def _attr_col(self, node: ast.Attribute) -> int | None:
         if node.end_lineno != node.lineno or node.end_col_offset is None:
@@ -968,10 +1003,20 @@ class CodeGenerator:
             return self._call_builtin(node, builtin, args, kwargs)
         if isinstance(fobj, BoundMethod):
             return self._call_method(node, fobj, args, kwargs)
+        target = getattr(fobj, "__eggpu_jit_target__", None)
+        if isinstance(target, types.FunctionType):  # an @eggpu.jit function: inline its body
+            return self._inline(node, target, args, kwargs)
         if fobj is tl.constexpr:
             if len(args) != 1 or kwargs or _has_tensor(args[0]):
                 raise self.error(node, "tl.constexpr(v) takes one compile-time value")
             return args[0]
+        if fobj is tl.dtype:
+            if len(args) != 1 or kwargs or _has_tensor(args[0]):
+                raise self.error(node, "tl.dtype(name) takes one compile-time dtype name, e.g. tl.dtype('float32')")
+            try:
+                return tl.dtype(args[0])
+            except TypeError as e:
+                raise self.error(node, str(e)) from None
         if isinstance(fobj, types.BuiltinFunctionType | type) and getattr(fobj, "__module__", None) == "builtins":
             return self._call_python_builtin(node, fobj, args, kwargs)
         if isinstance(fobj, types.FunctionType):
@@ -980,55 +1025,63 @@ class CodeGenerator:
                 return self._inline(node, fobj, args, kwargs)
         return self._call_foreign(node, fobj, args, kwargs)
 
-    def _call_builtin(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if name == "static_range":
-            raise self.error(node, "tl.static_range can only be used as the iterable of a for loop",
-                             "write `for i in tl.static_range(lo, hi)`")
+    def _call_builtin(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any],
+                      method: bool = False) -> Any:
+        """``tl.<name>(*args, **kwargs)``; ``method``: called as ``x.<name>(...)``, ``args[0]`` is ``x``."""
+        if name in ("static_range", "range"):
+            raise self.error(node, f"tl.{name} can only be used as the iterable of a for loop",
+                             f"write `for i in tl.{name}(lo, hi)`")
         bs = SIGNATURES[name]
+        shown = f"x.{name}" if method else f"tl.{name}"
         for kw in node.keywords:
-            if kw.arg not in bs.params or kw.arg == "dims":
-                dym = did_you_mean(kw.arg, [p for p in bs.params if p != "dims"])
+            if kw.arg not in bs.keywords:
+                dym = did_you_mean(kw.arg, bs.keywords)
                 hint = (f"{dym[:-1]}=? " if dym else "") + f"the signature is {bs.text}"
-                raise self.error(kw, f"tl.{name}() got an unexpected keyword argument {kw.arg!r}", hint)
+                raise self.error(kw, f"{shown}() got an unexpected keyword argument {kw.arg!r}", hint)
         try:
             bound = bs.sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise self.error(node, f"tl.{name}(): {e}", f"the signature is {bs.text}") from None
+            raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
         bound.apply_defaults()
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
-            raise self.error(self._arg_node(node, bs.params, e.arg), e.problem, e.hint) from None
+            raise self.error(self._arg_node(node, bs.params, e.arg, 1 if method else 0), e.problem, e.hint) from None
         except IRError as e:
             raise self._located(node, e) from None
 
     @staticmethod
-    def _arg_node(node: ast.Call, params: Sequence[str], arg: str | None) -> ast.AST:
+    def _arg_node(node: ast.Call, params: Sequence[str], arg: str | None, skip: int = 0) -> ast.AST:
+        """The argument node of parameter ``arg`` (for the caret); ``skip`` parameters are not in
+        the call's source (the receiver ``x`` of a method call ``x.sum(...)``)."""
         if arg is None:
             return node
         for kw in node.keywords:
             if kw.arg == arg:
                 return kw
         if arg in params:
-            i = list(params).index(arg)
-            if i < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[: i + 1]):
+            i = list(params).index(arg) - skip
+            if 0 <= i < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[: i + 1]):
                 return node.args[i]
         return node
 
     def _call_method(self, node: ast.Call, m: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
         if m.name == "to":
-            def to(dtype: Any, bitcast: bool = False) -> Any:
-                return dtype, bitcast
+            def to(dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Any:
+                return dtype, fp_downcast_rounding, bitcast
 
+            sig = "x.to(dtype, fp_downcast_rounding=None, bitcast=False)"
             try:
-                dtype, bitcast = to(*args, **kwargs)
+                dtype, rounding, bitcast = to(*args, **kwargs)
             except TypeError as e:
-                raise self.error(node, f"x.to(): {e}", "the signature is x.to(dtype, bitcast=False)") from None
+                raise self.error(node, f"x.to(): {e}", f"the signature is {sig}") from None
             try:
+                compat.rounding({"fp_downcast_rounding": rounding}, "x.to")
                 return self.sem.cast(m.tensor, dtype, bitcast)
             except SemanticError as e:
                 raise self.error(node, e.problem, e.hint) from None
-        raise AssertionError(m.name)  # pragma: no cover
+        # x.sum(axis) is tl.sum(x, axis): the receiver is the first argument
+        return self._call_builtin(node, m.name, [m.tensor, *args], kwargs, method=True)
 
     def _call_python_builtin(self, node: ast.Call, fobj: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         name = getattr(fobj, "__name__", str(fobj))

@@ -31,7 +31,7 @@ import operator
 from typing import Any
 
 from eggpu.ir.builder import Builder
-from eggpu.ir.dtypes import DType, bool_, f32, i32, i64, promote, u32, u64
+from eggpu.ir.dtypes import DType, bool_, f32, i8, i16, i32, i64, promote, u32, u64
 from eggpu.ir.graph import Value
 from eggpu.ir.types import BlockType, PointerType
 
@@ -133,6 +133,8 @@ _BITWISE = frozenset({"and", "or", "xor"})
 _SHIFT = frozenset({"lshift", "rshift"})
 _ORDER = frozenset({"lt", "le", "gt", "ge"})
 _EQUALITY = frozenset({"eq", "ne"})
+
+_SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
 
 FLOAT_FUNCTIONS = frozenset({
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
@@ -402,6 +404,8 @@ class Semantic:
         elif op == "truediv":
             if not dt.is_float:
                 dt = f32
+        if op == "rshift" and dt.is_unsigned and self._signed_operand(a):
+            return self._arithmetic_rshift(a, b, dt)
         x, y = self._operand(a, dt), self._operand(b, dt)
         x, y = self.broadcast_pair(x, y)
         if op == "truediv":
@@ -410,6 +414,33 @@ class Semantic:
             q = self.b.op("div", x.value, y.value)
             return Tensor(self.b.op("floor", q) if dt.is_float else q)
         return Tensor(self.b.op(_IR_BINARY[op], x.value, y.value))
+
+    @staticmethod
+    def _signed_operand(v: Any) -> bool:
+        """True when ``v`` is a signed-integer tensor. (A literal left operand never needs the
+        arithmetic shift: a negative one does not fit the unsigned result dtype, and Triton types a
+        non-negative one too large for the signed range as unsigned.)"""
+        return isinstance(v, Tensor) and v.dtype.is_signed
+
+    def _arithmetic_rshift(self, a: Any, b: Any, dt: DType) -> Tensor:
+        """``a >> b`` for a signed ``a`` whose promotion with ``b`` is the unsigned ``dt``.
+
+        Triton picks the shift from the *left* operand before promotion (``tensor.__rshift__``:
+        ``ashr`` when ``self`` is signed), then shifts the promoted (unsigned) bits. The IR's
+        ``shr`` takes its kind from the operand dtype, so the shift is done in the signed dtype of
+        ``dt``'s width and the bits are reinterpreted as ``dt``: i32 -8 >> u32 1 is 0xFFFFFFFC.
+        """
+        sdt = _SIGNED_OF_WIDTH[dt.bits]
+        x = self._operand(a, sdt)  # sign-extends a narrower signed operand, as Triton's cast does
+        if isinstance(b, Tensor):
+            y = self.cast(b, dt)  # widen the amount as unsigned first (zero-extension) ...
+            y = self.cast(y, sdt, bitcast=True)  # ... then reinterpret; the shift sees the same bits
+        else:
+            self.check_fits(b, dt)
+            y = self.convert(b, sdt)
+        x, y = self.broadcast_pair(x, y)
+        r = Tensor(self.b.op("shr", x.value, y.value))
+        return self.cast(r, dt, bitcast=True)
 
     @staticmethod
     def _dtypes_text(a: Any, b: Any) -> str:
@@ -520,12 +551,14 @@ class Semantic:
 
     # ------------------------------------------------------------ math
 
-    def float_unary(self, name: str, x: Any) -> Tensor:
+    def float_unary(self, name: str, x: Any, shown_name: str | None = None) -> Tensor:
+        """The IR op ``name`` on a float operand (``shown_name``: the language name for messages)."""
         t = self.const(float(x), f32) if is_number(x) else x
         if not isinstance(t, Tensor) or t.is_pointer or not t.dtype.is_float:
             shown = t.type if isinstance(t, Tensor) else describe(t)
-            raise SemanticError(f"tl.{name} needs a float operand, got {shown}",
-                                f"convert first: tl.{name}(x.to(tl.f32))", arg="x")
+            fn = shown_name or name
+            raise SemanticError(f"tl.{fn} needs a float operand, got {shown}",
+                                f"convert first: tl.{fn}(x.to(tl.f32))", arg="x")
         if name == "sigmoid":
             dt = t.dtype
             e = self.b.op("exp", self.b.op("neg", t.value))
@@ -608,16 +641,12 @@ class Semantic:
             return -(-a // b)
         return self.binary("floordiv", self.binary("add", a, self.binary("sub", b, 1)), b)
 
-    def loop_bound(self, v: Any, what: str) -> Tensor:
-        """An i32 scalar for a ``range`` bound."""
-        if isinstance(v, Tensor):
-            if v.is_block or v.is_pointer or not (v.dtype.is_int or v.dtype.is_bool):
-                raise SemanticError(f"range {what} must be an integer scalar, got {v.type}")
-            return self.cast(v, i32)
-        if isinstance(v, int) and not isinstance(v, bool):
-            self.check_fits(v, i32)
-            return self.const(v, i32)
-        raise SemanticError(f"range {what} must be an integer, got {describe(v)}")
+    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any]:
+        """The IR ``for`` operands of ``range(lo, hi, step)`` and the loop-variable function
+        (:func:`eggpu.kernel_macro.loops.loop_bounds`)."""
+        from .loops import loop_bounds
+
+        return loop_bounds(self, lo, hi, step)
 
     def condition(self, v: Tensor) -> Tensor:
         """A bool scalar for a runtime ``if``."""
@@ -633,7 +662,9 @@ class Semantic:
 
     # ------------------------------------------------------------ reductions
 
-    def reduce(self, kind: str, x: Any, axis: Any, keep_dims: Any) -> Tensor:
+    def reduce(self, kind: str, x: Any, axis: Any, keep_dims: Any, widen: bool = True) -> Tensor:
+        """``tl.sum/max/min/argmax/argmin``. ``widen=False`` (``tl.sum(dtype=...)``) sums narrow
+        integers in their own dtype instead of 32 bits."""
         name = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
                 "reduce_argmax": "argmax", "reduce_argmin": "argmin"}[kind]
         if not isinstance(x, Tensor) or not x.is_block or x.is_pointer:
@@ -641,7 +672,7 @@ class Semantic:
         if not isinstance(keep_dims, bool):
             raise SemanticError(f"keep_dims must be a compile-time bool, got {describe(keep_dims)}",
                                 arg="keep_dims")
-        if kind == "reduce_sum" and (x.dtype.is_bool or (x.dtype.is_int and x.dtype.bits < 32)):
+        if widen and kind == "reduce_sum" and (x.dtype.is_bool or (x.dtype.is_int and x.dtype.bits < 32)):
             x = self.cast(x, u32 if x.dtype.is_unsigned else i32)
         if x.dtype.is_bool:
             raise SemanticError(f"tl.{name} needs a numeric block, got {x.type}",

@@ -5,6 +5,10 @@ instance (what ``eggpu.compile(kernel, **options)`` does) and returns the compil
 facade assigns it when its compile module is imported; ``Kernel.compile`` and
 ``KernelInstance.compile`` call it and raise
 :class:`~eggpu.kernel_macro.errors.CompileUnavailableError` while it is ``None``.
+
+``GPU_AVAILABLE_HOOK()`` says whether a CUDA GPU can be used (the facade's
+``eggpu.runtime.gpu_available``); a ``@eggpu.jit`` launch (``fn[grid](...)``) runs on the GPU when
+it returns True and on the CPU otherwise (also while it is ``None``).
 """
 
 from __future__ import annotations
@@ -13,3 +17,4 @@ from collections.abc import Callable
 from typing import Any
 
 COMPILE_HOOK: Callable[..., Any] | None = None
+GPU_AVAILABLE_HOOK: Callable[[], bool] | None = None

@@ -88,6 +88,10 @@ def _const_key(v: Any) -> tuple:
 def _render_const(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
+    if v is None:
+        return "none"
+    if isinstance(v, str):
+        return repr(v)  # quoted, so "4" and 4, "none" and None stay distinct ids
     if isinstance(v, DType):
         return v.name
     return repr(v) if isinstance(v, float) else str(v)
@@ -281,10 +285,10 @@ class Kernel:
     def _check_const(cls, pname: str, v: Any) -> Any:
         if isinstance(v, np.generic) and not isinstance(v, np.void):
             v = v.item()
-        if isinstance(v, bool | int | float | DType):
+        if isinstance(v, bool | int | float | str | DType) or v is None:
             return v
         raise ConstexprArgumentError(
-            f"{cls._spec.name}: constexpr {pname} must be an int, float, bool or dtype, "
+            f"{cls._spec.name}: constexpr {pname} must be an int, float, bool, string, None or dtype, "
             f"got {type(v).__name__} ({v!r})"
         )
 
@@ -619,12 +623,13 @@ def kernel(fn: Any = None, /, *, dtypes: Any = None, backward: Any = None, **unk
     return decorate
 
 
-def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark a helper whose calls inside kernels are inlined; returns ``fn`` unchanged.
+def jit(fn: Callable[..., Any]) -> Any:
+    """``@eggpu.jit``: a :class:`~eggpu.kernel_macro.jitfunction.JITFunction` wrapping ``fn``.
 
-    (Plain functions of the kernel's own module are inlined without the mark.)
+    Called from a kernel, ``fn`` is inlined (plain functions of the kernel's own module are inlined
+    without the mark); called as Python it runs ``fn``; ``fn[grid](*args, **constexprs)`` launches
+    it as a Triton-style kernel typed by its arguments (see :mod:`eggpu.kernel_macro.jitfunction`).
     """
-    if not callable(fn) or not hasattr(fn, "__code__"):
-        raise DecoratorArgumentError(f"@eggpu.jit decorates a function, got {fn!r}")
-    fn.__eggpu_jit__ = True
-    return fn
+    from .jitfunction import make_jit
+
+    return make_jit(fn)

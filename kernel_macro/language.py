@@ -19,12 +19,16 @@ from __future__ import annotations
 
 import builtins
 import sys
+import types as _types
 from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
+
+_builtin_bool = builtins.bool
+_builtin_range = builtins.range
 
 # ---------------------------------------------------------------- dtypes
 
@@ -41,6 +45,59 @@ f16 = _dt.f16
 bf16 = _dt.bf16
 f32 = _dt.f32
 f64 = _dt.f64
+
+# Triton's spellings of the same dtypes (the very same objects: ``tl.float32 is tl.f32``).
+int1 = bool
+int8, int16, int32, int64 = i8, i16, i32, i64
+uint8, uint16, uint32, uint64 = u8, u16, u32, u64
+float16, bfloat16, float32, float64 = f16, bf16, f32, f64
+
+TRITON_DTYPE_NAMES: dict[str, DType] = {
+    "int1": bool, "int8": i8, "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16,
+    "uint32": u32, "uint64": u64, "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
+}
+"""Triton dtype name -> eggpu dtype (``tl.dtype("float32")`` also takes these)."""
+
+UNSUPPORTED_DTYPES: dict[str, str] = {
+    n: "FP8 dtypes are not available (eggpu's IR has no FP8 arithmetic or conversions)"
+    for n in ("float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float8e4b15x4")
+}
+UNSUPPORTED_DTYPES["void"] = "eggpu has no void dtype (kernels and helpers return nothing or values)"
+UNSUPPORTED_DTYPES["pi32_t"] = "eggpu has no pointer dtype values; annotate pointers with tl.Pointer[...]"
+
+
+class _DtypeMeta(type):
+    """Makes ``isinstance(tl.f32, tl.dtype)`` true and ``tl.dtype("float32")`` return ``tl.f32``."""
+
+    def __instancecheck__(cls, obj: Any) -> _builtin_bool:
+        return isinstance(obj, DType)
+
+    def __call__(cls, name: Any) -> DType:  # type: ignore[override]
+        if isinstance(name, DType):
+            return name
+        if isinstance(name, str):
+            if name in TRITON_DTYPE_NAMES:
+                return TRITON_DTYPE_NAMES[name]
+            if name in _dt.BY_NAME:
+                return _dt.BY_NAME[name]
+            if name in UNSUPPORTED_DTYPES:
+                raise TypeError(f"tl.dtype({name!r}): {UNSUPPORTED_DTYPES[name]}")
+        known = ", ".join(TRITON_DTYPE_NAMES)
+        raise TypeError(f"tl.dtype({name!r}): unknown dtype; known: {known} (or eggpu's f32, i32, ...)")
+
+
+class dtype(metaclass=_DtypeMeta):  # noqa: N801 - Triton's name
+    """Triton's ``tl.dtype``: ``isinstance(x, tl.dtype)`` is true for every dtype;
+    ``tl.dtype("float32") is tl.f32`` (Triton or eggpu names)."""
+
+
+class PropagateNan:
+    """Triton's ``propagate_nan=`` values of ``tl.minimum``/``tl.maximum``/``tl.clamp``.
+
+    ``NONE`` (the default): a NaN operand is ignored; ``ALL``: a NaN operand gives NaN."""
+
+    NONE = "NONE"
+    ALL = "ALL"
 
 
 # ---------------------------------------------------------------- categories
@@ -61,9 +118,6 @@ class Dtype:
     @classmethod
     def contains(cls, dt: DType) -> _builtin_bool:
         return dt in cls.DTYPES
-
-
-_builtin_bool = builtins.bool
 
 
 class Num(Dtype):
@@ -146,6 +200,8 @@ class constexpr:  # noqa: N801 - Triton's name
 
 # Filled by eggpu.kernel_macro.kernel: code object of a @kernel function -> its Kernel class.
 _KERNEL_CODES: dict[Any, Any] = {}
+# Filled by eggpu.kernel_macro.jitfunction: code object of an @eggpu.jit function -> its name.
+_JIT_CODES: dict[Any, str] = {}
 
 
 def _launch_example(kernel_cls: Any) -> str:
@@ -161,7 +217,7 @@ def _launch_example(kernel_cls: Any) -> str:
 def _outside(name: str) -> KernelError:
     """The error a language function raises when called as plain Python."""
     frame = sys._getframe(2)
-    for _ in range(8):  # look for the @kernel function that called us (directly or via helpers)
+    for _ in _builtin_range(8):  # look for the @kernel function that called us (directly or via helpers)
         if frame is None:
             break
         cls = _KERNEL_CODES.get(frame.f_code)
@@ -171,6 +227,13 @@ def _outside(name: str) -> KernelError:
                 f"{cls._spec.name} is a @kernel and cannot be called directly (tl.{name} only has a "
                 f"meaning while the kernel is compiled); launch it with {ex}.interpret(grid, *args) "
                 f"or eggpu.compile({ex})"
+            )
+        jit_name = _JIT_CODES.get(frame.f_code)
+        if jit_name is not None:
+            return KernelError(
+                f"{jit_name} is an @eggpu.jit function and was called as plain Python (tl.{name} only has "
+                f"a meaning while a kernel is compiled); launch it with {jit_name}[grid](*args), or call "
+                f"it from a kernel"
             )
         frame = frame.f_back
     return KernelError(
@@ -238,9 +301,23 @@ def expand_dims(input: Any, axis: Any) -> Any:
 
 
 @_builtin
-def reshape(input: Any, shape: Any) -> Any:
-    """Row-major reshape to a compile-time ``shape`` with the same number of elements."""
+def reshape(input: Any, *shape: Any, can_reorder: _builtin_bool = False) -> Any:
+    """Row-major reshape to a compile-time shape with the same number of elements: ``reshape(x, (M, N))``
+    or ``reshape(x, M, N)``. ``can_reorder=True`` (Triton's permission to reorder elements) is
+    accepted; eggpu always keeps the row-major order."""
     raise _outside("reshape")
+
+
+@_builtin
+def view(input: Any, *shape: Any) -> Any:
+    """Triton's ``view``: a reshape that may reorder elements; eggpu keeps the row-major order."""
+    raise _outside("view")
+
+
+@_builtin
+def ravel(input: Any, can_reorder: _builtin_bool = False) -> Any:
+    """Flatten to 1-D (row-major)."""
+    raise _outside("ravel")
 
 
 @_builtin
@@ -250,7 +327,13 @@ def trans(input: Any, *dims: int) -> Any:
 
 
 @_builtin
-def broadcast_to(input: Any, shape: Any) -> Any:
+def permute(input: Any, *dims: int) -> Any:
+    """Permute axes: ``permute(x, 1, 0, 2)`` or ``permute(x, (1, 0, 2))`` (``trans`` with explicit dims)."""
+    raise _outside("permute")
+
+
+@_builtin
+def broadcast_to(input: Any, *shape: Any) -> Any:
     """Broadcast ``input`` to ``shape`` (numpy rules: size-1 dims repeat, missing leading dims added)."""
     raise _outside("broadcast_to")
 
@@ -265,46 +348,53 @@ def broadcast(input: Any, other: Any) -> Any:
 
 
 @_builtin
-def load(ptr: Any, mask: Any = None, other: Any = None) -> Any:
+def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = (), padding_option: Any = "",
+         cache_modifier: str = "", eviction_policy: str = "", volatile: _builtin_bool = False) -> Any:
     """Load the elements ``ptr`` points to. Masked-off lanes are not read and take ``other``
     (converted to the pointee dtype; undefined when ``other`` is None). ``ptr`` and ``mask``
-    broadcast against each other."""
+    broadcast against each other. ``cache_modifier`` (``""``, ``".ca"``, ``".cg"``, ``".cv"``) and
+    ``eviction_policy`` (``""``, ``"evict_first"``, ``"evict_last"``) are Triton's cache hints:
+    checked, and without effect on the result. ``boundary_check``/``padding_option`` (block
+    pointers) and ``volatile=True`` are not supported."""
     raise _outside("load")
 
 
 @_builtin
-def store(ptr: Any, value: Any, mask: Any = None) -> Any:
+def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
+          eviction_policy: str = "") -> Any:
     """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
-    ``mask`` is true."""
+    ``mask`` is true. ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
+    ``eviction_policy`` are hints without effect on the result."""
     raise _outside("store")
 
 
 @_builtin
-def atomic_add(ptr: Any, val: Any, mask: Any = None) -> Any:
-    """Atomically ``*ptr += val``; returns the old values."""
+def atomic_add(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr += val``; returns the old values. eggpu atomics are relaxed with device
+    scope: ``sem`` may be None or ``"relaxed"``, ``scope`` None or ``"gpu"``."""
     raise _outside("atomic_add")
 
 
 @_builtin
-def atomic_max(ptr: Any, val: Any, mask: Any = None) -> Any:
+def atomic_max(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = max(*ptr, val)``; returns the old values."""
     raise _outside("atomic_max")
 
 
 @_builtin
-def atomic_min(ptr: Any, val: Any, mask: Any = None) -> Any:
+def atomic_min(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = min(*ptr, val)``; returns the old values."""
     raise _outside("atomic_min")
 
 
 @_builtin
-def atomic_xchg(ptr: Any, val: Any, mask: Any = None) -> Any:
+def atomic_xchg(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val``; returns the old values."""
     raise _outside("atomic_xchg")
 
 
 @_builtin
-def atomic_cas(ptr: Any, cmp: Any, val: Any) -> Any:
+def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
     raise _outside("atomic_cas")
 
@@ -319,20 +409,21 @@ def where(condition: Any, x: Any, y: Any) -> Any:
 
 
 @_builtin
-def minimum(x: Any, y: Any) -> Any:
-    """Elementwise minimum (floats: a NaN operand is ignored)."""
+def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
+    """Elementwise minimum (floats: a NaN operand is ignored; with ``propagate_nan=tl.PropagateNan.ALL``
+    a NaN operand gives NaN)."""
     raise _outside("minimum")
 
 
 @_builtin
-def maximum(x: Any, y: Any) -> Any:
-    """Elementwise maximum (floats: a NaN operand is ignored)."""
+def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
+    """Elementwise maximum (floats: a NaN operand is ignored, or propagated with ``PropagateNan.ALL``)."""
     raise _outside("maximum")
 
 
 @_builtin
-def clamp(x: Any, lo: Any, hi: Any) -> Any:
-    """``minimum(maximum(x, lo), hi)``."""
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:  # noqa: A002
+    """``minimum(maximum(x, min), max)`` (Triton's parameter names ``min``/``max``)."""
     raise _outside("clamp")
 
 
@@ -373,9 +464,33 @@ def fma(x: Any, y: Any, z: Any) -> Any:
     raise _outside("fma")
 
 
+sqrt_rn = _float_fn("sqrt_rn", "Square root rounded to nearest (``sqrt`` is already correctly rounded).")
+
+
 @_builtin
-def cast(input: Any, dtype: DType, bitcast: _builtin_bool = False) -> Any:
-    """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal width)."""
+def div_rn(x: Any, y: Any) -> Any:
+    """``x / y`` rounded to nearest (IEEE division, as ``/`` on floats)."""
+    raise _outside("div_rn")
+
+
+@_builtin
+def fdiv(x: Any, y: Any, ieee_rounding: _builtin_bool = False) -> Any:
+    """``x / y`` on floats. Triton allows an approximate quotient unless ``ieee_rounding``; eggpu
+    always computes the IEEE quotient."""
+    raise _outside("fdiv")
+
+
+@_builtin
+def umulhi(x: Any, y: Any) -> Any:
+    """The high 32 bits of the 64-bit product of two 32-bit integers (signed for i32, unsigned for u32)."""
+    raise _outside("umulhi")
+
+
+@_builtin
+def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _builtin_bool = False) -> Any:
+    """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
+    width). ``fp_downcast_rounding`` may be None or ``"rtne"`` (round to nearest even, what eggpu
+    does); ``"rtz"`` is not supported."""
     raise _outside("cast")
 
 
@@ -383,39 +498,58 @@ def cast(input: Any, dtype: DType, bitcast: _builtin_bool = False) -> Any:
 
 
 @_builtin
-def sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
-    """Sum along ``axis`` (None: all axes). Integers narrower than 32 bits (and bool) sum in 32 bits."""
+def sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False, dtype: Any = None) -> Any:  # noqa: A001
+    """Sum along ``axis`` (None: all axes). Integers narrower than 32 bits (and bool) sum in 32 bits.
+    ``dtype=`` converts the input to that dtype first (Triton's meaning)."""
     raise _outside("sum")
 
 
 @_builtin
-def max(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
-    """Maximum along ``axis`` (None: all axes)."""
+def max(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # noqa: A001
+        return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
+    """Maximum along ``axis`` (None: all axes); with ``return_indices=True`` the pair (maximum,
+    i32 index of its first occurrence). Parameters in Triton's order."""
     raise _outside("max")
 
 
 @_builtin
-def min(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:  # noqa: A001
-    """Minimum along ``axis`` (None: all axes)."""
+def min(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # noqa: A001
+        return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
+    """Minimum along ``axis`` (None: all axes); ``return_indices=True`` as for ``max``."""
     raise _outside("min")
 
 
 @_builtin
-def argmax(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:
-    """i32 index of the first maximum along ``axis`` (None: of the flattened block)."""
+def argmax(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
+           keep_dims: _builtin_bool = False) -> Any:
+    """i32 index of the first maximum along ``axis`` (None: of the flattened block).
+    ``tie_break_left=False`` (the last maximum) is not supported."""
     raise _outside("argmax")
 
 
 @_builtin
-def argmin(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:
+def argmin(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
+           keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first minimum along ``axis`` (None: of the flattened block)."""
     raise _outside("argmin")
 
 
 @_builtin
-def dot(a: Any, b: Any, acc: Any = None) -> Any:
+def softmax(input: Any, dim: Any = None, keep_dims: _builtin_bool = False,
+            ieee_rounding: _builtin_bool = False) -> Any:
+    """``exp(x - max(x, dim)) / sum(exp(x - max(x, dim)), dim)`` along ``dim`` (default 0), the shape
+    of ``input``; floats only."""
+    raise _outside("softmax")
+
+
+@_builtin
+def dot(a: Any, b: Any, acc: Any = None, input_precision: Any = None, allow_tf32: Any = None,
+        max_num_imprecise_acc: Any = None, out_dtype: DType = f32) -> Any:
     """Matrix product of 2-D blocks ``[M,K] x [K,N]``; floats accumulate in f32 (ints in i32),
-    plus ``acc`` when given (the result then has ``acc``'s dtype)."""
+    plus ``acc`` when given (the result then has ``acc``'s dtype). ``out_dtype`` must be that
+    accumulator dtype (f32 for floats; f32 or i32 for ints, which accumulate in i32).
+    ``input_precision``/``allow_tf32`` are accepted; eggpu always multiplies in full precision
+    (``"ieee"``), where Triton's default for f32 inputs is TF32."""
     raise _outside("dot")
 
 
@@ -429,6 +563,53 @@ def static_range(start: int, end: int | None = None, step: int = 1) -> Any:
 
 
 @_builtin
+def range(arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,  # noqa: A001
+          loop_unroll_factor: Any = None, disallow_acc_multi_buffer: _builtin_bool = False,
+          flatten: _builtin_bool = False, warp_specialize: _builtin_bool = False) -> Any:
+    """``for i in tl.range(lo, hi, step)`` is ``for i in range(lo, hi, step)``; Triton's pipelining
+    hints (``num_stages``, ``loop_unroll_factor``, ...) are accepted and have no effect."""
+    raise _outside("range")
+
+
+@_builtin
+def multiple_of(input: Any, values: Any) -> Any:
+    """Triton's hint that every element of ``input`` is a multiple of ``values``; returns
+    ``input`` unchanged (the hint does not change results)."""
+    raise _outside("multiple_of")
+
+
+@_builtin
+def max_contiguous(input: Any, values: Any) -> Any:
+    """Triton's hint that ``input`` has runs of ``values`` consecutive values; returns ``input``."""
+    raise _outside("max_contiguous")
+
+
+@_builtin
+def max_constancy(input: Any, values: Any) -> Any:
+    """Triton's hint that ``input`` has runs of ``values`` equal values; returns ``input``."""
+    raise _outside("max_constancy")
+
+
+@_builtin
+def assume(cond: Any) -> Any:
+    """Triton's hint that ``cond`` holds; no effect on results (a compile-time False is an error)."""
+    raise _outside("assume")
+
+
+@_builtin
+def debug_barrier() -> Any:
+    """Triton's barrier among the threads of a program. eggpu programs have no user-visible
+    shared memory, and a program's own stores are visible to its later loads, so it is a no-op."""
+    raise _outside("debug_barrier")
+
+
+@_builtin
+def static_print(*values: Any, sep: str = " ", end: str = "\n") -> Any:
+    """Print compile-time values (and the types of runtime ones) while the kernel is compiled."""
+    raise _outside("static_print")
+
+
+@_builtin
 def static_assert(condition: Any, msg: str = "") -> Any:
     """Fail compilation with ``msg`` when the compile-time ``condition`` is false."""
     raise _outside("static_assert")
@@ -437,22 +618,51 @@ def static_assert(condition: Any, msg: str = "") -> Any:
 __all__ = [
     # dtypes
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+    "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+    "bfloat16", "float32", "float64", "dtype", "PropagateNan", "math",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
-    "reshape", "trans", "broadcast_to", "broadcast",
+    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
     # memory
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
-    "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast",
+    "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
+    "umulhi",
     # reductions
-    "sum", "max", "min", "argmax", "argmin", "dot",
-    # compile time
-    "static_range", "static_assert",
+    "sum", "max", "min", "argmax", "argmin", "softmax", "dot",
+    # compile time and hints
+    "static_range", "static_assert", "static_print", "range", "multiple_of", "max_contiguous",
+    "max_constancy", "assume", "debug_barrier",
 ]
 
 BUILTIN_FUNCTIONS: dict[str, Any] = {
     n: v for n, v in dict(globals()).items() if callable(v) and hasattr(v, "__eggpu_builtin__")
 }
+
+# ---------------------------------------------------------------- tl.math
+
+MATH_NAMES = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
+              "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")
+"""The functions of Triton's ``triton.language.math`` that eggpu has (the same functions as ``tl.*``)."""
+
+math = _types.ModuleType(f"{__name__}.math", "Triton's ``tl.math``: the same functions as ``tl.*``.")
+for _n in MATH_NAMES:
+    setattr(math, _n, globals()[_n])
+math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
+
+
+def __getattr__(name: str) -> Any:
+    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.cumsum``, ...)."""
+    if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    reason = UNSUPPORTED_DTYPES.get(name)
+    if reason is None:
+        from .unsupported import UNSUPPORTED
+
+        reason = UNSUPPORTED.get(name)
+    if reason is not None:
+        raise AttributeError(f"tl.{name} is not supported by eggpu: {reason}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -201,3 +201,63 @@ def analyze(fn: Any) -> Signature:
         else:
             params.append(Param(p.name, kind, ann, dtype=elem))
     return Signature(kname, tuple(params), tuple(typevars.values()))
+
+
+# ---------------------------------------------------------------- untyped (Triton-style) kernels
+
+
+@dataclass(frozen=True)
+class JitParam:
+    """One parameter of an ``@eggpu.jit`` function launched as a kernel.
+
+    ``constexpr``: annotated ``tl.constexpr``. ``fixed``: a dtype or ``tl.Pointer[dtype]``
+    annotation the argument must match (None: the type comes from the argument)."""
+
+    name: str
+    constexpr: bool
+    fixed: Any = None
+    default: Any = NO_DEFAULT
+
+
+def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
+    """The parameters of a Triton-style function: unannotated (typed by each launch's arguments),
+    ``tl.constexpr``, or a concrete dtype / ``tl.Pointer[dtype]``. Raises
+    :class:`KernelSignatureError` naming the function and parameter for anything else."""
+    kname = fn.__name__
+    out: list[JitParam] = []
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
+            raise KernelSignatureError(
+                f"{kname}: parameter {p}: kernels take plain positional parameters only "
+                f"(no *args, **kwargs or keyword-only parameters)"
+            )
+        if p.annotation is p.empty:
+            out.append(JitParam(p.name, False, None, p.default))
+            continue
+        ann = _eval_annotation(fn, p.name, p.annotation)
+        if ann is tl.constexpr:
+            out.append(JitParam(p.name, True, None, p.default))
+        elif isinstance(ann, DType) or (isinstance(ann, tl.PointerAnnotation) and isinstance(ann.pointee, DType)):
+            out.append(JitParam(p.name, False, ann, p.default))
+        else:
+            shown = getattr(ann, "__name__", None) or repr(ann)
+            raise KernelSignatureError(
+                f"{kname}: parameter {p.name} has annotation {shown}; a kernel launched as {kname}[grid](...) "
+                f"takes unannotated parameters (typed by the arguments), tl.constexpr, a dtype or "
+                f"tl.Pointer[dtype] (dtype TypeVars need @eggpu.kernel)"
+            )
+    return tuple(out)
+
+
+def specialized_signature(name: str, params: tuple[JitParam, ...], kinds: dict[str, tuple[str, Any]]) -> Signature:
+    """The :class:`Signature` of one specialization: ``kinds[p]`` is ``(POINTER, dtype)``,
+    ``(SCALAR, dtype)`` or ``(CONSTEXPR, None)`` for every parameter ``p``."""
+    out: list[Param] = []
+    for p in params:
+        kind, dt = kinds[p.name]
+        if kind == CONSTEXPR:
+            out.append(Param(p.name, CONSTEXPR, tl.constexpr, default=p.default))
+        else:
+            ann = tl.PointerAnnotation(dt) if kind == POINTER else dt
+            out.append(Param(p.name, kind, ann, dtype=dt))
+    return Signature(name, tuple(out), ())

@@ -410,7 +410,8 @@ def test_calling_a_helper_that_is_not_language_only():
 
 def test_wrong_load_keyword():
     check(wrong_load_keyword, "msk=", "tl.load() got an unexpected keyword argument 'msk'",
-          "did you mean mask=? the signature is tl.load(ptr, mask=None, other=None)", ctor=(16,))
+          "did you mean mask=? the signature is tl.load(ptr, mask=None, other=None, boundary_check=(), "
+          "padding_option='', cache_modifier='', eviction_policy='', volatile=False)", ctor=(16,))
 
 
 def test_mask_of_the_wrong_dtype():

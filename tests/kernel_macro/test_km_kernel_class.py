@@ -293,8 +293,8 @@ def test_constexpr_errors():
     with pytest.raises(ConstexprArgumentError, match=r"got multiple values for constexpr block_size"):
         MOD.GeluForward[tl.f32](4, block_size=4)
     with pytest.raises(ConstexprArgumentError, match=r"gelu_forward: constexpr BLOCK_SIZE must be an int, float, "
-                       r"bool or dtype, got str \('1024'\)"):
-        MOD.GeluForward[tl.f32]("1024")
+                       r"bool, string, None or dtype, got bytes \(b'1024'\)"):
+        MOD.GeluForward[tl.f32](b"1024")
     with pytest.raises(ConstexprArgumentError, match=r"adam_step: constexpr NESTEROV must be .* got list"):
         MOD.AdamStep(4, [1])
     assert issubclass(ConstexprArgumentError, eggpu.KernelError) and issubclass(ConstexprArgumentError, TypeError)
@@ -491,7 +491,9 @@ def test_jit_and_kernel_decorator_forms():
     def helper(x):
         return x
 
-    assert eggpu.jit(helper) is helper and helper.__eggpu_jit__ is True
+    j = eggpu.jit(helper)
+    assert j.fn is helper and helper.__eggpu_jit__ is True and j.__name__ == "helper" and j(3) == 3
+    assert eggpu.jit(j) is j
     with pytest.raises(DecoratorArgumentError):
         eggpu.jit(3)
     with pytest.raises(DecoratorArgumentError, match="decorates a function"):

@@ -1,0 +1,342 @@
+"""Triton's keyword arguments and the Triton-only language functions, on top of :class:`Semantic`.
+
+Each function here is an implementation ``impl(sem, args)`` of :data:`eggpu.kernel_macro.builtins.IMPLS`
+(``args``: the call's arguments bound to the language function's signature). Rules:
+
+* a Triton *hint* (``cache_modifier=``, ``eviction_policy=``, ``tl.multiple_of``, ``tl.range``'s
+  ``num_stages=``, ...) is checked for a value Triton accepts and has no effect on the result;
+* a keyword whose Triton meaning eggpu implements exactly (``sum(dtype=)``,
+  ``max(return_indices=True)``, ``propagate_nan=ALL``) is lowered to existing IR;
+* a keyword value eggpu cannot honour (``tie_break_left=False``, ``volatile=True``,
+  ``fp_downcast_rounding="rtz"``, ``sem="acquire"``, ...) is a :class:`SemanticError` naming it,
+  which the frontend reports at the keyword with a caret.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eggpu.ir.dtypes import DType, f32, i32, i64, u32, u64
+
+from . import language as tl
+from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
+
+_LOAD_CACHE = ("", ".ca", ".cg", ".cv")
+_STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
+_EVICTION = ("", "evict_normal", "evict_first", "evict_last")
+_SEMS = (None, "relaxed")
+_SCOPES = (None, "gpu", "cta")  # eggpu atomics are device scope, which also satisfies "cta"
+_PRECISIONS = (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6", "hf32")
+
+
+def _choice(a: dict[str, Any], name: str, allowed: tuple, fn: str) -> None:
+    v = a[name]
+    if v not in allowed:
+        shown = ", ".join(repr(x) for x in allowed)
+        raise SemanticError(f"tl.{fn}: {name}={v!r} is not one of {shown}", arg=name)
+
+
+def _not_supported(a: dict[str, Any], name: str, ok: Any, fn: str, why: str, hint: str | None = None) -> None:
+    v = a[name]
+    if v != ok and not (ok == () and v is None):
+        raise SemanticError(f"tl.{fn}({name}={v!r}) is not supported by eggpu: {why}", hint, arg=name)
+
+
+# ---------------------------------------------------------------- memory
+
+
+def load(s: Semantic, a: dict[str, Any]) -> Tensor:
+    _not_supported(a, "boundary_check", (), "load", "boundary_check is for block pointers, which eggpu has not",
+                   "use pointer arithmetic and mask=")
+    _not_supported(a, "padding_option", "", "load", "padding_option is for block pointers", "use mask= and other=")
+    _choice(a, "cache_modifier", _LOAD_CACHE, "load")
+    _choice(a, "eviction_policy", _EVICTION, "load")
+    _not_supported(a, "volatile", False, "load", "volatile loads are not available")
+    return s.load(a["ptr"], a["mask"], a["other"])
+
+
+def store(s: Semantic, a: dict[str, Any]) -> None:
+    _not_supported(a, "boundary_check", (), "store", "boundary_check is for block pointers, which eggpu has not",
+                   "use pointer arithmetic and mask=")
+    _choice(a, "cache_modifier", _STORE_CACHE, "store")
+    _choice(a, "eviction_policy", _EVICTION, "store")
+    return s.store(a["ptr"], a["value"], a["mask"])
+
+
+def _atomic_hints(a: dict[str, Any], fn: str) -> None:
+    if a["sem"] not in _SEMS:
+        raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not supported by eggpu: atomics are relaxed",
+                            "drop sem= (or pass sem='relaxed'); order accesses with separate kernels", arg="sem")
+    if a["scope"] not in _SCOPES:
+        raise SemanticError(f"tl.{fn}(scope={a['scope']!r}) is not supported by eggpu: atomics have device scope",
+                            "drop scope= (or pass scope='gpu')", arg="scope")
+
+
+def atomic(kind: str):
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        _atomic_hints(a, kind)
+        return s.atomic(kind, a["ptr"], a["val"], a["mask"])
+
+    return impl
+
+
+def atomic_cas(s: Semantic, a: dict[str, Any]) -> Tensor:
+    _atomic_hints(a, "atomic_cas")
+    return s.atomic_cas(a["ptr"], a["cmp"], a["val"])
+
+
+# ---------------------------------------------------------------- compute
+
+
+def _propagate(a: dict[str, Any], fn: str) -> bool:
+    v = a["propagate_nan"]
+    if v not in (tl.PropagateNan.NONE, tl.PropagateNan.ALL):
+        raise SemanticError(f"tl.{fn}: propagate_nan must be tl.PropagateNan.NONE or tl.PropagateNan.ALL, got "
+                            f"{describe(v)}", arg="propagate_nan")
+    return v == tl.PropagateNan.ALL
+
+
+def _nan_propagating(s: Semantic, op: str, x: Any, y: Any) -> Any:
+    """``op`` (minimum/maximum) that returns NaN when either operand is NaN (Triton's
+    ``PropagateNan.ALL``): ``where(isnan(x) | isnan(y), x + y, op(x, y))``."""
+    r = s.binary(op, x, y)
+    if not isinstance(r, Tensor) or not r.dtype.is_float:
+        return r
+    x, y = s.convert(x, r.dtype), s.convert(y, r.dtype)
+    nan = s.binary("or", s.binary("ne", x, x), s.binary("ne", y, y))
+    return s.where(nan, s.binary("add", x, y), r)
+
+
+def minmax(op: str):
+    def impl(s: Semantic, a: dict[str, Any]) -> Any:
+        if _propagate(a, op):
+            return _nan_propagating(s, op, a["x"], a["y"])
+        return s.binary(op, a["x"], a["y"])
+
+    return impl
+
+
+def clamp(s: Semantic, a: dict[str, Any]) -> Any:
+    if _propagate(a, "clamp"):
+        return _nan_propagating(s, "minimum", _nan_propagating(s, "maximum", a["x"], a["min"]), a["max"])
+    return s.binary("minimum", s.binary("maximum", a["x"], a["min"]), a["max"])
+
+
+def cast(s: Semantic, a: dict[str, Any]) -> Tensor:
+    if not isinstance(a["bitcast"], bool):
+        raise SemanticError(f"bitcast must be a compile-time bool, got {describe(a['bitcast'])}", arg="bitcast")
+    rounding(a, "cast")
+    return s.cast(a["input"], a["dtype"], a["bitcast"])
+
+
+def rounding(a: dict[str, Any], fn: str) -> None:
+    v = a["fp_downcast_rounding"]
+    if v not in (None, "rtne"):
+        raise SemanticError(f"{fn}(fp_downcast_rounding={v!r}) is not supported by eggpu: float conversions "
+                            f"round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')",
+                            arg="fp_downcast_rounding")
+
+
+def _floats(s: Semantic, fn: str, x: Any, y: Any) -> tuple[Any, Any]:
+    for v, n in ((x, "x"), (y, "y")):
+        if isinstance(v, Tensor) and (v.is_pointer or not v.dtype.is_float) or not (isinstance(v, Tensor) or is_number(v)):
+            shown = v.type if isinstance(v, Tensor) else describe(v)
+            raise SemanticError(f"tl.{fn} needs float operands, got {shown} for {n}",
+                                f"convert first: tl.{fn}(x.to(tl.f32), y.to(tl.f32))", arg=n)
+    return x, y
+
+
+def div_rn(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x, y = _floats(s, "div_rn", a["x"], a["y"])
+    return s.binary("truediv", x, y)
+
+
+def fdiv(s: Semantic, a: dict[str, Any]) -> Tensor:
+    if not isinstance(a["ieee_rounding"], bool):
+        raise SemanticError(f"ieee_rounding must be a compile-time bool, got {describe(a['ieee_rounding'])}",
+                            arg="ieee_rounding")
+    x, y = _floats(s, "fdiv", a["x"], a["y"])
+    return s.binary("truediv", x, y)
+
+
+def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x, y = a["x"], a["y"]
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = s.to_tensor(x)
+    dt = s.common_dtype(x, y)
+    if dt not in (i32, u32):
+        hint = ("the 128-bit product of 64-bit integers is not available" if dt.bits == 64
+                else "convert the operands to tl.int32 or tl.uint32 first")
+        raise SemanticError(f"tl.umulhi needs 32-bit integer operands, got {dt}", hint)
+    wide = i64 if dt.is_signed else u64
+    p = s.binary("mul", s.convert(x, wide) if not isinstance(x, Tensor) else s.cast(s.cast(x, dt), wide),
+                 s.convert(y, wide) if not isinstance(y, Tensor) else s.cast(s.cast(y, dt), wide))
+    return s.cast(s.binary("rshift", p, 32), dt)  # arithmetic for i64, logical for u64
+
+
+# ---------------------------------------------------------------- shapes
+
+
+def _shape(shape: tuple[Any, ...]) -> Any:
+    """``reshape(x, (M, N))`` and ``reshape(x, M, N)`` both mean the shape (M, N)."""
+    if len(shape) == 1 and isinstance(shape[0], tuple | list):
+        return tuple(shape[0])
+    return tuple(shape)
+
+
+def reshape(s: Semantic, a: dict[str, Any]) -> Tensor:
+    if not isinstance(a["can_reorder"], bool):
+        raise SemanticError(f"can_reorder must be a compile-time bool, got {describe(a['can_reorder'])}",
+                            arg="can_reorder")
+    return s.reshape(a["input"], _shape(a["shape"]))
+
+
+def view(s: Semantic, a: dict[str, Any]) -> Tensor:
+    return s.reshape(a["input"], _shape(a["shape"]))
+
+
+def ravel(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x = s.to_tensor(a["input"])
+    return s.reshape(x, (x.type.numel,)) if x.shape else x
+
+
+def broadcast_to(s: Semantic, a: dict[str, Any]) -> Tensor:
+    return s.broadcast_to(s.to_tensor(a["input"]), s.shape_arg(_shape(a["shape"])))
+
+
+def permute(s: Semantic, a: dict[str, Any]) -> Tensor:
+    dims = _shape(a["dims"])
+    if not dims:
+        raise SemanticError("tl.permute needs the new order of the axes, e.g. tl.permute(x, 1, 0)",
+                            "tl.trans(x) reverses the axes")
+    return s.trans(a["input"], dims)
+
+
+# ---------------------------------------------------------------- reductions
+
+
+def sum_(s: Semantic, a: dict[str, Any]) -> Tensor:
+    dt = a["dtype"]
+    if dt is None:
+        return s.reduce("reduce_sum", a["input"], a["axis"], a["keep_dims"])
+    if not isinstance(dt, DType):
+        raise SemanticError(f"tl.sum: dtype must be a dtype such as tl.float32, got {describe(dt)}", arg="dtype")
+    x = a["input"]
+    if isinstance(x, Tensor) and not x.is_pointer:
+        x = s.cast(x, dt)
+    return s.reduce("reduce_sum", x, a["axis"], a["keep_dims"], widen=False)
+
+
+def reduce_with_indices(name: str):
+    kind, arg_kind = f"reduce_{name}", f"reduce_arg{name}"
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Any:
+        ri, left = a["return_indices"], a["return_indices_tie_break_left"]
+        if not isinstance(ri, bool):
+            raise SemanticError(f"return_indices must be a compile-time bool, got {describe(ri)}", arg="return_indices")
+        values = s.reduce(kind, a["input"], a["axis"], a["keep_dims"])
+        if not ri:
+            return values
+        if left is not True:
+            raise SemanticError(f"tl.{name}(return_indices_tie_break_left={left!r}) is not supported by eggpu: "
+                                f"the index is that of the first {name}imum", arg="return_indices_tie_break_left")
+        return values, s.reduce(arg_kind, a["input"], a["axis"], a["keep_dims"])
+
+    return impl
+
+
+def arg_reduce(name: str):
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        if a["tie_break_left"] is not True:
+            raise SemanticError(f"tl.{name}(tie_break_left={a['tie_break_left']!r}) is not supported by eggpu: "
+                                f"the index is that of the first {name[3:]}imum", "drop tie_break_left=",
+                                arg="tie_break_left")
+        return s.reduce(f"reduce_{name}", a["input"], a["axis"], a["keep_dims"])
+
+    return impl
+
+
+def softmax(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x = a["input"]
+    if not isinstance(x, Tensor) or not x.is_block or x.is_pointer or not x.dtype.is_float:
+        shown = x.type if isinstance(x, Tensor) else describe(x)
+        raise SemanticError(f"tl.softmax needs a float block, got {shown}", arg="input")
+    dim = 0 if a["dim"] is None else a["dim"]
+    z = s.binary("sub", x, s.reduce("reduce_max", x, dim, True))
+    num = s.float_unary("exp", z)
+    return s.binary("truediv", num, s.reduce("reduce_sum", num, dim, True))
+
+
+def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
+    _choice(a, "input_precision", _PRECISIONS, "dot")
+    if a["allow_tf32"] not in (None, True, False):
+        raise SemanticError(f"allow_tf32 must be a compile-time bool, got {describe(a['allow_tf32'])}", arg="allow_tf32")
+    _not_supported(a, "max_num_imprecise_acc", None, "dot", "it only applies to FP8 products")
+    r = s.dot(a["a"], a["b"], a["acc"])
+    out = a["out_dtype"]
+    ints = isinstance(a["a"], Tensor) and not a["a"].dtype.is_float
+    ok = (f32, i32) if ints else (f32,)
+    if out not in ok:
+        acc = "i32" if ints else "f32"
+        raise SemanticError(f"tl.dot(out_dtype={out}) is not supported by eggpu: products accumulate in {acc}",
+                            f"drop out_dtype= and convert the result: tl.dot(a, b).to(tl.{out})"
+                            if isinstance(out, DType) else None, arg="out_dtype")
+    return r
+
+
+# ---------------------------------------------------------------- hints
+
+
+def _hint_values(v: Any, fn: str) -> None:
+    vals = v if isinstance(v, tuple) else (v,)
+    if not vals or not all(isinstance(x, int) and not isinstance(x, bool) and x > 0 for x in vals):
+        raise SemanticError(f"tl.{fn}: values must be positive compile-time ints (or a tuple of them), got "
+                            f"{describe(v)}", arg="values")
+
+
+def hint(fn: str):
+    def impl(s: Semantic, a: dict[str, Any]) -> Any:
+        _hint_values(a["values"], fn)
+        x = a["input"]
+        if not isinstance(x, Tensor):
+            raise SemanticError(f"tl.{fn} needs a block or scalar value, got {describe(x)}", arg="input")
+        return x
+
+    return impl
+
+
+def assume(s: Semantic, a: dict[str, Any]) -> None:
+    c = a["cond"]
+    if isinstance(c, Tensor):
+        if c.is_pointer:
+            raise SemanticError(f"tl.assume needs a condition, got {c.type}", arg="cond")
+        return None
+    if c is False:
+        raise SemanticError("tl.assume(False): the assumed condition is false at compile time", arg="cond")
+    if not isinstance(c, bool):
+        raise SemanticError(f"tl.assume needs a condition, got {describe(c)}", arg="cond")
+    return None
+
+
+def static_print(s: Semantic, a: dict[str, Any]) -> None:
+    def text(v: Any) -> str:
+        return str(v.type) if isinstance(v, Tensor) else str(v)
+
+    print(*(text(v) for v in a["values"]), sep=a["sep"], end=a["end"])
+    return None
+
+
+IMPLS: dict[str, Any] = {
+    "load": load, "store": store,
+    "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
+    "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
+    "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
+    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi,
+    "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
+    "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
+    "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),
+    "argmax": arg_reduce("argmax"), "argmin": arg_reduce("argmin"), "softmax": softmax, "dot": dot,
+    "multiple_of": hint("multiple_of"), "max_contiguous": hint("max_contiguous"),
+    "max_constancy": hint("max_constancy"), "assume": assume, "debug_barrier": lambda s, a: None,
+    "static_print": static_print,
+}

@@ -1,0 +1,335 @@
+"""``@eggpu.jit``: Triton-style untyped kernels, launched as ``fn[grid](*args, **constexprs)``.
+
+``@eggpu.jit`` returns a :class:`JITFunction`. It is two things at once, as in Triton:
+
+* a **helper**: called from a kernel, its body is inlined (the frontend unwraps
+  :attr:`JITFunction.fn`); called as plain Python, it runs ``fn`` as Python;
+* a **kernel**: ``fn[grid](*args, **kwargs)`` specializes ``fn`` on the launch arguments and runs it.
+
+Specialization follows Triton's rules for the argument of each unannotated parameter:
+
+=====================================================  ==========================================
+argument                                               parameter
+=====================================================  ==========================================
+numpy array (also DLPack CPU tensors, e.g. torch)      ``tl.Pointer[dtype of the array]``
+object with ``__cuda_array_interface__`` (CuPy,         ``tl.Pointer[its dtype]`` (GPU launches only)
+torch CUDA tensors)
+``bool``                                               ``tl.int1``
+``int``                                                ``tl.int32``; ``tl.int64`` when it does not
+                                                       fit, ``tl.uint64`` for ``[2**63, 2**64)``
+``float``                                              ``tl.float32``
+numpy scalar                                           its dtype
+``str``, ``None``, a dtype                             a compile-time constant
+=====================================================  ==========================================
+
+Parameters annotated ``tl.constexpr`` are compile-time constants (passed by position or keyword);
+a parameter annotated with a dtype or ``tl.Pointer[dtype]`` must get an argument of that type.
+Each specialization is an ordinary :class:`~eggpu.kernel_macro.kernel.Kernel` instance (built by
+the same machinery as ``@eggpu.kernel``; :meth:`JITFunction.specialize` returns it), compiled
+through the compile seam (:data:`~eggpu.kernel_macro.hooks.COMPILE_HOOK`, i.e. ``eggpu.compile``
+with its disk cache) and cached in-process per (argument types, constexpr values, options).
+
+Where it runs: with a CUDA GPU (:data:`~eggpu.kernel_macro.hooks.GPU_AVAILABLE_HOOK`) through
+``CompiledKernel.launch`` (numpy arrays are copied in and back); without one through
+``CompiledKernel.run_cpu`` (the compiled lowering on the CPU, numpy arrays written in place). The
+environment variable ``EGGPU_JIT_DEVICE`` overrides this: ``gpu``, ``cpu``, or ``interpret``
+(the numpy interpreter, no compilation — like Triton's ``TRITON_INTERPRET=1``).
+
+``grid`` is an int, a tuple of up to three ints, or a callable taking the launch's meta dict
+(every argument by parameter name, constexprs included) and returning one. Triton's launch
+options ``num_warps`` (a compile option) and ``num_stages``, ``num_ctas``, ``maxnreg``,
+``enable_fp_fusion`` (accepted, no effect) may be passed as keywords when no parameter has that name.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from eggpu.ir.dtypes import DType, bool_, f32, from_numpy, i32, i64, u64
+from eggpu.ir.errors import IRError, LaunchError
+
+from . import hooks
+from . import language as tl
+from .errors import CompileUnavailableError, DecoratorArgumentError
+from .kernel import Kernel, KernelSpec, _render_const, pascal_case
+from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
+
+__all__ = ["JITFunction", "JitKernel", "cdiv", "next_power_of_2"]
+
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+_DEVICES = ("auto", "gpu", "cpu", "interpret")
+_gpu: bool | None = None
+
+
+def _gpu_available() -> bool:
+    global _gpu
+    if _gpu is None:
+        hook = hooks.GPU_AVAILABLE_HOOK
+        _gpu = bool(hook()) if hook is not None else False
+    return _gpu
+
+
+def _device() -> str:
+    mode = os.environ.get("EGGPU_JIT_DEVICE", "auto").strip().lower() or "auto"
+    if mode not in _DEVICES:
+        raise LaunchError(f"EGGPU_JIT_DEVICE={mode!r} is not one of {', '.join(_DEVICES)}")
+    if mode == "auto":
+        return "gpu" if _gpu_available() else "cpu"
+    return mode
+
+
+class JitKernel(Kernel):
+    """Base of the Kernel classes of ``@eggpu.jit`` specializations: one class per list of argument
+    types. Its ``id`` names those types (``add_kernel__pf32_pf32_pf32_i32__1024``, ``p`` for a
+    pointer) so two specializations with the same constants never share an id."""
+
+    _type_tokens: tuple[str, ...] = ()
+
+    @property
+    def id(self) -> str:
+        parts = [self.name, "_".join(self._type_tokens) or "none"]
+        parts += [_render_const(v) for v in self._const_values]
+        return "__".join(parts)
+
+
+def _int_dtype(v: int) -> DType:
+    """Triton's type of a Python int argument."""
+    if i32.min <= v <= i32.max:
+        return i32
+    if 2**63 <= v <= u64.max:
+        return u64
+    return i64
+
+
+class _Launcher:
+    """``fn[grid]``: waiting for the launch arguments."""
+
+    __slots__ = ("jit", "grid")
+
+    def __init__(self, jit: JITFunction, grid: Any):
+        self.jit = jit
+        self.grid = grid
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.jit._launch(self.grid, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"{self.jit.__name__}[{self.grid!r}]"
+
+
+class JITFunction:
+    """What ``@eggpu.jit`` returns: an inlinable helper and a launchable kernel (module docstring).
+
+    ``fn`` is the decorated function; ``fn[grid](*args, **kwargs)`` launches;
+    ``specialize(*args, **kwargs)`` returns the Kernel instance a launch with these arguments
+    uses; calling the object runs ``fn`` as plain Python.
+    """
+
+    def __init__(self, fn: Callable[..., Any]):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        fn.__eggpu_jit__ = True  # type: ignore[attr-defined]
+        tl._JIT_CODES[fn.__code__] = fn.__name__  # for the error of tl.* called as plain Python
+        self.__eggpu_jit_target__ = fn  # the frontend inlines calls to this function
+        self._params: tuple[JitParam, ...] | None = None
+        self._classes: dict[tuple, type[JitKernel]] = {}
+        self._compiled: dict[tuple, Any] = {}
+
+    # ------------------------------------------------------------ Python protocol
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.fn(*args, **kwargs)
+
+    def __getitem__(self, grid: Any) -> _Launcher:
+        return _Launcher(self, grid)
+
+    def __repr__(self) -> str:
+        return f"JITFunction({self.fn.__module__}:{self.fn.__qualname__})"
+
+    @property
+    def params(self) -> tuple[JitParam, ...]:
+        """The analysed parameters (on first launch: a helper that is never launched is never analysed)."""
+        if self._params is None:
+            self._params = analyze_jit(self.fn)
+        return self._params
+
+    # ------------------------------------------------------------ specialization
+
+    def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+        """(arguments by parameter name with defaults, launch options)."""
+        names = {p.name for p in self.params}
+        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS and k not in names}
+        try:
+            bound = inspect.signature(self.fn).bind(*args, **kwargs)
+        except TypeError as e:
+            listing = ", ".join(p.name for p in self.params)
+            raise LaunchError(f"{self.__name__}[grid](...): {e}; parameters: {listing}") from None
+        bound.apply_defaults()
+        return dict(bound.arguments), options
+
+    def _kind(self, p: JitParam, v: Any) -> tuple[str, DType | None, Any]:
+        """(kind, dtype, launch value) of argument ``v`` for parameter ``p``."""
+        name = self.__name__
+        if p.constexpr:
+            return CONSTEXPR, None, v
+        if p.fixed is None and (v is None or isinstance(v, str | DType)):
+            return CONSTEXPR, None, v  # Triton specializes these as compile-time values
+        kind, dt, value = self._deduce(p, v)
+        if p.fixed is not None:
+            want_ptr = not isinstance(p.fixed, DType)
+            want = p.fixed.pointee if want_ptr else p.fixed
+            if want_ptr and (kind != POINTER or dt != want):
+                raise LaunchError(f"{name}: parameter {p.name} is annotated {p.fixed}, got {_describe(v)}")
+            if not want_ptr:
+                if kind == POINTER:
+                    raise LaunchError(f"{name}: parameter {p.name} is annotated {p.fixed}, got {_describe(v)}")
+                return SCALAR, want, value  # the value is checked against the dtype at launch
+        return kind, dt, value
+
+    def _deduce(self, p: JitParam, v: Any) -> tuple[str, DType, Any]:
+        name = self.__name__
+        if isinstance(v, bool):
+            return SCALAR, bool_, v
+        if isinstance(v, int):
+            if not i64.min <= v <= u64.max:
+                raise LaunchError(f"{name}: parameter {p.name}: the int {v} does not fit in 64 bits")
+            return SCALAR, _int_dtype(v), v
+        if isinstance(v, float):
+            return SCALAR, f32, v
+        if isinstance(v, np.generic):
+            return SCALAR, self._numpy_dtype(p, v.dtype, v), v
+        if isinstance(v, np.ndarray):
+            return POINTER, self._numpy_dtype(p, v.dtype, v), v
+        if hasattr(v, "__cuda_array_interface__"):
+            typestr = v.__cuda_array_interface__.get("typestr")
+            try:
+                npdt = np.dtype(typestr)
+            except TypeError:
+                raise LaunchError(f"{name}: parameter {p.name}: cannot read the dtype of a device array "
+                                  f"(typestr {typestr!r})") from None
+            return POINTER, self._numpy_dtype(p, npdt, v), v
+        if hasattr(v, "__dlpack__"):
+            try:
+                arr = np.from_dlpack(v)  # a CPU tensor (torch, jax): shares its memory
+            except (RuntimeError, TypeError, ValueError, BufferError) as e:
+                raise LaunchError(f"{name}: parameter {p.name}: cannot use {_describe(v)} through DLPack: {e}") from None
+            return POINTER, self._numpy_dtype(p, arr.dtype, v), arr
+        raise LaunchError(
+            f"{name}: parameter {p.name}: cannot pass {_describe(v)} to a kernel; pass a numpy array (or a "
+            f"tensor with __cuda_array_interface__ / DLPack) for a pointer, a bool, int or float for a scalar, "
+            f"or annotate the parameter tl.constexpr"
+        )
+
+    def _numpy_dtype(self, p: JitParam, npdt: Any, v: Any) -> DType:
+        try:
+            return from_numpy(npdt)
+        except (IRError, TypeError):
+            raise LaunchError(f"{self.__name__}: parameter {p.name}: {_describe(v)} has dtype {npdt}, which "
+                              f"eggpu has no dtype for") from None
+
+    def _specialize(self, values: dict[str, Any]) -> tuple[JitKernel, list[Any]]:
+        """The Kernel instance for these bound arguments and the runtime launch values."""
+        kinds: dict[str, tuple[str, Any]] = {}
+        runtime: list[Any] = []
+        consts: list[Any] = []
+        for p in self.params:
+            kind, dt, value = self._kind(p, values[p.name])
+            kinds[p.name] = (kind, dt)
+            if kind == CONSTEXPR:
+                consts.append(value)
+            else:
+                runtime.append(value)
+        key = tuple((n, k, dt.name if dt is not None else None) for n, (k, dt) in kinds.items())
+        cls = self._classes.get(key)
+        if cls is None:
+            cls = self._new_class(kinds, key)
+            self._classes[key] = cls
+        return cls._create((), tuple(consts), {}), runtime
+
+    def _new_class(self, kinds: dict[str, tuple[str, Any]], key: tuple) -> type[JitKernel]:
+        sig = specialized_signature(self.__name__, self.params, kinds)
+        spec = KernelSpec(self.fn, sig, None, None)
+        tokens = tuple(("p" if k == POINTER else "") + dt.name for k, dt in kinds.values() if k != CONSTEXPR)
+        cls_name = pascal_case(self.__name__)
+        cls = type(cls_name, (JitKernel,), {
+            "_spec": spec, "_type_tokens": tokens, "__module__": self.fn.__module__, "__qualname__": cls_name,
+            "__doc__": f"Kernel class of @eggpu.jit {self.__name__} for arguments {', '.join(tokens)}.",
+        })
+        spec.kernel_cls = cls
+        return cls
+
+    def specialize(self, *args: Any, **kwargs: Any) -> JitKernel:
+        """The Kernel instance that ``fn[grid](*args, **kwargs)`` would run (``.ir()``,
+        ``.interpret(grid, *runtime_args)``, ``eggpu.compile(...)`` work on it)."""
+        values, _ = self._bind(args, dict(kwargs))
+        return self._specialize(values)[0]
+
+    # ------------------------------------------------------------ launching
+
+    def _compile(self, kernel: JitKernel, options: dict[str, Any]) -> Any:
+        key = (type(kernel), kernel._key(), tuple(sorted(options.items())))
+        ck = self._compiled.get(key)
+        if ck is None:
+            hook = hooks.COMPILE_HOOK
+            if hook is None:
+                raise CompileUnavailableError(
+                    f"{self.__name__}[grid](...) needs the compile pipeline, which is not registered "
+                    f"(import eggpu), or EGGPU_JIT_DEVICE=interpret")
+            ck = hook(kernel, **options)
+            self._compiled[key] = ck
+        return ck
+
+    def _launch(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        values, options = self._bind(args, dict(kwargs))
+        kernel, runtime = self._specialize(values)
+        if callable(grid):
+            grid = grid({**values, **options})
+        mode = _device()
+        if mode == "interpret":
+            kernel.interpret(grid, *runtime)
+            return kernel
+        compile_options = {"num_warps": options["num_warps"]} if "num_warps" in options else {}
+        ck = self._compile(kernel, compile_options)
+        if mode == "gpu":
+            ck.launch(grid, *runtime)
+        else:
+            for p, v in zip(kernel._spec.signature.runtime_params, runtime):
+                if hasattr(v, "__cuda_array_interface__") and not isinstance(v, np.ndarray):
+                    raise LaunchError(
+                        f"{self.__name__}: parameter {p.name} is a device array, but this launch runs on the CPU "
+                        f"(no CUDA GPU, or EGGPU_JIT_DEVICE=cpu); pass numpy arrays")
+            ck.run_cpu(grid, *runtime)
+        return ck
+
+
+def cdiv(x: int, y: int) -> int:
+    """Host-side ceiling division, Triton's ``triton.cdiv`` (for grids: ``cdiv(n, BLOCK)``)."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, np.ndarray):
+        return f"a numpy array of {v.dtype}"
+    return f"a {type(v).__module__}.{type(v).__qualname__}" if type(v).__module__ != "builtins" else \
+        f"a {type(v).__name__} ({v!r})"
+
+
+def make_jit(fn: Any) -> JITFunction:
+    """``@eggpu.jit`` (see :func:`eggpu.kernel_macro.kernel.jit`)."""
+    if isinstance(fn, JITFunction):
+        return fn
+    if not callable(fn) or not hasattr(fn, "__code__"):
+        raise DecoratorArgumentError(f"@eggpu.jit decorates a function, got {fn!r}")
+    return JITFunction(fn)
+
