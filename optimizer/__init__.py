@@ -129,9 +129,11 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
         hit = _PREPARED.get(key)
         if hit is not None:
             return hit
+    from .isolate import pin_egglog_threads
     from .rule_verifier import usable_rules, verify_rules
     from .rules_loader import load_sources
 
+    pin_egglog_threads()  # before the loader's first e-graph: hot saturation forks (see .isolate)
     loaded = load_sources(sources)
     verdicts = verify_rules(loaded.rules, progress=_proof_progress())
     chosen = usable_rules(loaded.rules, verdicts, fast_math)
@@ -180,9 +182,11 @@ def _base_egraph(program: str) -> Any:
     if eg is None:
         from egglog.bindings import EGraph
 
+        from .isolate import pin_egglog_threads
         from .saturate import run_commands
         from .schema import schema_text
 
+        pin_egglog_threads()
         eg = EGraph()
         run_commands(eg, schema_text() + program, "loading the schema and rules")
         _EGRAPHS[program] = eg

@@ -18,7 +18,14 @@ exploding, not on every call. Only POSIX systems with ``fork`` support this
 
 Fork caveats: only the forking thread exists in the child, so the child must not need locks
 other threads may hold; it should only run egglog and pure-Python code that is already
-imported. The child leaves with ``os._exit`` (no atexit handlers, no flushing of inherited
+imported. In particular egglog runs large iterations on a rayon thread pool, whose worker
+threads do not exist in the child: with a pool of more than one thread (``RAYON_NUM_THREADS=2``
+here, or the default on a machine with many cores) a child running a large iteration waits
+for them forever (and is killed at its deadline). :func:`pin_egglog_threads` makes egglog's
+pool single-threaded by setting ``RAYON_NUM_THREADS=1`` while the process's first e-graph is
+created (the pool is built then, once per process; the variable is restored right after, so
+other libraries are not affected). It cannot help when something else created an egglog
+e-graph first with more threads: then hot steps on large e-graphs end at their deadline. The child leaves with ``os._exit`` (no atexit handlers, no flushing of inherited
 buffers); its stderr goes to ``/dev/null`` (what it has to say comes back in the outcome).
 """
 
@@ -56,6 +63,28 @@ class ForkOutcome:
     detail: str = ""
     seconds: float = 0.0
     max_rss_mb: float = 0.0
+
+
+_PINNED = False
+
+
+def pin_egglog_threads() -> None:
+    """Create the process's first egglog e-graph with a one-thread rayon pool (see the module
+    docstring); later calls do nothing. A ``RAYON_NUM_THREADS`` the user set is respected."""
+    global _PINNED
+    if _PINNED:
+        return
+    _PINNED = True
+    had = os.environ.get("RAYON_NUM_THREADS")
+    if had is None:
+        os.environ["RAYON_NUM_THREADS"] = "1"
+    try:
+        from egglog.bindings import EGraph
+
+        EGraph()  # builds egglog's global thread pool (once per process)
+    finally:
+        if had is None:
+            os.environ.pop("RAYON_NUM_THREADS", None)
 
 
 def _rss_bytes() -> int:
@@ -204,4 +233,4 @@ def run_forked(fn: Callable[[], Any], *, deadline: float, memory_mb: float | Non
     return ForkOutcome("error", detail=str(value), seconds=seconds, max_rss_mb=rss)
 
 
-__all__ = ["AVAILABLE", "ForkOutcome", "run_forked"]
+__all__ = ["AVAILABLE", "ForkOutcome", "pin_egglog_threads", "run_forked"]

@@ -7,13 +7,21 @@ scalar makes the zero class cyclic (``mul-zero-int-scalar``), and the 8th iterat
 here). :func:`saturate` bounds a run at three levels.
 
 **Steps and checks.** Rules run in steps of ``Limits.step`` iterations (default 1). Before a step
-the e-graph is pushed; after it the ``Term`` e-nodes (``print-size``) and the time are checked:
+the e-graph is saved; after it the ``Term`` e-nodes (``print-size``) and the time are checked:
 
 * the step changed nothing (egglog reports no update) -> ``SATURATED``;
-* more e-nodes than ``Limits.nodes`` -> the step is rolled back (``pop``) and the run stops with
+* more e-nodes than ``Limits.nodes`` -> the step is undone and the run stops with
   ``NODE_LIMIT``: the e-graph is the last one within the limit;
 * ``Limits.iterations`` iterations done -> ``ITERATION_LIMIT``;
-* more than ``Limits.seconds`` elapsed -> ``TIME_LIMIT``.
+* more than ``Limits.seconds`` elapsed, or the previous step's duration says the next one would
+  end more than 5 % past the limit -> ``TIME_LIMIT``;
+* (hot runs only) the e-graph did not change (same e-nodes and e-classes) although egglog says
+  "updated" -> ``MATCH_LIMIT``: the back-off scheduler skipped every rule that still had
+  matches, and a new step would skip the same ones again.
+
+In calm runs "saved" is a ``push`` (undone by ``pop``); in hot runs it is a copy of the
+e-graph read by the caller's ``read_view`` (an EGraphView), because a ``push`` clones every
+scheduler the back-off steps created and costs 0.2-0.4 s there.
 
 **Calm and hot e-graphs.** While the e-graph is *calm* steps run in this process with plain
 ``(run ruleset)`` (every match applied; the library kernels saturate in 2-3 such steps of about
@@ -31,14 +39,15 @@ quarter of ``Limits.seconds``. From then on:
   action rule per rule), which is why calm e-graphs do not use it. Its matches are still
   *enumerated* before they are filtered, so an iteration is bounded only indirectly (the
   e-graph it searches stays small);
-* so the hot steps run in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
+* and the hot steps run in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
   ``Limits.seconds * 1.15 + 0.05`` s and may grow to at most ``Limits.memory_mb`` MiB resident.
   The child sends back the final e-graph (read by the caller's ``read_view``) and its counters.
   If it is killed or runs out of memory, the run stops with ``TIME_LIMIT`` or ``MEMORY_LIMIT``
   and the e-graph is the one from before the fork (the last calm step), with ``detail`` saying
   what happened; if it fails otherwise (an egglog error, a crash) :class:`SaturationError` is
-  raised. With ``Limits.isolate=False`` (or without ``fork``) hot steps run in this
-  process, still with the back-off scheduler, and are not interruptible.
+  raised. With ``Limits.isolate=False``, without ``fork``, or without ``read_view`` (the
+  caller then reads ``eg`` itself) hot steps run in this process, still with the back-off
+  scheduler, and are not interruptible.
 
 Forking a process of ~400 MB takes 40-90 ms here, which is why calm runs do not fork: the
 library kernels never turn hot and pay nothing.
