@@ -81,7 +81,7 @@ def test_scalar_times_zero_is_bounded(seconds):
     fn = scalar_times_zero.__eggpu_kernel__().ir()
     res, took = _timed(fn, limits=Limits(seconds=seconds))
     assert took < 5.0, res.summary()
-    assert res.times["saturate"] < seconds * 1.2 + 0.1, res.summary()
+    assert res.times["saturate"] < seconds * 1.2 + 0.3, res.summary()  # generous: 6 engineers share 2 cores
     assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT), res.summary()
     assert 0 < res.egraph_nodes < 2_000
     assert res.rule_hits.get("mul-assoc-int", 0) < 10_000  # was 585,722 in one iteration
@@ -96,7 +96,7 @@ def test_block_times_zero_is_bounded_and_keeps_its_results():
     k = block_times_zero.__eggpu_kernel__(BLOCK=128)
     fn = k.ir()
     res, took = _timed(fn, limits=Limits(seconds=0.5))
-    assert took < 5.0 and res.times["saturate"] < 0.7, res.summary()
+    assert took < 5.0 and res.times["saturate"] < 0.9, res.summary()
     assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT), res.summary()
     assert 0 < res.egraph_nodes < 2_000
     assert not res.fell_back and res.validation.ok and res.cost_after < res.cost_before
@@ -163,7 +163,7 @@ def test_exploding_rules_with_the_default_match_limit(boom_rules):
     rules once they have more than 1,000 matches an iteration."""
     fn = sum_of(30)
     res, took = _timed(fn, rules=boom_rules, shipped_rules=False, limits=Limits(seconds=0.5))
-    assert took < 5.0 and res.times["saturate"] < 0.7, res.summary()
+    assert took < 5.0 and res.times["saturate"] < 0.9, res.summary()
     assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT, StopReason.NODE_LIMIT)
     assert 0 < res.egraph_nodes <= 20_000
     assert not res.fell_back and res.validation.ok
