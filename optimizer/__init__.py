@@ -58,7 +58,9 @@ class OptimizeResult:
     result; ``rules_used`` are the names of the rules given to egglog, ``rules_rejected`` maps
     the others to their verdict (``refuted``, ``unknown``, or ``fast_math`` when proved but not
     enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized;
-    ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``).
+    ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``);
+    ``stop_detail`` says more about the stop where the reason alone does not (a rolled-back
+    step, a hot saturation process killed at its time or memory limit: see :mod:`.saturate`).
     """
 
     function: Function
@@ -75,6 +77,7 @@ class OptimizeResult:
     fell_back: bool = False
     reason: str = ""
     extraction: str = ""
+    stop_detail: str = ""
 
     @property
     def improved(self) -> bool:
@@ -126,9 +129,11 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
         hit = _PREPARED.get(key)
         if hit is not None:
             return hit
+    from .isolate import pin_egglog_threads
     from .rule_verifier import usable_rules, verify_rules
     from .rules_loader import load_sources
 
+    pin_egglog_threads()  # before the loader's first e-graph: hot saturation forks (see .isolate)
     loaded = load_sources(sources)
     verdicts = verify_rules(loaded.rules, progress=_proof_progress())
     chosen = usable_rules(loaded.rules, verdicts, fast_math)
@@ -177,9 +182,11 @@ def _base_egraph(program: str) -> Any:
     if eg is None:
         from egglog.bindings import EGraph
 
+        from .isolate import pin_egglog_threads
         from .saturate import run_commands
         from .schema import schema_text
 
+        pin_egglog_threads()
         eg = EGraph()
         run_commands(eg, schema_text() + program, "loading the schema and rules")
         _EGRAPHS[program] = eg
@@ -234,8 +241,9 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
                 run_commands(eg, "(push)", "saving the base e-graph")
                 if enc.commands:
                     run_commands(eg, enc.commands, "adding the program's terms")
-                rep = saturate(eg, prepared.rulesets, limits)
-                view = read_egraph(eg, enc.let_types)
+                rep = saturate(eg, prepared.rulesets, limits,
+                               read_view=lambda g: read_egraph(g, enc.let_types))
+                view = rep.view
                 run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
                 clean = True
             finally:
@@ -243,6 +251,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
                     _EGRAPHS.pop(prepared.program, None)
         times["saturate"] = time.perf_counter() - t
         result.stop_reason = rep.stop_reason
+        result.stop_detail = rep.detail
         result.rule_hits = rep.rule_hits
         result.egraph_nodes = rep.nodes
         result.iterations = rep.iterations

@@ -12,6 +12,8 @@ def format_result(r: Any, *, top: int = 8) -> str:
     ratio = f" ({r.cost_before / r.cost_after:.2f}x)" if r.cost_after > 0 else ""
     lines.append(f"{r.function.name}: cost {r.cost_before:.1f} -> {r.cost_after:.1f}{ratio}; "
                  f"stopped: {stop} after {r.iterations} iterations; {r.egraph_nodes} e-nodes")
+    if getattr(r, "stop_detail", ""):
+        lines.append(f"  stop: {r.stop_detail}")
     times = ", ".join(f"{k} {v * 1000:.1f} ms" for k, v in r.times.items())
     lines.append(f"  times: {times}")
     if r.validation is not None:

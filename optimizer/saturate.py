@@ -1,32 +1,75 @@
 """Bounded equality saturation on an ``egglog.bindings.EGraph``.
 
-egglog 13.2 has no node or time limit of its own, so :func:`saturate` runs the rules in steps
-of ``Limits.step`` iterations (default 1). Before a step it pushes the e-graph; after it, it
-counts the ``Term`` e-nodes (``print-size``) and the elapsed time:
+egglog 13.2 has no node, time or memory limit of its own, and a single rule iteration cannot be
+interrupted from Python. With the shipped rules one iteration can explode: ``s * 0`` on an i32
+scalar makes the zero class cyclic (``mul-zero-int-scalar``), and the 8th iteration finds
+~8,000,000 ``mul-assoc-int`` matches in an e-graph of 7,000 e-nodes (88 s, 3 GB RSS measured
+here). :func:`saturate` bounds a run at three levels.
+
+**Steps and checks.** Rules run in steps of ``Limits.step`` iterations (default 1). Before a step
+the e-graph is saved; after it the ``Term`` e-nodes (``print-size``) and the time are checked:
 
 * the step changed nothing (egglog reports no update) -> ``SATURATED``;
-* more e-nodes than ``Limits.nodes`` -> the step is rolled back (``pop``) and the run stops with
+* more e-nodes than ``Limits.nodes`` -> the step is undone and the run stops with
   ``NODE_LIMIT``: the e-graph is the last one within the limit;
 * ``Limits.iterations`` iterations done -> ``ITERATION_LIMIT``;
-* more than ``Limits.seconds`` elapsed -> ``TIME_LIMIT`` (a step is never interrupted, so a run
-  can overshoot the time limit by the duration of its last step).
+* more than ``Limits.seconds`` elapsed, or the previous step's duration says the next one would
+  end more than 5 % past the limit -> ``TIME_LIMIT``;
+* (hot runs only) the e-graph did not change (same e-nodes and e-classes) although egglog says
+  "updated" -> ``MATCH_LIMIT``: the back-off scheduler skipped every rule that still had
+  matches, and a new step would skip the same ones again.
 
-One iteration runs the analysis rulesets (``ranges``) ``analysis_repeat`` times, then every rule
-ruleset once. Rule hit counts (matches per rule name, from egglog's run report) are summed over
-the kept steps. egglog panics (``PanicException`` derives from ``BaseException``) and egglog
-errors become :class:`SaturationError`.
+In calm runs "saved" is a ``push`` (undone by ``pop``); in hot runs it is a copy of the
+e-graph read by the caller's ``read_view`` (an EGraphView), because a ``push`` clones every
+scheduler the back-off steps created and costs 0.2-0.4 s there.
+
+**Calm and hot e-graphs.** While the e-graph is *calm* steps run in this process with plain
+``(run ruleset)`` (every match applied; the library kernels saturate in 2-3 such steps of about
+a millisecond). The run turns *hot* after a step with more than a quarter of
+``Limits.match_limit`` matches in total (matches grow ~10x per iteration in an exploding
+e-graph), when the e-graph holds more than an eighth of ``Limits.nodes`` e-nodes, or after a
+quarter of ``Limits.seconds``. From then on:
+
+* every iteration runs the rule rulesets with egglog's back-off scheduler
+  (``(let-scheduler bo (back-off :match-limit M))``, ``(run-with bo ruleset)``): a rule with more
+  than ``M = Limits.match_limit`` matches in an iteration is not applied in that iteration (a
+  fresh scheduler per step, so its ban never expires while the rule keeps matching that much).
+  That caps what one iteration can add (about ``M`` matches per rule) and stops the
+  585,000-match iteration. The scheduler costs ~40 ms per step (egglog builds a query and an
+  action rule per rule), which is why calm e-graphs do not use it. Its matches are still
+  *enumerated* before they are filtered, so an iteration is bounded only indirectly (the
+  e-graph it searches stays small);
+* and the hot steps run in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
+  ``Limits.seconds * 1.15 + 0.05`` s and may grow to at most ``Limits.memory_mb`` MiB resident.
+  The child sends back the final e-graph (read by the caller's ``read_view``) and its counters.
+  If it is killed or runs out of memory, the run stops with ``TIME_LIMIT`` or ``MEMORY_LIMIT``
+  and the e-graph is the one from before the fork (the last calm step), with ``detail`` saying
+  what happened; if it fails otherwise (an egglog error, a crash) :class:`SaturationError` is
+  raised. With ``Limits.isolate=False``, without ``fork``, or without ``read_view`` (the
+  caller then reads ``eg`` itself) hot steps run in this process, still with the back-off
+  scheduler, and are not interruptible.
+
+Forking a process of ~400 MB takes 40-90 ms here, which is why calm runs do not fork: the
+library kernels never turn hot and pay nothing.
+
+One iteration runs the analysis rulesets (``ranges``) ``analysis_repeat`` times with plain
+``run`` (their rules are linear in the e-graph), then every rule ruleset once. Rule hit counts
+(matches per rule name, from egglog's run report, applied matches only) are summed over the kept
+steps. egglog panics (``PanicException`` derives from ``BaseException``) and egglog errors
+become :class:`SaturationError`.
 """
 
 from __future__ import annotations
 
 import enum
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from eggpu.ir.errors import EggpuError
 
+from . import isolate
 from .schema import CONSTRUCTORS
 
 
@@ -41,6 +84,8 @@ class StopReason(enum.Enum):
     ITERATION_LIMIT = "iteration_limit"
     NODE_LIMIT = "node_limit"
     TIME_LIMIT = "time_limit"
+    MEMORY_LIMIT = "memory_limit"
+    MATCH_LIMIT = "match_limit"  # hot e-graph stopped changing: only rules over the match limit were left
 
     def __str__(self) -> str:
         return self.value
@@ -48,22 +93,49 @@ class StopReason(enum.Enum):
 
 @dataclass(frozen=True)
 class Limits:
-    """Bounds of one saturation run: iterations, ``Term`` e-nodes, seconds; ``step`` iterations
-    run between two checks."""
+    """Bounds of one saturation run.
+
+    ``iterations``, ``nodes`` (``Term`` e-nodes) and ``seconds`` stop the run; ``step`` iterations
+    run between two checks. ``match_limit`` (default ``max(100, nodes // 20)``: 1,000 for the
+    default node limit) is the most matches one rule may apply in one iteration once the e-graph
+    is hot; a step with more than a quarter of it in total makes the e-graph hot. ``memory_mb`` caps the resident
+    size of the process that runs hot steps; ``isolate=False`` runs them in this process (not
+    interruptible, no memory cap)."""
 
     iterations: int = 16
     nodes: int = 20_000
     seconds: float = 2.0
     step: int = 1
+    match_limit: int | None = None
+    memory_mb: int = 1024
+    isolate: bool = True
 
     def __post_init__(self) -> None:
-        if self.iterations < 0 or self.nodes < 1 or self.seconds < 0 or self.step < 1:
-            raise EggpuError(f"invalid limits {self}: iterations >= 0, nodes >= 1, seconds >= 0, step >= 1")
+        if (self.iterations < 0 or self.nodes < 1 or self.seconds < 0 or self.step < 1
+                or (self.match_limit is not None and self.match_limit < 1) or self.memory_mb < 64):
+            raise EggpuError(f"invalid limits {self}: iterations >= 0, nodes >= 1, seconds >= 0, step >= 1, "
+                             "match_limit >= 1 (or None), memory_mb >= 64")
+
+    @property
+    def matches(self) -> int:
+        """The effective match limit (see the class docstring)."""
+        return self.match_limit if self.match_limit is not None else max(100, self.nodes // 20)
+
+    @property
+    def hard_seconds(self) -> float:
+        """When an isolated hot run is killed, in seconds after the run started."""
+        return self.seconds * 1.15 + 0.05
 
 
 @dataclass
 class SaturationReport:
-    """Outcome of :func:`saturate`."""
+    """Outcome of :func:`saturate`.
+
+    ``hot`` says whether the run turned hot (back-off scheduler), ``isolated`` whether hot steps
+    ran in a child process; ``detail`` explains a stop that needs more than the reason (a child
+    killed at the deadline or out of memory, a step rolled back); ``view`` is what ``read_view``
+    returned for the final e-graph (None when no ``read_view`` was given); ``child_rss_mb`` is
+    the child's peak resident size."""
 
     stop_reason: StopReason
     iterations: int
@@ -72,6 +144,11 @@ class SaturationReport:
     rule_hits: dict[str, int] = field(default_factory=dict)
     rolled_back: bool = False
     pushes: int = 0  # push levels left on the e-graph (the caller pops them with the run)
+    hot: bool = False
+    isolated: bool = False
+    detail: str = ""
+    view: Any = None
+    child_rss_mb: float = 0.0
 
 
 def run_commands(eg: Any, text_or_cmds: str | Sequence[Any], what: str) -> list[Any]:
@@ -93,69 +170,241 @@ def term_nodes(eg: Any) -> int:
 
 
 def step_program(rulesets: Sequence[str], analysis: Sequence[str], iterations: int,
-                 analysis_repeat: int = 2) -> str:
-    """The ``run-schedule`` text of one step."""
-    parts = []
-    for a in analysis:
-        parts.append(f"(repeat {analysis_repeat} (run {a}))")
-    parts += [f"(run {rs})" for rs in rulesets]
-    body = " ".join(parts) if parts else ""
-    return f"(run-schedule (repeat {iterations} (seq {body})))"
+                 analysis_repeat: int = 2, match_limit: int | None = None) -> str:
+    """The ``run-schedule`` text of one step; with ``match_limit`` the rule rulesets run with a
+    back-off scheduler that skips a rule's matches in an iteration where it has more."""
+    parts = [f"(repeat {analysis_repeat} (run {a}))" for a in analysis]
+    if match_limit is None:
+        parts += [f"(run {rs})" for rs in rulesets]
+        return f"(run-schedule (repeat {iterations} (seq {' '.join(parts)})))"
+    parts += [f"(run-with bo {rs})" for rs in rulesets]
+    # ban-length only matters between the iterations of one step (the scheduler is per step)
+    return (f"(run-schedule (let-scheduler bo (back-off :match-limit {match_limit} :ban-length 1)) "
+            f"(repeat {iterations} (seq {' '.join(parts)})))")
 
 
-def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequence[str] = ("ranges",),
-             analysis_repeat: int = 2) -> SaturationReport:
-    """Run ``rulesets`` on ``eg`` within ``limits`` (see the module docstring).
+# ---------------------------------------------------------------------- the step loop
 
-    The e-graph is left with ``report.pushes`` extra ``push`` levels (one per kept step) so the
-    caller can ``(pop n)`` back to its own checkpoint."""
-    t0 = time.perf_counter()
-    hits: dict[str, int] = {}
-    nodes = term_nodes(eg)
-    done = 0
-    pushes = 0
-    reason = StopReason.ITERATION_LIMIT
-    rolled_back = False
-    if limits.iterations == 0:
-        return SaturationReport(reason, 0, nodes, time.perf_counter() - t0, hits, False, 0)
-    if nodes > limits.nodes:
-        return SaturationReport(StopReason.NODE_LIMIT, 0, nodes, time.perf_counter() - t0, hits, False, 0)
-    if not rulesets and not analysis:
-        return SaturationReport(StopReason.SATURATED, 0, nodes, time.perf_counter() - t0, hits, False, 0)
+
+@dataclass
+class _State:
+    """Counters of a run; ``reason`` is None while it goes on."""
+
+    done: int
+    nodes: int
+    hits: dict[str, int] = field(default_factory=dict)
+    pushes: int = 0
+    rolled_back: bool = False
+    reason: StopReason | None = None
+    detail: str = ""
+    view: Any = None  # with keep_view: the e-graph after the last kept step
+    last_step: float = 0.0  # seconds the last step took
+
+
+def _limit_reached(st: _State, limits: Limits, t0: float) -> bool:
+    """Set ``st.reason`` and return True when the iteration or time limit stops the run. A step
+    that would end well past the time limit, judging by the previous one, is not started."""
+    if st.done >= limits.iterations:
+        st.reason = StopReason.ITERATION_LIMIT
+        return True
+    elapsed = time.monotonic() - t0
+    if elapsed > limits.seconds or (st.done and elapsed + st.last_step > limits.seconds * 1.05):
+        st.reason = StopReason.TIME_LIMIT
+        return True
+    return False
+
+
+def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int], list[Any]], t0: float,
+               hot_check: Callable[[Any, _State, float], bool] | None,
+               keep_view: Callable[[Any], Any] | None = None) -> bool:
+    """Run checked steps until a limit stops the run (``st.reason`` set; returns False) or
+    ``hot_check`` says the e-graph turned hot (returns True).
+
+    A step that overshoots the node limit is undone: by ``pop`` of the ``push`` made before it,
+    or, with ``keep_view``, by keeping ``st.view = keep_view(eg)`` of the e-graph before each step
+    instead of pushing. (A push clones the whole e-graph, and after back-off steps that includes
+    every scheduler they created: in hot runs a push costs 0.2-0.4 s, reading a small e-graph a
+    few ms.)"""
     push = eg.parse_program("(push)")
     pop = eg.parse_program("(pop)")
-    programs: dict[int, list[Any]] = {}
+    if keep_view is not None and st.view is None:
+        st.view = keep_view(eg)
     while True:
-        if done >= limits.iterations:
-            reason = StopReason.ITERATION_LIMIT
-            break
-        if time.perf_counter() - t0 > limits.seconds:
-            reason = StopReason.TIME_LIMIT
-            break
-        k = min(limits.step, limits.iterations - done)
-        if k not in programs:
-            programs[k] = eg.parse_program(step_program(rulesets, analysis, k, analysis_repeat))
-        run_commands(eg, push, "pushing the e-graph")
-        pushes += 1
-        out = run_commands(eg, programs[k], "running rules")
+        if _limit_reached(st, limits, t0):
+            return False
+        now = time.monotonic()
+        k = min(limits.step, limits.iterations - st.done)
+        if keep_view is None:
+            run_commands(eg, push, "pushing the e-graph")
+            st.pushes += 1
+        out = run_commands(eg, make_program(k), "running rules")
         report = next((o.report for o in out if hasattr(o, "report")), None)
         new_nodes = term_nodes(eg)
         if new_nodes > limits.nodes:
-            run_commands(eg, pop, "rolling back a step")
-            pushes -= 1
-            rolled_back = True
-            reason = StopReason.NODE_LIMIT
-            break
-        done += k
-        nodes = new_nodes
+            if keep_view is None:
+                run_commands(eg, pop, "rolling back a step")
+                st.pushes -= 1
+            st.rolled_back = True
+            st.reason = StopReason.NODE_LIMIT
+            st.detail = (f"iteration {st.done + 1} grew the e-graph to {new_nodes} e-nodes "
+                         f"(limit {limits.nodes}) and was rolled back")
+            return False
+        st.done += k
+        unchanged = False
+        if keep_view is not None:
+            before = st.view
+            st.view = keep_view(eg)
+            unchanged = (new_nodes == st.nodes and before is not None and st.view is not None
+                         and getattr(before, "n_classes", None) == getattr(st.view, "n_classes", 0))
+        st.nodes = new_nodes
+        st.last_step = time.monotonic() - now
+        matches = 0
         if report is not None:
             for name, n in report.num_matches_per_rule.items():
                 if n:
-                    hits[name] = hits.get(name, 0) + n
+                    st.hits[name] = st.hits.get(name, 0) + n
+                    matches += n
         if report is not None and not report.updated:
-            reason = StopReason.SATURATED
-            break
-    return SaturationReport(reason, done, nodes, time.perf_counter() - t0, hits, rolled_back, pushes)
+            st.reason = StopReason.SATURATED
+            return False
+        if unchanged:
+            # egglog says "updated" only because the back-off scheduler skipped rules; a fresh
+            # scheduler next step would skip the same matches again: a fixpoint under the limit
+            st.reason = StopReason.MATCH_LIMIT
+            st.detail = (f"the e-graph stopped changing; rules with more than {limits.matches} matches "
+                         "in an iteration were skipped")
+            return False
+        if hot_check is not None and hot_check(report, st, matches):
+            return True
+
+
+def _is_hot(limits: Limits, t0: float) -> Callable[[Any, _State, float], bool]:
+    def hot(report: Any, st: _State, matches: float) -> bool:
+        return (matches > limits.matches // 4 or st.nodes > max(64, limits.nodes // 8)
+                or time.monotonic() - t0 > limits.seconds / 4)
+
+    return hot
+
+
+def _programs(eg: Any, rulesets: Sequence[str], analysis: Sequence[str], analysis_repeat: int,
+              match_limit: int | None) -> Callable[[int], list[Any]]:
+    cache: dict[int, list[Any]] = {}
+
+    def get(k: int) -> list[Any]:
+        if k not in cache:
+            cache[k] = eg.parse_program(step_program(rulesets, analysis, k, analysis_repeat, match_limit))
+        return cache[k]
+
+    return get
+
+
+# ---------------------------------------------------------------------- moving a view across a fork
+
+
+def _view_to_wire(view: Any) -> Any:
+    """An ``EGraphView`` as plain tuples (dtypes by name, so the parent gets its own dtype
+    objects back: dtypes are compared by identity in places)."""
+    if view is None or not hasattr(view, "nodes"):
+        return ("raw", view)
+    from eggpu.ir.dtypes import DType
+
+    def attr(v: Any) -> Any:
+        return ("dt", v.name) if isinstance(v, DType) else ("v", v)
+
+    nodes = [(n.ctor, tuple(d.name for d in n.dtypes), tuple((k, attr(v)) for k, v in n.attrs.items()),
+              n.children, n.eclass, n.leaf) for n in view.nodes]
+    return ("view", nodes, dict(view.lets), view.n_classes)
+
+
+def _view_from_wire(wire: Any) -> Any:
+    if wire[0] == "raw":
+        return wire[1]
+    from eggpu.ir.dtypes import parse_dtype
+
+    from .extract import EGraphView, ENode
+
+    _, rows, lets, n_classes = wire
+    nodes, class_nodes = [], {}
+    for ctor, dts, attrs, children, eclass, leaf in rows:
+        a = {k: parse_dtype(v) if kind == "dt" else v for k, (kind, v) in attrs}
+        n = ENode(ctor, CONSTRUCTORS[ctor], tuple(parse_dtype(d) for d in dts), a, children, eclass, leaf)
+        nodes.append(n)
+        class_nodes.setdefault(eclass, []).append(n)
+    return EGraphView(nodes, class_nodes, lets, n_classes)
+
+
+# ---------------------------------------------------------------------- saturate
+
+
+def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequence[str] = ("ranges",),
+             analysis_repeat: int = 2, read_view: Callable[[Any], Any] | None = None) -> SaturationReport:
+    """Run ``rulesets`` on ``eg`` within ``limits`` (see the module docstring).
+
+    The e-graph is left with ``report.pushes`` extra ``push`` levels (one per kept in-process
+    step) so the caller can ``(pop n)`` back to its own checkpoint. When hot steps ran in a child
+    process, ``eg`` holds the e-graph from before them and ``report.view`` the child's final
+    one: callers that read the result must pass ``read_view`` (called on the final e-graph,
+    in the child when there is one) and use ``report.view``."""
+    t0 = time.monotonic()
+    nodes = term_nodes(eg)
+    st = _State(0, nodes)
+
+    def finish(**extra: Any) -> SaturationReport:
+        rep = SaturationReport(st.reason or StopReason.ITERATION_LIMIT, st.done, st.nodes, 0.0, st.hits,
+                               st.rolled_back, st.pushes, detail=st.detail, **extra)
+        if read_view is not None and rep.view is None:
+            rep.view = read_view(eg)
+        rep.seconds = time.monotonic() - t0
+        return rep
+
+    if limits.iterations == 0:
+        st.reason = StopReason.ITERATION_LIMIT
+        return finish()
+    if nodes > limits.nodes:
+        st.reason = StopReason.NODE_LIMIT
+        st.detail = f"the input already has {nodes} e-nodes (limit {limits.nodes})"
+        return finish()
+    if not rulesets and not analysis:
+        st.reason = StopReason.SATURATED
+        return finish()
+    plain = _programs(eg, rulesets, analysis, analysis_repeat, None)
+    if not _run_steps(eg, st, limits, plain, t0, _is_hot(limits, t0)):
+        return finish()
+
+    # the e-graph turned hot: back-off steps, in a child process where possible
+    if _limit_reached(st, limits, t0):  # not worth a fork
+        return finish(hot=True)
+    backoff = _programs(eg, rulesets, analysis, analysis_repeat, limits.matches)
+    if read_view is None or not (limits.isolate and isolate.AVAILABLE):
+        # in this process (not interruptible); without read_view the caller reads ``eg``, so
+        # overshooting steps are undone with push/pop
+        _run_steps(eg, st, limits, backoff, t0, None, read_view)
+        return finish(hot=True, view=st.view)
+
+    calm = _State(st.done, st.nodes, dict(st.hits), 0, st.rolled_back)
+
+    def child() -> Any:
+        _run_steps(eg, st, limits, backoff, t0, None, read_view)
+        return (st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, _view_to_wire(st.view))
+
+    out = isolate.run_forked(child, deadline=t0 + limits.hard_seconds, memory_mb=limits.memory_mb)
+    if out.status == "ok":
+        done, n, hits, rolled_back, reason, detail, wire = out.value
+        st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail = done, n, hits, rolled_back, reason, detail
+        return finish(hot=True, isolated=True, view=_view_from_wire(wire), child_rss_mb=out.max_rss_mb)
+    if out.status in ("error", "crashed"):
+        raise SaturationError(f"saturation failed in its child process: {out.detail}")
+    # killed or out of memory: keep the calm e-graph (this process's, untouched by the child)
+    st.done, st.nodes, st.hits, st.rolled_back = calm.done, calm.nodes, calm.hits, calm.rolled_back
+    if out.status == "timeout":
+        st.reason = StopReason.TIME_LIMIT
+        what = f"was killed at the hard time limit ({limits.hard_seconds:.2f} s)"
+    else:
+        st.reason = StopReason.MEMORY_LIMIT
+        what = f"exceeded its memory limit ({limits.memory_mb} MiB)"
+    st.detail = (f"the hot saturation process {what}; using the e-graph after iteration {st.done} "
+                 f"({st.nodes} e-nodes)")
+    return finish(hot=True, isolated=True, child_rss_mb=out.max_rss_mb)
 
 
 __all__ = ["Limits", "SaturationError", "SaturationReport", "StopReason", "run_commands", "saturate",

@@ -1,0 +1,279 @@
+"""Bounded saturation: e-graphs that explode inside one egglog iteration stay within their time,
+node and memory limits, and say why they stopped (optimizer/saturate.py, optimizer/isolate.py).
+
+The pathological kernels are the ones of issue 9: ``s * 0`` on an i32 scalar and a block
+``load(...) * 0`` made the zero class cyclic and one iteration found ~8,000,000
+``mul-assoc-int`` matches (88 s, 3 GB) with the shipped rules. The time bounds below are bounds
+on pathological cases (a 0.5 s limit must return within 5 s), not benchmarks.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import eggpu
+import eggpu.language as tl
+from eggpu.ir import Builder, Function, i32, pointer, scalar
+from eggpu.ir.errors import EggpuError
+from eggpu.ir.interp import interpret
+from eggpu.optimizer import Limits, StopReason, isolate, optimize
+from eggpu.optimizer.saturate import step_program
+
+pytestmark = pytest.mark.skipif(not isolate.AVAILABLE, reason="needs fork()")
+
+
+@eggpu.kernel
+def scalar_times_zero(y_ptr: tl.Pointer[tl.i32], s: tl.i32):
+    tl.store(y_ptr, s * 0)
+
+
+@eggpu.kernel
+def block_times_zero(x_ptr: tl.Pointer[tl.i32], y_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0) * 0, mask=mask)
+
+
+def sum_of(n: int) -> Function:
+    b = Builder(f"sum{n}", [("out", pointer(i32))] + [(f"s{i}", scalar(i32)) for i in range(n)])
+    acc = b.param("s0")
+    for i in range(1, n):
+        acc = b.op("add", acc, b.param(f"s{i}"))
+    b.effect("store", b.param("out"), acc)
+    return b.finish()
+
+
+BOOM = """
+(rewrite (Add t a b) (Add t b a) :name "t-boom-comm")
+(rewrite (Add t (Add t a b) c) (Add t a (Add t b c)) :when ((IsInt t)) :name "t-boom-assoc")
+"""
+
+
+@pytest.fixture
+def boom_rules(tmp_path):
+    p = tmp_path / "boom.egg"
+    p.write_text(BOOM)
+    return [p]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def warm_egraph():
+    """Prove the shipped rules and build their e-graph once, so timings below are saturation."""
+    optimize(sum_of(2))
+
+
+def _timed(fn, **kw):
+    t = time.monotonic()
+    res = optimize(fn, **kw)
+    return res, time.monotonic() - t
+
+
+# ---------------------------------------------------------------------- the issue's kernels
+
+
+@pytest.mark.parametrize("seconds", [0.5, 2.0])
+def test_scalar_times_zero_is_bounded(seconds):
+    fn = scalar_times_zero.__eggpu_kernel__().ir()
+    res, took = _timed(fn, limits=Limits(seconds=seconds))
+    assert took < 5.0, res.summary()
+    assert res.times["saturate"] < seconds * 1.2 + 0.3, res.summary()  # generous: 6 engineers share 2 cores
+    assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT), res.summary()
+    assert 0 < res.egraph_nodes < 2_000
+    assert res.rule_hits.get("mul-assoc-int", 0) < 10_000  # was 585,722 in one iteration
+    assert not res.fell_back and res.validation.ok
+    assert res.cost_after < res.cost_before  # s * 0 -> 0 survived the cut
+    out = np.full(1, 7, np.int32)
+    interpret(res.function, 1, out, 12345)
+    assert out[0] == 0
+
+
+def test_block_times_zero_is_bounded_and_keeps_its_results():
+    k = block_times_zero.__eggpu_kernel__(BLOCK=128)
+    fn = k.ir()
+    res, took = _timed(fn, limits=Limits(seconds=0.5))
+    assert took < 5.0 and res.times["saturate"] < 0.9, res.summary()
+    assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT), res.summary()
+    assert 0 < res.egraph_nodes < 2_000
+    assert not res.fell_back and res.validation.ok and res.cost_after < res.cost_before
+    n = 300  # ragged: three programs, the last one masked
+    x = np.arange(n, dtype=np.int32) - 150
+    y = np.full(n + 5, -1, np.int32)
+    interpret(res.function, 3, x, y, n)
+    assert np.array_equal(y[:n], np.zeros(n, np.int32)) and np.all(y[n:] == -1)
+
+
+def test_match_limit_stop_is_reported():
+    res = optimize(scalar_times_zero.__eggpu_kernel__().ir(), limits=Limits(seconds=30))
+    assert res.stop_reason is StopReason.MATCH_LIMIT and str(res.stop_reason) == "match_limit"
+    assert "more than 1000 matches" in res.stop_detail
+    assert "stopped: match_limit" in res.summary() and "stop: the e-graph stopped changing" in res.summary()
+    res = optimize(scalar_times_zero.__eggpu_kernel__().ir(), limits=Limits(seconds=30, match_limit=700))
+    assert "more than 700 matches" in res.stop_detail
+
+
+# ---------------------------------------------------------------------- one iteration explodes
+
+
+@pytest.fixture
+def hot_at_once(monkeypatch):
+    """Every e-graph turns hot after its first step (so the calm e-graph is small)."""
+    import eggpu.optimizer.saturate as sat
+
+    monkeypatch.setattr(sat, "_is_hot", lambda limits, t0: lambda report, st, matches: True)
+
+
+def test_an_iteration_that_explodes_is_killed_at_the_hard_deadline(boom_rules, hot_at_once):
+    """No match limit to speak of: comm + assoc over 30 operands, whose 5th iteration takes 6.5 s
+    and grows the e-graph from 32,837 to 914,542 e-nodes; the child running it is killed and
+    the e-graph of the last calm step is used."""
+    fn = sum_of(30)
+    # 2 s: iterations 2-4 (and reading their e-graphs) must fit before the 5th, or the child
+    # stops by itself when the 4th step's duration says the 5th would end past the limit
+    limits = Limits(iterations=100, nodes=10**7, seconds=2.0, match_limit=10**9)
+    res, took = _timed(fn, rules=boom_rules, shipped_rules=False, limits=limits)
+    assert took < 5.0 and res.times["saturate"] < limits.hard_seconds + 0.3, res.summary()
+    assert res.stop_reason is StopReason.TIME_LIMIT
+    assert "killed at the hard time limit (2.35 s)" in res.stop_detail, res.summary()
+    assert res.iterations == 1 and "after iteration 1 (144 e-nodes)" in res.stop_detail
+    assert res.egraph_nodes == 144
+    assert not res.fell_back and res.validation.ok
+    out = np.zeros(1, np.int32)
+    interpret(res.function, 1, out, *range(1, 31))
+    assert out[0] == sum(range(1, 31))
+
+
+@pytest.mark.slow  # ~7 s: the exploding iteration takes that long to allocate 64 MiB
+def test_an_iteration_that_explodes_stops_at_the_memory_limit(boom_rules, hot_at_once):
+    fn = sum_of(30)
+    limits = Limits(iterations=100, nodes=10**7, seconds=20, match_limit=10**9, memory_mb=64)
+    res, took = _timed(fn, rules=boom_rules, shipped_rules=False, limits=limits)
+    assert took < 20.0
+    assert res.stop_reason is StopReason.MEMORY_LIMIT, res.summary()
+    assert "exceeded its memory limit (64 MiB)" in res.stop_detail
+    assert not res.fell_back and res.validation.ok
+
+
+def test_exploding_rules_with_the_default_match_limit(boom_rules):
+    """The same rules under the default limits end quickly: the back-off scheduler skips the
+    rules once they have more than 1,000 matches an iteration."""
+    fn = sum_of(30)
+    res, took = _timed(fn, rules=boom_rules, shipped_rules=False, limits=Limits(seconds=0.5))
+    assert took < 5.0 and res.times["saturate"] < 0.9, res.summary()
+    assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT, StopReason.NODE_LIMIT)
+    assert 0 < res.egraph_nodes <= 20_000
+    assert not res.fell_back and res.validation.ok
+
+
+def test_hot_steps_in_process_without_isolation():
+    fn = scalar_times_zero.__eggpu_kernel__().ir()
+    res = optimize(fn, limits=Limits(seconds=2.0, isolate=False))
+    assert res.stop_reason in (StopReason.MATCH_LIMIT, StopReason.TIME_LIMIT), res.summary()
+    assert 0 < res.egraph_nodes < 2_000 and not res.fell_back and res.validation.ok
+    assert res.cost_after < res.cost_before
+
+
+def test_calm_kernels_do_not_fork(monkeypatch):
+    def no_fork(*a, **k):
+        raise AssertionError("a calm e-graph must not fork")
+
+    monkeypatch.setattr(isolate, "run_forked", no_fork)
+    from eggpu.kernels import BY_NAME
+
+    lk = BY_NAME["vector_add"]
+    fn = lk.instance(lk.make_case(lk.sizes[0], lk.dtypes[0], np.random.default_rng(0))).ir()
+    res = optimize(fn)
+    assert res.stop_reason is StopReason.SATURATED and not res.fell_back
+
+
+def test_a_failing_child_falls_back(monkeypatch):
+    import eggpu.optimizer.saturate as sat
+
+    def broken(*a, **k):
+        return isolate.ForkOutcome("crashed", detail="died of signal SIGSEGV")
+
+    monkeypatch.setattr(sat.isolate, "run_forked", broken)
+    res = optimize(scalar_times_zero.__eggpu_kernel__().ir())
+    assert res.fell_back and "SIGSEGV" in res.reason and res.stop_reason is None
+
+
+# ---------------------------------------------------------------------- pieces
+
+
+def test_step_program_uses_the_back_off_scheduler_only_with_a_match_limit():
+    plain = step_program(["exact"], ["ranges"], 1)
+    assert "back-off" not in plain and "(run exact)" in plain
+    bo = step_program(["exact", "mine"], ["ranges"], 3, match_limit=250)
+    assert "(back-off :match-limit 250" in bo and "(run-with bo exact)" in bo and "(run-with bo mine)" in bo
+    assert "(repeat 3 " in bo and "(repeat 2 (run ranges))" in bo
+
+
+def test_limits_defaults_and_checks():
+    assert Limits().matches == 1000 and Limits(nodes=500).matches == 100 and Limits(match_limit=7).matches == 7
+    assert Limits(seconds=2.0).hard_seconds == pytest.approx(2.35)
+    for bad in (dict(match_limit=0), dict(memory_mb=10)):
+        with pytest.raises(EggpuError, match="match_limit >= 1 .* memory_mb >= 64"):
+            Limits(**bad)
+
+
+def test_run_forked_outcomes():
+    far = time.monotonic() + 30
+    assert isolate.run_forked(lambda: {"a": [1, 2]}, deadline=far).value == {"a": [1, 2]}
+    out = isolate.run_forked(lambda: 1 / 0, deadline=far)
+    assert out.status == "error" and out.detail.startswith("ZeroDivisionError")
+    out = isolate.run_forked(lambda: time.sleep(30), deadline=time.monotonic() + 0.3)
+    assert out.status == "timeout" and out.seconds < 5
+    out = isolate.run_forked(lambda: bytearray(512 << 20), deadline=far, memory_mb=64)
+    assert out.status == "memory" and "64" in out.detail
+    out = isolate.run_forked(lambda: os.kill(os.getpid(), signal.SIGSEGV), deadline=far)
+    assert out.status == "crashed" and "SIGSEGV" in out.detail
+    out = isolate.run_forked(lambda: (lambda: 0), deadline=far)  # not picklable
+    assert out.status == "error" and "not picklable" in out.detail
+
+
+@pytest.mark.slow  # ~5 s: a fresh process builds its e-graph
+def test_peak_memory_of_the_pathological_kernels(tmp_path):
+    """Peak RSS of a fresh process optimizing the issue's kernels stays under 1 GB (the child
+    that runs hot steps included)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "rss.py"
+    script.write_text(
+        "import resource, sys\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import test_saturate as t\n"
+        "from eggpu.optimizer import optimize\n"
+        "for fn in (t.scalar_times_zero.__eggpu_kernel__().ir(), t.block_times_zero.__eggpu_kernel__(BLOCK=128).ir()):\n"
+        "    assert not optimize(fn).fell_back\n"
+        "me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024\n"
+        "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024\n"
+        "print(f'{me:.0f} {kids:.0f}')\n")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    me, kids = map(float, out.stdout.split())
+    assert me < 1024 and kids < 1024, (me, kids)
+
+
+def test_egglog_thread_pool_is_pinned_to_one_thread_and_the_environment_restored(tmp_path):
+    """A forked child cannot use a multi-threaded rayon pool (its workers do not exist there:
+    with RAYON_NUM_THREADS=2 a large hot iteration hangs until the deadline)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "pin.py"
+    script.write_text(
+        "import os\n"
+        "from eggpu.optimizer.isolate import pin_egglog_threads\n"
+        "before = len(os.listdir('/proc/self/task'))\n"
+        "pin_egglog_threads()\n"
+        "pin_egglog_threads()\n"
+        "print(len(os.listdir('/proc/self/task')) - before, 'RAYON_NUM_THREADS' in os.environ)\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["1", "False"]
