@@ -32,12 +32,15 @@ accept), the verifier proves, lane-wise,
   obligation ``facts ⇒ value(e) >= k`` (``UpperBound``: ``<=``); ``(union a b)`` is proved like
   a rewrite ``a -> b``.
 
-Verdicts per dtype: ``proved``, ``refuted`` (with a counterexample in the rule's own variable
-names), ``unknown`` (timeout or outside what the encoding can decide), and
-``proved-reduced-width``: for an integer dtype whose full-width proof timed out, the rule was
-proved at 8 and 16 bits AND checked at full width on sampled values (edge cases plus random);
-such rules are used but always reported as such. Only rules proved for every dtype may fire
-(:func:`usable_rules`).
+Verdicts per dtype: ``proved``, ``refuted`` (with a counterexample in the rule's own variables,
+re-evaluated with the reference semantics — :mod:`.cex_check`), ``unknown`` (timeout or outside
+what the encoding can decide), and ``proved-reduced-width``, a DIAGNOSTIC only: for an integer
+dtype whose full-width proof timed out, the rule was proved at 8 and 16 bits and holds on sampled
+full-width values — which is not a proof, so such a dtype is NOT usable. Before giving up on a
+timeout the verifier tries a full proof by case split: an i64 variable of the rule (a shift
+amount, a ``log2``) that the guards bound to at most 65 values is fixed to each value in turn and
+each case is proved by bit-blasting (width-independent lemmas in practice: ``x / 2^k == x >> k``
+for each k). Only rules proved for every dtype may fire (:func:`usable_rules`).
 """
 
 from __future__ import annotations
@@ -62,7 +65,7 @@ PROVED = "proved"
 PROVED_REDUCED = "proved-reduced-width"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
-USABLE = (PROVED, PROVED_REDUCED)
+USABLE = (PROVED,)  # reduced width + sampling is not a proof: reported, never used
 
 DEFAULT_TIMEOUT_MS = 4000
 REDUCED_WIDTHS = (8, 16)
@@ -114,7 +117,7 @@ class RuleVerdict:
 
     @property
     def usable(self) -> bool:
-        """True when every dtype the rule can match is proved (possibly at reduced width)."""
+        """True when every dtype the rule can match is fully proved."""
         return bool(self.results) and all(r.status in USABLE for r in self.results)
 
     @property
@@ -1116,6 +1119,49 @@ def _has_division(formula: z3.ExprRef) -> bool:
     return False
 
 
+CASE_SPLIT_MAX = 65  # most values of one i64 variable proved one by one
+_CASE_TACTIC = ("simplify", "propagate-values", "solve-eqs", "simplify", "bit-blast", "sat")
+
+
+def _case_split(q: _Query, mode: str, timeout_ms: int) -> tuple[z3.CheckSatResult, str, int] | None:
+    """Prove ``q`` by fixing one i64 variable that the assumptions bound to a small range
+    (``0 <= k <= 64``: shift amounts, ``log2`` results) to each of its values; None when no
+    variable qualifies. Returns (unsat = proved / sat / unknown, the variable, the case count).
+    Each case is bit-blasted (with every other variable free, a case is a fixed-shape identity
+    such as ``x / 2^5 == x >> 5``, which z3 decides quickly); the whole split shares a budget of
+    ``20 * timeout_ms``."""
+    if mode != z3ops.EXACT or not q.inst.ints:
+        return None
+    assume = z3.And(*q.inst.assume) if q.inst.assume else z3ops.TRUE
+    for name, v in q.inst.ints.items():  # a variable, or an expression a guard binds a name to
+        if z3.is_bv_value(z3.simplify(v)):
+            continue
+        s = z3.Solver()
+        s.set("timeout", 1000)
+        outside = z3.Or(v < 0, v >= CASE_SPLIT_MAX)
+        s.add(assume, outside)
+        if s.check() != z3.unsat:
+            continue
+        rest = z3.Solver()  # the values outside the range (egglog panics do not need the guards)
+        rest.set("timeout", timeout_ms)
+        rest.add(q.solver_formula, outside)
+        if rest.check() != z3.unsat:
+            continue
+        deadline = time.perf_counter() + 20 * timeout_ms / 1000
+        for i in range(CASE_SPLIT_MAX):
+            left_ms = int((deadline - time.perf_counter()) * 1000)
+            if left_ms <= 0:
+                return z3.unknown, name, i
+            solver = z3.Then(*_CASE_TACTIC).solver()
+            solver.set("timeout", max(1, min(timeout_ms, left_ms)))
+            solver.add(q.solver_formula, v == i)
+            res = solver.check()
+            if res != z3.unsat:
+                return res, name, i
+        return z3.unsat, name, CASE_SPLIT_MAX
+    return None
+
+
 def _signedness(inst: _Instance) -> dict[str, bool]:
     return {n: t.is_signed for n, t in inst.types.items() if isinstance(t, DType)}
 
@@ -1172,7 +1218,13 @@ def _after_timeout(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: 
     """z3 timed out at full width: solve narrower integer widths (a model there seeds the search),
     then search concrete counterexamples at full width; a rule with no counterexample whose
     narrow proofs all hold is ``proved-reduced-width``, otherwise ``unknown``."""
+    split = _case_split(q, mode, timeout_ms)
+    if split is not None and split[0] == z3.unsat:
+        return DtypeResult(key, PROVED, None, f"full width by case split on {split[1]} ({split[2]} cases)",
+                           time.perf_counter() - t0)
     notes: list[str] = []
+    if split is not None:
+        notes.append(f"case split on {split[1]}: {split[0]}")
     seeds: list[list] = []
     proved_at: list[int] = []
     widths = [(e, w) for w in REDUCED_WIDTHS if (e := _reduced_env(env, w)) is not None] if mode == z3ops.EXACT else []
@@ -1293,7 +1345,8 @@ def verify_rules(
 
     ``progress(done, total, verdict)`` is called after each rule (cached ones included).
     ``cache`` is a :class:`~.proof_cache.ProofCache` (default: the user cache dir); verdicts
-    with an ``unknown`` result are not cached. ``workers`` defaults to ``min(2, cpu count)``;
+    with an ``unknown`` result are not cached. A rule the user cache lacks is looked up in the
+    verdicts shipped with the package (:mod:`.shipped_proofs`) before it is proved. ``workers`` defaults to ``min(2, cpu count)``;
     1 verifies in this process."""
     from .proof_cache import ProofCache
 
@@ -1304,8 +1357,15 @@ def verify_rules(
     todo: list[Rule] = []
     total = len(rules)
     done = 0
+    from . import shipped_proofs
+
     for r in rules:
-        hit = cache.get(_cache_key(r, timeout_ms)) if use_cache else None
+        hit = None
+        if use_cache:
+            k = _cache_key(r, timeout_ms)
+            hit = cache.get(k)
+            if hit is None:  # proved when the package was built (keyed by the exact text: never stale)
+                hit = shipped_proofs.get(k)
         if hit is not None:
             v = RuleVerdict.from_json(hit)
             v.cached = True

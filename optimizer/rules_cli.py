@@ -85,8 +85,9 @@ def check_rules(
     n_unk = sum(1 for r in rules if verdicts[r.name].results and not verdicts[r.name].refuted
                 and not verdicts[r.name].usable)
     n_red = sum(1 for r in rules if verdicts[r.name].status == "proved-reduced-width")
-    print(f"\n{len(rules)} rules: {len(rules) - n_ref - n_unk - n_never} usable ({n_red} proved at reduced width "
-          f"+ sampling), {n_ref} refuted, {n_unk} unknown (not used), {n_never} never fire; {wall:.1f}s", file=out)
+    print(f"\n{len(rules)} rules: {len(rules) - n_ref - n_unk - n_never} usable, {n_ref} refuted, {n_unk} unknown or "
+          f"reduced width only (not used; {n_red} proved at reduced width + sampling), {n_never} never fire; "
+          f"{wall:.1f}s", file=out)
     return EXIT_REFUTED if n_ref or n_never else EXIT_OK
 
 

@@ -1,0 +1,146 @@
+"""Verdicts of the shipped rules, proved when the package is built and installed with it.
+
+A fresh install would otherwise prove the ~200 shipped rules before its first compile (tens of
+seconds, minutes on a loaded machine). ``rules/proofs.json`` holds their verdicts::
+
+    {"format": 1, "semantics": "2", "z3": "4.x.y", "entries": {proof-cache key: verdict}}
+
+Each key is the proof cache's key (:func:`.rule_verifier._cache_key`): the sha256 of the rule's
+canonical text, kind and ruleset, the schema, verifier and semantics versions and the z3 version.
+So an entry only ever answers for the exact rule text it was proved for, under the same
+semantics and solver; an edited rule, a new semantics version or another z3 misses and is proved
+again (and lands in the user's proof cache). Nothing here is trusted blindly: entries are
+checked for shape, and a file that is corrupt or not eggpu's is ignored with one
+:class:`~eggpu.ir.cachefs.CacheWarning` (the rules are then proved as if it did not exist).
+``eggpu rules check --no-cache`` re-proves everything on demand.
+
+Regenerate after editing a shipped rule (a test fails until you do)::
+
+    python -m eggpu.optimizer.shipped_proofs        # proves every shipped rule, writes the file
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+FORMAT = 1
+#: z3 budget per query when the file is generated (generous: this runs once, not per install)
+GENERATION_TIMEOUT_MS = 30_000
+
+_loaded: dict[str, Any] | None = None
+
+
+def path() -> Path:
+    """Where the shipped verdicts live: beside the shipped rule files."""
+    import eggpu.rules
+
+    return Path(eggpu.rules.__file__).parent / "proofs.json"
+
+
+def _warn(problem: str) -> None:
+    from eggpu.ir.cachefs import warn_once
+
+    warn_once(f"eggpu: ignoring the shipped rule proofs {path()}: {problem}; the shipped rules are proved "
+              "again (once, then cached)", key=f"shipped-proofs:{path()}")
+
+
+def _parse(raw: bytes) -> dict[str, Any]:
+    from .proof_cache import _valid_verdict
+
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        _warn(f"not JSON ({e})")
+        return {}
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("entries"), dict):
+        _warn("not an eggpu proofs file (format/entries missing)")
+        return {}
+    entries = doc["entries"]
+    good = {k: v for k, v in entries.items() if isinstance(k, str) and _valid_verdict(v)}
+    if len(good) != len(entries):
+        _warn(f"{len(entries) - len(good)} malformed entries")
+        return {}
+    return good
+
+
+def entries() -> dict[str, Any]:
+    """The shipped verdicts by proof-cache key ({} when the file is missing or unusable)."""
+    global _loaded
+    if _loaded is None:
+        try:
+            raw = path().read_bytes()
+        except FileNotFoundError:
+            raw = None
+        except OSError as e:
+            _warn(str(e.strerror or e))
+            raw = None
+        _loaded = _parse(raw) if raw is not None else {}
+    return _loaded
+
+
+def get(key: str) -> Any | None:
+    return entries().get(key)
+
+
+def _reset() -> None:
+    """Forget the loaded file (tests)."""
+    global _loaded
+    _loaded = None
+
+
+def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS, progress: bool = True) -> int:
+    """Prove every shipped rule from scratch and write the file; returns the number of rules that
+    are not fully proved (they are left out: they are proved at run time again and never used
+    unless proved there)."""
+    import z3
+
+    from . import z3ops
+    from .rule_verifier import UNKNOWN, _cache_key, verify_rules
+    from .rules_loader import load_rules
+
+    rules = load_rules([], shipped=True, env=False).rules
+
+    def report(done: int, total: int, v: Any) -> None:
+        if progress:
+            print(f"\r[{done}/{total}] {v.rule}: {v.status}" + " " * 20, end="", file=sys.stderr, flush=True)
+
+    verdicts = verify_rules(rules, timeout_ms=timeout_ms, use_cache=False, progress=report)
+    if progress:
+        print(file=sys.stderr)
+    doc_entries = {}
+    missing = 0
+    for r in rules:
+        v = verdicts[r.name]
+        if any(x.status == UNKNOWN for x in v.results) or not v.results:
+            missing += 1
+            print(f"not shipped: {r.location}: {r.name}: {v.summary()}", file=sys.stderr)
+            continue
+        doc_entries[_cache_key(r, timeout_ms)] = v.to_json()
+    doc = {"format": FORMAT, "semantics": z3ops.SEMANTICS_VERSION, "z3": z3.get_version_string(),
+           "entries": doc_entries}
+    target = out or path()
+    target.write_text(json.dumps(doc, sort_keys=True, indent=0) + "\n")
+    _reset()
+    return missing
+
+
+def main(argv: list[str] | None = None) -> int:  # pragma: no cover - thin wrapper
+    import argparse
+
+    p = argparse.ArgumentParser(prog="python -m eggpu.optimizer.shipped_proofs",
+                                description="prove every shipped rule and write rules/proofs.json")
+    p.add_argument("-o", "--output", type=Path, default=None)
+    p.add_argument("--timeout-ms", type=int, default=GENERATION_TIMEOUT_MS)
+    a = p.parse_args(argv)
+    if a.timeout_ms <= 0:
+        p.error("--timeout-ms must be positive")
+    missing = generate(a.output, timeout_ms=a.timeout_ms)
+    print(f"wrote {a.output or path()}; {missing} rule(s) not fully proved (left out)")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

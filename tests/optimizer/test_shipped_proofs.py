@@ -1,0 +1,99 @@
+"""The shipped rules' verdicts ship with the package (rules/proofs.json) and are never stale.
+
+A fresh install must not prove ~200 rules before its first compile, but a verdict may only answer
+for the exact rule text, semantics and solver it was proved under: every entry is keyed by all
+three, so an edited rule is proved again; a corrupt or foreign file is ignored with a warning.
+The file must cover every shipped rule (regenerate with ``python -m eggpu.optimizer.shipped_proofs``),
+and a sample of its verdicts is re-proved from scratch on every run (all of them under -m slow).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import pytest
+
+from eggpu.ir.cachefs import CacheWarning
+from eggpu.optimizer import rule_verifier as rv
+from eggpu.optimizer import shipped_proofs
+from eggpu.optimizer.proof_cache import ProofCache
+from eggpu.optimizer.rules_loader import load_rules, parse_rule
+
+SHIPPED = load_rules(env=False).rules
+REGENERATE = "regenerate it: python -m eggpu.optimizer.shipped_proofs"
+
+
+@pytest.fixture
+def fresh_shipped():
+    shipped_proofs._reset()
+    yield
+    shipped_proofs._reset()
+
+
+def test_every_shipped_rule_has_a_current_fully_proved_entry(fresh_shipped):
+    entries = shipped_proofs.entries()
+    missing = [r.name for r in SHIPPED if rv._cache_key(r, 0) not in entries]
+    assert not missing, f"rules/proofs.json lacks (or has stale entries for) {missing}; {REGENERATE}"
+    for r in SHIPPED:
+        v = rv.RuleVerdict.from_json(entries[rv._cache_key(r, 0)])
+        assert v.results and all(x.status == rv.PROVED for x in v.results), (r.name, v.summary())
+
+
+def test_a_fresh_proof_cache_proves_nothing_for_the_shipped_rules(tmp_path, fresh_shipped):
+    cache = ProofCache(tmp_path / "proofs")
+    verdicts = rv.verify_rules(SHIPPED, cache=cache, workers=1)
+    assert all(v.cached for v in verdicts.values())
+    assert len(cache) == 0  # shipped verdicts are not copied into the user cache
+
+
+def test_an_edited_shipped_rule_is_proved_again(tmp_path, fresh_shipped):
+    original = next(r for r in SHIPPED if r.name == "mul-pow2-scalar")
+    edited = parse_rule(original.egglog.replace("(> c 1)", "(> c 2)"))
+    assert edited.egglog != original.egglog
+    v = rv.verify_rules([edited], cache=ProofCache(tmp_path / "p"), workers=1)[edited.name]
+    assert not v.cached and v.usable
+    # and an edit that makes it wrong is refuted, not served the shipped "proved"
+    wrong = parse_rule(original.egglog.replace("(Shl t x (Const t k))", "(Shl t x (Const t c))"))
+    w = rv.verify_rules([wrong], cache=ProofCache(tmp_path / "q"), workers=1)[wrong.name]
+    assert not w.cached and w.refuted
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe not json", b"[1, 2]", b'{"format": 99, "entries": {}}',
+                                     b'{"format": 1, "entries": {"k": {"rule": 3}}}'])
+def test_a_corrupt_or_foreign_file_is_ignored_with_a_warning(tmp_path, monkeypatch, fresh_shipped, content):
+    f = tmp_path / "proofs.json"
+    f.write_bytes(content)
+    monkeypatch.setattr(shipped_proofs, "path", lambda: f)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        assert shipped_proofs.entries() == {}
+    assert any(issubclass(x.category, CacheWarning) and "shipped rule proofs" in str(x.message) for x in w)
+    rule = SHIPPED[0]
+    v = rv.verify_rules([rule], cache=ProofCache(tmp_path / "p"), workers=1)[rule.name]
+    assert not v.cached and v.usable  # proved for real
+
+
+def test_the_file_is_keyed_by_semantics_and_solver(fresh_shipped):
+    import z3
+
+    from eggpu.optimizer import z3ops
+
+    doc = json.loads(shipped_proofs.path().read_text())
+    assert doc["semantics"] == z3ops.SEMANTICS_VERSION and doc["z3"] == z3.get_version_string(), REGENERATE
+
+
+def _reproved(rules):
+    fresh = rv.verify_rules(rules, use_cache=False, timeout_ms=30000)
+    for r in rules:
+        v = fresh[r.name]
+        assert v.usable, f"{r.location}: {r.name} shipped as proved, re-proof says {v.summary()}"
+
+
+def test_a_sample_of_shipped_verdicts_is_reproved_from_scratch():
+    _reproved(SHIPPED[::25])
+
+
+@pytest.mark.slow
+def test_every_shipped_verdict_is_reproved_from_scratch():
+    _reproved(SHIPPED)
