@@ -166,6 +166,11 @@ def test_a_fifo_named_egg_is_refused_without_blocking(tmp_path):
     assert _rule_error([d]) == f"{d / 'b.egg'}: not a rule file: it is a FIFO (only regular files are read)"
     with pytest.raises(RuleError, match="b.egg: not a rule file: it is a FIFO"):
         rule_files([d], shipped=False, env=False)
+    # the compile-cache key of eggpu.compile(..., rules=[fifo]) refuses it too (no hang)
+    from eggpu.pipeline import CompileOptions
+
+    with pytest.raises(RuleError, match=r"pipe\.egg: not a rule file: it is a FIFO"):
+        CompileOptions(rules=(str(fifo),)).key_parts()
 
 
 def test_links_to_devices_and_dangling_links_are_refused_links_to_files_are_read(tmp_path):
