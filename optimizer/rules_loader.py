@@ -617,10 +617,7 @@ def read_rule_text(path: str | os.PathLike, label: str | None = None) -> str:
 
 
 def _read_source(src: str | os.PathLike) -> list[tuple[str, str]]:
-    files = expand(src)
-    if not files and Path(src).is_dir():
-        return []
-    return [(str(f), read_rule_text(f)) for f in files]
+    return [(str(f), read_rule_text(f)) for f in expand(src)]
 
 
 def shipped_sources() -> list[tuple[str, str]]:
