@@ -1,13 +1,16 @@
 """The ``eggpu`` command line (DESIGN.md §7): demo, compile, rules check, explain.
 
 User mistakes (bad file, unknown kernel, bad option, a kernel that does not compile) print one
-``eggpu: error: ...`` line and exit with status 1 (2 for command-line usage errors); no traceback.
+``eggpu: error: ...`` line on stderr and exit with status 1 (2 for command-line usage errors and
+for rule files that cannot be loaded); no traceback. A closed stdout (``eggpu explain ... | head``)
+ends the command quietly with status 141 (128 + SIGPIPE, as shell tools do).
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -17,10 +20,15 @@ from typing import Any
 from eggpu.ir.errors import EggpuError
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE = 0, 1, 2
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE: what a shell reports for a tool killed by a closed pipe
 
 
 class UsageError(EggpuError):
     """A command-line mistake (exit status 2)."""
+
+
+class CliError(EggpuError):
+    """A command failed for a reason outside the kernel (e.g. the output file; exit status 1)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -30,7 +38,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
     try:
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a closed pipe shows up here when the output was buffered
+        return code
+    except BrokenPipeError:
+        _silence_stdout()
+        return EXIT_BROKEN_PIPE
     except UsageError as e:
         print(f"eggpu: error: {e}", file=sys.stderr)
         return EXIT_USAGE
@@ -40,6 +53,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("eggpu: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush does not fail again (and print
+    "Exception ignored ... BrokenPipeError") after the reader went away."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {value}")
+    return value
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -63,7 +98,7 @@ def _parser() -> argparse.ArgumentParser:
     rsub = r.add_subparsers(dest="rules_command")
     rc = rsub.add_parser("check", help="prove every rule with z3; print verdicts and counterexamples")
     rc.add_argument("files", nargs="*", help="rule files (default: the shipped rules)")
-    rc.add_argument("--timeout-ms", type=int, default=None, help="z3 budget per rule and dtype")
+    rc.add_argument("--timeout-ms", type=positive_int, default=None, help="z3 budget per rule and dtype")
     rc.add_argument("--no-cache", action="store_true", help="ignore the proof cache")
     rc.set_defaults(func=cmd_rules_check)
     r.set_defaults(func=lambda a: (r.print_help(), EXIT_USAGE)[1])
@@ -136,9 +171,24 @@ def parse_const(text: str) -> tuple[str, Any]:
     raise UsageError(f"constexpr {name}: cannot parse value {raw!r} (int, float, true/false or a dtype)")
 
 
+def parse_consts(consts: Sequence[str]) -> dict[str, Any]:
+    """``-c NAME=VALUE`` options -> {name: value}; a name given twice (names are matched without
+    regard to case, as the kernel's parameters are) is a UsageError naming it."""
+    named: dict[str, Any] = {}
+    spelled: dict[str, str] = {}
+    for text in consts:
+        name, value = parse_const(text)
+        key = name.lower()
+        if key in spelled:
+            raise UsageError(f"constexpr {name} is given twice (-c {spelled[key]} and -c {text})")
+        spelled[key] = text
+        named[name] = value
+    return named
+
+
 def make_instance(fn: Any, dtypes: Sequence[str], consts: Sequence[str]) -> Any:
     cls = fn.Kernel
-    named = dict(parse_const(c) for c in consts)
+    named = parse_consts(consts)
     if dtypes:
         from eggpu.ir.dtypes import parse_dtype
 
@@ -165,7 +215,10 @@ def cmd_compile(a: argparse.Namespace) -> int:
                        rules=a.rules)
     text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
     if a.output:
-        Path(a.output).write_text(text)
+        try:
+            Path(a.output).write_text(text)
+        except OSError as e:
+            raise CliError(f"cannot write {a.output}: {e.strerror or e}") from None
         print(f"wrote {a.emit} of {ck.id} for {ck.target} to {a.output}", file=sys.stderr)
     else:
         sys.stdout.write(text)
@@ -175,6 +228,7 @@ def cmd_compile(a: argparse.Namespace) -> int:
 def cmd_explain(a: argparse.Namespace) -> int:
     from eggpu.optimizer import optimize
 
+    _check_target(a.target)
     inst = _instance_from_args(a)
     before = inst.ir()
     res = optimize(before, rules=a.rules, fast_math=a.fast_math, target=a.target)
@@ -193,10 +247,23 @@ def cmd_explain(a: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_rules_check(a: argparse.Namespace) -> int:
-    from eggpu.optimizer.rules_cli import check_rules
+def _check_target(target: str) -> None:
+    """The same error for an unknown target as ``eggpu compile`` gives."""
+    from eggpu.codegen.target import get_target
 
-    return check_rules(a.files, out=sys.stdout, timeout_ms=a.timeout_ms, use_cache=not a.no_cache)
+    get_target(target)
+
+
+def cmd_rules_check(a: argparse.Namespace) -> int:
+    from eggpu.ir.errors import RuleError
+    from eggpu.optimizer.rules_cli import EXIT_LOAD_ERROR, check_rules
+
+    try:
+        return check_rules(a.files, out=sys.stdout, timeout_ms=a.timeout_ms, use_cache=not a.no_cache,
+                           raise_load_errors=True)
+    except RuleError as e:  # one "eggpu: error:" line per problem, on stderr
+        print("\n".join(f"eggpu: error: {line}" for line in str(e).splitlines()), file=sys.stderr)
+        return EXIT_LOAD_ERROR
 
 
 def cmd_demo(a: argparse.Namespace) -> int:

@@ -22,13 +22,16 @@ raise: the interpreter passes ``InterpreterError``, the compiled paths ``LaunchE
   while inf and NaN pass through.
 
 Messages name the kernel, the parameter (``parameter 'x' (ptr<f32>)``), what it expects and what
-it got (:func:`describe`). :func:`pointer_dtype_message` and :func:`contiguity_message` give
+it got (:func:`describe`). A value a message quotes goes through :func:`short_repr`: at most
+:data:`REPR_CHARS` characters (a 300-element list shows its first items, then ``...``; a long int
+its first and last digits and how many digits it has), so an error never quotes a whole argument. :func:`pointer_dtype_message` and :func:`contiguity_message` give
 the wording to launchers that check other kinds of buffers (device arrays) themselves.
 """
 
 from __future__ import annotations
 
 import math
+import reprlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -41,13 +44,30 @@ from .types import BlockType
 
 __all__ = [
     "GRID_LIMIT", "check_arg_count", "check_host_array", "contiguity_message", "convert_scalar",
-    "describe", "normalize_grid", "np_name", "param_names", "pointer_dtype_message",
+    "describe", "normalize_grid", "np_name", "param_names", "pointer_dtype_message", "short_repr",
 ]
 
 GRID_LIMIT = 1 << 31
 """Exclusive bound on a grid axis for compiled code (program ids and grid sizes are i32)."""
 
 ErrorClass = type[EggpuError]
+
+REPR_CHARS = 80
+"""The most characters of a caller's value that a launch error quotes."""
+
+class _ShortRepr(reprlib.Repr):
+    def repr_int(self, x: int, level: int) -> str:
+        text = repr(x)  # ValueError beyond sys.get_int_max_str_digits(): short_repr handles it
+        if len(text) <= self.maxlong:
+            return text
+        digits = len(text) - (x < 0)
+        return f"{text[:12]}...{text[-6:]} ({digits} digits)"
+
+
+_REPR = _ShortRepr()
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdeque = 6
+_REPR.maxdict, _REPR.maxlevel = 4, 3
+_REPR.maxstring, _REPR.maxlong, _REPR.maxother = 40, 40, 40
 
 
 # ------------------------------------------------------------------ descriptions
@@ -63,14 +83,27 @@ def np_name(d: np.dtype) -> str:
     return name if name == str(d) else f"{name} ({d})"
 
 
+def short_repr(value: Any, limit: int = REPR_CHARS) -> str:
+    """``repr(value)`` cut to at most ``limit`` characters (containers show their first items,
+    long strings and ints their ends, then ``...``); never raises."""
+    try:
+        text = _REPR.repr(value)
+    except ValueError:  # an int beyond sys.get_int_max_str_digits()
+        text = f"<an int of {value.bit_length()} bits>" if isinstance(value, int) else f"<{type(value).__name__}>"
+    except Exception:  # a user object whose __repr__ fails
+        text = f"<{type(value).__name__} object>"
+    text = " ".join(text.split())  # a multi-line repr (numpy arrays) stays on the message's line
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def describe(value: Any) -> str:
     """What a caller passed, for "got ..." in messages: ``an array of f32 (float32) with shape
     (4,)``, ``a numpy float32 scalar np.float32(3.0)``, ``float 2.5``, ``str '12'``."""
     if isinstance(value, np.ndarray):
         return f"an array of {np_name(value.dtype)} with shape {value.shape}"
     if isinstance(value, np.generic):
-        return f"a numpy {value.dtype} scalar {value!r}"
-    return f"{type(value).__name__} {value!r}"
+        return f"a numpy {value.dtype} scalar {short_repr(value)}"
+    return f"{type(value).__name__} {short_repr(value)}"
 
 
 def param_names(params: Sequence[Any]) -> list[str]:
@@ -113,11 +146,11 @@ def normalize_grid(kernel: str, grid: Any, error: ErrorClass, *,
     elif isinstance(grid, tuple | list) and 1 <= len(grid) <= 3 and all(_is_int(g) for g in grid):
         dims = tuple(int(g) for g in grid)
     else:
-        raise error(f"{kernel}: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}")
+        raise error(f"{kernel}: grid must be an int or a tuple of 1 to 3 ints, got {short_repr(grid)}")
     if any(d < 0 for d in dims):
-        raise error(f"{kernel}: grid dimensions must be >= 0, got {dims}")
+        raise error(f"{kernel}: grid dimensions must be >= 0, got {short_repr(dims)}")
     if limit is not None and any(d >= limit for d in dims):
-        raise error(f"{kernel}: grid dimensions must be at most {limit - 1}, got {dims}")
+        raise error(f"{kernel}: grid dimensions must be at most {limit - 1}, got {short_repr(dims)}")
     return (dims + (1, 1, 1))[:3], len(dims)  # type: ignore[return-value]
 
 
@@ -172,7 +205,7 @@ def convert_scalar(kernel: str, name: str, dt: DType, value: Any, error: ErrorCl
             raise error(f"{what} expects an integer, got {describe(value)}")
         iv = int(v)
         if not dt.min <= iv <= dt.max:
-            raise error(f"{what}: value {iv} is out of range [{dt.min}, {dt.max}]")
+            raise error(f"{what}: value {short_repr(iv)} is out of range [{dt.min}, {dt.max}]")
         return dt.np.type(iv)
     if not (is_int or is_bool or is_float):
         raise error(f"{what} expects a number, got {describe(value)}")
@@ -185,12 +218,12 @@ def convert_scalar(kernel: str, name: str, dt: DType, value: Any, error: ErrorCl
             with np.errstate(all="ignore"):
                 r = cast(src, from_numpy(src.dtype), dt)
             if not np.isfinite(r):
-                raise error(f"{what}: value {iv} is out of range for {dt}")
+                raise error(f"{what}: value {short_repr(iv)} is out of range for {dt}")
             return np.asarray(r, dtype=dt.np)[()]
         try:
             x = float(iv)
         except OverflowError:
-            raise error(f"{what}: value {iv} is out of range for {dt}") from None
+            raise error(f"{what}: value {short_repr(iv)} is out of range for {dt}") from None
     r = round_f64(np.asarray(x, dtype=np.float64), dt)
     if math.isfinite(x) and not np.isfinite(r):
         raise error(f"{what}: value {x!r} is out of range for {dt} (max {dt.max!r})")

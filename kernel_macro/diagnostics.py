@@ -1,6 +1,6 @@
 """Source handling and compile diagnostics for kernel bodies.
 
-:class:`Source` reads and parses a function's source once (cached by code object) and maps AST
+:class:`Source` reads and parses a function's source once (cached by file and code object) and maps AST
 positions back to the file. :func:`Source.error` builds the :class:`KernelCompileError` every
 unsupported construct raises::
 
@@ -82,9 +82,12 @@ class Source:
 
     @classmethod
     def of(cls, fn: Any) -> Source:
-        """Read and parse ``fn``'s source (cached per code object)."""
+        """Read and parse ``fn``'s source (cached per code object and file)."""
         code = fn.__code__
-        hit = _CACHE.get(code)
+        # Code objects compare equal by content, not by file: the same function text in two
+        # modules would share one entry (and blame the first module's file) without the name.
+        key = (code.co_filename, code)
+        hit = _CACHE.get(key)
         if hit is not None:
             return hit
         try:
@@ -115,7 +118,7 @@ class Source:
                         node.end_lineno -= 1  # type: ignore[attr-defined]
         src = cls(fn, code.co_filename, first, [ln.rstrip("\n") for ln in lines], stmt,
                   textwrap.dedent(text))
-        _CACHE[code] = src
+        _CACHE[key] = src
         return src
 
     def line_text(self, lineno: int) -> str:
@@ -145,4 +148,4 @@ class Source:
         return KernelCompileError(loc, problem, hint, self.line_text(lineno))
 
 
-_CACHE: dict[Any, Source] = {}
+_CACHE: dict[tuple[str, Any], Source] = {}

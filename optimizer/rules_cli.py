@@ -26,13 +26,16 @@ def check_rules(
     use_cache: bool = True,
     shipped: bool | None = None,
     progress: bool = True,
+    raise_load_errors: bool = False,
 ) -> int:
     """Verify the rules of ``paths`` (files or directories; default: the shipped rules) and print
     one row per rule: name, file:line, ruleset, verdict per dtype, counterexample, seconds.
 
     ``shipped`` defaults to "only when no path is given"; when paths are given the shipped rules
     are still loaded (not printed) if ``shipped`` is True, so user rule names are checked for
-    duplicates against them."""
+    duplicates against them. A file that cannot be loaded prints ``error: ...`` to ``out`` and
+    returns 2, or raises the RuleError with ``raise_load_errors`` (the ``eggpu`` command reports
+    it on stderr)."""
     from .rule_verifier import DEFAULT_TIMEOUT_MS, REFUTED, UNKNOWN, verify_rules
     from .rules_loader import load_rules
 
@@ -42,6 +45,8 @@ def check_rules(
     try:
         loaded = load_rules(paths, shipped=include_shipped, env=False)
     except RuleError as e:
+        if raise_load_errors:
+            raise
         print(f"error: {e}", file=out)
         return EXIT_LOAD_ERROR
     rules = loaded.rules

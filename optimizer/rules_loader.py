@@ -26,6 +26,12 @@ in ``rule`` facts also a bare term pattern. ``rule`` actions may be ``(set (Lowe
 
 Sources: the shipped ``rules/*.egg`` (package ``eggpu.rules``), explicit ``rules=[paths]``
 (files or directories of ``*.egg``) and ``EGGPU_RULES_PATH`` (``os.pathsep``-separated).
+
+Limits (each a RuleError naming the file, never a hang or a raw traceback): only regular files of
+at most ``MAX_RULE_FILE_BYTES`` (4 MiB) are read (:func:`eggpu.rules.read_rule_file`); the text
+must be UTF-8 (the error gives the byte offset and line of the first bad byte); lists nest at most
+:data:`MAX_NESTING` deep; error messages quote source text only as a short escaped excerpt
+(:data:`EXCERPT_CHARS` characters), and at most :data:`MAX_ERRORS` problems are listed per load.
 """
 
 from __future__ import annotations
@@ -38,7 +44,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eggpu.ir.errors import RuleError
-from eggpu.rules import env_entries, expand, shipped_files
+from eggpu.rules import env_entries, expand, read_rule_file, shipped_files
 
 from .schema import CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, RULESETS, float_bits, float_literal
 
@@ -73,9 +79,35 @@ class SList:
 
 Sx = Atom | SList
 
+#: deepest list nesting a rule file may use (the shipped rules use under 10; the checker recurses)
+MAX_NESTING = 100
+#: characters of source text an error message quotes (escaped, with "..." when cut)
+EXCERPT_CHARS = 40
+#: problems listed in one RuleError (the rest are counted)
+MAX_ERRORS = 20
+
+
+def excerpt(text: object, limit: int = EXCERPT_CHARS) -> str:
+    """``repr`` of the first ``limit`` characters of ``str(text)`` (control characters escaped),
+    with ``...`` appended when it was cut: what error messages quote of a file's content."""
+    s = str(text)
+    return repr(s[:limit]) + ("..." if len(s) > limit else "")
+
+
+def decode_rule_text(data: bytes, file: str) -> str:
+    """UTF-8 text of a rule file; RuleError ``file:line: not UTF-8 text (byte 0x.. at byte offset
+    N)`` otherwise (a leading UTF-8 byte-order mark is dropped)."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise RuleError(f"{file}:{line}: not UTF-8 text (byte 0x{data[e.start]:02x} at byte offset {e.start}); "
+                        f"rule files must be UTF-8") from None
+
 
 def read_all(text: str, file: str = "<string>") -> list[SList]:
-    """Read every top-level form of ``text``; RuleError ``file:line: problem`` on bad syntax."""
+    """Read every top-level form of ``text``; RuleError ``file:line: problem`` on bad syntax
+    (also for lists nested deeper than :data:`MAX_NESTING`)."""
     forms: list[SList] = []
     stack: list[tuple[list[Sx], int, int]] = []
     i, n, line = 0, len(text), 1
@@ -90,6 +122,8 @@ def read_all(text: str, file: str = "<string>") -> list[SList]:
             while i < n and text[i] != "\n":
                 i += 1
         elif c == "(":
+            if len(stack) >= MAX_NESTING:
+                raise RuleError(f"{file}:{line}: lists nested deeper than {MAX_NESTING} levels")
             stack.append(([], line, i))
             i += 1
         elif c == ")":
@@ -122,7 +156,8 @@ def read_all(text: str, file: str = "<string>") -> list[SList]:
             atom = Atom(text[i:j], l0)
             i = j
             if not stack:
-                raise RuleError(f"{file}:{l0}: unexpected atom {atom.text!r} outside a command")
+                raise RuleError(f"{file}:{l0}: unexpected text {excerpt(atom.text)} outside a command "
+                                f"(a rule file holds (rewrite ...), (birewrite ...), (rule ...) and (ruleset ...))")
             stack[-1][0].append(atom)
     if stack:
         raise RuleError(f"{file}:{stack[-1][1]}: unbalanced '(' (not closed)")
@@ -242,7 +277,7 @@ class _RuleChecker:
             form = f"({name})" if name in _DT_NAMES else f"({name} ...)"
             raise _Fail(atom.line, f"constructor {name} needs parentheses: write {form}")
         if not _IDENT_RE.match(name):
-            raise _Fail(atom.line, f"cannot read {name!r} (not a number, string or variable name)")
+            raise _Fail(atom.line, f"cannot read {excerpt(name)} (not a number, string or variable name)")
         have = self.sorts.get(name)
         if expected is None:
             return
@@ -272,7 +307,7 @@ class _RuleChecker:
             raise _Fail(node.line, "empty list ()")
         head = node.items[0]
         if not isinstance(head, Atom):
-            raise _Fail(node.line, f"cannot apply a list: {node}")
+            raise _Fail(node.line, f"cannot apply a list: {excerpt(node)}")
         h = head.text
         args = node.items[1:]
         if h in _DT_NAMES:
@@ -306,9 +341,9 @@ class _RuleChecker:
         elif h in RELATIONS or h in COMPARISONS or h in ("=", "set", "union"):
             raise _Fail(node.line, f"({h} ...) is a guard or action, not a value")
         else:
-            raise _Fail(node.line, f"unknown constructor {h}{_did_you_mean(h)}")
+            raise _Fail(node.line, f"unknown constructor {h if len(h) <= EXCERPT_CHARS else excerpt(h)}{_did_you_mean(h)}")
         if expected is not None and sort != expected:
-            raise _Fail(node.line, f"expected a {expected}, got a {sort}: {node}")
+            raise _Fail(node.line, f"expected a {expected}, got a {sort}: {excerpt(node)}")
         return new, sort
 
     def _constf_value(self, a: Sx) -> Sx:
@@ -323,7 +358,7 @@ class _RuleChecker:
     def guard(self, node: Sx, *, facts: bool) -> Sx:
         """Check one ``:when`` item (or ``rule`` fact)."""
         if not isinstance(node, SList) or not node.items or not isinstance(node.items[0], Atom):
-            raise _Fail(node.line, f"a guard must be a list like (IsInt t) or (>= (LowerBound x) 0), got {node}")
+            raise _Fail(node.line, f"a guard must be a list like (IsInt t) or (>= (LowerBound x) 0), got {excerpt(node)}")
         h = node.items[0].text
         args = node.items[1:]
         if h in RELATIONS:
@@ -352,12 +387,12 @@ class _RuleChecker:
         if facts and h in CONSTRUCTORS:
             return self.expr(node, "Term")[0]
         if h in CONSTRUCTORS:
-            raise _Fail(node.line, f"a bare pattern {node} is not a guard (bind it with (= v ...) or match it in the lhs)")
-        raise _Fail(node.line, f"unknown guard {h}{_did_you_mean(h)}")
+            raise _Fail(node.line, f"a bare pattern {excerpt(node)} is not a guard (bind it with (= v ...) or match it in the lhs)")
+        raise _Fail(node.line, f"unknown guard {h if len(h) <= EXCERPT_CHARS else excerpt(h)}{_did_you_mean(h)}")
 
     def action(self, node: Sx) -> Sx:
         if not isinstance(node, SList) or not node.items or not isinstance(node.items[0], Atom):
-            raise _Fail(node.line, f"an action must be (set (LowerBound e) k), (set (UpperBound e) k) or (union a b), got {node}")
+            raise _Fail(node.line, f"an action must be (set (LowerBound e) k), (set (UpperBound e) k) or (union a b), got {excerpt(node)}")
         h = node.items[0].text
         args = node.items[1:]
         if h == "set":
@@ -421,7 +456,7 @@ def _options(items: Sequence[Sx], line: int) -> dict[str, Sx]:
     while i < len(items):
         k = items[i]
         if not (isinstance(k, Atom) and k.text.startswith(":")):
-            raise _Fail(k.line, f"unexpected {k} (expected an option like :when, :ruleset, :name)")
+            raise _Fail(k.line, f"unexpected {excerpt(k)} (expected an option like :when, :ruleset, :name)")
         if k.text not in RULE_OPTIONS:
             raise _Fail(k.line, f"option {k.text} is not allowed (allowed: {', '.join(RULE_OPTIONS)})")
         if i + 1 >= len(items):
@@ -456,7 +491,7 @@ def _parse_rule(form: SList, text: str, file: str) -> tuple[Rule, str | None]:
         raise _Fail(form.line, ":name must be a non-empty string")
     rs_node = opts.get(":ruleset")
     if rs_node is not None and not (isinstance(rs_node, Atom) and _IDENT_RE.match(rs_node.text)):
-        raise _Fail(form.line, f":ruleset must be a name, got {rs_node}")
+        raise _Fail(form.line, f":ruleset must be a name, got {excerpt(rs_node)}")
     ruleset = rs_node.text if rs_node is not None else "exact"
     ck = _RuleChecker()
     when = opts.get(":when")
@@ -537,9 +572,9 @@ def parse_rules(text: str, file: str = "<string>") -> tuple[list[Rule], list[str
         head = form.head
         try:
             if head is None:
-                raise _Fail(form.line, f"a command must start with a name, got {form}")
+                raise _Fail(form.line, f"a command must start with a name, got {excerpt(form)}")
             if head not in ALLOWED_COMMANDS:
-                raise _Fail(form.line, f"command {head!r} is not allowed in rule files (only {', '.join(ALLOWED_COMMANDS)})")
+                raise _Fail(form.line, f"command {excerpt(head)} is not allowed in rule files (only {', '.join(ALLOWED_COMMANDS)})")
             if head == "ruleset":
                 if len(form.items) != 2 or not (isinstance(form.items[1], Atom) and _IDENT_RE.match(form.items[1].text)):
                     raise _Fail(form.line, "ruleset takes one name: (ruleset mine)")
@@ -555,22 +590,39 @@ def parse_rules(text: str, file: str = "<string>") -> tuple[list[Rule], list[str
             who = f"rule {name!r}: " if name else ""
             errors.append(f"{file}:{e.line}: {who}{e.msg}")
     if errors:
-        raise RuleError("\n".join(errors))
+        raise RuleError(_join_errors(errors))
     return rules, declared
 
 
+def _join_errors(errors: Sequence[str]) -> str:
+    """At most :data:`MAX_ERRORS` problems, then a count of the rest (counts of an already
+    shortened message are carried over)."""
+    lines, more = [], 0
+    for line in "\n".join(errors).splitlines():
+        m = _MORE_RE.match(line)
+        if m:
+            more += int(m.group(1))
+        else:
+            lines.append(line)
+    more += max(0, len(lines) - MAX_ERRORS)
+    return "\n".join(lines[:MAX_ERRORS] + ([f"... and {more} more problems"] if more else []))
+
+
+_MORE_RE = re.compile(r"\.\.\. and (\d+) more problems$")
+
+
+def read_rule_text(path: str | os.PathLike, label: str | None = None) -> str:
+    """The text of one rule file: bounded, regular files only, UTF-8 (see the module docstring)."""
+    return decode_rule_text(read_rule_file(path), label or str(path))
+
+
 def _read_source(src: str | os.PathLike) -> list[tuple[str, str]]:
-    out = []
-    for f in expand(src):
-        if not f.exists():
-            raise RuleError(f"{f}: rule file not found")
-        out.append((str(f), f.read_text()))
-    return out
+    return [(str(f), read_rule_text(f)) for f in expand(src)]
 
 
 def shipped_sources() -> list[tuple[str, str]]:
     """(label, text) of the shipped rule files, in name order (label ``rules/<file>``)."""
-    return [(f"rules/{f.name}", f.read_text()) for f in shipped_files()]
+    return [(f"rules/{f.name}", read_rule_text(f, f"rules/{f.name}")) for f in shipped_files()]
 
 
 def env_paths() -> list[str]:
@@ -606,7 +658,7 @@ def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = 
             errors.append(f"{r.file}:{r.line}: rule {r.name!r}: unknown ruleset {r.ruleset}{hint} "
                           f"(declare it with (ruleset {r.ruleset}))")
     if errors:
-        raise RuleError("\n".join(errors))
+        raise RuleError(_join_errors(errors))
     loaded = LoadedRules(all_rules, rulesets, tuple(label for label, _ in sources))
     if validate_egglog and all_rules:
         _validate_with_egglog(loaded)
@@ -652,7 +704,7 @@ def _validate_with_egglog(loaded: LoadedRules) -> None:
         if msg is not None:
             errors.append(f"{r.file}:{r.line}: rule {r.name!r}: egglog rejects it: {msg}")
     if errors:
-        raise RuleError("\n".join(errors))
+        raise RuleError(_join_errors(errors))
 
 
 def _accepted_marker(program: str) -> Path | None:

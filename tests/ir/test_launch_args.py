@@ -217,7 +217,8 @@ def test_float_overflow_is_rejected_but_inf_and_nan_pass():
     assert raised(convert_scalar, "fk", "x", f16, 10**6) == "fk: parameter 'x' (f16): value 1000000 is out of range for f16"
     assert (raised(convert_scalar, "fk", "x", f16, 2**64)
             == "fk: parameter 'x' (f16): value 1.8446744073709552e+19 is out of range for f16 (max 65504.0)")
-    assert raised(convert_scalar, "fk", "x", f64, 10**400) == f"fk: parameter 'x' (f64): value {10**400} is out of range for f64"
+    assert (raised(convert_scalar, "fk", "x", f64, 10**400)
+            == "fk: parameter 'x' (f64): value 100000000000...000000 (401 digits) is out of range for f64")
     assert convert_scalar("fk", "x", f16, 65519.0, Custom) == 65504  # rounds down to the max
     assert convert_scalar("fk", "x", f16, math.inf, Custom) == np.inf
     assert np.isnan(convert_scalar("fk", "x", bf16, math.nan, Custom))

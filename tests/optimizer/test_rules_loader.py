@@ -137,3 +137,116 @@ def test_shipped_rules_load_and_env_path(tmp_path, monkeypatch):
 def test_missing_file(tmp_path):
     with pytest.raises(RuleError, match="rule file not found"):
         load_rule_files([tmp_path / "nope.egg"])
+
+
+# ---------------------------------------------------------------- hostile or odd rule files
+
+
+def _rule_error(paths) -> str:
+    with pytest.raises(RuleError) as ei:
+        load_rule_files(paths, validate_egglog=False)
+    return str(ei.value)
+
+
+GOOD = '(rewrite (Neg t (Neg t x)) x :name "mine-neg-neg")\n'
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_a_fifo_named_egg_is_refused_without_blocking(tmp_path):
+    from eggpu.rules import rule_files
+
+    fifo = tmp_path / "pipe.egg"
+    os.mkfifo(fifo)  # nobody ever writes: a plain open() would wait forever
+    assert _rule_error([fifo]) == f"{fifo}: not a rule file: it is a FIFO (only regular files are read)"
+    # in a rules folder, and on the compile-cache key path (eggpu.rules.rule_files)
+    d = tmp_path / "dir"
+    d.mkdir()
+    (d / "a.egg").write_text(GOOD)
+    os.mkfifo(d / "b.egg")
+    assert _rule_error([d]) == f"{d / 'b.egg'}: not a rule file: it is a FIFO (only regular files are read)"
+    with pytest.raises(RuleError, match="b.egg: not a rule file: it is a FIFO"):
+        rule_files([d], shipped=False, env=False)
+    # the compile-cache key of eggpu.compile(..., rules=[fifo]) refuses it too (no hang)
+    from eggpu.pipeline import CompileOptions
+
+    with pytest.raises(RuleError, match=r"pipe\.egg: not a rule file: it is a FIFO"):
+        CompileOptions(rules=(str(fifo),)).key_parts()
+
+
+def test_links_to_devices_and_dangling_links_are_refused_links_to_files_are_read(tmp_path):
+    zero = tmp_path / "zero.egg"
+    zero.symlink_to("/dev/zero")
+    assert _rule_error([zero]) == f"{zero}: not a rule file: it is a character device (only regular files are read)"
+    dangling = tmp_path / "dangling.egg"
+    dangling.symlink_to(tmp_path / "gone.egg")
+    assert _rule_error([dangling]) == f"{dangling}: rule file not found"
+    real = tmp_path / "real.txt"
+    real.write_text(GOOD)
+    link = tmp_path / "link.egg"
+    link.symlink_to(real)
+    assert [r.name for r in load_rule_files([link], validate_egglog=False).rules] == ["mine-neg-neg"]
+
+
+def test_rule_files_over_the_size_limit_are_refused(tmp_path):
+    from eggpu.rules import MAX_RULE_FILE_BYTES, read_rule_file
+
+    big = tmp_path / "big.egg"
+    with open(big, "wb") as f:
+        f.truncate(MAX_RULE_FILE_BYTES + 1)  # sparse: nothing is written
+    assert _rule_error([big]) == (f"{big}: rule file too large ({MAX_RULE_FILE_BYTES + 1} bytes; "
+                                  f"the limit is {MAX_RULE_FILE_BYTES} bytes)")
+    at_limit = tmp_path / "limit.egg"
+    with open(at_limit, "wb") as f:
+        f.truncate(MAX_RULE_FILE_BYTES)
+    assert len(read_rule_file(at_limit)) == MAX_RULE_FILE_BYTES
+
+
+def test_deep_nesting_is_a_rule_error_with_file_and_line(tmp_path):
+    from eggpu.optimizer.rules_loader import MAX_NESTING, read_all
+
+    deep = tmp_path / "deep.egg"
+    deep.write_text("\n\n" + "(" * 5000 + ")" * 5000)
+    assert _rule_error([deep]) == f"{deep}:3: lists nested deeper than {MAX_NESTING} levels"
+    assert error_of("(rewrite\n" + "(" * 101 + ")" * 101 + ")", "n.egg") == "n.egg:2: lists nested deeper than 100 levels"
+    assert len(read_all("(" * MAX_NESTING + ")" * MAX_NESTING)) == 1
+    # a rule at the nesting limit is checked without a RecursionError
+    chain = "x"
+    for _ in range(MAX_NESTING - 3):
+        chain = f"(Neg t {chain})"
+    loaded = load_sources([("chain.egg", f'(rewrite (Neg t (Neg t {chain})) {chain} :name "long-chain")')],
+                          validate_egglog=False)
+    assert loaded.rules[0].name == "long-chain"
+
+
+def test_non_utf8_rule_file_names_file_line_and_byte_offset(tmp_path):
+    bad = tmp_path / "latin1.egg"
+    bad.write_bytes(b'; caf\xe9\n' + GOOD.encode())
+    assert _rule_error([bad]) == f"{bad}:1: not UTF-8 text (byte 0xe9 at byte offset 5); rule files must be UTF-8"
+    bad2 = tmp_path / "bin.egg"
+    bad2.write_bytes(GOOD.encode() + b"\n\n\x00\xff\xfe")
+    off = len(GOOD) + 3
+    assert _rule_error([bad2]) == f"{bad2}:4: not UTF-8 text (byte 0xff at byte offset {off}); rule files must be UTF-8"
+    bom = tmp_path / "bom.egg"
+    bom.write_bytes(b"\xef\xbb\xbf" + GOOD.encode())
+    assert [r.name for r in load_rule_files([bom], validate_egglog=False).rules] == ["mine-neg-neg"]
+
+
+def test_errors_quote_only_a_short_escaped_excerpt_of_a_file(tmp_path):
+    secret = tmp_path / "passwd.egg"
+    secret.write_text("root:x:0:0:root:/root:/bin/bash-" + "s3cret" * 2000 + "\n")
+    msg = _rule_error([secret])
+    assert msg == (f"{secret}:1: unexpected text 'root:x:0:0:root:/root:/bin/bash-s3crets3'... outside a command "
+                   "(a rule file holds (rewrite ...), (birewrite ...), (rule ...) and (ruleset ...))")
+    ansi = tmp_path / "ansi.egg"
+    ansi.write_text("\x1b[2J\x1b[31mgotcha")
+    assert "'\\x1b[2J\\x1b[31mgotcha'" in _rule_error([ansi])
+    long_head = error_of("(" + "q" * 5000 + " a b)")
+    assert long_head == "mine.egg:1: command '" + "q" * 40 + "'... is not allowed in rule files " \
+                        "(only ruleset, rewrite, birewrite, rule)"
+
+
+def test_at_most_twenty_problems_are_listed():
+    msg = error_of("".join(f"(run {i})\n" for i in range(50)), "many.egg")
+    lines = msg.splitlines()
+    assert len(lines) == 21 and lines[0].startswith("many.egg:1: command 'run'")
+    assert lines[19].startswith("many.egg:20: ") and lines[20] == "... and 30 more problems"

@@ -1,0 +1,93 @@
+"""The eggpu command line's error paths: output files, closed pipes, rules check errors, targets,
+option values. Most run ``eggpu.cli.main`` in-process (fast); the closed pipe needs a process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from eggpu import cli
+
+FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
+
+
+@pytest.fixture
+def spec(tmp_path: Path) -> str:
+    p = tmp_path / "scale_kernel.py"
+    shutil.copy(FIXTURE, p)
+    return f"{p}::scale"
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    try:
+        code = cli.main(list(argv))
+    except SystemExit as e:  # argparse usage errors
+        code = int(e.code)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_output_into_a_missing_folder_is_one_error_line(capsys, spec, tmp_path):
+    for missing in (tmp_path / "nope" / "out.ptx", tmp_path / "gone" / "k.ll"):
+        code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
+                             "--emit", "llvm", "-o", str(missing))
+        assert (code, out) == (1, "")
+        assert err == f"eggpu: error: cannot write {missing}: No such file or directory\n"
+
+
+def test_a_closed_stdout_pipe_ends_quietly_with_141(spec):
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before eggpu writes a byte (like `| head -0`)
+    try:
+        r = subprocess.run([sys.executable, "-m", "eggpu", "compile", spec, "--dtype", "f32", "-c",
+                            "BLOCK_SIZE=64", "--no-opt", "--emit", "ir"],
+                           stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=600)
+    finally:
+        os.close(write_end)
+    assert r.returncode == cli.EXIT_BROKEN_PIPE == 141
+    assert r.stderr == ""
+
+
+def test_rules_check_load_errors_go_to_stderr_with_the_prefix(capsys, tmp_path):
+    bad = tmp_path / "typo.egg"
+    bad.write_text('(rewrite (Mull t x (Const t 1)) x :name "typo")\n\n(run 3)\n')
+    code, out, err = run(capsys, "rules", "check", str(bad))
+    assert (code, out) == (2, "")
+    assert err.splitlines() == [
+        f"eggpu: error: {bad}:1: rule 'typo': unknown constructor Mull (did you mean Mul?)",
+        f"eggpu: error: {bad}:3: command 'run' is not allowed in rule files (only ruleset, rewrite, birewrite, rule)",
+    ]
+    code, out, err = run(capsys, "rules", "check", str(tmp_path / "absent.egg"))
+    assert (code, out, err) == (2, "", f"eggpu: error: {tmp_path / 'absent.egg'}: rule file not found\n")
+
+
+@pytest.mark.parametrize("target", ["sm_999", "sm_12"])
+def test_explain_refuses_an_unknown_target_like_compile(capsys, spec, target):
+    code, out, err = run(capsys, "explain", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
+    assert (code, out) == (1, "") and err.startswith(f"eggpu: error: unknown target '{target}'.")
+    code2, out2, err2 = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
+    assert (code2, out2, err2) == (code, out, err)
+
+
+@pytest.mark.parametrize("value", ["-5", "0"])
+def test_rules_check_refuses_a_non_positive_timeout(capsys, value):
+    code, out, err = run(capsys, "rules", "check", "--timeout-ms", value)
+    assert code == 2 and out == ""
+    assert f"argument --timeout-ms: must be a positive integer, got {int(value)}" in err
+    code, _, err = run(capsys, "rules", "check", "--timeout-ms", "ten")
+    assert code == 2 and "argument --timeout-ms: expected a positive integer, got 'ten'" in err
+
+
+def test_a_constexpr_given_twice_is_an_error_naming_it(capsys, spec):
+    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "-c", "BLOCK_SIZE=128")
+    assert (code, out) == (2, "")
+    assert err == "eggpu: error: constexpr BLOCK_SIZE is given twice (-c BLOCK_SIZE=64 and -c BLOCK_SIZE=128)\n"
+    with pytest.raises(cli.UsageError, match=r"^constexpr n is given twice \(-c N=1 and -c n=2\)$"):
+        cli.parse_consts(["N=1", "M=3", "n=2"])
+    assert cli.parse_consts(["N=1", "M=true"]) == {"N": 1, "M": True}

@@ -1,0 +1,11 @@
+"""Put this folder on ``sys.path`` so the tests import ``fuzzgen`` (the program generator) and
+``fuzzrun`` (the differential runner) by name (the suite runs with ``--import-mode=importlib``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_here = str(Path(__file__).resolve().parent)
+if _here not in sys.path:
+    sys.path.insert(0, _here)
