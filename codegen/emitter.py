@@ -624,10 +624,10 @@ class Emitter:
             et = v.type.element
             if et == I1:
                 v = b.zext(v, ir.VectorType(I8, nt))
-            buf = self._buffer(v.type)
+            buf = self.lane_buffer(v.type)
             b.store(v, buf)
             bufs_in.append((buf, et))
-        bufs_out = [(self._buffer(ir.VectorType(I8 if t == I1 else t, nt)), t) for t in out_types]
+        bufs_out = [(self.lane_buffer(ir.VectorType(I8 if t == I1 else t, nt)), t) for t in out_types]
         pre = b.block
         head = self.new_block("lanes.head")
         body_bb = self.new_block("lanes.body")
@@ -656,7 +656,7 @@ class Emitter:
             outs.append(b.trunc(v, ir.VectorType(I1, nt)) if et == I1 else v)
         return outs
 
-    def _buffer(self, vt: ir.VectorType) -> ir.Value:
+    def lane_buffer(self, vt: ir.VectorType) -> ir.Value:
         """A stack buffer holding one thread vector, as an array of its lanes."""
         return self.entry_alloca(ir.ArrayType(vt.element, vt.count))
 

@@ -66,6 +66,11 @@ class LoweredModule:
     mode: str = PTX
     kernel: str = ""
     param_names: tuple[str, ...] = ()
+    bounds_checks: tuple = ()
+    """Host mode: the :class:`~eggpu.codegen.bounds.BoundsCheck` of every checked access, in the
+    order of their error codes (code = index + 1)."""
+    pointer_params: tuple[str, ...] = ()
+    """Host mode: the pointer parameters, in order, whose byte limits follow the parameter slots."""
 
 
 class Lowerer:
@@ -82,6 +87,7 @@ class Lowerer:
         self._scopes: list[int] = [0]
         self._next_scope = 1
         self.current_op: Operation | None = None
+        self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
 
     # ------------------------------------------------------------ environment
 
@@ -412,15 +418,26 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         em.begin_function(func)
         params = _param_values(em, fn, func.args)
     else:
+        # CTA arguments: the parameters, one i64 byte limit per pointer parameter and the error
+        # record (bounds checks, eggpu.codegen.bounds), program ids, grid size, shared memory
         entry = f"{fn.name}_grid"
-        cta_t = ir.FunctionType(VOID, abi + [I32] * 6 + [em.shared_ptr])
+        ptr_params = [p for p in fn.params if p.type.is_pointer]
+        cta_t = ir.FunctionType(VOID, abi + [I64] * len(ptr_params) + [ir.PointerType()] + [I32] * 6
+                                + [em.shared_ptr])
         func = ir.Function(module, cta_t, f"{fn.name}_cta")
         func.linkage = "internal"
         a = func.args
         n = len(fn.params)
-        em.begin_function(func, pids=a[n:n + 3], nprogs=a[n + 3:n + 6], smem=a[n + 6])
+        m = n + len(ptr_params) + 1
+        em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
         params = _param_values(em, fn, a[:n])
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
+    if mode == HOST:
+        from .bounds import BoundsChecker
+
+        ptr_index = [i for i, p in enumerate(fn.params) if p.type.is_pointer]
+        bases = {fn.params[i].name or f"arg{i}": (a[i], a[n + k]) for k, i in enumerate(ptr_index)}
+        lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
     lw.run(params)
     em.b.ret_void()
     em.finish()
@@ -436,8 +453,10 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     text = str(module)
     if verify_llvm:
         _verify(text, fn.name, mode)
-    lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name,
-                       tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params)))
+    names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params))
+    lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
+                       tuple(lw.bounds.checks) if lw.bounds is not None else (),
+                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer))
     return module, lm
 
 
@@ -453,6 +472,12 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
     for i, t in enumerate(abi):
         slot = b.gep(args, [I64(8 * i)], source_etype=I8)
         vals.append(b.load(slot, typ=t, align=8))
+    n = len(abi)
+    nptr = sum(1 for p in fn.params if p.type.is_pointer)
+    for k in range(nptr):  # byte limits of the pointer parameters
+        vals.append(b.load(b.gep(args, [I64(8 * (n + k))], source_etype=I8), typ=I64, align=8))
+    record = b.load(b.gep(args, [I64(8 * (n + nptr))], source_etype=I8), typ=ptr, align=8)
+    vals.append(record)
     dims = (gx, gy, gz)
 
     def loop(axis: int, pids: list[ir.Value]) -> None:
@@ -468,6 +493,14 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
         b.position_at_end(body)
         if axis == 2:
             b.call(cta, vals + pids + [i] + list(dims) + [smem])
+            # a failed bounds check filled the record: run no further program
+            failed = b.icmp_unsigned("!=", b.load(record, typ=I64, align=8), I64(0))
+            stop = grid.append_basic_block("g.stop")
+            go_on = grid.append_basic_block("g.next")
+            b.cbranch(failed, stop, go_on)
+            b.position_at_end(stop)
+            b.ret_void()
+            b.position_at_end(go_on)
         else:
             loop(axis + 1, pids + [i])
         nxt = b.add(i, I32(1))
