@@ -12,7 +12,8 @@ never accessed) against the buffer of the pointer parameter the address derives 
   another array) the address must lie inside that parameter's array. When control flow merges
   pointers of several parameters (``p = a_ptr if c else b_ptr``), the static origin is not one
   parameter: the address must then lie inside *any* of those parameters' arrays, and an error
-  gives the offset from the first of them.
+  gives the offset from the first of them (a pointer whose origin cannot be traced at all —
+  not produced by the frontend — is checked against every pointer parameter the same way).
 * **The check**: ``d = address - base`` in bytes must satisfy ``d <u limit`` where ``limit =
   nbytes - itemsize + 1`` (0 for an empty array), so a negative offset fails too. A block
   access spills its pointer and mask vectors to stack buffers and runs one scalar loop over the
@@ -37,7 +38,7 @@ from llvmlite import ir
 
 from eggpu.ir.graph import Function, Operation, Value
 
-from .emitter import I8, I32, I64, Emitter
+from .emitter import I8, I32, I64, Emitter, is_const_false
 
 RECORD_SLOTS = 6
 I64_MAX = (1 << 63) - 1
@@ -130,8 +131,8 @@ class BoundsChecker:
         shape = tuple(op.operands[0].type.shape)
         code = len(self.checks) + 1
         self.checks.append(BoundsCheck(op.op, str(op.loc) if op.loc is not None else None, verb, names, shape))
-        live = [(j, p, m) for j, (p, m) in enumerate(zip(ptrs, masks)) if not (m is not None and _is_false(m))]
-        if not live:
+        live = [(j, p, m) for j, (p, m) in enumerate(zip(ptrs, masks)) if not is_const_false(m)]
+        if not live or not names:  # (no pointer parameter: nothing to check against)
             return
         if shape and isinstance(live[0][1].type, ir.VectorType):
             lane, diff = self._scan(lw.layout(shape), live, names)
@@ -218,16 +219,6 @@ class BoundsChecker:
         best_d.add_incoming(kd, end)
         b.position_at_end(done)
         return best, best_d
-
-    def _like(self, like: ir.Value, u: ir.Value) -> ir.Value:
-        """The uniform ``u`` shaped like ``like`` (a thread vector or a scalar)."""
-        return self.em.spread(u) if isinstance(like.type, ir.VectorType) else u
-
-
-def _is_false(v: ir.Value) -> bool:
-    from .emitter import is_const_false
-
-    return is_const_false(v)
 
 
 def message(kernel: str, chk: BoundsCheck, record, pid_rank: int, sizes: dict[str, int]) -> str:

@@ -89,7 +89,8 @@ class PointerValue:
 def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     """Run ``fn`` for every program of ``grid`` on ``args``.
 
-    ``grid``: an int or a tuple of 1 to 3 non-negative ints (a 0 runs nothing). ``args``: one per
+    ``grid``: an int or a tuple of 1 to 3 non-negative ints within CUDA's limits (x at most
+    2**31 - 1, y and z at most 65535: :data:`eggpu.ir.launch_args.GRID_MAX`; a 0 runs nothing). ``args``: one per
     parameter; pointer parameters take C-contiguous numpy arrays of the pointee dtype (written in
     place), scalar parameters take Python or numpy numbers converted to the parameter dtype
     (floats are rejected for integer parameters, out-of-range values are rejected).
