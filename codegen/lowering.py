@@ -15,10 +15,12 @@ diverge within a CTA (the host mode relies on this for lock-step execution).
 
 Entry points: PTX ``{name}_entry_point(params...)`` (a kernel of ``.reqntid NT``, pointer
 parameters in ``addrspace(1)``, bool scalars passed as bytes); host ``{name}_cta(params...,
-pid x/y/z, num_programs x/y/z, smem)`` plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``,
-which runs the programs in row-major order (last axis fastest, like the interpreter) with one
-shared-memory buffer on its stack. ``args`` points to one 8-byte slot per parameter holding a
-data pointer or the scalar's bits.
+i64 byte limit per pointer parameter, ptr error record, pid x/y/z, num_programs x/y/z, smem)``
+plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``, which runs the programs in row-major
+order (last axis fastest, like the interpreter) with one shared-memory buffer on its stack and
+stops after a program whose bounds check failed (:mod:`eggpu.codegen.bounds`). ``args`` points
+to one 8-byte slot per parameter holding a data pointer or the scalar's bits, then one slot
+per pointer parameter with its byte limit, then the error record's address.
 """
 
 from __future__ import annotations
