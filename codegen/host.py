@@ -4,10 +4,12 @@
 see :mod:`eggpu.codegen.emitter`), optimizes it at O3 for the host CPU and JIT-compiles it.
 :meth:`HostKernel.run` checks the arguments with the interpreter's rules and wording
 (:mod:`eggpu.ir.launch_args`: count, pointer dtype, C-contiguity, writability of the arrays the
-kernel may write, scalar kind and range, grid axes below 2**31), checks the lowering's recorded
-assumptions (e.g. a pointer parameter 16-byte aligned) and runs every program of the grid in
-row-major order (last axis fastest, the interpreter's order) on one thread. Arrays are written
-in place.
+kernel may write, scalar kind and range, grid within CUDA's limits), checks the lowering's
+recorded assumptions (e.g. a pointer parameter 16-byte aligned) and runs every program of the
+grid in row-major order (last axis fastest, the interpreter's order) on one thread. Arrays are
+written in place. Every load, store and atomic is bounds-checked before it happens
+(:mod:`eggpu.codegen.bounds`): an active lane outside its array raises the interpreter's
+OutOfBoundsError.
 
 Math functions come from the C library (libm): ``expf``, ``erff``, ``tanhf``... are correctly
 rounded or within 1-2 ulp depending on the libm; libdevice (the GPU) documents up to 2 ulp for
