@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from llvmlite import ir
 
-from eggpu.ir.dtypes import DType, bf16, f16
+from eggpu.ir.dtypes import DType, bf16, f16, f32, f64
 from eggpu.ir.errors import CodegenError
 
 PTX = "ptx"
@@ -54,11 +54,7 @@ VOID = ir.VoidType()
 
 def _bf16_bits(value: float) -> int:
     """Round a Python float to bfloat16 (nearest even) and return its 16 bits."""
-    import numpy as np
-
-    from eggpu.ir.semantics import round_f64
-
-    return int(round_f64(np.asarray(value, dtype=np.float64), bf16).view(np.uint16))
+    return _float_bits(value, bf16)
 
 
 class BFloatType(ir.types._BaseFloatType):
@@ -76,6 +72,71 @@ class BFloatType(ir.types._BaseFloatType):
 
 BFloatType._create_instance()
 BF16 = BFloatType()
+_FLOAT_DTYPE = {BFloatType: bf16, ir.HalfType: f16, ir.FloatType: f32, ir.DoubleType: f64}
+
+
+def round_constant(value, dt: DType) -> float:
+    """``value`` (a Python or numpy number) rounded once, to nearest even, to the float dtype ``dt``,
+    as the Python float of the result: exactly what the interpreter does with a ``const``
+    (:func:`eggpu.ir.semantics.round_f64`). A finite value beyond the range becomes a signed
+    inf (also an integer too large for a double); -0.0 and NaN payloads are kept as numpy's
+    conversions keep them."""
+    import math
+
+    import numpy as np
+
+    from eggpu.ir.semantics import round_f64
+
+    try:
+        x = float(value)
+    except OverflowError:
+        x = math.inf if value > 0 else -math.inf
+    with np.errstate(all="ignore"):
+        return float(round_f64(np.asarray(x, dtype=np.float64), dt))
+
+
+def _float_bits(value, dt: DType) -> int:
+    """The IEEE bits of ``value`` rounded to the float dtype ``dt`` (:func:`round_constant`)."""
+    import numpy as np
+
+    from eggpu.ir.semantics import round_f64
+
+    r = round_f64(np.asarray(round_constant(value, f64), dtype=np.float64), dt)
+    return int(np.asarray(r).reshape(1).view(f"u{dt.bits // 8}")[0])
+
+
+class FloatConstant(ir.Constant):
+    """A floating-point constant printed from its exact bits.
+
+    llvmlite formats ``half``/``float`` constants through ``struct.pack``, which raises
+    OverflowError for a value beyond the format (``1e9`` as f16) and drops NaN payloads. Here
+    the value is rounded to the type once (round-to-nearest-even, overflow to inf: the
+    interpreter's rule) and printed as LLVM's hexadecimal forms: ``0xHhhhh`` (half),
+    ``0xRhhhh`` (bfloat), and for float/double the 16 lower-case hex digits of the (exactly widened)
+    double, which is what llvmlite prints for in-range values, so existing PTX is unchanged.
+    """
+
+    def __init__(self, t: ir.Type, value):
+        dt = _FLOAT_DTYPE[type(t)]
+        super().__init__(t, 0.0)
+        self.bits = _float_bits(value, dt)
+        self.dtype = dt
+
+    def _get_reference(self) -> str:
+        import numpy as np
+
+        if self.dtype == bf16:
+            return f"0xR{self.bits:04X}"
+        if self.dtype == f16:
+            return f"0xH{self.bits:04X}"
+        if self.dtype == f32:
+            b = self.bits
+            if b & 0x7F800000 == 0x7F800000:  # inf/NaN: widen by bits (a cast would quiet a NaN)
+                wide = ((b >> 31) << 63) | (0x7FF << 52) | ((b & 0x7FFFFF) << 29)
+            else:  # exact
+                wide = int(np.asarray(b, dtype=np.uint32).view(np.float32).astype(np.float64).view(np.uint64))
+            return f"0x{wide:016x}"
+        return f"0x{self.bits:016x}"
 
 
 class SplatConstant(ir.Constant):
@@ -215,6 +276,8 @@ class Emitter:
             v = int(value)
             v &= (1 << t.width) - 1
             return ir.Constant(t, v)
+        if type(t) in _FLOAT_DTYPE and value is not None and value is not ir.Undefined:
+            return FloatConstant(t, value)
         return ir.Constant(t, value)
 
     def k(self, like: ir.Value, value) -> ir.Constant:
@@ -233,14 +296,10 @@ class Emitter:
         if dt.is_float and dt.bits == 16:
             if self.is_host:
                 value = float16_bits(value, dt)
-            elif dt == bf16:
-                value = float(value)
         elif dt.is_bool:
             value = int(bool(value))
         elif dt.is_int:
             value = int(value)
-        else:
-            value = float(value)
         return self.const(self.thread_type(t) if thread else t, value)
 
     def like_type(self, like: ir.Value, t: ir.Type) -> ir.Type:
@@ -565,10 +624,10 @@ class Emitter:
             et = v.type.element
             if et == I1:
                 v = b.zext(v, ir.VectorType(I8, nt))
-            buf = self._buffer(v.type)
+            buf = self.lane_buffer(v.type)
             b.store(v, buf)
             bufs_in.append((buf, et))
-        bufs_out = [(self._buffer(ir.VectorType(I8 if t == I1 else t, nt)), t) for t in out_types]
+        bufs_out = [(self.lane_buffer(ir.VectorType(I8 if t == I1 else t, nt)), t) for t in out_types]
         pre = b.block
         head = self.new_block("lanes.head")
         body_bb = self.new_block("lanes.body")
@@ -597,7 +656,7 @@ class Emitter:
             outs.append(b.trunc(v, ir.VectorType(I1, nt)) if et == I1 else v)
         return outs
 
-    def _buffer(self, vt: ir.VectorType) -> ir.Value:
+    def lane_buffer(self, vt: ir.VectorType) -> ir.Value:
         """A stack buffer holding one thread vector, as an array of its lanes."""
         return self.entry_alloca(ir.ArrayType(vt.element, vt.count))
 
@@ -701,14 +760,8 @@ class Emitter:
 
 
 def float16_bits(value: float, dt: DType) -> int:
-    """The 16 bits of ``value`` rounded (nearest even) to f16 or bf16."""
-    if dt == bf16:
-        return _bf16_bits(value)
-    import numpy as np
-
-    from eggpu.ir.semantics import round_f64
-
-    return int(round_f64(np.asarray(value, dtype=np.float64), f16).view(np.uint16))
+    """The 16 bits of ``value`` rounded (nearest even, overflow to inf) to f16 or bf16."""
+    return _float_bits(value, dt)
 
 
 def _soft_round_f32(em: Emitter, x: ir.Value, *, exp_bits: int, mant_bits: int) -> ir.Value:

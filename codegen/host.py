@@ -4,10 +4,12 @@
 see :mod:`eggpu.codegen.emitter`), optimizes it at O3 for the host CPU and JIT-compiles it.
 :meth:`HostKernel.run` checks the arguments with the interpreter's rules and wording
 (:mod:`eggpu.ir.launch_args`: count, pointer dtype, C-contiguity, writability of the arrays the
-kernel may write, scalar kind and range, grid axes below 2**31), checks the lowering's recorded
-assumptions (e.g. a pointer parameter 16-byte aligned) and runs every program of the grid in
-row-major order (last axis fastest, the interpreter's order) on one thread. Arrays are written
-in place.
+kernel may write, scalar kind and range, grid within CUDA's limits), checks the lowering's
+recorded assumptions (e.g. a pointer parameter 16-byte aligned) and runs every program of the
+grid in row-major order (last axis fastest, the interpreter's order) on one thread. Arrays are
+written in place. Every load, store and atomic is bounds-checked before it happens
+(:mod:`eggpu.codegen.bounds`): an active lane outside its array raises the interpreter's
+OutOfBoundsError.
 
 Math functions come from the C library (libm): ``expf``, ``erff``, ``tanhf``... are correctly
 rounded or within 1-2 ulp depending on the libm; libdevice (the GPU) documents up to 2 ulp for
@@ -26,9 +28,11 @@ from typing import Any
 import numpy as np
 
 from eggpu.ir import launch_args
-from eggpu.ir.errors import CodegenError, LaunchError
+from eggpu.ir.errors import CodegenError, LaunchError, OutOfBoundsError
 from eggpu.ir.graph import Function, Operation, Value
 
+from .bounds import RECORD_SLOTS
+from .bounds import message as bounds_message
 from .lowering import LoweredModule, lower_function
 
 HOST_IR_OPT = 1
@@ -91,21 +95,35 @@ class HostKernel:
         non-contiguous array for a pointer (or a read-only one the kernel may write), a scalar of
         the wrong kind or out of range, a recorded assumption the arguments break, or a bad grid
         (a grid with a 0 axis checks the arguments and runs nothing).
+
+        Raises OutOfBoundsError (an InterpreterError, with the interpreter's wording) when an
+        active lane of a load, store or atomic lies outside the array of the pointer parameter
+        its address derives from; the check runs before the access, so nothing outside an
+        array is ever read or written, and no later program runs (earlier programs' and the
+        failing program's earlier accesses have happened, as in the interpreter).
         """
-        dims, _rank = launch_args.normalize_grid(self.fn.name, grid, LaunchError, limit=launch_args.GRID_LIMIT)
-        slots, keep = self._pack(args)
+        dims, rank = launch_args.normalize_grid(self.fn.name, grid, LaunchError, limit=launch_args.GRID_LIMIT)
+        slots, keep, sizes = self._pack(args)
         if 0 in dims:
             return
+        record = np.zeros(RECORD_SLOTS, np.int64)
+        slots[len(self.fn.params) + len(self.lowered.pointer_params)] = record.ctypes.data
         self._cfunc(ctypes.addressof(slots), *dims)
         del keep
+        if record[0]:
+            chk = self.lowered.bounds_checks[int(record[0]) - 1]
+            raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes))
 
     def _pack(self, args: Sequence[Any]):
         fn = self.fn
         params = fn.params
         names = launch_args.param_names(params)
         launch_args.check_arg_count(fn.name, names, args, LaunchError)
-        slots = (ctypes.c_uint64 * max(1, len(params)))()
+        # parameter slots, then each pointer parameter's byte limit, then the error record
+        nptr = len(self.lowered.pointer_params)
+        slots = (ctypes.c_uint64 * (len(params) + nptr + 1))()
         keep = []
+        sizes: dict[str, int] = {}
         for i, (name, p, a) in enumerate(zip(names, params, args)):
             t = p.type
             if t.is_pointer:
@@ -118,10 +136,13 @@ class HostKernel:
                         f"accesses), but its data starts at address {addr:#x}; pass a fresh array (np.copy) "
                         f"or compile with assume_aligned=False")
                 slots[i] = addr
+                # an address is inside the array when 0 <= address - start < limit (bytes)
+                slots[len(params) + self.lowered.pointer_params.index(name)] = max(0, arr.nbytes - arr.itemsize + 1)
+                sizes[name] = arr.size
                 keep.append(arr)
             else:
                 slots[i] = _scalar_bits(launch_args.convert_scalar(fn.name, name, t.dtype, a, LaunchError))
-        return slots, keep
+        return slots, keep, sizes
 
 
 def written_params(fn: Function) -> frozenset[str]:

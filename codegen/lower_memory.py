@@ -13,7 +13,8 @@ loaded/stored under its own predicate. Alignment
 of a pointer *parameter* is never proven, only assumed: with ``assume_aligned`` the lowering
 records ``{param: "align16"}`` in the module's assumptions and the launcher must check it.
 
-Host: every thread-level access is a ``llvm.masked.gather``/``scatter`` across the CTA's lanes.
+Host: every thread-level access is a loop over the CTA's lanes, and every access is preceded by
+a bounds check of its active lanes (:mod:`eggpu.codegen.bounds`; host mode only).
 
 Scalar (shape ``()``) accesses happen once per program: every thread loads the same address
 (a uniform value); a store or an atomic is done by thread 0 only, and an atomic's old value is
@@ -83,6 +84,13 @@ def _masks(lw, op: Operation, mask_index: int) -> list[ir.Value | None]:
     return [and_masks(lw.em, lay.owned(lw.em, j), m[j] if m is not None else None) for j in range(lay.per)]
 
 
+def _check(lw, op: Operation, ptrs: list[ir.Value], masks: list[ir.Value | None], verb: str) -> None:
+    """Host mode: the bounds check of ``op``'s active lanes before any of them is accessed
+    (:mod:`eggpu.codegen.bounds`); nothing on the GPU."""
+    if lw.bounds is not None:
+        lw.bounds.check(lw, op, ptrs, masks, _elem_bytes(op.operands[0].type.dtype), verb)
+
+
 def _all(em: Emitter, masks: list[ir.Value | None]) -> ir.Value | None:
     out = None
     for m in masks:
@@ -104,12 +112,14 @@ def lower_load(lw, op: Operation) -> list[LV]:
         other = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
         if other is not None and dt.is_bool:
             other = _stored(em, dt, other)
+        _check(lw, op, [p], [mask], "reads")
         return [LV(t, u=_loaded(em, dt, em.gload(p, mt, mask, other)))]
     lay = lw.layout(t.shape)
     ptrs = lw.elems(lw.get(op.operands[0]))
     masks = _masks(lw, op, 1)
     others = lw.elems(lw.get(op.operands[2])) if len(op.operands) > 2 else [None] * lay.per
     others = [_stored(em, dt, o) if o is not None else None for o in others]
+    _check(lw, op, ptrs, masks, "reads")
     w = _width(lw, op)
     n = lay.per
     if w == 1:
@@ -133,6 +143,7 @@ def lower_store(lw, op: Operation) -> list[LV]:
         p = lw.uniform(lw.get(op.operands[0]))
         v = _stored(em, dt, lw.uniform(lw.get(op.operands[1])))
         mask = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
+        _check(lw, op, [p], [mask], "writes")
         with em.only_thread0():
             em.gstore(p, v, mask)
         return []
@@ -141,6 +152,7 @@ def lower_store(lw, op: Operation) -> list[LV]:
     vals = [_stored(em, dt, v) for v in lw.elems(lw.get(op.operands[1]))]
     masks = _masks(lw, op, 2)
     if em.is_host:
+        _check(lw, op, ptrs, masks, "writes")
         # chunk by chunk, lanes in order, slots of the chunk in order: row-major
         v = lay.vec
         for j0 in range(0, lay.per, v):
@@ -333,6 +345,7 @@ def lower_atomic(lw, op: Operation) -> list[LV]:
             cmp = None
             mask = lw.uniform(lw.get(op.operands[2])) if len(op.operands) > 2 else None
         if em.is_host:
+            _check(lw, op, [p], [mask], "updates")
             return [LV(t, u=_guarded(em, mask, rt, lambda: serial(em, name, dt, p, v, cmp)))]
         return [LV(t, u=_broadcast_from_thread0(lw, dt, lambda: _guarded(em, mask, rt,
                                                                       lambda: serial(em, name, dt, p, v, cmp))))]
@@ -351,6 +364,7 @@ def lower_atomic(lw, op: Operation) -> list[LV]:
                 for j in range(lay.per)]
         return [LV(t, elems=olds)]
     # host: chunk by chunk, lanes in order, the chunk's slots in order = row-major element order
+    _check(lw, op, ptrs, masks, "updates")
     n = lay.vec
     mvecs = [m if m is not None else em.const(em.thread_type(I1), 1) for m in masks]
 

@@ -15,10 +15,12 @@ diverge within a CTA (the host mode relies on this for lock-step execution).
 
 Entry points: PTX ``{name}_entry_point(params...)`` (a kernel of ``.reqntid NT``, pointer
 parameters in ``addrspace(1)``, bool scalars passed as bytes); host ``{name}_cta(params...,
-pid x/y/z, num_programs x/y/z, smem)`` plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``,
-which runs the programs in row-major order (last axis fastest, like the interpreter) with one
-shared-memory buffer on its stack. ``args`` points to one 8-byte slot per parameter holding a
-data pointer or the scalar's bits.
+i64 byte limit per pointer parameter, ptr error record, pid x/y/z, num_programs x/y/z, smem)``
+plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``, which runs the programs in row-major
+order (last axis fastest, like the interpreter) with one shared-memory buffer on its stack and
+stops after a program whose bounds check failed (:mod:`eggpu.codegen.bounds`). ``args`` points
+to one 8-byte slot per parameter holding a data pointer or the scalar's bits, then one slot
+per pointer parameter with its byte limit, then the error record's address.
 """
 
 from __future__ import annotations
@@ -37,6 +39,14 @@ from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
 
 MAX_SHARED_BYTES = 48 * 1024  # static shared memory limit of a CTA
+MAX_BLOCK_NUMEL = 1 << 20
+"""Largest block (elements of one block value) the lowering accepts: Triton's ``TRITON_MAX_TENSOR_NUMEL``."""
+MAX_ELEMENTS_PER_THREAD = 256
+"""Largest ``ceil(numel / threads)`` the lowering accepts. Every thread's elements are unrolled
+(one LLVM value per element slot), and LLVM's time grows faster than linearly with that count:
+for a masked f32 vector add at ``num_warps=4`` (sm_90, this 2-core machine) the LLVM -> PTX
+step takes 0.06 s at 1024 elements (8 per thread), 3 s at 16384 (128), 12 s at 32768 (256)
+and 81 s at 65536 (512); a 2**20 block (8192 per thread) would take hours."""
 
 
 @dataclass
@@ -58,6 +68,11 @@ class LoweredModule:
     mode: str = PTX
     kernel: str = ""
     param_names: tuple[str, ...] = ()
+    bounds_checks: tuple = ()
+    """Host mode: the :class:`~eggpu.codegen.bounds.BoundsCheck` of every checked access, in the
+    order of their error codes (code = index + 1)."""
+    pointer_params: tuple[str, ...] = ()
+    """Host mode: the pointer parameters, in order, whose byte limits follow the parameter slots."""
 
 
 class Lowerer:
@@ -74,6 +89,7 @@ class Lowerer:
         self._scopes: list[int] = [0]
         self._next_scope = 1
         self.current_op: Operation | None = None
+        self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
 
     # ------------------------------------------------------------ environment
 
@@ -333,6 +349,35 @@ def _check_params(fn: Function) -> None:
                                "can be kernel parameters in compiled code")
 
 
+def check_block_sizes(fn: Function, num_warps: int) -> None:
+    """CodegenError naming ``fn`` and the size when its largest block value has more than
+    :data:`MAX_BLOCK_NUMEL` elements, or more than :data:`MAX_ELEMENTS_PER_THREAD` per thread
+    at ``num_warps`` (the message says which ``num_warps`` would do)."""
+    biggest: BlockType | None = None
+    for op in fn.walk():
+        for v in (*op.operands, *op.results):
+            t = v.type
+            if not t.is_scalar and (biggest is None or t.numel > biggest.numel):
+                biggest = t
+    if biggest is None:
+        return
+    n = biggest.numel
+    shape = "x".join(map(str, biggest.shape))
+    if n > MAX_BLOCK_NUMEL:
+        raise CodegenError(f"{fn.name}: a block of {n} elements ({shape}) is larger than the largest supported "
+                           f"block, {MAX_BLOCK_NUMEL} elements (2**20, Triton's limit); use a smaller block")
+    nt = num_warps * 32
+    per = -(-n // nt)
+    if per > MAX_ELEMENTS_PER_THREAD:
+        fits = [w for w in (1, 2, 4, 8, 16, 32) if -(-n // (32 * w)) <= MAX_ELEMENTS_PER_THREAD]
+        fix = f"compile with num_warps={fits[0]} or use a smaller block" if fits else "use a smaller block"
+        raise CodegenError(
+            f"{fn.name}: a block of {n} elements ({shape}) puts {per} elements on each of the {nt} threads "
+            f"(num_warps={num_warps}); the lowering unrolls each thread's elements and supports at most "
+            f"{MAX_ELEMENTS_PER_THREAD} per thread (compile time grows faster than linearly: a 65536-element "
+            f"block at num_warps=4 takes minutes); {fix}")
+
+
 def _param_abi_type(em: Emitter, t: BlockType) -> ir.Type:
     if t.is_pointer:
         return em.global_ptr
@@ -364,6 +409,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
 
     verify(fn)
     _check_params(fn)
+    check_block_sizes(fn, num_warps)
     module = ir.Module(name=fn.name)
     em = Emitter(module, mode, num_warps, fast_math=fast_math)
     abi = [_param_abi_type(em, p.type) for p in fn.params]
@@ -374,15 +420,26 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         em.begin_function(func)
         params = _param_values(em, fn, func.args)
     else:
+        # CTA arguments: the parameters, one i64 byte limit per pointer parameter and the error
+        # record (bounds checks, eggpu.codegen.bounds), program ids, grid size, shared memory
         entry = f"{fn.name}_grid"
-        cta_t = ir.FunctionType(VOID, abi + [I32] * 6 + [em.shared_ptr])
+        ptr_params = [p for p in fn.params if p.type.is_pointer]
+        cta_t = ir.FunctionType(VOID, abi + [I64] * len(ptr_params) + [ir.PointerType()] + [I32] * 6
+                                + [em.shared_ptr])
         func = ir.Function(module, cta_t, f"{fn.name}_cta")
         func.linkage = "internal"
         a = func.args
         n = len(fn.params)
-        em.begin_function(func, pids=a[n:n + 3], nprogs=a[n + 3:n + 6], smem=a[n + 6])
+        m = n + len(ptr_params) + 1
+        em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
         params = _param_values(em, fn, a[:n])
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
+    if mode == HOST:
+        from .bounds import BoundsChecker
+
+        ptr_index = [i for i, p in enumerate(fn.params) if p.type.is_pointer]
+        bases = {fn.params[i].name or f"arg{i}": (a[i], a[n + k]) for k, i in enumerate(ptr_index)}
+        lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
     lw.run(params)
     em.b.ret_void()
     em.finish()
@@ -398,8 +455,10 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     text = str(module)
     if verify_llvm:
         _verify(text, fn.name, mode)
-    lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name,
-                       tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params)))
+    names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params))
+    lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
+                       tuple(lw.bounds.checks) if lw.bounds is not None else (),
+                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer))
     return module, lm
 
 
@@ -415,6 +474,12 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
     for i, t in enumerate(abi):
         slot = b.gep(args, [I64(8 * i)], source_etype=I8)
         vals.append(b.load(slot, typ=t, align=8))
+    n = len(abi)
+    nptr = sum(1 for p in fn.params if p.type.is_pointer)
+    for k in range(nptr):  # byte limits of the pointer parameters
+        vals.append(b.load(b.gep(args, [I64(8 * (n + k))], source_etype=I8), typ=I64, align=8))
+    record = b.load(b.gep(args, [I64(8 * (n + nptr))], source_etype=I8), typ=ptr, align=8)
+    vals.append(record)
     dims = (gx, gy, gz)
 
     def loop(axis: int, pids: list[ir.Value]) -> None:
@@ -430,6 +495,14 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
         b.position_at_end(body)
         if axis == 2:
             b.call(cta, vals + pids + [i] + list(dims) + [smem])
+            # a failed bounds check filled the record: run no further program
+            failed = b.icmp_unsigned("!=", b.load(record, typ=I64, align=8), I64(0))
+            stop = grid.append_basic_block("g.stop")
+            go_on = grid.append_basic_block("g.next")
+            b.cbranch(failed, stop, go_on)
+            b.position_at_end(stop)
+            b.ret_void()
+            b.position_at_end(go_on)
         else:
             loop(axis + 1, pids + [i])
         nxt = b.add(i, I32(1))

@@ -23,6 +23,11 @@ class InterpreterError(EggpuError):
     """The reference interpreter could not run a program (bad arguments, out-of-bounds access)."""
 
 
+class OutOfBoundsError(InterpreterError):
+    """A load, store or atomic lane outside its buffer: raised by the interpreter and by the CPU
+    build of the lowering (``run_cpu``), with the same wording, before the access happens."""
+
+
 class KernelError(EggpuError):
     """A problem with a ``@kernel`` definition, its specialization or its dispatch."""
 

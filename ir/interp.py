@@ -25,8 +25,9 @@ it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in p
 * ``atomic_*`` apply lane by lane in row-major order and return the old values (masked lanes
   return 0). ``atomic_add``/``max``/``min`` combine with the ``add``/``maximum``/``minimum``
   references, ``atomic_xchg`` writes the value, ``atomic_cas`` writes where ``old == cmp``.
-* An unmasked lane outside its buffer raises :class:`InterpreterError` naming the kernel, the
-  op, the program, the lane, the offset and the buffer size.
+* An unmasked lane outside its buffer raises :class:`OutOfBoundsError` (an
+  :class:`InterpreterError`) naming the kernel, the op, the program, the lane, the offset and
+  the buffer size; ``run_cpu`` raises the same error with the same words.
 
 Control flow: ``for`` runs like Python ``range(lo, hi, step)`` with carried values (step 0 is an
 :class:`InterpreterError`); ``if`` runs one region on a bool scalar.
@@ -45,7 +46,7 @@ import numpy as np
 
 from . import launch_args
 from .dtypes import bool_, i64
-from .errors import InterpreterError
+from .errors import InterpreterError, OutOfBoundsError
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
 from .semantics import round_f64
@@ -88,7 +89,8 @@ class PointerValue:
 def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     """Run ``fn`` for every program of ``grid`` on ``args``.
 
-    ``grid``: an int or a tuple of 1 to 3 non-negative ints (a 0 runs nothing). ``args``: one per
+    ``grid``: an int or a tuple of 1 to 3 non-negative ints within CUDA's limits (x at most
+    2**31 - 1, y and z at most 65535: :data:`eggpu.ir.launch_args.GRID_MAX`; a 0 runs nothing). ``args``: one per
     parameter; pointer parameters take C-contiguous numpy arrays of the pointee dtype (written in
     place), scalar parameters take Python or numpy numbers converted to the parameter dtype
     (floats are rejected for integer parameters, out-of-range values are rejected).
@@ -361,8 +363,8 @@ class _Program:
             shape = p.offsets.shape
             lane = tuple(int(i) for i in np.unravel_index(flat_lane, shape)) if shape else ()
             lane_txt = f"lane {lane} " if shape else ""
-            raise self._error(op, f"out-of-bounds access: {lane_txt}{verb} offset {int(sel[k])} of buffer "
-                                  f"'{p.name}' which has {size} element(s)")
+            raise OutOfBoundsError(f"{self._where(op)}: out-of-bounds access: {lane_txt}{verb} offset {int(sel[k])} "
+                                   f"of buffer '{p.name}' which has {size} element(s)")
 
     def _check_writable(self, op: Operation, p: PointerValue) -> None:
         if not p.base.flags.writeable:

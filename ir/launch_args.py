@@ -7,9 +7,12 @@ kernel name (the first word of each message) and ``error``, the :class:`EggpuErr
 raise: the interpreter passes ``InterpreterError``, the compiled paths ``LaunchError``.
 
 * :func:`normalize_grid`: an int or a tuple/list of 1 to 3 ints, each ``>= 0`` (a 0 runs
-  nothing); numpy integers count as ints, bools and floats do not. Returned padded to three
-  axes with 1s, with the number of axes the caller gave. ``limit`` bounds every axis (the
-  compiled code's program ids are i32, so it passes ``GRID_LIMIT``).
+  nothing) and within CUDA's grid limits (:data:`GRID_MAX`: x at most ``2**31 - 1``, y and z
+  at most 65535) — for every way of running, so that a grid the GPU would refuse (or a
+  ``2**40`` grid the interpreter would run for good) fails at once; numpy integers count as
+  ints, bools and floats do not. Returned padded to three axes with 1s, with the number of
+  axes the caller gave. ``limit`` additionally bounds every axis (callers pass ``GRID_LIMIT``:
+  the compiled code's program ids are i32).
 * :func:`check_arg_count`: exactly one argument per parameter.
 * :func:`check_host_array`: a pointer parameter given a host buffer needs a numpy array whose
   dtype is exactly the pointee dtype (no conversion), C-contiguous, and writable when the
@@ -43,12 +46,16 @@ from .semantics import cast, round_f64
 from .types import BlockType
 
 __all__ = [
-    "GRID_LIMIT", "check_arg_count", "check_host_array", "contiguity_message", "convert_scalar",
+    "GRID_LIMIT", "GRID_MAX", "check_arg_count", "check_host_array", "contiguity_message", "convert_scalar",
     "describe", "normalize_grid", "np_name", "param_names", "pointer_dtype_message", "short_repr",
 ]
 
 GRID_LIMIT = 1 << 31
 """Exclusive bound on a grid axis for compiled code (program ids and grid sizes are i32)."""
+
+GRID_MAX = ((1 << 31) - 1, 65535, 65535)
+"""CUDA's largest grid (``maxGridSize`` of every GPU since compute capability 3.0): programs per
+axis x, y, z. :func:`normalize_grid` enforces it everywhere."""
 
 ErrorClass = type[EggpuError]
 
@@ -138,8 +145,8 @@ def normalize_grid(kernel: str, grid: Any, error: ErrorClass, *,
     """``(dims, rank)``: ``grid`` padded to three axes with 1s, and how many axes the caller gave.
 
     ``grid`` is an int or a tuple/list of 1 to 3 ints (numpy integers allowed; bools, floats and
-    strings are not), each ``>= 0`` and, with ``limit``, ``< limit``. A 0 axis is valid: the
-    launch runs no program.
+    strings are not), each ``>= 0``, with ``limit`` ``< limit``, and at most :data:`GRID_MAX`
+    (CUDA's limits). A 0 axis is valid: the launch runs no program.
     """
     if _is_int(grid):
         dims: tuple[int, ...] = (int(grid),)
@@ -151,6 +158,10 @@ def normalize_grid(kernel: str, grid: Any, error: ErrorClass, *,
         raise error(f"{kernel}: grid dimensions must be >= 0, got {short_repr(dims)}")
     if limit is not None and any(d >= limit for d in dims):
         raise error(f"{kernel}: grid dimensions must be at most {limit - 1}, got {short_repr(dims)}")
+    for axis, (d, most) in enumerate(zip(dims, GRID_MAX)):
+        if d > most:
+            raise error(f"{kernel}: grid {dims} exceeds CUDA's limits: axis {'xyz'[axis]} has {d} programs, at most "
+                        f"{most} are allowed (x at most {GRID_MAX[0]}, y and z at most {GRID_MAX[1]})")
     return (dims + (1, 1, 1))[:3], len(dims)  # type: ignore[return-value]
 
 

@@ -205,15 +205,21 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
 
     f16/bf16/f32: the product is exact in f64; the sum is rounded to odd in f64 (TwoSum error
     term) and then rounded once to the dtype, which equals a single rounding of the exact value.
-    f64: exact rationals (overflow gives a signed inf).
+    f64: exact rationals (overflow gives a signed inf). IEEE 754 special cases: a NaN operand or
+    ``inf * 0`` gives NaN; an infinite factor makes the product that infinity, so the sum is
+    ``x * y + z`` in float arithmetic (``inf + -inf`` is NaN); with finite factors the product
+    is exact and finite, however large, so an infinite ``z`` is the result (``fma(1e300,
+    1.7e308, -inf) == -inf``, although ``1e300 * 1.7e308`` alone would overflow).
     """
     with np.errstate(all="ignore"):
         if dt == f64:
             from fractions import Fraction
 
             def one(x: float, y: float, z: float) -> float:
-                if not (math.isfinite(x) and math.isfinite(y) and math.isfinite(z)):
-                    return x * y + z
+                if not (math.isfinite(x) and math.isfinite(y)):
+                    return x * y + z  # the product is inf or NaN itself: float arithmetic is exact here
+                if not math.isfinite(z):
+                    return z + 0.0  # finite product + inf = inf; NaN stays NaN
                 exact = Fraction(x) * Fraction(y) + Fraction(z)
                 if exact == 0:
                     return x * y + z  # keeps IEEE signed-zero rules

@@ -432,6 +432,20 @@ def test_grid_zero_runs_nothing_and_grid_padding():
     assert out.tolist() == [2.0] * 4
 
 
+@pytest.mark.parametrize("grid,axis,size,most", [(2**40, "x", 2**40, 2**31 - 1), ((1, 70000), "y", 70000, 65535),
+                                                  ((1, 1, 65536), "z", 65536, 65535)])
+def test_grid_beyond_cuda_limits_is_an_error(grid, axis, size, most):
+    """Regression: a 2**40 grid was accepted and ran for good."""
+    fn = vadd_kernel(4)
+    out = np.zeros(4, np.float32)
+    with pytest.raises(InterpreterError) as e:
+        interpret(fn, grid, np.ones(4, np.float32), np.ones(4, np.float32), out, 4)
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    assert message(e) == (f"vadd: grid {dims} exceeds CUDA's limits: axis {axis} has {size} programs, at most {most} "
+                          "are allowed (x at most 2147483647, y and z at most 65535)")
+    assert not out.any()
+
+
 def test_num_programs_reports_the_grid():
     b = Builder("np", [("out", pointer(i32))], grid_rank=2)
     (out,) = b.params

@@ -11,6 +11,7 @@ from eggpu.ir import bf16, bool_, f16, f32, f64, i8, i16, i32, i64, pointer, u8,
 from eggpu.ir.errors import EggpuError, InterpreterError, LaunchError
 from eggpu.ir.launch_args import (
     GRID_LIMIT,
+    GRID_MAX,
     check_arg_count,
     check_host_array,
     contiguity_message,
@@ -99,7 +100,20 @@ def test_grid_negative_and_limit():
     assert raised(normalize_grid, "gk", (1, 1, 10), limit=10) == "gk: grid dimensions must be at most 9, got (1, 1, 10)"
     assert normalize_grid("gk", (9, 9, 9), Custom, limit=10) == ((9, 9, 9), 3)
     assert GRID_LIMIT == 2**31
-    assert normalize_grid("gk", 2**40, Custom) == ((2**40, 1, 1), 1)  # unbounded without a limit
+
+def test_grid_cuda_limits():
+    """Every axis within CUDA's maxGridSize (x < 2**31, y and z <= 65535), with or without ``limit``.
+    Regression: the interpreter accepted a 2**40 grid and ran for good."""
+    assert GRID_MAX == (2**31 - 1, 65535, 65535)
+    assert normalize_grid("gk", (2**31 - 1, 65535, 65535), Custom) == ((2**31 - 1, 65535, 65535), 3)
+    assert raised(normalize_grid, "gk", 2**40) == (
+        "gk: grid (1099511627776,) exceeds CUDA's limits: axis x has 1099511627776 programs, at most 2147483647 "
+        "are allowed (x at most 2147483647, y and z at most 65535)")
+    assert raised(normalize_grid, "hk", (1, 65536)) == (
+        "hk: grid (1, 65536) exceeds CUDA's limits: axis y has 65536 programs, at most 65535 "
+        "are allowed (x at most 2147483647, y and z at most 65535)")
+    assert raised(normalize_grid, "hk", (3, 2, 70000), limit=2**31).startswith(
+        "hk: grid (3, 2, 70000) exceeds CUDA's limits: axis z has 70000 programs, at most 65535")
 
 
 # ------------------------------------------------------------------ argument count

@@ -1004,3 +1004,44 @@ def test_fma_single_rounding_regressions():
     assert big.tolist() == [inf, -inf]
     z = fma({}, np.array([-0.0, 1.0]), np.array([1.0, 1.0]), np.array([-0.0, -1.0]), dtype=f64)
     assert same(float(z[0]), -0.0) and same(float(z[1]), 0.0)
+
+
+FMA_EDGES = (0.0, -0.0, 1.0, -1.0, 2.0, 0.5, 1e300, -1e300, 1.7e308, -1.7e308, 5e-324, -5e-324,
+             2.2250738585072014e-308, 1e-200, inf, -inf, nan)
+
+
+@pytest.mark.parametrize("dt", [f16, bf16, f32, f64])
+def test_fma_special_operands_match_the_exact_oracle(dt):
+    """Every triple of edge values (infinities, NaN, zeros, huge and tiny): one rounding of the
+    exact value, IEEE 754 special cases. Regression: f64 computed ``x * y + z`` in floats as soon
+    as one operand was not finite, so ``fma(1e300, 1.7e308, -inf)`` (an exact, finite, huge
+    product plus -inf) gave NaN instead of -inf."""
+    fma = OPS["fma"].reference
+    vals = np.array(FMA_EDGES, dtype=np.float64)
+    vals = round_exact_array(vals, dt)
+    a, b, c = (np.array(v, dtype=dt.np) for v in zip(*itertools.product(vals.tolist(), repeat=3)))
+    got = fma({}, a, b, c, dtype=dt)
+    for x, y, z, g in zip(a.tolist(), b.tolist(), c.tolist(), got.astype(np.float64).tolist()):
+        want = o_fma(float(x), float(y), float(z), dt)
+        assert same(g, want), (dt, x, y, z, g, want)
+
+
+def round_exact_array(v: np.ndarray, dt) -> np.ndarray:
+    """The distinct values of ``v`` once rounded to ``dt`` (as float64)."""
+    r = np.array([round_exact(Fraction(x), dt) if math.isfinite(x) and x != 0 else x for x in v.tolist()], np.float64)
+    out: list[float] = []
+    for x in r.tolist():
+        if not any(same(x, y) for y in out):
+            out.append(x)
+    return np.array(out, np.float64)
+
+
+def test_fma_f64_finite_product_beyond_the_range_plus_infinity():
+    fma = OPS["fma"].reference
+    got = fma({}, np.array([1e300, -1e300, 1e300, 1e300, 0.0]), np.array([1.7e308, 1.7e308, 1.7e308, inf, inf]),
+              np.array([-inf, inf, inf, -inf, 1.0]), dtype=f64)
+    assert got[:3].tolist() == [-inf, inf, inf]
+    assert np.isnan(got[3]) and np.isnan(got[4])
+    # 1.8e308 is not a finite double: the factor is inf and inf + -inf is NaN
+    assert float("1.8e308") == inf
+    assert np.isnan(fma({}, np.array([1e300]), np.array([1.8e308]), np.array([-inf]), dtype=f64)[0])

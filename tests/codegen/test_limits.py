@@ -1,0 +1,82 @@
+"""Limits of the compiled paths: block sizes the lowering accepts, and CUDA's grid limits.
+
+Regression (issue 9, item 10): a constexpr block of 2**20 compiled for hours without an error
+(the lowering unrolls each thread's elements: LLVM time grows faster than linearly with their
+number), and a grid beyond CUDA's limits was accepted.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from eggpu.codegen import build_host, lower
+from eggpu.codegen.lowering import MAX_BLOCK_NUMEL, MAX_ELEMENTS_PER_THREAD, check_block_sizes
+from eggpu.ir import Builder, f32, i32, pointer, scalar
+from eggpu.ir.errors import CodegenError, LaunchError
+
+
+def fill_kernel(block: int, name: str = "fill"):
+    """``out[pid * block + i] = 1.0`` for ``i < n``."""
+    b = Builder(name, [("out", pointer(f32)), ("n", scalar(i32))])
+    pid = b.op("program_id", axis=0)
+    offs = b.op("add", b.op("splat", b.op("mul", pid, b.const(block, i32)), shape=(block,)),
+                b.op("arange", start=0, end=block))
+    mask = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
+    ptrs = b.op("addptr", b.op("splat", b.param("out"), shape=(block,)), offs)
+    b.effect("store", ptrs, b.op("splat", b.const(1.0, f32), shape=(block,)), mask)
+    return b.finish()
+
+
+def test_limits_are_documented_values():
+    assert MAX_BLOCK_NUMEL == 2**20
+    assert MAX_ELEMENTS_PER_THREAD == 256
+
+
+def test_block_larger_than_triton_limit_is_a_compile_error():
+    with pytest.raises(CodegenError) as e:
+        lower(fill_kernel(2**21, "huge"), "sm_90")
+    assert str(e.value) == ("huge: a block of 2097152 elements (2097152) is larger than the largest supported block, "
+                            "1048576 elements (2**20, Triton's limit); use a smaller block")
+    with pytest.raises(CodegenError, match=r"^big: a block of 4194304 elements \(4194304\) is larger"):
+        build_host(fill_kernel(2**22, "big"))
+
+
+@pytest.mark.parametrize("block,warps,fix", [
+    (2**16, 4, "compile with num_warps=8 or use a smaller block"),
+    (2**18, 1, "compile with num_warps=32 or use a smaller block"),
+    (2**20, 4, "use a smaller block"),
+])
+def test_too_many_elements_per_thread_is_a_compile_error(block, warps, fix):
+    with pytest.raises(CodegenError) as e:
+        lower(fill_kernel(block), "sm_90", num_warps=warps)
+    per = block // (32 * warps)
+    assert str(e.value) == (
+        f"fill: a block of {block} elements ({block}) puts {per} elements on each of the {32 * warps} threads "
+        f"(num_warps={warps}); the lowering unrolls each thread's elements and supports at most 256 per thread "
+        f"(compile time grows faster than linearly: a 65536-element block at num_warps=4 takes minutes); {fix}")
+
+
+def test_block_sizes_at_the_limits_pass_the_check():
+    check_block_sizes(fill_kernel(2**15), 4)  # 256 per thread
+    check_block_sizes(fill_kernel(2**18), 32)  # 256 per thread
+    with pytest.raises(CodegenError, match="puts 1024 elements on each of the 1024 threads"):
+        check_block_sizes(fill_kernel(2**20), 32)
+
+
+@pytest.mark.parametrize("grid,axis,size,most", [(2**31, "x", 2**31, 2**31 - 1), ((1, 65536), "y", 65536, 65535),
+                                                  ((2, 3, 100000), "z", 100000, 65535)])
+def test_run_cpu_refuses_grids_beyond_cuda_limits(grid, axis, size, most):
+    hk = build_host(fill_kernel(128))
+    out = np.zeros(4, np.float32)
+    with pytest.raises(LaunchError) as e:
+        hk.run(grid, out, 4)
+    dims = grid if isinstance(grid, tuple) else (grid,)
+    if axis == "x":
+        assert str(e.value) == f"fill: grid dimensions must be at most {most}, got {dims}"
+    else:
+        assert str(e.value) == (f"fill: grid {dims} exceeds CUDA's limits: axis {axis} has {size} programs, at most "
+                                f"{most} are allowed (x at most 2147483647, y and z at most 65535)")
+    assert not out.any()
+    hk.run((1, 65535, 1), out, 4)  # the limit itself runs (65535 programs writing the same 4 elements)
+    assert out.tolist() == [1.0] * 4
