@@ -170,6 +170,10 @@ class _Walk:
             return [type(v).__name__, [self.encode(x, referrer, name, depth + 1) for x in v]]
         if isinstance(v, _Missing):
             return ["missing", v.attr]
+        inner = getattr(v, "fn", None)  # an @eggpu.jit JITFunction wraps the helper it inlines
+        if not isinstance(v, types.FunctionType) and isinstance(inner, types.FunctionType) and getattr(
+                inner, "__eggpu_jit__", False):
+            v = inner
         if isinstance(v, types.FunctionType) and _inlinable(v, referrer):
             return ["fn", self.visit(v)]
         if isinstance(v, types.ModuleType):
