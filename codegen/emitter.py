@@ -197,11 +197,14 @@ class Emitter:
     """Builds one LLVM function in ``ptx`` or ``host`` mode (see the module docstring).
 
     Attributes: ``module`` (llvmlite module), ``mode``, ``nt`` (threads per CTA), ``b`` (the
-    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``smem_bytes`` (the most
+    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``sm`` (the compute
+    capability, e.g. 90, that decides GPU-specific strategies such as tensor-core ``dot``; host
+    mode emulates that GPU's data movement), ``smem_bytes`` (the most
     shared memory any op asked for; the PTX array is sized to it at :meth:`finish`).
     """
 
-    def __init__(self, module: ir.Module, mode: str, num_warps: int, *, fast_math: bool = False):
+    def __init__(self, module: ir.Module, mode: str, num_warps: int, *, fast_math: bool = False,
+                 sm: int | None = None):
         if mode not in (PTX, HOST):
             raise CodegenError(f"internal: unknown emitter mode {mode!r}")
         self.module = module
@@ -209,6 +212,7 @@ class Emitter:
         self.num_warps = num_warps
         self.nt = num_warps * WARP
         self.fast_math = fast_math
+        self.sm = sm  # compute capability the code is for (host mode: the GPU it emulates); None: unknown
         self.b: ir.IRBuilder = None  # type: ignore[assignment]
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.smem_bytes = 0

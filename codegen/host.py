@@ -198,7 +198,7 @@ def _scalar_bits(value: np.generic) -> int:
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
-               fast_math: bool = False) -> HostKernel:
+               fast_math: bool = False, sm: int | None = 90) -> HostKernel:
     """Lower ``fn`` in host mode and JIT-compile it (CodegenError if it cannot be lowered)."""
     import llvmlite.binding as llvm
 
@@ -206,7 +206,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
 
     get_target("host", num_warps=num_warps)  # validates num_warps
     _module, lowered = lower_function(fn, "host", num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                      verify_llvm=False)
+                                      verify_llvm=False, sm=sm)
     tm = _host_machine()
     with _LOCK:
         try:

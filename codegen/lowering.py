@@ -73,6 +73,9 @@ class LoweredModule:
     order of their error codes (code = index + 1)."""
     pointer_params: tuple[str, ...] = ()
     """Host mode: the pointer parameters, in order, whose byte limits follow the parameter slots."""
+    dots: tuple[dict, ...] = ()
+    """One entry per ``dot`` op, in program order: ``{"shape": [M, N, K], "dtype", "strategy",
+    "reason"}`` (:func:`eggpu.codegen.lower_dot.select_strategy`)."""
 
 
 class Lowerer:
@@ -90,6 +93,7 @@ class Lowerer:
         self._next_scope = 1
         self.current_op: Operation | None = None
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
+        self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
 
     # ------------------------------------------------------------ environment
 
@@ -399,8 +403,13 @@ def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
 
 
 def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
-                   assume_aligned: bool = True, verify_llvm: bool = True) -> tuple[ir.Module, LoweredModule]:
+                   assume_aligned: bool = True, verify_llvm: bool = True,
+                   sm: int | None = None) -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
+
+    ``sm`` is the compute capability (``90`` for sm_90/sm_90a) that GPU-specific strategies
+    (tensor-core ``dot``) are chosen for; in host mode it is the GPU whose data movement the
+    CPU build executes. None: no such strategy (the portable ones).
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.
@@ -411,7 +420,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     _check_params(fn)
     check_block_sizes(fn, num_warps)
     module = ir.Module(name=fn.name)
-    em = Emitter(module, mode, num_warps, fast_math=fast_math)
+    em = Emitter(module, mode, num_warps, fast_math=fast_math, sm=sm)
     abi = [_param_abi_type(em, p.type) for p in fn.params]
     if mode == PTX:
         entry = f"{fn.name}_entry_point"
@@ -458,7 +467,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params))
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
-                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer))
+                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots))
     return module, lm
 
 

@@ -91,8 +91,10 @@ class CompiledKernel:
         check_args(self.name, self.params, args)
         if self._host is None:
             from eggpu.codegen import build_host
+            from eggpu.codegen.target import get_target
 
-            self._host = build_host(self.ir, num_warps=self.options.num_warps)
+            # the CPU build executes the data movement of this kernel's GPU target (e.g. tensor-core dots)
+            self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm)
         self._host.run(grid, *args)
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True) -> None:
@@ -319,6 +321,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["assumptions"] = dict(compiled.lowered.assumptions)
     report["written_params"] = sorted(written_params(fn))
     report["shared_bytes"] = compiled.lowered.shared_bytes
+    if compiled.lowered.dots:
+        report["dot"] = [dict(d) for d in compiled.lowered.dots]
     try:
         find_ptxas()
         have_ptxas = True
