@@ -62,6 +62,7 @@ CASES = [
     ("f16", 16, 16, 16, 4, 33, 17, 40),  # one 16x8 tile column pair: warps repeat each other's tiles
     ("bf16", 32, 64, 16, 8, 37, 100, 19),
     ("f16", 64, 16, 32, 1, 65, 31, 33),
+    ("f16", 16, 8, 16, 8, 20, 11, 35),  # 128-element result over 256 threads: half the threads own nothing
 ]
 
 
