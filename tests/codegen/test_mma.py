@@ -178,3 +178,35 @@ def test_compile_report_names_the_dot_strategy():
     assert d["strategy"] == "mma_sync" and "tensor cores" in d["reason"]
     ck75 = eggpu.compile(kern, target="sm_75", optimize=False)
     assert ck75.report["dot"][0]["strategy"] == "shared_fma"
+
+
+SWEEP = [(bm, bn, bk, nw) for bm in (16, 32, 64, 128) for bn in (8, 32, 128) for bk in (16, 64) for nw in (1, 4, 8)
+         if bm * bn <= 64 * 128 and (bm * bn) // (32 * nw) <= 64]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bm,bn,bk,nw", SWEEP[::5])
+def test_sweep_tiles_and_warps_run_cpu(bm, bn, bk, nw):
+    """Every fifth tile/warp configuration of the sweep on the host, bf16 on ragged sizes."""
+    M, N, K = bm + 3, bn + 5, bk + 7
+    fn = _kernel_ir("bf16", (bm, bn, bk), M, N, K)
+    hk = build_host(fn, num_warps=nw, sm=90)
+    assert hk.lowered.dots[0]["strategy"] == "mma_sync", hk.lowered.dots
+    a, b, c = _inputs("bf16", M, N, K, seed=bm + bn)
+    hk.run((2, 2), a, b, c, M, N, K)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("bm,bn,bk,nw", SWEEP)
+def test_sweep_tiles_and_warps_ptxas(bm, bn, bk, nw):
+    """ptxas accepts every configuration. Spills are checked only where a warp's share is moderate:
+    one warp over a 64x64-element (or larger) K=64 tile spills on both strategies (docs/codegen.md)."""
+    from eggpu.codegen.ptxas import run_ptxas
+
+    fn = _kernel_ir("f16", (bm, bn, bk), 200, 200, 200)
+    cp = compile_ptx_module(fn, "sm_80", num_warps=nw)
+    assert cp.lowered.dots[0]["strategy"] == "mma_sync", cp.lowered.dots
+    rep = run_ptxas(cp.ptx, "sm_80")
+    if bk == 16 or (nw >= 4 and bm * bn >= 32 * 32 and bm >= 32):
+        assert rep.spills_stores == 0 and rep.spills_loads == 0, (rep.registers, rep.log)
