@@ -210,3 +210,14 @@ def test_sweep_tiles_and_warps_ptxas(bm, bn, bk, nw):
     rep = run_ptxas(cp.ptx, "sm_80")
     if bk == 16 or (nw >= 4 and bm * bn >= 32 * 32 and bm >= 32):
         assert rep.spills_stores == 0 and rep.spills_loads == 0, (rep.registers, rep.log)
+
+
+def test_forcing_mma_on_unsupported_operands_is_a_clear_error(monkeypatch):
+    """A strategy that does not apply (here forced through the seam) names the kernel, the op and why."""
+    from eggpu.codegen import lower_dot
+    from eggpu.ir.errors import CodegenError
+
+    monkeypatch.setattr(lower_dot, "select_strategy", lambda lw, op: ("mma_sync", "forced"))
+    fn = _kernel_ir("f32", (32, 32, 32), 40, 40, 40)
+    with pytest.raises(CodegenError, match=r"^mm.* in dot: dot strategy 'mma_sync' does not apply: f32 operands"):
+        compile_ptx_module(fn, "sm_90")
