@@ -56,3 +56,17 @@ def test_json_exit_code_is_ok_when_nothing_is_refuted(tmp_path):
     out = io.StringIO()
     assert check_rules([f], out=out, use_cache=False, shipped=False, as_json=True) == EXIT_OK
     assert json.loads(out.getvalue())["summary"]["usable"] == 1
+
+
+def test_bool_arithmetic_says_exactly_why_it_never_fires(tmp_path):
+    """The IR has no bool add/mul (Triton's frontend promotes bool to int first): the verdict says
+    which op refuses bool and what to write instead."""
+    f = tmp_path / "b.egg"
+    f.write_text('(rewrite (Add (Bool) x y) (Or (Bool) x y) :name "bool-add")\n'
+                 '(rewrite (Mul (Bool) x y) (And (Bool) x y) :name "bool-mul")\n')
+    out = io.StringIO()
+    assert check_rules([f], out=out, use_cache=False, shipped=False, as_json=True) == EXIT_REFUTED
+    add, mul = json.loads(out.getvalue())["rules"]
+    assert add["dtypes"] == [] and mul["dtypes"] == []
+    assert "add does not accept bool (its operands are ints and floats; on bool write or (saturating) or xor" in add["note"]
+    assert "mul does not accept bool (its operands are ints and floats; on bool write and)" in mul["note"]
