@@ -17,10 +17,11 @@ Entry points: PTX ``{name}_entry_point(params...)`` (a kernel of ``.reqntid NT``
 parameters in ``addrspace(1)``, bool scalars passed as bytes); host ``{name}_cta(params...,
 i64 byte limit per pointer parameter, ptr error record, pid x/y/z, num_programs x/y/z, smem)``
 plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``, which runs the programs in row-major
-order (last axis fastest, like the interpreter) with one shared-memory buffer on its stack and
+order (last axis fastest, like the interpreter) with one shared-memory buffer and
 stops after a program whose bounds check failed (:mod:`eggpu.codegen.bounds`). ``args`` points
 to one 8-byte slot per parameter holding a data pointer or the scalar's bits, then one slot
-per pointer parameter with its byte limit, then the error record's address.
+per pointer parameter with its byte limit, then the error record's address, then the address
+of the shared-memory buffer (``shared_bytes`` bytes, 64-byte aligned, owned by the caller).
 """
 
 from __future__ import annotations
@@ -467,9 +468,6 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
     grid = ir.Function(module, ir.FunctionType(VOID, [ptr, I32, I32, I32]), f"{fn.name}_grid")
     args, gx, gy, gz = grid.args
     b = ir.IRBuilder(grid.append_basic_block("entry"))
-    smem = b.alloca(ir.ArrayType(I8, max(em.smem_bytes, 16)))
-    smem.align = 64
-    smem.type = ir.PointerType()
     vals = []
     for i, t in enumerate(abi):
         slot = b.gep(args, [I64(8 * i)], source_etype=I8)
@@ -480,6 +478,9 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
         vals.append(b.load(b.gep(args, [I64(8 * (n + k))], source_etype=I8), typ=I64, align=8))
     record = b.load(b.gep(args, [I64(8 * (n + nptr))], source_etype=I8), typ=ptr, align=8)
     vals.append(record)
+    # the shared-memory buffer is on the heap (the caller's): a stack array would make the
+    # stack use grow with the kernel's shared memory (up to 227 KiB with dynamic shared memory)
+    smem = b.load(b.gep(args, [I64(8 * (n + nptr + 1))], source_etype=I8), typ=ptr, align=8)
     dims = (gx, gy, gz)
 
     def loop(axis: int, pids: list[ir.Value]) -> None:
