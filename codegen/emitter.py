@@ -353,10 +353,17 @@ class Emitter:
             self._nprog = list(nprogs)
             self._smem_base = smem
 
-    def finish(self) -> None:
-        """Size the PTX shared-memory array (created on first use) to :attr:`smem_bytes`."""
+    def finish(self, *, dynamic_shared: bool = False) -> None:
+        """Size the PTX shared-memory array (created on first use) to :attr:`smem_bytes`, or,
+        with ``dynamic_shared``, make it the kernel's dynamic shared memory: an external
+        ``[0 x i8]`` (PTX ``.extern .shared .align 16 .b8 __eggpu_smem[]``) whose size the
+        launch gives."""
         gv = self._smem_global
         if gv is None:
+            return
+        if dynamic_shared:
+            gv.value_type = ir.ArrayType(I8, 0)
+            gv.linkage = "external"
             return
         arr = ir.ArrayType(I8, max(self.smem_bytes, 16))
         gv.value_type = arr

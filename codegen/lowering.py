@@ -39,7 +39,9 @@ from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
 
-MAX_SHARED_BYTES = 48 * 1024  # static shared memory limit of a CTA
+MAX_SHARED_BYTES = 48 * 1024
+"""Static shared memory limit of a CTA; beyond it the PTX uses dynamic shared memory, up to the
+target's opt-in limit (:attr:`eggpu.codegen.target.Target.max_shared_bytes`)."""
 MAX_BLOCK_NUMEL = 1 << 20
 """Largest block (elements of one block value) the lowering accepts: Triton's ``TRITON_MAX_TENSOR_NUMEL``."""
 MAX_ELEMENTS_PER_THREAD = 256
@@ -74,6 +76,9 @@ class LoweredModule:
     order of their error codes (code = index + 1)."""
     pointer_params: tuple[str, ...] = ()
     """Host mode: the pointer parameters, in order, whose byte limits follow the parameter slots."""
+    dynamic_shared_bytes: int = 0
+    """PTX mode: the dynamic shared memory a launch must provide (``shared_bytes`` when it is more
+    than the 48 KiB a CTA may declare statically, else 0)."""
 
 
 class Lowerer:
@@ -400,11 +405,19 @@ def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
 
 
 def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
-                   assume_aligned: bool = True, verify_llvm: bool = True) -> tuple[ir.Module, LoweredModule]:
+                   assume_aligned: bool = True, verify_llvm: bool = True,
+                   max_shared_bytes: int = MAX_SHARED_BYTES,
+                   target_name: str = "") -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.
+
+    PTX: a kernel needing up to :data:`MAX_SHARED_BYTES` of shared memory declares it
+    statically; one needing more, up to ``max_shared_bytes`` (the target's opt-in limit), uses
+    dynamic shared memory (``LoweredModule.dynamic_shared_bytes``, to be given at launch); one
+    needing more than that raises CodegenError naming ``fn``, the bytes, the limit and
+    ``target_name``.
     """
     from eggpu.ir.verifier import verify
 
@@ -443,10 +456,13 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
     lw.run(params)
     em.b.ret_void()
-    em.finish()
-    if mode == PTX and em.smem_bytes > MAX_SHARED_BYTES:
-        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the "
-                           f"{MAX_SHARED_BYTES} bytes a CTA may use statically; use smaller blocks")
+    limit = max(max_shared_bytes, MAX_SHARED_BYTES)
+    if mode == PTX and em.smem_bytes > limit:
+        on = f" on {target_name}" if target_name else ""
+        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the {limit} bytes "
+                           f"a CTA may use{on}; use smaller blocks (or a target with more shared memory)")
+    dynamic = mode == PTX and em.smem_bytes > MAX_SHARED_BYTES
+    em.finish(dynamic_shared=dynamic)
     if mode == PTX:
         from .ptx import mark_kernel
 
@@ -459,7 +475,8 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params))
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
-                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer))
+                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer),
+                       em.smem_bytes if dynamic else 0)
     return module, lm
 
 

@@ -71,3 +71,23 @@ def run_attn_bwd_on_cpu(block: int = 64, head: int = 64) -> str:
     np.testing.assert_allclose(args[6], rdk, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(args[7], rdv, rtol=1e-4, atol=1e-5)
     return f"ok stack_bytes={hk.stack_bytes}"
+
+
+@eggpu.jit
+def wide_dot(A, B, C, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """``C[pid] = A[pid] @ B`` on one ``BM x BK`` by ``BK x BN`` tile: ``dot`` stages both
+    operands in shared memory, ``4 * BK * (BM + BN)`` bytes (96 KiB at 16, 32, 512)."""
+    pid = tl.program_id(0)
+    rm = tl.arange(0, BM)
+    rn = tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a = tl.load(A + pid * BM * BK + rm[:, None] * BK + rk[None, :])
+    b = tl.load(B + rk[:, None] * BN + rn[None, :])
+    tl.store(C + pid * BM * BN + rm[:, None] * BN + rn[None, :], tl.dot(a, b))
+
+
+def wide_dot_inputs(programs: int = 2, bm: int = 16, bn: int = 32, bk: int = 512, seed: int = 0) -> list:
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((programs * bm, bk)).astype(np.float32)
+    b = rng.standard_normal((bk, bn)).astype(np.float32)
+    return [a, b, np.zeros((programs * bm, bn), np.float32)]

@@ -119,3 +119,160 @@ def test_shared_memory_is_not_on_the_stack():
     _m, lm = lower_function(fn, "host", 4, verify_llvm=False)
     assert lm.shared_bytes > 0
     assert f"alloca [{lm.shared_bytes} x i8]" not in lm.llvm_ir
+
+
+# ------------------------------------------------------------------ dynamic shared memory
+
+
+@pytest.fixture(scope="module")
+def wide_dot_kernel():
+    bk = big_kernels()
+    return bk, bk.wide_dot.specialize(*bk.wide_dot_inputs(), BM=16, BN=32, BK=512)
+
+
+def test_dot_needing_96_kib_of_shared_memory_compiles_for_sm_90_and_runs_on_cpu(wide_dot_kernel):
+    import numpy as np
+
+    import eggpu
+    from eggpu.codegen.toolchain import find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    bk, kern = wide_dot_kernel
+    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+    assert ck.shared_bytes == ck.dynamic_shared_bytes == 4 * 512 * (16 + 32) == 98304
+    assert ck.report["dynamic_shared_bytes"] == 98304
+    assert ".extern .shared .align 16 .b8 __eggpu_smem[];" in ck.ptx
+    try:
+        find_ptxas()
+    except ToolchainError:
+        pass
+    else:  # ptxas accepted it (the pipeline runs it) and sees no static shared memory
+        assert ck.report["ptxas"]["shared_bytes"] == 0
+    args = bk.wide_dot_inputs()
+    ck.run_cpu((2,), *args)
+    a, b, c = args
+    want = np.stack([a[:16] @ b, a[16:] @ b]).reshape(32, 32)
+    np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
+
+
+def test_static_shared_memory_is_unchanged_below_48_kib():
+    from eggpu.codegen import compile_ptx_module
+
+    bk = big_kernels()
+    fn = bk.wide_dot.specialize(*bk.wide_dot_inputs(bk=64), BM=16, BN=32, BK=64).ir()
+    c = compile_ptx_module(fn, "sm_75")
+    assert c.lowered.shared_bytes == 4 * 64 * 48 and c.lowered.dynamic_shared_bytes == 0
+    assert ".shared .align 16 .b8 __eggpu_smem[12288];" in c.ptx
+
+
+@pytest.mark.parametrize("target, limit", [("sm_75", 65536), ("sm_80", 166912), ("sm_86", 101376),
+                                           ("sm_89", 101376), ("sm_90", 232448), ("sm_90a", 232448)])
+def test_shared_memory_limits_per_target(target, limit):
+    from eggpu.codegen.target import get_target
+
+    assert get_target(target).max_shared_bytes == limit
+    assert get_target("host").max_shared_bytes is None
+
+
+def test_too_much_shared_memory_is_a_compile_error_naming_kernel_bytes_and_limit(wide_dot_kernel):
+    import eggpu
+
+    _bk, kern = wide_dot_kernel
+    with pytest.raises(CodegenError, match=r"^wide_dot: needs 98304 bytes of shared memory, more than the 65536 "
+                                           r"bytes a CTA may use on sm_75; use smaller blocks"):
+        eggpu.compile(kern, target="sm_75", optimize=False, cache=False)
+    assert issubclass(CodegenError, eggpu.EggpuError)
+
+
+class _FakeDriver:
+    """The part of cuda-python's driver API CudaRuntime.launch uses, recording the calls."""
+
+    class CUdevice_attribute:  # noqa: N801 - cuda-python's names
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = "optin"
+
+    class CUfunction_attribute:  # noqa: N801
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "max_dynamic"
+
+    def __init__(self, optin: int):
+        self.optin = optin
+        self.calls: list[tuple] = []
+
+    def cuModuleLoadData(self, image):  # noqa: N802
+        return 0, "module"
+
+    def cuModuleGetFunction(self, module, name):  # noqa: N802
+        return 0, f"fn:{name.decode()}"
+
+    def cuDeviceGetAttribute(self, attr, dev):  # noqa: N802
+        self.calls.append(("cuDeviceGetAttribute", attr, dev))
+        return 0, self.optin
+
+    def cuFuncSetAttribute(self, fn, attr, value):  # noqa: N802
+        self.calls.append(("cuFuncSetAttribute", fn, attr, value))
+        return (0,)
+
+    def cuLaunchKernel(self, fn, gx, gy, gz, bx, by, bz, shared, stream, params, extra):  # noqa: N802
+        self.calls.append(("cuLaunchKernel", fn, (gx, gy, gz), (bx, by, bz), shared))
+        return (0,)
+
+    def cuCtxSynchronize(self):  # noqa: N802
+        return (0,)
+
+
+class _DeviceArray:
+    def __init__(self, shape):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (1 << 20, False),
+                                         "strides": None, "version": 3}
+
+
+def _fake_runtime(monkeypatch, optin: int):
+    from eggpu.runtime import CudaRuntime
+
+    rt = object.__new__(CudaRuntime)
+    rt.cu = _FakeDriver(optin)
+    rt.device = "dev0"
+    rt._modules = {}
+    rt._dynamic_opt_in = {}
+    monkeypatch.setattr(CudaRuntime, "get", classmethod(lambda cls: rt))
+    return rt
+
+
+def test_launch_opts_in_to_dynamic_shared_memory_and_passes_its_size(monkeypatch, wide_dot_kernel):
+    import eggpu
+
+    _bk, kern = wide_dot_kernel
+    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+    rt = _fake_runtime(monkeypatch, optin=232448)
+    args = [_DeviceArray((32, 512)), _DeviceArray((512, 32)), _DeviceArray((32, 32))]
+    ck.launch((2,), *args)
+    ck.launch((2,), *args)
+    fn = "fn:wide_dot_entry_point"
+    assert rt.cu.calls == [
+        ("cuDeviceGetAttribute", "optin", "dev0"),
+        ("cuFuncSetAttribute", fn, "max_dynamic", 98304),  # once per function
+        ("cuLaunchKernel", fn, (2, 1, 1), (128, 1, 1), 98304),
+        ("cuLaunchKernel", fn, (2, 1, 1), (128, 1, 1), 98304),
+    ]
+
+
+def test_launch_refuses_more_shared_memory_than_the_device_allows(monkeypatch, wide_dot_kernel):
+    import eggpu
+    from eggpu.ir.errors import LaunchError
+
+    _bk, kern = wide_dot_kernel
+    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+    rt = _fake_runtime(monkeypatch, optin=65536)
+    args = [_DeviceArray((32, 512)), _DeviceArray((512, 32)), _DeviceArray((32, 32))]
+    with pytest.raises(LaunchError, match=r"^wide_dot_entry_point: needs 98304 bytes of shared memory, but this "
+                                          r"device allows at most 65536 per block"):
+        ck.launch((2,), *args)
+    assert [c[0] for c in rt.cu.calls] == ["cuDeviceGetAttribute"]
+
+
+def test_static_shared_memory_launch_passes_zero(monkeypatch):
+    from eggpu.runtime import CheckedArg, Param
+
+    rt = _fake_runtime(monkeypatch, optin=0)
+    p = Param("x", pointer(f32))
+    rt.launch("ptx", "k_entry_point", (1, 1, 1), 64, [CheckedArg(p, "device", 4096)])
+    assert rt.cu.calls == [("cuLaunchKernel", "fn:k_entry_point", (1, 1, 1), (64, 1, 1), 0)]
