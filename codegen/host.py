@@ -39,7 +39,7 @@ HOST_IR_OPT = 1
 """LLVM IR pipeline level (``default<O1>``) for host modules: JIT time matters more than peak speed."""
 HOST_IR_OPT_MAX_INSTRUCTIONS = 8000
 """Modules with more instructions skip the IR pipeline. Its time grows faster than linearly:
-the attention-backward kernel of tests/codegen/test_big_kernels.py (64x64 blocks, 20k
+the attention-backward kernel of tests/codegen/big_kernels.py (64x64 blocks, 20k
 instructions) spends 28 s in ``default<O1>`` and 3 s in code generation, against 1.7 s of code
 generation alone, for a run only 1.7x slower."""
 HOST_CODEGEN_OPT = 0
@@ -237,6 +237,8 @@ def _aligned_buffer(nbytes: int) -> np.ndarray:
 
 
 def stack_bound(module: Any) -> int:
+    """An upper bound of the stack (bytes) one call of the llvmlite host ``module`` needs
+    (:func:`module_stats`)."""
     return module_stats(module)[1]
 
 
@@ -256,15 +258,22 @@ def module_stats(module: Any) -> tuple[int, int]:
     """
     from llvmlite import ir
 
-    def size(t: Any) -> int:
+    def mem_size(t: Any) -> int:  # bytes of an alloca'd type (generous for anything unusual)
+        if isinstance(t, (ir.ArrayType, ir.VectorType)):
+            return t.count * mem_size(t.element)
+        if isinstance(t, ir.IntType):
+            return max(1, t.width // 8)
+        if isinstance(t, (ir.HalfType, ir.FloatType)):
+            return 4
+        return 16
+
+    def slot_size(t: Any) -> int:  # bytes a value may take in spill slots
         if isinstance(t, ir.VectorType):
             e = t.element
             if isinstance(e, ir.IntType) and e.width == 1:
                 return 8 * t.count
             bits = e.width if isinstance(e, ir.IntType) else 64 if isinstance(e, (ir.DoubleType, ir.PointerType)) else 32
             return max(4, bits // 8) * t.count
-        if isinstance(t, ir.ArrayType):
-            return t.count * size(t.element)
         return 16
 
     total = count = 0
@@ -273,9 +282,9 @@ def module_stats(module: Any) -> tuple[int, int]:
             count += len(bb.instructions)
             for ins in bb.instructions:
                 if isinstance(ins, ir.AllocaInstr):
-                    total += size(ins.allocated_type) + 64
+                    total += mem_size(ins.allocated_type) + 64
                 elif not isinstance(ins.type, ir.VoidType):
-                    total += size(ins.type)
+                    total += slot_size(ins.type)
     return count, 2 * total + (64 << 10)
 
 
