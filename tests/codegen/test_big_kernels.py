@@ -130,15 +130,22 @@ def wide_dot_kernel():
     return bk, bk.wide_dot.specialize(*bk.wide_dot_inputs(), BM=16, BN=32, BK=512)
 
 
-def test_dot_needing_96_kib_of_shared_memory_compiles_for_sm_90_and_runs_on_cpu(wide_dot_kernel):
+@pytest.fixture(scope="module")
+def wide_dot_sm90(wide_dot_kernel):
+    """The 96 KiB dot compiled for sm_90 (unoptimized: the optimizer is not what is tested)."""
+    import eggpu
+
+    return eggpu.compile(wide_dot_kernel[1], target="sm_90", optimize=False, cache=False)
+
+
+def test_dot_needing_96_kib_of_shared_memory_compiles_for_sm_90_and_runs_on_cpu(wide_dot_kernel, wide_dot_sm90):
     import numpy as np
 
-    import eggpu
     from eggpu.codegen.toolchain import find_ptxas
     from eggpu.ir.errors import ToolchainError
 
-    bk, kern = wide_dot_kernel
-    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+    bk = wide_dot_kernel[0]
+    ck = wide_dot_sm90
     assert ck.shared_bytes == ck.dynamic_shared_bytes == 4 * 512 * (16 + 32) == 98304
     assert ck.report["dynamic_shared_bytes"] == 98304
     assert ".extern .shared .align 16 .b8 __eggpu_smem[];" in ck.ptx
@@ -237,11 +244,8 @@ def _fake_runtime(monkeypatch, optin: int):
     return rt
 
 
-def test_launch_opts_in_to_dynamic_shared_memory_and_passes_its_size(monkeypatch, wide_dot_kernel):
-    import eggpu
-
-    _bk, kern = wide_dot_kernel
-    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+def test_launch_opts_in_to_dynamic_shared_memory_and_passes_its_size(monkeypatch, wide_dot_sm90):
+    ck = wide_dot_sm90
     rt = _fake_runtime(monkeypatch, optin=232448)
     args = [_DeviceArray((32, 512)), _DeviceArray((512, 32)), _DeviceArray((32, 32))]
     ck.launch((2,), *args)
@@ -255,12 +259,10 @@ def test_launch_opts_in_to_dynamic_shared_memory_and_passes_its_size(monkeypatch
     ]
 
 
-def test_launch_refuses_more_shared_memory_than_the_device_allows(monkeypatch, wide_dot_kernel):
-    import eggpu
+def test_launch_refuses_more_shared_memory_than_the_device_allows(monkeypatch, wide_dot_sm90):
     from eggpu.ir.errors import LaunchError
 
-    _bk, kern = wide_dot_kernel
-    ck = eggpu.compile(kern, target="sm_90", optimize=False, cache=False)
+    ck = wide_dot_sm90
     rt = _fake_runtime(monkeypatch, optin=65536)
     args = [_DeviceArray((32, 512)), _DeviceArray((512, 32)), _DeviceArray((32, 32))]
     with pytest.raises(LaunchError, match=r"^wide_dot_entry_point: needs 98304 bytes of shared memory, but this "
