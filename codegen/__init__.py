@@ -44,8 +44,13 @@ def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None
     tgt = _target(target, num_warps)
     mode = "ptx" if tgt.is_gpu else "host"
     _module, lm = lower_function(fn, mode, tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                 sm=tgt.sm if tgt.is_gpu else HOST_EMULATED_SM)
+                                 sm=tgt.sm if tgt.is_gpu else HOST_EMULATED_SM, **_shared_limit(tgt))
     return lm
+
+
+def _shared_limit(tgt: Target) -> dict[str, Any]:
+    """``lower_function``'s shared-memory keywords for ``tgt`` (GPU targets only)."""
+    return {"max_shared_bytes": tgt.max_shared_bytes, "target_name": tgt.name} if tgt.is_gpu else {}
 
 
 def _target(target: Any, num_warps: int | None) -> Target:
@@ -79,7 +84,7 @@ def compile_ptx_module(fn: Function, target: Target | str = "sm_90", *, num_warp
         raise CodegenError(f"{fn.name}: compile_ptx needs a GPU target, got {tgt.name!r}")
     # emit_ptx parses and verifies the text itself
     _module, lm = lower_function(fn, "ptx", tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                 verify_llvm=False, sm=tgt.sm)
+                                 verify_llvm=False, sm=tgt.sm, **_shared_limit(tgt))
     res = emit_ptx(lm.llvm_ir, tgt, entry=lm.entry, fast_math=fast_math)
     return CompiledPTX(res.ptx, lm.llvm_ir, res.llvm_ir_optimized, lm)
 
