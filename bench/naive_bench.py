@@ -1,0 +1,248 @@
+"""``python -m bench naive``: what the optimizer does to naive (Inductor-style) and library kernels.
+
+For every naive kernel (:data:`bench.naive.NAIVE`) and every target it records, side by side:
+
+- ``eggpu_noopt`` / ``eggpu``: eggpu's PTX with ``optimize=False`` / ``optimize=True``,
+  assembled by ptxas (registers, spills, PTX lines, SASS instruction count via nvdisasm), the
+  e-graph cost before and after and the rules that fired;
+- ``triton``: Triton's PTX for the SAME source text (``ASTSource`` with the launch's types and
+  constexprs only, no value or alignment specialization), assembled by the same ptxas.
+
+For the 17 library kernels (:data:`eggpu.kernels.LIBRARY`, default case of each) it records the
+same eggpu variants, and Triton for the ones :mod:`bench.triton_kernels` mirrors. The summary
+holds the issue's goals as ratios: the SASS reduction of the naive suite (optimize=True vs
+False, summed over kernels), the number of library kernels whose cost strictly drops, and the
+cost model's Spearman rank correlation with SASS instruction counts (:mod:`bench.cost_fit`).
+Numbers are measured and recorded, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .quality import _assemble
+from .suite import NUM_WARPS, TARGETS
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = "bench/results/naive.json"
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _slim(q: dict[str, Any]) -> dict[str, Any]:
+    """The metrics kept in the JSON (the SASS opcode histogram is kept: the cost fit uses it)."""
+    sass = q.get("sass") or {}
+    out = {k: q[k] for k in ("registers", "spill_stores", "spill_loads", "ptx_lines", "sass_instructions") if k in q}
+    out["opcodes"] = sass.get("opcodes")
+    return out
+
+
+def _eggpu_variant(inst: Any, target: str, optimize: bool) -> dict[str, Any]:
+    import eggpu
+    from eggpu.optimizer.cost import CostModel
+
+    from .cost_fit import features
+
+    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, num_warps=NUM_WARPS)
+    out = _slim(_assemble(ck.ptx, target))
+    model = CostModel.for_target(target)
+    out["model_cost"] = round(model.function_cost(ck.ir), 2)
+    out["features"] = features(ck.ir, target, ck.num_threads)  # what bench/cost_fit.py fits
+    opt = ck.report.get("optimizer") or {}
+    if optimize:
+        out.update({k: opt.get(k) for k in ("cost_before", "cost_after", "validation", "stop_reason", "fell_back")})
+        out["rules_fired"] = opt.get("rules_fired") or {}
+    return out
+
+
+def _triton_variant(src: Any, target: str) -> dict[str, Any]:
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+    import triton
+
+    from . import triton_kernels as tk
+    from .tools import ptx_target
+
+    sm = int(target.removeprefix("sm_").rstrip("a"))
+    with tempfile.TemporaryDirectory(prefix="eggpu-bench-triton-") as tmp:
+        old = triton.knobs.cache.dir
+        triton.knobs.cache.dir = tmp
+        try:
+            k = triton.compile(src, target=tk.gpu_target(sm), options=tk.compile_options(NUM_WARPS))
+        finally:
+            triton.knobs.cache.dir = old
+    ptx = k.asm["ptx"]
+    return _slim(_assemble(ptx, ptx_target(ptx)))
+
+
+def _row(variants: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name, thunk in variants.items():
+        try:
+            row[name] = thunk()
+        except Exception as exc:  # noqa: BLE001 - a failure is a result to report
+            row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+    return row
+
+
+def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress) -> dict[str, Any]:
+    """``{kernel: {target: {variant: metrics}}}`` for the naive suite."""
+    from triton.compiler import ASTSource
+
+    from .naive import NAIVE, load, triton_signature
+
+    egg, tri = load("eggpu"), load("triton")
+    out: dict[str, Any] = {}
+    for k in NAIVE:
+        if names and k.name not in names:
+            continue
+        case = k.make(k.bench_size, np.random.default_rng(0))
+        inst = getattr(egg, k.name).specialize(*case.args, **k.consts)
+        tfn = getattr(tri, k.name)
+        src = ASTSource(fn=tfn, signature=triton_signature(case, tfn, k.consts), constexprs=dict(k.consts))
+        out[k.name] = {}
+        for target in targets:
+            out[k.name][target] = row = _row({
+                "eggpu_noopt": lambda t=target, i=inst: _eggpu_variant(i, t, False),
+                "eggpu": lambda t=target, i=inst: _eggpu_variant(i, t, True),
+                "triton": lambda t=target, s=src: _triton_variant(s, t),
+            })
+            progress(f"  naive {k.name} {target}: " + _line(row))
+    return out
+
+
+def measure_library(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress) -> dict[str, Any]:
+    """``{kernel: {target: {variant: metrics}}}`` for the library kernels (default dtype, first case)."""
+    from eggpu.demo import _pick_dtype
+    from eggpu.kernels import LIBRARY
+
+    from . import triton_kernels as tk
+
+    out: dict[str, Any] = {}
+    for lk in LIBRARY:
+        if names and lk.name not in names:
+            continue
+        dtype = _pick_dtype(lk)
+        case = lk.make_case(lk.sizes[0], dtype, np.random.default_rng(0))
+        inst = lk.instance(case)
+        variants: dict[str, Any] = {}
+        out[lk.name] = {}
+        for target in targets:
+            variants = {"eggpu_noopt": lambda t=target, i=inst: _eggpu_variant(i, t, False),
+                        "eggpu": lambda t=target, i=inst: _eggpu_variant(i, t, True)}
+            if lk.name in tk.SPECS:
+                src = tk.ast_source(lk.name, str(dtype), list(case.consts))
+                variants["triton"] = lambda t=target, s=src: _triton_variant(s, t)
+            out[lk.name][target] = row = _row(variants)
+            progress(f"  library {lk.name} {target}: " + _line(row))
+    return out
+
+
+def _line(row: dict[str, Any]) -> str:
+    parts = []
+    for name, v in row.items():
+        if "error" in v:
+            parts.append(f"{name}=ERROR")
+        else:
+            cost = f" cost {v['cost_before']:.0f}->{v['cost_after']:.0f}" if v.get("cost_before") is not None else ""
+            parts.append(f"{name}={v.get('sass_instructions')}i/{v.get('ptx_lines')}l{cost}")
+    return ", ".join(parts)
+
+
+def _sum(rows: dict[str, Any], target: str, variant: str, key: str) -> int | None:
+    vals = [r[target].get(variant, {}).get(key) for r in rows.values() if target in r]
+    return sum(vals) if vals and all(isinstance(v, int | float) for v in vals) else None
+
+
+def summarize(res: dict[str, Any]) -> dict[str, Any]:
+    """The issue's goals as ratios, per target."""
+    from .cost_fit import spearman
+
+    out: dict[str, Any] = {}
+    naive, lib = res.get("naive", {}), res.get("library", {})
+    for target in res["meta"]["targets"]:
+        s: dict[str, Any] = {}
+        noopt, opt, tri = (_sum(naive, target, v, "sass_instructions") for v in ("eggpu_noopt", "eggpu", "triton"))
+        if noopt and opt:
+            s["naive_sass_noopt"], s["naive_sass_opt"], s["naive_sass_triton"] = noopt, opt, tri
+            s["naive_sass_reduction"] = round(1 - opt / noopt, 4)
+            s["naive_sass_opt_over_triton"] = round(opt / tri, 3) if tri else None
+        lowered = [k for k, r in lib.items() if target in r and _cost_drop(r[target].get("eggpu", {}))]
+        s["library_cost_lowered"] = sorted(lowered)
+        s["library_cost_lowered_count"] = f"{len(lowered)}/{sum(1 for r in lib.values() if target in r)}"
+        naive_lowered = [k for k, r in naive.items() if target in r and _cost_drop(r[target].get("eggpu", {}))]
+        s["naive_cost_lowered_count"] = f"{len(naive_lowered)}/{sum(1 for r in naive.values() if target in r)}"
+        pairs = [(v["model_cost"], v["sass_instructions"]) for rows in (naive, lib) for r in rows.values()
+                 for name, v in r.get(target, {}).items()
+                 if name.startswith("eggpu") and v.get("model_cost") is not None and v.get("sass_instructions")]
+        if len(pairs) >= 3:
+            s["cost_model_spearman"] = round(spearman([p[0] for p in pairs], [p[1] for p in pairs]), 3)
+            s["cost_model_points"] = len(pairs)
+        fired: dict[str, int] = {}
+        for rows in (naive, lib):
+            for r in rows.values():
+                for name, n in (r.get(target, {}).get("eggpu", {}).get("rules_fired") or {}).items():
+                    fired[name] = fired.get(name, 0) + n
+        s["rules_fired_total"] = dict(sorted(fired.items(), key=lambda kv: -kv[1]))
+        out[target] = s
+    return out
+
+
+def _cost_drop(v: dict[str, Any]) -> bool:
+    return v.get("cost_before") is not None and v.get("cost_after") is not None and v["cost_after"] < v["cost_before"]
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m bench naive", description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", nargs="*", default=list(TARGETS), help="default: %(default)s")
+    ap.add_argument("--kernels", nargs="*", help="naive and/or library kernel names (default: all)")
+    ap.add_argument("--no-library", action="store_true", help="only the naive suite")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="JSON output (default %(default)s)")
+    ap.add_argument("--keep-ir", action="store_true", help="keep each variant's IR text in the JSON (for the cost fit)")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    a = _args(argv)
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        print("python -m bench naive needs Triton (pip install -e '.[bench]')", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+    targets = tuple(a.targets)
+    res: dict[str, Any] = {"meta": {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                                    "command": " ".join(["python -m bench naive", *argv]), "targets": list(targets),
+                                    "num_warps": NUM_WARPS}}
+    _progress("naive kernels ...")
+    res["naive"] = measure_naive(targets, a.kernels)
+    if not a.no_library:
+        _progress("library kernels ...")
+        res["library"] = measure_library(targets, a.kernels)
+    res["summary"] = summarize(res)
+    if not a.keep_ir:
+        for rows in (res.get("naive", {}), res.get("library", {})):
+            for r in rows.values():
+                for per_target in r.values():
+                    for v in per_target.values():
+                        v.pop("ir_text", None)
+    path = Path(a.out) if Path(a.out).is_absolute() else REPO / a.out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res, indent=1, default=str))
+    for target, s in res["summary"].items():
+        _progress(f"{target}: naive SASS {s.get('naive_sass_noopt')} -> {s.get('naive_sass_opt')} "
+                  f"(reduction {s.get('naive_sass_reduction')}; Triton {s.get('naive_sass_triton')}), "
+                  f"library cost lowered {s['library_cost_lowered_count']}, "
+                  f"cost-model Spearman {s.get('cost_model_spearman')}")
+    _progress(f"wrote {path}")
+    return 0
