@@ -148,10 +148,38 @@ class Decoder:
         for i, op in enumerate(blk.ops):
             if op.opdef.is_pure and not op.regions:
                 continue
+            if not op.regions:
+                self.materialize_early(region, i)
             for v in needed_values(op):
                 if id(v) not in self.vmap and id(v) in region.first_use:
                     self.materialize(region, v, i, op.loc)
             self.op(op)
+
+    def materialize_early(self, region: Region, pos: int) -> None:
+        """Before the effect at ``pos``, emit every part of a later root's chosen term that
+        needs no value defined at or after ``pos`` (index, mask and address math).
+
+        Why: emitting pure values only just before their first use interleaves index math with
+        masked loads, which are lowered with branches; LLVM then cannot pair a ``div`` and a
+        ``rem`` of one value across those blocks, and ptxas schedules the program worse than the
+        frontend's own order (compute indices, then load). Measured on the naive benchmark
+        kernels (docs/performance.md). Roots first used in a nested region (a loop or branch)
+        are left where they are, so nothing moves across a region boundary."""
+        memo = self._memo.setdefault(id(self.b.block), {})
+        for v in region.roots:
+            first = region.first_use[id(v)]
+            if id(v) in self.vmap or first < pos or region.block.ops[first].regions:
+                continue
+            ready: set[int] = set()
+            for tn in self.nodes_for(region, v, first):
+                n = tn.node
+                if n.leaf is not None and not region.leaf_allowed(n.leaf, pos):
+                    continue
+                if not all(c in ready for c in tn.children):
+                    continue
+                ready.add(tn.slot)
+                if tn.slot not in memo:
+                    memo[tn.slot] = self.emit(tn, [memo[c] for c in tn.children])
 
     def op(self, op: Operation) -> None:
         b = self.b
