@@ -56,8 +56,10 @@ def _eggpu_variant(inst: Any, target: str, optimize: bool) -> dict[str, Any]:
 
     ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, num_warps=NUM_WARPS)
     out = _slim(_assemble(ck.ptx, target))
-    model = CostModel.for_target(target)
-    out["model_cost"] = round(model.function_cost(ck.ir), 2)
+    fn, threads = ck.ir, ck.num_threads
+    out["model_cost"] = round(CostModel.for_target(target).function_cost(fn), 2)
+    out["thread_cost"] = round(CostModel.for_target(target).thread_cost(fn, threads), 2)
+    out["thread_cost_calibrated"] = round(CostModel.for_target(target, calibrated=True).thread_cost(fn, threads), 2)
     out["features"] = features(ck.ir, target, ck.num_threads)  # what bench/cost_fit.py fits
     opt = ck.report.get("optimizer") or {}
     if optimize:
@@ -182,12 +184,16 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
         s["library_cost_lowered_count"] = f"{len(lowered)}/{sum(1 for r in lib.values() if target in r)}"
         naive_lowered = [k for k, r in naive.items() if target in r and _cost_drop(r[target].get("eggpu", {}))]
         s["naive_cost_lowered_count"] = f"{len(naive_lowered)}/{sum(1 for r in naive.values() if target in r)}"
-        pairs = [(v["model_cost"], v["sass_instructions"]) for rows in (naive, lib) for r in rows.values()
-                 for name, v in r.get(target, {}).items()
-                 if name.startswith("eggpu") and v.get("model_cost") is not None and v.get("sass_instructions")]
-        if len(pairs) >= 3:
-            s["cost_model_spearman"] = round(spearman([p[0] for p in pairs], [p[1] for p in pairs]), 3)
-            s["cost_model_points"] = len(pairs)
+        # rank correlation of the model's cost with SASS counts over every eggpu program measured:
+        # the optimizer's own measure (lanes), per thread, and per thread with the SASS-fitted table
+        for key, label in (("model_cost", "cost_model_spearman"), ("thread_cost", "thread_cost_spearman"),
+                           ("thread_cost_calibrated", "thread_cost_calibrated_spearman")):
+            pairs = [(v[key], v["sass_instructions"]) for rows in (naive, lib) for r in rows.values()
+                     for name, v in r.get(target, {}).items()
+                     if name.startswith("eggpu") and v.get(key) is not None and v.get("sass_instructions")]
+            if len(pairs) >= 3:
+                s[label] = round(spearman([p[0] for p in pairs], [p[1] for p in pairs]), 3)
+                s["cost_model_points"] = len(pairs)
         fired: dict[str, int] = {}
         for rows in (naive, lib):
             for r in rows.values():
@@ -243,6 +249,7 @@ def main(argv: list[str]) -> int:
         _progress(f"{target}: naive SASS {s.get('naive_sass_noopt')} -> {s.get('naive_sass_opt')} "
                   f"(reduction {s.get('naive_sass_reduction')}; Triton {s.get('naive_sass_triton')}), "
                   f"library cost lowered {s['library_cost_lowered_count']}, "
-                  f"cost-model Spearman {s.get('cost_model_spearman')}")
+                  f"cost-model Spearman {s.get('cost_model_spearman')} (per thread {s.get('thread_cost_spearman')}, "
+                  f"calibrated {s.get('thread_cost_calibrated_spearman')})")
     _progress(f"wrote {path}")
     return 0
