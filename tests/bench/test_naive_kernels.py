@@ -95,3 +95,38 @@ def test_write_table_replaces_only_the_marked_block(tmp_path):
     p.write_text("nothing marked\n")
     with pytest.raises(SystemExit, match="no '# BEGIN CALIBRATION'"):
         cost_fit.write_table({}, p)
+
+
+def _fake_results() -> dict:
+    def v(sass, before=None, after=None, fired=None):
+        return {"sass_instructions": sass, "ptx_lines": 10, "model_cost": float(sass), "thread_cost": float(sass),
+                "thread_cost_calibrated": float(sass), "cost_before": before, "cost_after": after,
+                "rules_fired": fired or {}}
+
+    naive = {"k1": {"sm_90": {"eggpu_noopt": v(100), "eggpu": v(70, 10.0, 8.0, {"and-self": 2, "add-comm": 5}),
+                              "triton": v(60)}},
+             "k2": {"sm_90": {"eggpu_noopt": v(200), "eggpu": v(190, 10.0, 10.0), "triton": v(150)}}}
+    lib = {"l1": {"sm_90": {"eggpu_noopt": v(50), "eggpu": v(50, 5.0, 4.0)}}}
+    return {"meta": {"targets": ["sm_90"], "command": "python -m bench naive", "date": "today"},
+            "naive": naive, "library": lib}
+
+
+def test_summary_and_docs_section(tmp_path):
+    from bench import naive_bench
+
+    res = _fake_results()
+    s = naive_bench.summarize(res)["sm_90"]
+    assert (s["naive_sass_noopt"], s["naive_sass_opt"], s["naive_sass_triton"]) == (300, 260, 210)
+    assert s["naive_sass_reduction"] == pytest.approx(40 / 300, abs=1e-4)
+    assert s["library_cost_lowered_count"] == "1/1" and s["naive_cost_lowered_count"] == "1/2"
+    assert s["cost_model_spearman"] == pytest.approx(1.0)
+    assert s["rules_fired_total"] == {"add-comm": 5, "and-self": 2}
+    res["summary"] = {"sm_90": s}
+    md = tmp_path / "performance.md"
+    md.write_text("# Performance\n\nkept\n")
+    naive_bench.write_docs(res, md)
+    naive_bench.write_docs(res, md)  # replaced in place, not appended twice
+    text = md.read_text()
+    assert text.startswith("# Performance\n\nkept\n") and text.count(naive_bench.BEGIN) == 1
+    assert "300 → 260 (210): 13.3 % fewer" in text and "**missed**" in text
+    assert "| k1 | 10 → 8 | 10 / 10 / 10 | 100 / 70 / 60 | and-self×2 |" in text
