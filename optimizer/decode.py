@@ -4,9 +4,11 @@ The decoder walks the ORIGINAL function's structure and rebuilds it with
 :class:`eggpu.ir.Builder`, so every effect (load, store, atomic), control op (``for``, ``if``)
 and ``yield`` is re-emitted once, in its original order, with its original attributes and
 location. Pure values are not copied: each root of a region (see
-:mod:`eggpu.optimizer.encode`) is materialized from the extracted term of its e-class just
-before the first op that needs it (values used inside a nested region are materialized before
-the ``for``/``if`` that owns it). Opaque leaves map back to the rebuilt counterparts of the
+:mod:`eggpu.optimizer.encode`) is materialized from the extracted term of its e-class no later
+than just before the first op that needs it (values used inside a nested region are materialized
+before the ``for``/``if`` that owns it); before each load, store or atomic, the parts of later
+roots' terms that need no value defined from there on (index, mask and address math) are
+emitted first, as a frontend orders them (:meth:`Decoder.materialize_early` says why). Opaque leaves map back to the rebuilt counterparts of the
 original values (parameters, block arguments, effect and control results, values of enclosing
 blocks). Extraction is scoped: a region's terms may only use its own leaves and those of
 enclosing blocks; a root needed before some load of its own block is re-extracted without that
