@@ -60,7 +60,32 @@ _MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xc
 # method, clamping). Used by ``CostModel.for_target(target, calibrated=True)``; the optimizer's
 # default model stays the hand-set one (docs/performance.md, "Cost model calibration", says why).
 # BEGIN CALIBRATION (generated: python -m bench cost-fit --write)
-CALIBRATION: dict[str, dict[str, float]] = {}
+CALIBRATION: dict[str, dict[str, float]] = {
+    "sm_80": {
+        "address": 0.5,
+        "cast": 0.5,
+        "float_div": 2.0,
+        "float_simple": 1.028,
+        "int_divrem": 0.5,
+        "int_mul": 0.5,
+        "memory": 0.5,
+        "reduce": 2.0,
+        "select": 0.5,
+        "transcendental": 0.646
+    },
+    "sm_90": {
+        "address": 0.5,
+        "cast": 0.5,
+        "float_div": 2.0,
+        "float_simple": 1.203,
+        "int_divrem": 0.5,
+        "int_mul": 0.697,
+        "memory": 0.5,
+        "reduce": 2.0,
+        "select": 0.5,
+        "transcendental": 0.536
+    }
+}
 # END CALIBRATION
 _GROUP_OPS = {
     "int_mul": ("int", ("mul",)),

@@ -119,6 +119,7 @@ def test_summary_and_docs_section(tmp_path):
     assert (s["naive_sass_noopt"], s["naive_sass_opt"], s["naive_sass_triton"]) == (300, 260, 210)
     assert s["naive_sass_reduction"] == pytest.approx(40 / 300, abs=1e-4)
     assert s["library_cost_lowered_count"] == "1/1" and s["naive_cost_lowered_count"] == "1/2"
+    assert s["library_cost_lowered_by_1_count"] == "1/1"
     assert s["cost_model_spearman"] == pytest.approx(1.0)
     assert s["rules_fired_total"] == {"add-comm": 5, "and-self": 2}
     res["summary"] = {"sm_90": s}
