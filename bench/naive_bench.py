@@ -34,6 +34,7 @@ from .suite import NUM_WARPS, TARGETS
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_OUT = "bench/results/naive.json"
+TOP_OPCODES = 8
 
 
 def _progress(msg: str) -> None:
@@ -41,10 +42,12 @@ def _progress(msg: str) -> None:
 
 
 def _slim(q: dict[str, Any]) -> dict[str, Any]:
-    """The metrics kept in the JSON (the SASS opcode histogram is kept: the cost fit uses it)."""
+    """The metrics kept in the JSON: registers, spills, PTX lines, SASS instructions and the
+    :data:`TOP_OPCODES` most frequent SASS opcodes (the full histogram would make the file large)."""
     sass = q.get("sass") or {}
     out = {k: q[k] for k in ("registers", "spill_stores", "spill_loads", "ptx_lines", "sass_instructions") if k in q}
-    out["opcodes"] = sass.get("opcodes")
+    ops = sorted((sass.get("opcodes") or {}).items(), key=lambda kv: -kv[1])[:TOP_OPCODES]
+    out["opcodes"] = dict(ops)
     return out
 
 
@@ -234,12 +237,20 @@ def markdown(res: dict[str, Any]) -> str:
                           "met" if red is not None and red >= 0.2 else "**missed**"])
         goal_rows.append([target, "library kernels whose cost strictly drops (by at least one unit)",
                           f"{s.get('library_cost_lowered_count')} ({s.get('library_cost_lowered_by_1_count')})",
-                          "≥ 12/17", "met" if int(str(s.get("library_cost_lowered_count", "0/0")).split("/")[0]) >= 12
-                          else "**missed**"])
+                          "≥ 12/17", _lowered_status(s)])
         goal_rows.append([target, "Spearman(model cost, SASS): lanes / per thread / per thread calibrated",
                           f"{s.get('cost_model_spearman')} / {s.get('thread_cost_spearman')} / "
                           f"{s.get('thread_cost_calibrated_spearman')}", "reported", "–"])
     L.append(_table(["target", "measure", "value", "goal", "status"], goal_rows))
+    L.append("\nWhy the e-graph changes so little SASS on these kernels: the PTX is produced through LLVM's "
+             "optimizer and then ptxas, which already fold constants, strength-reduce multiplications, narrow "
+             "`sext`-then-compare and share common subexpressions, so exact rewrites of that kind lower the "
+             "e-graph cost (every naive kernel's cost drops) without changing the machine code. What separates "
+             "eggpu from Triton here needs facts the rules cannot assume without launch-time checks: Inductor's "
+             "`xindex // 768` and `xindex % 768` are signed, and become cheap unsigned or shift forms only once "
+             "`xindex >= 0` is known (pid * XBLOCK + arange does not overflow); and the loads are scalar where "
+             "Triton's are `ld.global.v4`. Those facts are items 1-4 of the issue (another branch). The rest is "
+             "precision: eggpu lowers `exp` and `/` IEEE-accurately, Triton uses `ex2.approx` and `div.full`.\n")
     for section, title in (("naive", "Naive kernels"), ("library", "Library kernels")):
         rows = res.get(section, {})
         if not rows:
@@ -272,19 +283,31 @@ def _calibration_section() -> list[str]:
          "the other group weights are non-negative least squares with a ridge toward the hand-set table, clamped "
          "to [0.5, 2]. The table is stored in `optimizer/cost.py` (`CALIBRATION`) and used by "
          "`CostModel.for_target(target, calibrated=True)`.\n",
-         "The optimizer keeps the hand-set table by default: the fit explains SASS counts mostly through a "
-         "per-kernel base (prologue, address set-up) and the reductions, several groups are collinear on 29 "
-         "kernels (the fit cannot separate them and they stay at the clamp), and the calibrated multipliers "
-         "(`int_divrem` at 0.5: division by a constant is a multiply-high sequence) would break the orderings "
-         "extraction relies on (`div > 10 * shl`) for no measured SASS change. What the rank correlations show "
-         "is that the model's unit matters more than its per-op weights: counting lanes (the optimizer's "
-         "measure) ranks kernels by block size, counting lanes per thread ranks them by work.\n"]
+         "The optimizer keeps the hand-set table by default. The fit explains SASS counts mostly through a "
+         "per-kernel base (prologue, parameter loads, address set-up) and the reduce group; several groups are "
+         "collinear on these 29 kernels and end at the clamp; and the fitted multipliers (`int_divrem` at 0.5: a "
+         "division by a constant is a multiply-high sequence) would break orderings extraction relies on "
+         "(`div > 10 * shl`) for no SASS change measured here. The model itself ranks kernels poorly (the "
+         "Spearman row above): static SASS counts are dominated by what it does not price (the base, the "
+         "lowering of masked accesses and reductions, the per-element expansion of IEEE `exp` and `div`), not "
+         "by the per-op weights, and counting lanes per thread instead of lanes barely changes the ranking. "
+         "Within one program, where extraction compares alternatives, both units order a block op's "
+         "rewrites the same way.\n"]
     if not path.exists():
         return L + ["(No fit recorded: run `python -m bench cost-fit`.)"]
     fit = json.loads(path.read_text())
     rows = [[t, f["points"], f"{f['r2']:.2f}", f"{f['base']:.0f}", f"{f['spearman_fit']:.2f}",
              ", ".join(f"{k} {v}" for k, v in f["calibration"].items())] for t, f in fit.items()]
     return L + [_table(["target", "programs", "R²", "base (instr.)", "Spearman of the fit", "multipliers"], rows)]
+
+
+def _lowered_status(s: dict[str, Any]) -> str:
+    def count(key: str) -> int:
+        return int(str(s.get(key) or "0/0").split("/")[0])
+
+    if count("library_cost_lowered_count") < 12:
+        return "**missed**"
+    return "met" if count("library_cost_lowered_by_1_count") >= 12 else "met only by drops below one unit: **missed** in substance"
 
 
 def _f(x: Any, fmt: str = "{:.0f}") -> str:
@@ -340,7 +363,7 @@ def main(argv: list[str]) -> int:
     res["summary"] = summarize(res)
     path = Path(a.out) if Path(a.out).is_absolute() else REPO / a.out
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(res, indent=1, default=str))
+    path.write_text(json.dumps(res, indent=0, default=str))
     for target, s in res["summary"].items():
         _progress(f"{target}: naive SASS {s.get('naive_sass_noopt')} -> {s.get('naive_sass_opt')} "
                   f"(reduction {s.get('naive_sass_reduction')}; Triton {s.get('naive_sass_triton')}), "
