@@ -6,11 +6,14 @@ Everything in the report is computed from the JSON; the goals are fixed here (fr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from .stats import ratio
 from .suite import BY_KEY, COLD_COMPILE_GOAL_KERNELS
+
+REPO_RESULTS = Path(__file__).resolve().parent / "results"
 
 GOAL_COLD_RATIO = 0.5
 GOAL_HIT_MS = 30.0
@@ -563,6 +566,11 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
     else:
         reason = gpu.get("skipped") if isinstance(gpu, dict) else "the GPU section was not run"
         L.append(f"Not measured in this run: {reason}. `bench/gpu_run.sh` runs this part alone (< 8 minutes).\n")
+    naive = REPO_RESULTS / "naive.json"
+    if naive.exists():  # the section `python -m bench naive` maintains, kept when the report is regenerated
+        from .naive_bench import markdown as naive_markdown
+
+        L.append(naive_markdown(json.loads(naive.read_text())) + "\n")
     L.append(METHOD)
     return "\n".join(L) + "\n"
 
