@@ -58,6 +58,10 @@ class _Fail(Exception):
     """A guard does not hold (or an i64 primitive is undefined) for the chosen values."""
 
 
+class _Unbound(_Fail):
+    """A guard reads a variable or range fact that has no value (yet)."""
+
+
 @dataclass
 class RuleExample:
     """One concrete match of a rule.
@@ -131,6 +135,7 @@ class _Scope:
         self.ints = ints
         self.bounds = bounds
         self.skip = skip_dtype_guards
+        self.widths: set[str] = set()  # i64 variables bound by (Width t w)
 
     def dt(self, node: Sx) -> DType:
         return CONSTRUCTOR_DTYPES[node.head] if isinstance(node, SList) else self.env[node.text]
@@ -140,13 +145,13 @@ class _Scope:
             if re.fullmatch(r"[+-]?\d+", node.text):
                 return int(node.text)
             if node.text not in self.ints:
-                raise _Fail(f"unbound {node.text}")
+                raise _Unbound(f"unbound {node.text}")
             return self.ints[node.text]
         h = node.head
         if h in ("LowerBound", "UpperBound"):
             arg = node.items[1]
             if not isinstance(arg, Atom) or arg.text not in self.bounds:
-                raise _Fail(f"no range fact for {arg}")
+                raise _Unbound(f"no range fact for {arg}")
             return self.bounds[arg.text][0 if h == "LowerBound" else 1]
         args = [self.i64(a) for a in node.items[1:]]
         if h == "not-i64":
@@ -167,6 +172,7 @@ class _Scope:
             w, a = self.dt(args[0]).bits, args[1]
             if isinstance(a, Atom) and not re.fullmatch(r"[+-]?\d+", a.text) and a.text not in self.ints:
                 self.ints[a.text] = w
+                self.widths.add(a.text)
             elif self.i64(a) != w and not self.skip:
                 raise _Fail("width differs")
         elif h == "=":
@@ -174,8 +180,26 @@ class _Scope:
         elif h in ("<", "<=", ">", ">=", "!="):
             a, b = self.i64(args[0]), self.i64(args[1])
             ok = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "!=": a != b}[h]
-            if not ok:
+            if not ok and not (self.skip and self.on_widths(g)):
                 raise _Fail(f"{g} is false")
+
+    def on_widths(self, g: Sx) -> bool:
+        """Whether a comparison reads only widths and literals (a dtype guard)."""
+        names = {a.text for a in _atoms(g) if not re.fullmatch(r"[+-]?\d+", a.text)} - {g.head}
+        return bool(names) and names <= self.widths
+
+    def dtype_guards_hold(self) -> bool:
+        """Whether the guards that depend on the dtypes alone (family relations, widths and
+        comparisons of widths) hold; guards that read other values are not looked at."""
+        for g in self.rule.guards:
+            try:
+                self.guard(g)
+            except _Unbound:
+                continue
+            except _Fail:
+                if g.head in FAMILY_RELATIONS or g.head == "Width" or self.on_widths(g):
+                    return False
+        return True
 
     def _equation(self, a: Sx, b: Sx) -> None:
         if isinstance(a, SList) and a.head in CONSTRUCTORS or isinstance(b, SList) and b.head in CONSTRUCTORS:
@@ -186,6 +210,14 @@ class _Scope:
                 return
         if self.i64(a) != self.i64(b):
             raise _Fail("equation is false")
+
+
+def _atoms(node: Sx) -> Iterator[Atom]:
+    if isinstance(node, Atom):
+        yield node
+    else:
+        for i in node.items:
+            yield from _atoms(i)
 
 
 # ---------------------------------------------------------------------- instantiation
@@ -377,7 +409,8 @@ def _envs(rule: Rule, excluded: bool, typed: bool) -> Iterator[dict[str, DType]]
     dvs = _dt_vars(rule)
     for combo in itertools.product(_by_preference(), repeat=len(dvs)):
         env = dict(zip(dvs, combo))
-        if _relation_ok(rule, env) != excluded and (not typed or _types(rule, env) is not None):
+        accepted = _relation_ok(rule, env) and _Scope(rule, env, {}, {}).dtype_guards_hold()
+        if accepted != excluded and (not typed or _types(rule, env) is not None):
             yield env
 
 
@@ -429,17 +462,43 @@ def has_dtype_guard(rule: Rule) -> bool:
     return next(_envs(rule, True, False), None) is not None or _concrete_swap(rule) is not None
 
 
-def negative(rule: Rule) -> RuleExample | None:
-    """A term like :func:`generate`'s at a dtype the rule's dtype guards exclude, every other
-    guard met (None when the rule has no dtype guard or no such term is found). A well-typed
-    term is preferred; when the guard only excludes dtypes under which the pattern is ill-typed
-    anyway (``(IsInt t)`` on ``(Const t 0)``: an f32 ``Const``), the ill-typed term is used, as
-    egg's tests do: the guard must still keep the rule from matching it."""
-    for typed in (True, False):
+def _failing_dtype_guards(rule: Rule, env: Mapping[str, DType]) -> frozenset[int]:
+    """Indices of the rule's dtype guards (relations, widths, width comparisons) that ``env``
+    violates."""
+    scope = _Scope(rule, env, {}, {})
+    out = set()
+    for i, g in enumerate(rule.guards):
+        try:
+            scope.guard(g)
+        except _Unbound:
+            continue
+        except _Fail:
+            if g.head in FAMILY_RELATIONS or g.head == "Width" or scope.on_widths(g):
+                out.add(i)
+    return frozenset(out)
+
+
+def negatives(rule: Rule) -> list[RuleExample]:
+    """Terms like :func:`generate`'s at dtypes the rule's dtype guards exclude, every other guard
+    met: one per dtype guard (preferably at a dtype that violates that guard alone), plus one
+    per concrete dtype in the pattern (the same term at another dtype of its family). Empty when
+    the rule has no dtype guard.
+
+    A well-typed term is preferred; when a guard only excludes dtypes under which the pattern is
+    ill-typed anyway (``(IsInt t)`` on ``(Const t 0)``: an f32 ``Const``), the ill-typed term is
+    used, as egg's tests do: the guard must still keep the rule from matching it."""
+    found: dict[int, RuleExample] = {}
+    for typed, alone in ((True, True), (True, False), (False, True), (False, False)):
         for env in _envs(rule, True, typed):
+            fails = _failing_dtype_guards(rule, env)
+            todo = [i for i in fails if i not in found and (len(fails) == 1 or not alone)]
+            if not todo:
+                continue
             ex = _example(rule, env, _types(rule, env) or {}, skip=True)
             if ex is not None:
-                return ex
+                for i in todo:
+                    found[i] = ex
+    out = list({id(ex): ex for ex in found.values()}.values())
     swap = _concrete_swap(rule)
     if swap is not None:
         env = next(_envs(rule, False, True), {})
@@ -447,8 +506,14 @@ def negative(rule: Rule) -> RuleExample | None:
         if ex is not None:
             ex.after = None
             ex.env = {**ex.env, **{k: CONSTRUCTOR_DTYPES[v] for k, v in swap.items()}}
-        return ex
-    return None
+            out.append(ex)
+    return out
+
+
+def negative(rule: Rule) -> RuleExample | None:
+    """The first of :func:`negatives` (None when the rule has no dtype guard)."""
+    out = negatives(rule)
+    return out[0] if out else None
 
 
 # ---------------------------------------------------------------------- running

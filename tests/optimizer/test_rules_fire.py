@@ -4,8 +4,8 @@ For each rule of ``rules/*.egg`` (and any rule added later: nothing here lists r
 except the table of hand-written cases) a firing example is generated from its left-hand side
 (:mod:`eggpu.optimizer.rule_examples`): the rule runs alone on an e-graph holding the term and
 must match it and put the instantiated right-hand side in the term's e-class (analysis rules:
-write the expected bounds). Every rule with a dtype guard also gets a negative example: the same
-term at a dtype the guard excludes, on which the rule must not fire.
+write the expected bounds). Every rule with a dtype guard also gets negative examples: the same
+term at a dtype each guard excludes, on which the rule must not fire.
 
 ``HAND`` holds cases the generator cannot reach or that show a rule on the terms real kernels
 produce (range facts from ``program_id``/``arange`` through the range analysis, not asserted).
@@ -31,6 +31,14 @@ RANGES = tuple(r.name for r in SHIPPED if r.ruleset == "ranges")
 
 #: rules that can never match, with the reason (each one is a dead rule to report)
 DEAD: dict[str, str] = {}
+
+#: rules that fire but whose rewrite translation validation cannot prove, so `optimize` falls
+#: back to the unoptimized kernel whenever they fire (reported; strict xfail so a fix shows)
+NOT_VALIDATED: dict[str, str] = {
+    f"fdiv-{k}-f32": "z3 gives up on f32 x / 2^k == x * 2^-k in translation validation (even with 30 s); "
+                     "any f32 kernel dividing by a power of two falls back whole"
+    for k in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
+}
 
 #: rule name -> hand-written cases: (before, after or expected bounds, facts, support rules)
 HAND: dict[str, list[tuple]] = {
@@ -83,8 +91,8 @@ def test_every_rule_has_an_example(generated):
 
 
 def test_tables_name_shipped_rules():
-    unknown = sorted((set(HAND) | set(DEAD)) - set(BY_NAME))
-    assert not unknown, f"HAND/DEAD name rules that are not shipped: {unknown}"
+    unknown = sorted((set(HAND) | set(DEAD) | set(NOT_VALIDATED)) - set(BY_NAME))
+    assert not unknown, f"HAND/DEAD/NOT_VALIDATED name rules that are not shipped: {unknown}"
     alive = sorted(n for n in DEAD if n in HAND)
     assert not alive, f"rules listed as dead have a firing example: {alive}"
 
@@ -110,9 +118,11 @@ GUARDED = [r.name for r in SHIPPED if rx.has_dtype_guard(r)]
 
 @pytest.mark.parametrize("name", GUARDED)
 def test_dtype_guard_blocks(name):
-    ex = rx.negative(BY_NAME[name])
-    assert ex is not None, f"{BY_NAME[name].location}: {name}: no term found at a dtype its guards exclude"
-    assert_rule_does_not_fire(name, ex)
+    """One negative per dtype guard (and per concrete dtype of the pattern)."""
+    exs = rx.negatives(BY_NAME[name])
+    assert exs, f"{BY_NAME[name].location}: {name}: no term found at a dtype its guards exclude"
+    for ex in exs:
+        assert_rule_does_not_fire(name, ex)
 
 
 @pytest.mark.slow
@@ -199,3 +209,39 @@ def test_helpers_report_what_went_wrong():
     with pytest.raises(AssertionError, match=r"bounds differ \(expected, got\): \{'UpperBound': \(14, 15\)\}"):
         assert_rule_fires("range-arange", "(Arange (I32) 0 16)", bounds={"LowerBound": 0, "UpperBound": 14})
     assert assert_rule_fires("add-zero-int", zero, "(Opaque (I32) 1)").hits == 1
+
+
+def _validation_cases():
+    return [pytest.param(r.name, marks=pytest.mark.xfail(strict=True, reason=NOT_VALIDATED[r.name]))
+            if r.name in NOT_VALIDATED else r.name for r in SHIPPED]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", _validation_cases())
+def test_example_kernel_fires_and_validates(name, generated):
+    """Each rule's example alone as an IR kernel, optimized with the shipped rules (one
+    iteration): the rule fires and translation validation proves the result equivalent."""
+    from eggpu.optimizer import Limits, optimize
+    from eggpu.optimizer.rule_programs import example_program
+
+    rule = BY_NAME[name]
+    exs = [generated[name]] if generated[name] is not None else []
+    exs += [rx.RuleExample(name, {}, before, after) for before, after, facts, _ in HAND.get(name, ())
+            if not facts and not isinstance(after, dict)]
+    prog = example_program([ex for ex in exs if not ex.facts][:1])
+    if not prog.included:
+        pytest.skip(f"no example a kernel can state: {prog.skipped}")
+    res = optimize(prog.function, fast_math=rule.fast_math, limits=Limits(iterations=1))
+    assert not res.fell_back, res.reason
+    assert res.rule_hits.get(name), f"{name} did not fire: {res.rule_hits}"
+
+
+def test_rules_doc_example_runs():
+    """The example of docs/rules.md ("Showing that a rule fires") runs as written."""
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parents[2] / "docs" / "rules.md").read_text()
+    section = text[text.index("### Showing that a rule fires"):]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    exec(compile(code, "docs/rules.md", "exec"), {})
