@@ -36,8 +36,10 @@ from eggpu.ir import ALL_DTYPES, DType
 from .rules_loader import Atom, Rule, SList, Sx
 from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, const_payload
 
-#: shape given to every String variable (shapes are opaque strings to the rules)
+#: shape given to every String variable (shapes are opaque strings to the rules); ``trans``
+#: permutations get ``PERM``
 SHAPE = '"16"'
+PERM = '"0"'
 #: candidate payloads of integer constants, most telling first (0 and 1 are identities)
 INT_POOL = (2, 3, 1, 0, 4, 8, -1, 5, 16, -2, 7)
 #: candidate values of float constants
@@ -231,6 +233,9 @@ class _Inst:
         self.types = types
         self.swap = ctor_swap or {}
         self.leaves: dict[str, str] = {}
+        roles: dict[str, tuple] = {}
+        _roles(_lhs_of(scope.rule), roles)
+        self.perms = {n for n, r in roles.items() if r == ("attr", "perm")}
 
     def leaf(self, name: str) -> str:
         """``(Opaque t id)`` for a term variable: ``t`` its inferred dtype (an ill-typed
@@ -254,7 +259,7 @@ class _Inst:
             if sort == "Term":
                 return self.leaf(name)
             if sort == "String":
-                return SHAPE
+                return PERM if self.perms and name in self.perms else SHAPE
             if sort == "i64":
                 return str(self.scope.ints[name])
             return name  # literal
@@ -280,7 +285,7 @@ def _lhs_of(rule: Rule) -> Sx | None:
 
 
 def _roles(node: Sx, out: dict[str, tuple]) -> None:
-    """For each i64 variable of a pattern, where it first appears: ``("int", dtype node)``,
+    """For each attribute variable of a pattern, where it first appears: ``("int", dtype node)``,
     ``("float", dtype node)`` or ``("attr", attribute name)``."""
     if not isinstance(node, SList) or node.head not in CONSTRUCTORS:
         return
@@ -358,7 +363,7 @@ def _candidates(rule: Rule, env: Mapping[str, DType], skip: bool):
     roles: dict[str, tuple] = {}
     _roles(lhs, roles)
     probe = _Scope(rule, env, {}, {}, skip)
-    names = list(roles)
+    names = [n for n in roles if rule.var_sorts.get(n) == "i64"]
     pools = [_pool(roles[n], probe) for n in names]
     bvars = _bound_vars(rule)
     for n, combo in enumerate(itertools.product(*pools, *[BOUND_POOL] * len(bvars))):
@@ -388,15 +393,34 @@ def _example(rule: Rule, env: Mapping[str, DType], types: Mapping[str, Any], ski
     return None
 
 
-def _analysis_parts(rule: Rule, scope: _Scope, inst: _Inst, ex: RuleExample) -> None:
-    """Expected bounds of an analysis rule's ``set`` actions, and extra fact terms."""
+def _pattern_var(rule: Rule) -> str | None:
+    """The variable an analysis rule's ``(= e PATTERN)`` fact binds (None: a bare pattern)."""
     pattern = _lhs_of(rule)
+    for g in rule.guards:
+        if g.head == "=" and pattern in g.items[1:]:
+            other = [i for i in g.items[1:] if i is not pattern]
+            if other and isinstance(other[0], Atom):
+                return other[0].text
+    return None
+
+
+def _analysis_parts(rule: Rule, scope: _Scope, inst: _Inst, ex: RuleExample) -> None:
+    """Expected bounds of an analysis rule's ``set`` actions on its pattern's term, the term a
+    ``union`` joins to it, and extra fact terms. Actions on other terms have no generated
+    example (they need a hand-written case)."""
+    pattern, var = _lhs_of(rule), _pattern_var(rule)
+
+    def is_pattern(n: Sx) -> bool:
+        return n is pattern or (isinstance(n, Atom) and n.text == var)
+
     ex.terms = tuple(inst.text(g) for g in rule.guards if g.head in CONSTRUCTORS and g is not pattern)
     for a in rule.actions:
-        if a.head == "set":
+        if a.head == "set" and is_pattern(a.items[1].items[1]):
             ex.bounds[a.items[1].head] = scope.i64(a.items[2])
+        elif a.head == "union" and any(is_pattern(x) for x in a.items[1:]) and ex.after is None:
+            ex.after = inst.text(next(x for x in a.items[1:] if not is_pattern(x)))
         else:
-            raise _Fail(f"action {a.head} has no example support")
+            raise _Fail(f"action {a} has no generated example")
 
 
 def _by_preference() -> list[DType]:

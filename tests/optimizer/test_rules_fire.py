@@ -32,11 +32,12 @@ RANGES = tuple(r.name for r in SHIPPED if r.ruleset == "ranges")
 #: rules that can never match, with the reason (each one is a dead rule to report)
 DEAD: dict[str, str] = {}
 
-#: rules that fire but whose rewrite translation validation cannot prove, so `optimize` falls
-#: back to the unoptimized kernel whenever they fire (reported; strict xfail so a fix shows)
+#: rules that fire but whose rewrite translation validation usually cannot prove, so `optimize`
+#: falls back to the unoptimized kernel when they fire (reported; xfail, not strict: z3 answers
+#: "unknown" on most runs, even with 30 s, and proves it on a few)
 NOT_VALIDATED: dict[str, str] = {
-    f"fdiv-{k}-f32": "z3 gives up on f32 x / 2^k == x * 2^-k in translation validation (even with 30 s); "
-                     "any f32 kernel dividing by a power of two falls back whole"
+    f"fdiv-{k}-f32": "z3 usually gives up on f32 x / 2^k == x * 2^-k in translation validation; "
+                     "an f32 kernel dividing by a power of two then falls back whole"
     for k in (2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)
 }
 
@@ -212,7 +213,7 @@ def test_helpers_report_what_went_wrong():
 
 
 def _validation_cases():
-    return [pytest.param(r.name, marks=pytest.mark.xfail(strict=True, reason=NOT_VALIDATED[r.name]))
+    return [pytest.param(r.name, marks=pytest.mark.xfail(strict=False, reason=NOT_VALIDATED[r.name]))
             if r.name in NOT_VALIDATED else r.name for r in SHIPPED]
 
 
