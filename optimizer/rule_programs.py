@@ -80,19 +80,21 @@ class _Emitter:
         return self.b.op(info.op, *operands, **attrs)
 
 
-def _arange(b: Builder) -> Any:
-    return b.op("arange", start=0, end=LANES)
-
-
-def _block_ptr(b: Builder, p: Any) -> Any:
-    return b.op("addptr", b.op("splat", p, shape=(LANES,)), _arange(b))
+def _block_ptr(b: Builder, p: Any, n: int = LANES) -> Any:
+    """``p + arange(0, n)``: pointers to the first ``n`` elements of a buffer."""
+    return b.op("addptr", b.op("splat", p, shape=(n,)), b.op("arange", start=0, end=n))
 
 
 def _store(b: Builder, out: Any, v: Any) -> None:
+    """Store ``v`` at ``out``: a scalar as is, a block flattened (reshape) into its first
+    ``numel`` elements."""
     if v.type.is_scalar:
         b.effect("store", out, v)
-    else:
-        b.effect("store", _block_ptr(b, out), v)
+        return
+    n = v.type.numel
+    if v.type.rank != 1:
+        v = b.op("reshape", v, shape=(n,))
+    b.effect("store", _block_ptr(b, out, n), v)
 
 
 def _try_build(b: Builder, term: SList, shapes: dict[tuple, bool], params: dict[tuple, Any]) -> Any:
@@ -123,9 +125,13 @@ def _shapes_for(term: SList, keys: list[tuple]) -> tuple[dict[tuple, bool], Bloc
     """The first scalar/block choice per leaf under which the term builds, and its result type."""
     for combo in itertools.product((True, False), repeat=len(keys)):
         shapes = dict(zip(keys, combo))
-        b = Builder("probe", [(f"a{i}", t) for i, t in enumerate(_param_types(keys, shapes))])
+        types = _param_types(keys, shapes)
+        b = Builder("probe", [(f"a{i}", t) for i, t in enumerate(types)])
         try:
             v = _try_build(b, term, shapes, dict(zip(keys, b.params)))
+            # again with an output buffer of the result's dtype: the store must type-check too
+            b2 = Builder("probe_store", [*((f"a{i}", t) for i, t in enumerate(types)), ("out", pointer(v.type.dtype))])
+            _store(b2, b2.params[-1], _try_build(b2, term, shapes, dict(zip(keys, b2.params))))
         except (IRError, KeyError, ValueError):
             continue
         return shapes, v.type
@@ -157,7 +163,7 @@ def example_program(examples: Sequence[RuleExample], name: str = "rule_examples"
                           else ("scalar", t.dtype, 1, address))
         out_dt: DType = rt.dtype
         params.append((f"e{i}_out", pointer(out_dt)))
-        inputs.append(("ptr", out_dt, LANES, False))
+        inputs.append(("ptr", out_dt, max(1, rt.numel), False))
     b = Builder(name, params)
     k = 0
     included = []
