@@ -46,8 +46,9 @@ INT_POOL = (2, 3, 1, 0, 4, 8, -1, 5, 16, -2, 7)
 FLOAT_POOL = (2.0, 0.5, 3.0, 1.0, -1.0, 0.0, -0.0, 4.0)
 #: candidate values of attributes (axis, arange start/end)
 ATTR_POOL = {"axis": (0,), "start": (0,), "end": (16,)}
-#: candidate range facts (lower, upper) for a leaf whose bounds a guard reads
-BOUND_POOL = ((0, 15), (1, 16), (-8, -1), (-3, 5), (0, 1))
+#: candidate range facts (lower, upper) for a leaf whose bounds a guard reads (the last one
+#: overflows narrow sums: for guard tests)
+BOUND_POOL = ((0, 15), (1, 16), (-8, -1), (-3, 5), (0, 1), (0, (1 << 31) - 1))
 #: the most combinations of pool values tried per dtype assignment
 MAX_TRIES = 20000
 #: dtypes tried first when one assignment is enough
@@ -313,7 +314,8 @@ def _pool(role: tuple, scope: _Scope) -> list[int]:
         return list(INT_POOL) if kind == "int" else [const_payload(v, CONSTRUCTOR_DTYPES["F64"])[1]
                                                        for v in FLOAT_POOL]
     out = []
-    for v in (FLOAT_POOL if kind == "float" else INT_POOL):
+    extremes = (d.max, d.min) if d.is_int else ()  # last: overflowing folds, for guard tests
+    for v in (FLOAT_POOL if kind == "float" else (*INT_POOL, *extremes)):
         try:
             ctor, payload = const_payload(v, d)
         except Exception:  # out of range for d
@@ -387,10 +389,72 @@ def _example(rule: Rule, env: Mapping[str, DType], types: Mapping[str, Any], ski
                 ex.after = inst.text(rule.rhs)
         except _Fail:
             continue
-        ex.facts = tuple(f"(set ({fn} {inst.leaf(v)}) {lh[i]})" for v, lh in scope.bounds.items()
-                         for i, fn in enumerate(("LowerBound", "UpperBound")))
+        ex.facts = _facts(scope, inst)
         return ex
     return None
+
+
+def _value_guards(rule: Rule) -> list[int]:
+    """Indices of the guards on values (comparisons and i64 equations that read constants,
+    attributes or range facts, not only dtype widths)."""
+    scope = _Scope(rule, {}, {}, {})
+    for g in rule.guards:  # the width variables, without evaluating anything
+        if g.head == "Width" and isinstance(g.items[2], Atom):
+            scope.widths.add(g.items[2].text)
+    out = []
+    for i, g in enumerate(rule.guards):
+        if g.head in ("<", "<=", ">", ">=", "!=") and not scope.on_widths(g):
+            out.append(i)
+        elif g.head == "=" and not any(isinstance(x, SList) and x.head in CONSTRUCTORS for x in g.items[1:]):
+            names = [a.text for a in _atoms(g) if rule.var_sorts.get(a.text) == "i64"] + [
+                a.text for a in _atoms(g) if a.text in ("LowerBound", "UpperBound")]
+            if set(names) - scope.widths:
+                out.append(i)
+    return out
+
+
+def _violates(scope: _Scope, rule: Rule, index: int) -> bool:
+    """Whether guard ``index`` fails under ``scope`` while no other guard does (guards that
+    need a variable the failing one would have bound are not evaluated)."""
+    failed = False
+    for i, g in enumerate(rule.guards):
+        try:
+            scope.guard(g)
+        except _Unbound:
+            if not failed:
+                return False
+        except _Fail:
+            if i != index:
+                return False
+            failed = True
+    return failed
+
+
+def value_negatives(rule: Rule) -> list[RuleExample]:
+    """For each guard on values, a term at the first accepted dtype assignment where that guard
+    fails and every other guard holds (``(> c 1)`` at ``c = 1``, a power-of-two check at 3, a
+    ``(>= (LowerBound x) 0)`` with a negative range fact): the rule must not fire on it.
+    Guards no pool value violates get no example."""
+    env = next(_envs(rule, False, True), None)
+    if env is None:
+        return []
+    types = _types(rule, env) or {}
+    out: list[RuleExample] = []
+    for index in _value_guards(rule):
+        for scope in _candidates(rule, env, False):
+            if _violates(scope, rule, index):
+                inst = _Inst(scope, types)
+                ex = RuleExample(rule.name, dict(env), inst.text(_lhs_of(rule)), values=dict(scope.ints))
+                ex.facts = _facts(scope, inst)
+                if all(ex.before != o.before or ex.facts != o.facts for o in out):
+                    out.append(ex)
+                break
+    return out
+
+
+def _facts(scope: _Scope, inst: _Inst) -> tuple[str, ...]:
+    return tuple(f"(set ({fn} {inst.leaf(v)}) {lh[i]})" for v, lh in scope.bounds.items()
+                 for i, fn in enumerate(("LowerBound", "UpperBound")))
 
 
 def _pattern_var(rule: Rule) -> str | None:

@@ -5,7 +5,8 @@ except the table of hand-written cases) a firing example is generated from its l
 (:mod:`eggpu.optimizer.rule_examples`): the rule runs alone on an e-graph holding the term and
 must match it and put the instantiated right-hand side in the term's e-class (analysis rules:
 write the expected bounds). Every rule with a dtype guard also gets negative examples: the same
-term at a dtype each guard excludes, on which the rule must not fire.
+term at a dtype each guard excludes, on which the rule must not fire; and each guard on values
+gets one where only it fails (``test_value_guard_blocks``).
 
 ``HAND`` holds cases the generator cannot reach or that show a rule on the terms real kernels
 produce (range facts from ``program_id``/``arange`` through the range analysis, not asserted).
@@ -123,6 +124,18 @@ def test_dtype_guard_blocks(name):
     exs = rx.negatives(BY_NAME[name])
     assert exs, f"{BY_NAME[name].location}: {name}: no term found at a dtype its guards exclude"
     for ex in exs:
+        assert_rule_does_not_fire(name, ex)
+
+
+VALUE_NEGATIVES = {r.name: exs for r in SHIPPED if (exs := rx.value_negatives(r))}
+
+
+@pytest.mark.parametrize("name", list(VALUE_NEGATIVES))
+def test_value_guard_blocks(name):
+    """For each guard on values that pool values can violate (``(> c 1)`` at 1, a power-of-two
+    check at 3, ``(>= (LowerBound x) 0)`` with a negative range fact, a fold that would
+    overflow), the rule must not fire on a term where only that guard fails."""
+    for ex in VALUE_NEGATIVES[name]:
         assert_rule_does_not_fire(name, ex)
 
 
