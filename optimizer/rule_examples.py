@@ -10,9 +10,10 @@ on ``(LowerBound x)``/``(UpperBound x)`` of a leaf is met by asserting range fac
 the variables the guards bind, so the right-hand side (or, for an analysis ``rule``, the bound
 each ``set`` action writes) is known in advance.
 
-:func:`negative` builds the same kind of term for a dtype the rule's dtype guards exclude (a
-family relation, a ``Width``, or a concrete dtype in the pattern), with every other guard met:
-the rule must not fire on it.
+:func:`negatives` builds the same kind of term for dtypes the rule's dtype guards exclude (one
+per guard: a family relation, a ``Width``, a comparison of widths; and a concrete dtype of the
+pattern swapped for another of its family), every other guard met; :func:`value_negatives` one
+term per guard on values where only that guard fails. The rule must not fire on any of them.
 
 :class:`FireBench` is one e-graph with the schema and the given rules, each in a ruleset of its
 own; :meth:`FireBench.run` adds an example's term and facts (after a ``push``), runs only that
@@ -20,7 +21,8 @@ rule once (after saturating any ``support`` rules, e.g. the range analysis), and
 rule's match count and whether the term and the expected result ended in one e-class.
 
 The dtype feasibility of an assignment (the patterns type-check) is the verifier's type
-inference, so examples exist exactly for the assignments ``eggpu rules check`` proves.
+inference (its private ``_Instance.infer``, used without z3), so examples exist for the same
+assignments ``eggpu rules check`` proves.
 """
 
 from __future__ import annotations
@@ -360,7 +362,9 @@ def _types(rule: Rule, env: Mapping[str, DType]) -> dict[str, Any] | None:
 # ---------------------------------------------------------------------- the search
 
 
-def _candidates(rule: Rule, env: Mapping[str, DType], skip: bool):
+def _candidates(rule: Rule, env: Mapping[str, DType], skip: bool) -> Iterator[_Scope]:
+    """Scopes for every combination of pool values of the pattern's i64 variables and range
+    facts of the leaves whose bounds a guard reads (at most ``MAX_TRIES``)."""
     lhs = _lhs_of(rule)
     roles: dict[str, tuple] = {}
     _roles(lhs, roles)
