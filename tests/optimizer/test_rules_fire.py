@@ -63,6 +63,18 @@ HAND: dict[str, list[tuple]] = {
                              ' (Splat (I32) "16" (Const (I32) 16))))', (), RANGES)],
     "range-rem-nonneg": [('(Rem (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 4)))',
                           {"LowerBound": 0, "UpperBound": 3}, (), RANGES)],
+    "lt-always-true-scalar": [("(Lt (I32) (ProgramId (I32) 0) (Const (I32) 2147483647))", "(Const (Bool) 1)", (),
+                               RANGES)],
+    "gt-always-true": [('(Lt (I32) (Splat (I32) "16" (Const (I32) 0))'
+                        ' (Add (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 1))))',
+                        '(Splat (Bool) "16" (Const (Bool) 1))', (), RANGES)],
+    "range-shl-nonneg": [('(Shl (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 2)))',
+                          {"LowerBound": 0, "UpperBound": 60}, (), RANGES)],
+    "range-and-mask": [("(And (I32) (ProgramId (I32) 0) (Const (I32) 7))", {"LowerBound": 0, "UpperBound": 7}, (),
+                        RANGES)],
+    "range-cast-int": [("(Cast (I32) (I64) (Arange (I32) 0 16))", {"LowerBound": 0, "UpperBound": 15}, (), RANGES)],
+    "range-div-nonneg": [('(Div (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 4)))',
+                          {"LowerBound": 0, "UpperBound": 15}, (), RANGES)],
     "range-add-signed": [('(Add (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 16)))',
                           {"LowerBound": 16, "UpperBound": 31}, (), RANGES)],
     # a guard on a fact the example asserts by hand
@@ -161,12 +173,14 @@ def test_every_accepted_dtype_fires(name):
 
 
 def _program_examples(generated, fast_math: bool) -> list[rx.RuleExample]:
-    """Generated examples and the fact-free hand cases of the rules of one ruleset kind."""
-    out = [ex for r in SHIPPED if r.fast_math == fast_math and (ex := generated[r.name]) is not None]
-    for name, (before, after, facts, _support) in _hand_cases():
-        if BY_NAME[name].fast_math == fast_math and not facts and not isinstance(after, dict):
-            out.append(rx.RuleExample(name, {}, before, after))
-    return out
+    """Generated examples of the rules of one ruleset kind."""
+    return [ex for r in SHIPPED if r.fast_math == fast_math and (ex := generated[r.name]) is not None]
+
+
+def _hand_examples() -> list[rx.RuleExample]:
+    """The hand cases a kernel can state (no asserted facts; rewrites, not bounds)."""
+    return [rx.RuleExample(name, {}, before, after) for name, (before, after, facts, _support) in _hand_cases()
+            if not facts and not isinstance(after, dict)]
 
 
 def _run_both(prog, optimized, seed: int = 0):
@@ -226,6 +240,22 @@ def test_generated_examples_fire_in_the_optimizer(generated, fast_math):
         _outputs_agree(prog, res.function, fast_math)
     if extraction_failures:
         pytest.xfail("known nondeterministic extraction failure: " + "; ".join(extraction_failures))
+
+
+def test_hand_cases_fire_in_the_optimizer():
+    """The hand cases (range facts from arange/program_id) as one kernel, optimized with the
+    default limits: the range analysis derives the facts as in a real kernel, each case's rule
+    fires, and the result validates."""
+    from eggpu.optimizer import optimize
+    from eggpu.optimizer.rule_programs import example_program
+
+    prog = example_program(_hand_examples(), name="hand_cases")
+    assert not prog.skipped, prog.skipped
+    res = optimize(prog.function)
+    missing = sorted({n for n in prog.included if not res.rule_hits.get(n)})
+    assert not missing, f"rules that did not fire on their hand case in the optimizer: {missing}"
+    assert not res.fell_back, res.reason
+    _outputs_agree(prog, res.function, False)
 
 
 def test_helpers_report_what_went_wrong():
