@@ -350,6 +350,9 @@ def _optimizer_report(res: Any) -> dict[str, Any]:
         "rules_used": len(res.rules_used),
         # rules that were not given to egglog, with why: refuted, unknown, fast_math (not enabled)
         "rules_rejected": dict(res.rules_rejected),
+        # how many of the usable rules were loaded into egglog: only those that can match
+        "rules_loaded": res.rules_loaded,
+        "rules_loaded_why": res.rules_loaded_why,
         "cost_before": res.cost_before,
         "cost_after": res.cost_after,
         "egraph_nodes": res.egraph_nodes,
