@@ -15,8 +15,10 @@ Where the work runs:
   ``Kernel[dtype]`` need not be picklable); each worker compiles through the shared on-disk
   cache, whose per-key lock makes equal instances compile once, and sends back the artefact
   texts and the report, from which this process builds the :class:`~eggpu.CompiledKernel`
-  exactly as for a cache hit. Where ``fork`` is not available, workers run in threads
-  (compilation is thread-safe; egglog saturation then runs in parallel, z3 and LLVM do not);
+  exactly as for a cache hit. Where ``fork`` is not available, or where it is not safe (egglog
+  13.2 already imported here: a child forked after that hangs on its first e-graph; egglog 14
+  forks cleanly), workers run in threads (compilation is thread-safe, but z3 and LLVM run one
+  thread at a time, so threads gain little);
 * ``executor=`` any :class:`concurrent.futures.Executor` (a thread pool, a process pool, a
   cluster engine's executor): each instance is submitted as ``executor.submit(eggpu.compile,
   instance, **options)``, so the executor's workers must be able to receive the instance (a
@@ -138,11 +140,43 @@ def _rebuild(kernel: Any, options: dict[str, Any], payload: Any) -> Any:
     return ck
 
 
+def _egglog_forks_cleanly() -> bool:
+    """Whether a process forked from this one can still make egglog e-graphs. egglog 13.2 starts
+    a native thread when it is imported, which a forked child lacks: its first e-graph waits for
+    it forever. egglog 14 starts none. (A child that does not import egglog before the fork, as
+    in a fresh process, is always fine.)"""
+    return "egglog.bindings" not in sys.modules or _egglog_major() >= 14
+
+
+def _egglog_major() -> int:
+    from eggpu.fingerprint import library_versions
+
+    major = library_versions(["egglog"])[0].partition("=")[2].split(".")[0]
+    return int(major) if major.isdigit() else 0
+
+
+def _warm(options: dict[str, Any]) -> None:
+    """Import the compiler (and, where egglog forks cleanly, prepare the rules: load and prove
+    them) here, once, before the fork, so the workers inherit that instead of each doing it.
+    Failures are left to the workers, which report them per instance. No e-graph is made here:
+    an egglog e-graph belongs to the thread that created it."""
+    try:
+        import eggpu.codegen  # noqa: F401
+        import eggpu.kernel_macro.frontend  # noqa: F401
+
+        if options.get("optimize", True) and _egglog_major() >= 14:  # (importing 13.2 here would hang the fork)
+            from eggpu.optimizer import prepare_rules
+
+            prepare_rules(list(options.get("rules", ())), fast_math=bool(options.get("fast_math", False)))
+    except Exception:  # noqa: BLE001 - e.g. a bad rule file: every instance will say so
+        pass
+
+
 def _fork_pool(workers: int) -> Executor | None:
     import multiprocessing as mp
     from concurrent.futures import ProcessPoolExecutor
 
-    if "fork" not in mp.get_all_start_methods():
+    if "fork" not in mp.get_all_start_methods() or not _egglog_forks_cleanly():
         return None
     return ProcessPoolExecutor(max_workers=workers, mp_context=mp.get_context("fork"))
 
@@ -216,12 +250,13 @@ def compile_many(instances: Iterable[Any], workers: int | None = None, *, execut
 
     global _JOBS
     pool = _fork_pool(min(workers, len(items)))
-    if pool is None:  # no fork: threads (compilation is thread-safe)
+    if pool is None:  # no (safe) fork: threads (compilation is thread-safe)
         with ThreadPoolExecutor(max_workers=min(workers, len(items))) as tp:
             futures = _submit_all(tp, items, lambda k: tp.submit(compile, k, **options))
             _collect(futures, items, finish, lambda i, value: value)
         return BatchResult(results, time.monotonic() - t0)
     _JOBS = [items, options]
+    _warm(options)
     try:
         with pool:
             futures = {i: pool.submit(_work, i) for i in range(len(items))}

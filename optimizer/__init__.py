@@ -131,7 +131,7 @@ class PreparedRules:
 # threads saturate in parallel. z3's Python API shares one global context that is not
 # thread-safe (and releases the GIL while it solves), so everything that runs z3 here (proving
 # rules on a proof-cache miss, translation validation) holds _Z3_LOCK.
-_LOCK = threading.RLock()  # guards _PREPARED
+_LOCK = threading.RLock()  # guards _PREPARED, the rule selections and creating e-graphs
 _Z3_LOCK = threading.RLock()
 _CACHE_SIZE = 8  # rule sets kept per process, loaded e-graphs per thread; oldest dropped first
 _PREPARED: dict[tuple, PreparedRules] = {}

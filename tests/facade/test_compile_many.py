@@ -58,6 +58,32 @@ def test_forked_workers_return_every_success_and_report_each_failure(cache_dir: 
     np.testing.assert_array_equal(out, x + y)
 
 
+def test_threads_replace_an_unsafe_fork(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import eggpu.batch as batch
+
+    monkeypatch.setattr(batch, "_egglog_forks_cleanly", lambda: False)  # egglog 13.2 imported here
+    real, made = batch._fork_pool, []
+    monkeypatch.setattr(batch, "_fork_pool", lambda n: made.append(real(n)) or made[-1])
+    kernels = _batch()
+    _check(eggpu.compile_many(kernels, workers=2, progress=False), kernels)
+    assert made == [None]  # no process pool: threads
+
+
+def test_fork_safety_follows_the_egglog_version(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    import eggpu.batch as batch
+
+    monkeypatch.setitem(sys.modules, "egglog.bindings", object())
+    monkeypatch.setattr(batch, "_egglog_major", lambda: 13)
+    assert not batch._egglog_forks_cleanly()
+    monkeypatch.setattr(batch, "_egglog_major", lambda: 14)
+    assert batch._egglog_forks_cleanly()
+    monkeypatch.delitem(sys.modules, "egglog.bindings")
+    monkeypatch.setattr(batch, "_egglog_major", lambda: 13)
+    assert batch._egglog_forks_cleanly()  # not imported yet: the children import it themselves
+
+
 def test_an_executor_runs_the_same_jobs(cache_dir: Path) -> None:
     kernels = _batch()
     seen = []
