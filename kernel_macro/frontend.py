@@ -16,6 +16,8 @@ Control flow:
   change is a CompileError. Variables first assigned in the body and the loop variable are not
   available after the loop.
 * ``for i in tl.static_range(...)`` is unrolled (compile-time bounds).
+* ``while cond:`` becomes an IR ``while`` with the same carried-variable rules
+  (:mod:`~eggpu.kernel_macro.while_loops`).
 * ``if`` on a compile-time condition compiles only the taken branch; on a runtime scalar it
   becomes an IR ``if`` yielding the variables either branch (re)assigned. A variable assigned in
   only one branch and not before is unavailable afterwards.
@@ -50,7 +52,7 @@ from eggpu.ir.types import BlockType, PointerType
 
 from . import compat
 from . import language as tl
-from .builtins import IMPLS, SIGNATURES
+from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
 from .signature import _closure_vars
@@ -115,8 +117,6 @@ _NESTED_DEF = ("nested function and class definitions are not supported in a ker
 _COMPREHENSION = ("comprehensions are not supported in a kernel",
                   "unroll with `for i in tl.static_range(...)`, or build blocks with tl.arange")
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    ast.While: ("while loops are not supported in a kernel",
-                "use `for i in range(lo, hi, step)` with a bound computed before the loop"),
     ast.Break: ("break is not supported in a kernel",
                 "loops run a fixed number of iterations: compute the bound before the loop, or "
                 "guard the rest of the body with an if or a mask"),
@@ -238,7 +238,7 @@ class CodeGenerator:
         self._stmt: dict[type, Callable[[Any], None]] = {
             ast.Assign: self._assign, ast.AugAssign: self._augassign, ast.AnnAssign: self._annassign,
             ast.Expr: self._expr_stmt, ast.Pass: lambda node: None, ast.For: self._for,
-            ast.Assert: self._assert,
+            ast.Assert: self._assert, ast.While: self._while,
         }
 
     # ------------------------------------------------------------ entry
@@ -549,6 +549,11 @@ class CodeGenerator:
             self._static_for(node, it, lo, hi, step)
         else:
             self._runtime_for(node, it, lo, hi, step)
+
+    def _while(self, node: ast.While) -> None:
+        from .while_loops import lower_while
+
+        lower_while(self, node)
 
     def _range_hints(self, it: ast.Call) -> None:
         """Check the keywords of ``tl.range(...)``: Triton's pipelining hints, accepted without effect."""
@@ -1043,12 +1048,26 @@ class CodeGenerator:
         except TypeError as e:
             raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
         bound.apply_defaults()
+        if name in COMBINE_FUNCTIONS:
+            bound.arguments["combine_fn"] = self._combine_callable(node, bound.arguments["combine_fn"])
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
             raise self.error(self._arg_node(node, bs.params, e.arg, 1 if method else 0), e.problem, e.hint) from None
         except IRError as e:
             raise self._located(node, e) from None
+
+    def _combine_callable(self, node: ast.Call, fobj: Any) -> Any:
+        """``combine_fn`` of tl.reduce/tl.associative_scan as a Python callable that inlines it."""
+        target = getattr(fobj, "__eggpu_jit_target__", None)
+        fn = target if isinstance(target, types.FunctionType) else fobj
+        if not isinstance(fn, types.FunctionType):
+            return fobj  # the implementation reports a non-function combine_fn at the argument
+
+        def call(*values: Any) -> Any:
+            return self._inline(node, fn, list(values), {})
+
+        return call
 
     @staticmethod
     def _arg_node(node: ast.Call, params: Sequence[str], arg: str | None, skip: int = 0) -> ast.AST:

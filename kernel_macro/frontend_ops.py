@@ -648,16 +648,17 @@ class Semantic:
 
         return loop_bounds(self, lo, hi, step)
 
-    def condition(self, v: Tensor) -> Tensor:
-        """A bool scalar for a runtime ``if``."""
+    def condition(self, v: Tensor, what: str = "if statement") -> Tensor:
+        """A bool scalar for a runtime ``if`` (or ``while``: ``what``)."""
         if v.is_block:
             raise SemanticError(
-                f"the condition of an if statement must be a scalar, got a block ({v.type})",
+                f"the condition of an {what} must be a scalar, got a block ({v.type})" if what[0] in "aeiou"
+                else f"the condition of a {what} must be a scalar, got a block ({v.type})",
                 "per-lane conditions are written with tl.where(mask, a, b) or as the mask of "
                 "tl.load/tl.store; use tl.sum/tl.max to reduce a block to a scalar",
             )
         if v.is_pointer:
-            raise SemanticError(f"the condition of an if statement must be a bool scalar, got {v.type}")
+            raise SemanticError(f"the condition of the {what} must be a bool scalar, got {v.type}")
         return self.cast(v, bool_)
 
     # ------------------------------------------------------------ reductions
