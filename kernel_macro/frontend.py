@@ -606,7 +606,7 @@ class CodeGenerator:
         if isinstance(step, int) and not isinstance(step, bool) and step == 0:
             raise self.error(it, "range() step must not be zero")
         try:
-            lo_t, hi_t, step_t, variable = self.sem.loop_bounds(lo, hi, step)
+            lo_t, hi_t, step_t, variable, wide_trips = self.sem.loop_bounds(lo, hi, step)
         except SemanticError as e:
             raise self.error(it, e.problem, e.hint) from None
         f = self.frame
@@ -626,8 +626,9 @@ class CodeGenerator:
                 plan[n] = ("tuple", v)
             else:
                 plan[n] = ("const", v)
+        counter = BlockType(i32, ()) if wide_trips is None else wide_trips.type
         for _attempt in range(6):
-            blk, end_scope = self._loop_body(node, target, plan, before, variable)
+            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter)
             new_plan = self._join_loop(node, plan, end_scope)
             if new_plan == plan:
                 break
@@ -643,9 +644,16 @@ class CodeGenerator:
             yields = [self._materialize(end_scope[n], plan[n][1]) for n in carried]
         except SemanticError as e:
             raise self.error(node, e.problem, e.hint) from None
-        blk.ops.append(Operation("yield", tuple(yields), {}, (), (), loc))
-        op = self.b.for_(lo_t.value, hi_t.value, step_t.value, inits, blk)
-        for n, r in zip(carried, op.results):
+        if wide_trips is None:
+            blk.ops.append(Operation("yield", tuple(yields), {}, (), (), loc))
+            results = self.b.for_(lo_t.value, hi_t.value, step_t.value, inits, blk).results
+        else:  # a wide loop: while k < trips over a counter of the loop's unsigned dtype
+            blk.ops.append(Operation("yield", (next_k, *yields), {}, (), (), loc))
+            with self.b.region([a.type for a in blk.args]) as cond_blk:
+                self.b.yield_(self.b.op("lt", cond_blk.args[0], wide_trips.value))
+            zero = self.b.const(0, counter.dtype)
+            results = self.b.while_([zero, *inits], cond_blk, blk).results[1:]
+        for n, r in zip(carried, results):
             before[n] = Tensor(r)
         for n in assigned:
             if n not in plan:
@@ -657,13 +665,15 @@ class CodeGenerator:
             "keep the value you need in a variable assigned before the loop")
 
     def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
-                   variable: Callable[[Tensor], Tensor]):
+                   variable: Callable[[Tensor], Tensor], counter: BlockType):
+        """The loop body region (args: the counter, then the carried values), the scope at its end,
+        and, for a wide loop (a counter wider than i32, lowered as a ``while``), the next counter."""
         f = self.frame
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
-        arg_types = [BlockType(i32, ())] + [plan[n][1] for n in carried]
+        arg_types = [counter] + [plan[n][1] for n in carried]
         with self.b.region(arg_types) as blk:
             scope = dict(before)
-            scope[target] = variable(Tensor(blk.args[0]))  # the i32 count, or lo + k * step (wide loops)
+            scope[target] = variable(Tensor(blk.args[0]))  # the i32 iv, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
             f.scope = scope
@@ -673,8 +683,11 @@ class CodeGenerator:
             finally:
                 f.loop_depth -= 1
             end_scope = f.scope
+            next_k = None
+            if counter.dtype != i32:
+                next_k = self.b.op("add", blk.args[0], self.b.const(1, counter.dtype))
         f.scope = before
-        return blk, end_scope
+        return blk, end_scope, next_k
 
     def _join_loop(self, node: ast.For, plan: dict[str, tuple], end_scope: dict[str, Any]) -> dict[str, tuple]:
         new: dict[str, tuple] = {}

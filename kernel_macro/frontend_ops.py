@@ -641,7 +641,7 @@ class Semantic:
             return -(-a // b)
         return self.binary("floordiv", self.binary("add", a, self.binary("sub", b, 1)), b)
 
-    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any]:
+    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any, Tensor | None]:
         """The IR ``for`` operands of ``range(lo, hi, step)`` and the loop-variable function
         (:func:`eggpu.kernel_macro.loops.loop_bounds`)."""
         from .loops import loop_bounds

@@ -5,6 +5,7 @@ text form; compile-time conditions fold; misuse is one located error."""
 from __future__ import annotations
 
 import inspect
+import re
 
 import numpy as np
 import pytest
@@ -107,6 +108,29 @@ def test_while_ir_round_trips():
     assert "while(" in print_function(fn)
     text = print_function(fn)
     assert print_function(parse_function(text)) == text
+
+
+@eggpu.jit
+def wide_for(out_ptr, lo, hi, step):
+    n = 0
+    last = lo
+    for i in range(lo, hi, step):
+        n += 1
+        last = i
+    tl.store(out_ptr, n.to(tl.int64))
+    tl.store(out_ptr + 1, last)
+
+
+def test_i64_for_is_a_while_over_an_i64_counter(run_both):
+    """A loop whose bounds are i64 counts its trips in u64 (no i32 counter, no 2**31 cap)."""
+    k = wide_for.specialize(np.zeros(2, np.int64), 2**40, 2**41, 2**38)
+    text = print_function(k.ir())
+    assert "while(" in text and not re.search(r"\bfor\(", text) and "minimum" not in text
+    for lo, hi, step in [(2**40, 2**41, 2**38), (5, -2**62, -2**61), (2**63 - 3, 2**63 - 1, 1), (0, 9, 0)]:
+        res = run_both(wide_for, (1,), np.zeros(2, np.int64), np.int64(lo), np.int64(hi), np.int64(step))
+        r = range(lo, hi, step) if step else range(0)
+        for device, (out,) in res.items():
+            assert out.tolist() == [len(r), r[-1] if len(r) else lo], (device, lo, hi, step)
 
 
 @eggpu.jit
