@@ -1,6 +1,6 @@
 """Names of Triton's language that eggpu does not have, each with the reason (and what to write).
 
-The frontend turns a use of one of these — ``tl.cumsum(x)``, ``x.cumsum()``, ``tl.math.pow``,
+The frontend turns a use of one of these — ``tl.sort(x)``, ``x.sort()``, ``tl.math.pow``,
 ``tl.float8e5`` — into one compile error naming the feature, at the source line with a caret;
 outside a kernel ``tl.<name>`` raises an ``AttributeError`` with the same text. Keyword arguments
 Triton accepts with values eggpu cannot honour (``tie_break_left=False``, ``volatile=True``, ...)
