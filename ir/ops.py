@@ -251,8 +251,17 @@ def reduce_type(name, index_result=False):
     return rule
 
 
+#: ``dot``'s ``precision`` values; the first is the default (an absent attribute).
+DOT_PRECISIONS = ("ieee", "tf32")
+
+
 def dot_type(ts, attrs):
     a, b = ts[0], ts[1]
+    prec = attrs.get("precision", DOT_PRECISIONS[0])
+    if prec not in DOT_PRECISIONS:
+        raise _fail("dot", f"precision must be one of {', '.join(map(repr, DOT_PRECISIONS))}, got {prec!r}")
+    if prec == "tf32" and a.elem != f32:
+        raise _fail("dot", f"precision 'tf32' needs f32 operands, got {a.elem}")
     if a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0]:
         raise _fail("dot", f"needs [M,K] x [K,N] blocks, got {a} and {b}")
     if a.elem != b.elem:
@@ -522,8 +531,10 @@ OPS_LIST: list[OpDef] = [
         edge="i32 index of the first maximum; NaN ignored (all NaN -> 0)", doc="argmax along axis"),
     _op("reduce_argmin", (1, 1), (PURE, REDUCTION), reduce_type("reduce_argmin", True), NUM, attrs=("axis",),
         edge="i32 index of the first minimum; NaN ignored (all NaN -> 0)", doc="argmin along axis"),
-    _op("dot", (2, 3), (PURE,), dot_type, NUM,
-        edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added", doc="matrix product"),
+    _op("dot", (2, 3), (PURE,), dot_type, NUM, optional=("precision",),
+        edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added; "
+        "precision 'tf32' (f32 only) first rounds each operand to TF32 (10 mantissa bits, ties away from zero)",
+        doc="matrix product"),
     # memory
     _op("load", (1, 3), (EFFECT,), load_type, ANY,
         edge="masked-off lanes are not read and take `other` (0 without other)",
@@ -662,6 +673,8 @@ def _reduce_arg(is_min):
 
 
 def _dot(attrs, a, b, *acc, dtype):
+    if attrs.get("precision") == "tf32":
+        a, b = sem.round_tf32(a), sem.round_tf32(b)
     if dtype.is_float:
         with np.errstate(all="ignore"):
             r = a.astype(np.float64) @ b.astype(np.float64)

@@ -267,12 +267,26 @@ def softmax(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.binary("truediv", num, s.reduce("reduce_sum", num, dim, True))
 
 
+def _dot_precision(a: dict[str, Any]) -> str:
+    """The IR ``precision`` of a ``tl.dot``: ``input_precision`` wins; else ``allow_tf32=True`` is
+    ``"tf32"`` (Triton's older spelling); else ``"ieee"`` (eggpu's default, exact f32; Triton's
+    default for f32 is TF32). The 3-pass emulations (``tf32x3``, ``bf16x3``...) are not supported."""
+    p = a["input_precision"]
+    if p is None:
+        return "tf32" if a["allow_tf32"] is True else "ieee"
+    if p not in ("ieee", "tf32"):
+        raise SemanticError(f"tl.dot(input_precision={p!r}) is not supported by eggpu: only 'ieee' (exact f32, "
+                            "the default) and 'tf32' (tensor cores on sm_80+)", "use input_precision='ieee' for "
+                            "full f32 accuracy", arg="input_precision")
+    return p
+
+
 def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
     _choice(a, "input_precision", _PRECISIONS, "dot")
     if a["allow_tf32"] not in (None, True, False):
         raise SemanticError(f"allow_tf32 must be a compile-time bool, got {describe(a['allow_tf32'])}", arg="allow_tf32")
     _not_supported(a, "max_num_imprecise_acc", None, "dot", "it only applies to FP8 products")
-    r = s.dot(a["a"], a["b"], a["acc"])
+    r = s.dot(a["a"], a["b"], a["acc"], precision=_dot_precision(a))
     out = a["out_dtype"]
     ints = isinstance(a["a"], Tensor) and not a["a"].dtype.is_float
     ok = (f32, i32) if ints else (f32,)
