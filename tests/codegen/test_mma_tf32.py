@@ -198,3 +198,14 @@ def test_compile_report_and_optimizer_keep_precision():
     ck = eggpu.compile(kern, target="sm_90")
     (d,) = ck.report["dot"]
     assert d["strategy"] == "mma_sync" and d["precision"] == "tf32", d
+
+
+def test_sass_contains_hmma_for_tf32():
+    from eggpu.codegen.ptxas import run_ptxas
+
+    tools = pytest.importorskip("bench.tools")
+    rep = run_ptxas(compile_ptx_module(_ir(MM_TF32, (64, 64, 32), 100, 100, 100), "sm_80").ptx, "sm_80")
+    sass = tools.sass_of_cubin(rep.cubin)
+    if sass is None:
+        pytest.skip("neither nvdisasm nor cuobjdump is installed (pip install nvidia-cuda-nvdisasm)")
+    assert sass.opcodes.get("HMMA", 0) > 0, sass.opcodes
