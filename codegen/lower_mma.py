@@ -43,7 +43,7 @@ from .layout import LV
 
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 MMA_K_TF32 = 8  # m16n8k8 for TF32 (:mod:`eggpu.codegen.lower_mma_tf32`)
-SMEM_LIMIT = 48 * 1024  # the lowering's static shared-memory limit (lowering.MAX_SHARED_BYTES)
+SMEM_LIMIT = 48 * 1024  # static shared memory (lowering.MAX_SHARED_BYTES); beyond it, dynamic up to lw.smem_limit
 C_PAD = 8  # floats of padding per row of the f32 staging buffer
 
 
@@ -112,6 +112,12 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
         wm *= 2
     _, wm, wn = best
     ab = tf32_ab_bytes(M, N, K)[0] if tf32 else -(-(M * K * 2) // 16) * 16 + K * N * 2
+    limit = max(getattr(lw, "smem_limit", SMEM_LIMIT), SMEM_LIMIT)
+    if ab > limit:
+        return f"operands need {ab} bytes of shared memory, more than the {limit} bytes a CTA may use"
+    # the result is staged in the same bytes: bands within 48 KiB (static shared memory) unless
+    # the operands already take more, then within what they take
+    c_limit = max(SMEM_LIMIT, ab)
     stride = lw.layout((M, N)).stride
     groups = mt // wm
     cs = (N + C_PAD) * 4
@@ -120,16 +126,14 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
         if groups % g:
             continue
         rows = g * wm * MMA_M
-        if rows * cs > SMEM_LIMIT:
+        if rows * cs > c_limit:
             continue
         if g != groups and (rows * N) % stride:
             continue  # a layout chunk of the result would straddle two bands
         band = g
         break
     if band is None:
-        return f"the f32 result tile {M}x{N} cannot be staged within {SMEM_LIMIT} bytes of shared memory"
-    if ab > SMEM_LIMIT:
-        return f"operands need {ab} bytes of shared memory, more than {SMEM_LIMIT}"
+        return f"the f32 result tile {M}x{N} cannot be staged within {c_limit} bytes of shared memory"
     return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * cs, tf32)
 
 

@@ -192,6 +192,25 @@ def test_ptxas_accepts_tf32_mma(target):
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
 
 
+def test_tf32_tile_beyond_48_kib_runs_in_dynamic_shared_memory():
+    """128x64x64 TF32 operands with padded rows take 52 KiB: tensor cores, dynamic shared memory;
+    run_cpu (emulating sm_80, whose limit is 163 KiB) plans the same and matches numpy."""
+    from eggpu.codegen.ptxas import run_ptxas
+
+    M, N, K = 150, 70, 100
+    fn = _ir(MM_TF32, (128, 64, 64), M, N, K)
+    cp = compile_ptx_module(fn, "sm_80")
+    assert cp.lowered.dots[0]["strategy"] == "mma_sync"
+    assert cp.lowered.dynamic_shared_bytes == 53248
+    rep = run_ptxas(cp.ptx, "sm_80")
+    assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+    hk = build_host(fn, sm=80)
+    assert hk.lowered.dots[0]["strategy"] == "mma_sync" and hk.lowered.shared_bytes == 53248
+    a, b, c = _inputs(M, N, K, seed=2)
+    hk.run((2, 2), a, b, c, M, N, K)
+    np.testing.assert_allclose(c, _want(a, b), rtol=1e-5, atol=1e-5 * np.sqrt(K))
+
+
 def test_compile_report_and_optimizer_keep_precision():
     a, b, c = _inputs(40, 40, 40)
     kern = MM_TF32.specialize(a, b, c, 40, 40, 40, BM=32, BN=32, BK=16)
