@@ -214,7 +214,9 @@ def test_tf32_tile_beyond_48_kib_runs_in_dynamic_shared_memory():
 def test_compile_report_and_optimizer_keep_precision():
     a, b, c = _inputs(40, 40, 40)
     kern = MM_TF32.specialize(a, b, c, 40, 40, 40, BM=32, BN=32, BK=16)
-    ck = eggpu.compile(kern, target="sm_90")
+    ck = eggpu.compile(kern, target="sm_90", cache=False)
+    opt = ck.report["optimizer"]
+    assert not opt["fell_back"] and opt["validation"] == "valid", opt  # the dot went through egglog and back
     (d,) = ck.report["dot"]
     assert d["strategy"] == "mma_sync" and d["precision"] == "tf32", d
 
