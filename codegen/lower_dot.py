@@ -26,6 +26,7 @@ from . import scalar_ops as S
 from .emitter import F32, F64, I32, Emitter
 from .layout import LV
 from .lower_mma import dot_mma_sync, plan_mma
+from .lower_mma_tf32 import dot_mma_tf32, round_tf32
 from .lower_shape import smem_elem, store_to_smem
 
 UNROLL_K = 8
@@ -59,6 +60,9 @@ def dot_shared_fma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     dt = a.type.dtype
     ct = _compute_type(dt)
     ta, size = smem_elem(lw, a.type)
+    if rounds_to_tf32(lw, op):  # same operands as the TF32 tensor-core path, exact f32 products
+        a = LV(a.type, elems=[round_tf32(em, x) for x in lw.elems(a)])
+        bv = LV(bv.type, elems=[round_tf32(em, x) for x in lw.elems(bv)])
     em.smem_begin_write()
     base_a = store_to_smem(lw, a, 0)
     off_b = -(-(M * K * size) // 16) * 16
@@ -118,11 +122,20 @@ def dot_shared_fma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     return accs
 
 
+def rounds_to_tf32(lw, op: Operation) -> bool:
+    """Whether this dot's operands are rounded to TF32: ``precision="tf32"`` on a target with
+    TF32 tensor cores (sm_80+), whichever strategy runs it, so the result does not depend on
+    the tile shape. Older targets and portable builds compute exact f32, as Triton does there."""
+    return op.attrs.get("precision") == "tf32" and lw.em.sm is not None and lw.em.sm >= 80
+
+
 def dot_mma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     """The tensor-core strategy (:mod:`eggpu.codegen.lower_mma`); CodegenError if it does not apply."""
     plan = plan_mma(lw, op)
     if isinstance(plan, str):
         raise lw.error(f"dot strategy 'mma_sync' does not apply: {plan}")
+    if plan.tf32:
+        return dot_mma_tf32(lw, op, a, bv, plan)
     return dot_mma_sync(lw, op, a, bv, plan)
 
 
@@ -134,12 +147,19 @@ def select_strategy(lw, op: Operation) -> tuple[str, str]:
     """``(strategy name, reason)`` for this dot on this target (a key of :data:`DOT_STRATEGIES`).
 
     ``mma_sync`` (tensor cores) for f16/bf16 operands on sm_80+ when the shape tiles by
-    m16n8k16 and the staging fits in shared memory; otherwise ``shared_fma``, with the reason
+    m16n8k16 (f32 operands of a ``precision="tf32"`` dot: m16n8k8) and the staging fits in
+    shared memory; otherwise ``shared_fma``, with the reason
     the tensor-core path was not taken (reported in ``ck.report["dot"]``).
     """
     plan = plan_mma(lw, op)
     if isinstance(plan, str):
+        if rounds_to_tf32(lw, op) and "TF32" not in plan:
+            plan += "; operands rounded to TF32 on CUDA cores"
         return "shared_fma", plan
+    if plan.tf32:
+        return "mma_sync", (f"tensor cores: mma.sync m16n8k8 f32 += tf32 x tf32 (operands rounded with "
+                            f"cvt.rna.tf32.f32), padded shared memory, {plan.wm}x{plan.wn} warps of "
+                            f"{plan.tiles_m}x{plan.tiles_n} tiles")
     return "mma_sync", (f"tensor cores: mma.sync m16n8k16 f32 += {op.operands[0].type.dtype} x "
                         f"{op.operands[0].type.dtype}, ldmatrix from swizzled shared memory, "
                         f"{plan.wm}x{plan.wn} warps of {plan.tiles_m}x{plan.tiles_n} tiles")
@@ -153,7 +173,8 @@ def lower_dot(lw, op: Operation) -> list[LV]:
     dt = a.type.dtype
     name, reason = select_strategy(lw, op)
     M, K = a.type.shape
-    lw.dots.append({"shape": [M, bv.type.shape[1], K], "dtype": str(dt), "strategy": name, "reason": reason})
+    lw.dots.append({"shape": [M, bv.type.shape[1], K], "dtype": str(dt), "strategy": name, "reason": reason,
+                    "precision": op.attrs.get("precision", "ieee")})
     accs = DOT_STRATEGIES[name](lw, op, a, bv)
     if dt == f64:
         accs = [b.fptrunc(x, em.like_type(x, F32)) for x in accs]

@@ -35,14 +35,15 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from eggpu.ir.dtypes import bf16, f16
+from eggpu.ir.dtypes import bf16, f16, f32
 from eggpu.ir.graph import Operation
 
 from .emitter import F32, I16, I32, Emitter
 from .layout import LV
 
 MMA_M, MMA_N, MMA_K = 16, 8, 16
-SMEM_LIMIT = 48 * 1024  # the lowering's static shared-memory limit (lowering.MAX_SHARED_BYTES)
+MMA_K_TF32 = 8  # m16n8k8 for TF32 (:mod:`eggpu.codegen.lower_mma_tf32`)
+SMEM_LIMIT = 48 * 1024  # static shared memory (lowering.MAX_SHARED_BYTES); beyond it, dynamic up to lw.smem_limit
 C_PAD = 8  # floats of padding per row of the f32 staging buffer
 
 
@@ -58,6 +59,7 @@ class MmaPlan:
     band: int  # local tile rows per staging band (a band covers band*wm*16 rows of C)
     ab_bytes: int
     c_bytes: int
+    tf32: bool = False  # f32 operands rounded to TF32, m16n8k8 (lower_mma_tf32)
 
     @property
     def tiles_m(self) -> int:
@@ -83,13 +85,20 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
     M, K = a.shape
     N = b.shape[1]
     dt = a.dtype
+    tf32 = dt == f32 and op.attrs.get("precision") == "tf32"
     if em.sm is None or em.sm < 80:
         where = f"sm_{em.sm}" if em.sm else "none (a portable build)"
+        if tf32:
+            return f"TF32 tensor cores need sm_80 or newer (target: {where}): exact f32 on CUDA cores, as Triton"
         return f"mma.sync m16n8k16 needs sm_80 or newer (target: {where})"
-    if dt not in (f16, bf16):
-        return f"{dt} operands: tensor cores are used for f16/bf16 (f32 is exact on CUDA cores by default)"
-    if M % MMA_M or N % MMA_N or K % MMA_K:
-        return f"shape {M}x{K} @ {K}x{N} is not a multiple of the m16n8k16 tile (M%16, N%8, K%16)"
+    if dt not in (f16, bf16) and not tf32:
+        return (f"{dt} operands: tensor cores are used for f16/bf16, and for f32 with input_precision='tf32' "
+                "(f32 is exact on CUDA cores by default)")
+    kstep = MMA_K_TF32 if tf32 else MMA_K
+    if M % MMA_M or N % MMA_N or K % kstep:
+        rounded = "; operands rounded to TF32 on CUDA cores" if tf32 else ""
+        return (f"shape {M}x{K} @ {K}x{N} is not a multiple of the m16n8k{kstep} tile (M%16, N%8, K%{kstep})"
+                + rounded)
     nw = em.num_warps
     mt, nt = M // MMA_M, N // MMA_N
     # the most warps with distinct tiles, then the squarest per-warp block of tiles
@@ -102,7 +111,13 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
             best = (key, wm, wn)
         wm *= 2
     _, wm, wn = best
-    ab = -(-(M * K * 2) // 16) * 16 + K * N * 2
+    ab = tf32_ab_bytes(M, N, K)[0] if tf32 else -(-(M * K * 2) // 16) * 16 + K * N * 2
+    limit = max(getattr(lw, "smem_limit", SMEM_LIMIT), SMEM_LIMIT)
+    if ab > limit:
+        return f"operands need {ab} bytes of shared memory, more than the {limit} bytes a CTA may use"
+    # the result is staged in the same bytes: bands within 48 KiB (static shared memory) unless
+    # the operands already take more, then within what they take
+    c_limit = max(SMEM_LIMIT, ab)
     stride = lw.layout((M, N)).stride
     groups = mt // wm
     cs = (N + C_PAD) * 4
@@ -111,20 +126,35 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
         if groups % g:
             continue
         rows = g * wm * MMA_M
-        if rows * cs > SMEM_LIMIT:
+        if rows * cs > c_limit:
             continue
         if g != groups and (rows * N) % stride:
             continue  # a layout chunk of the result would straddle two bands
         band = g
         break
     if band is None:
-        return f"the f32 result tile {M}x{N} cannot be staged within {SMEM_LIMIT} bytes of shared memory"
-    if ab > SMEM_LIMIT:
-        return f"operands need {ab} bytes of shared memory, more than {SMEM_LIMIT}"
-    return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * cs)
+        return f"the f32 result tile {M}x{N} cannot be staged within {c_limit} bytes of shared memory"
+    return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * cs, tf32)
 
 
 # ---------------------------------------------------------------- shared-memory layout
+
+
+def row_strides(K: int, N: int) -> tuple[int, int]:
+    """Row strides (in floats) of the staged ``a`` (``[M, K]``) and ``b`` (``[K, N]``).
+
+    A fragment load reads ``A[g, t]`` for the 32 lanes (``g < 8``, ``t < 4``): with a stride
+    ``= 4 (mod 8)`` the banks ``4*(g*odd % 8) + t`` are all distinct. A ``B[t, g]`` load needs
+    the stride ``= 8 (mod 16)`` (banks ``8*(t*odd % 4) + g``). K and N are multiples of 8.
+    """
+    return K + 4, N if N % 16 == 8 else N + 8
+
+
+def tf32_ab_bytes(M: int, N: int, K: int) -> tuple[int, int]:
+    """``(bytes of the staged operands, byte offset of b)`` in shared memory."""
+    sa, sb = row_strides(K, N)
+    off_b = -(-(M * sa * 4) // 16) * 16
+    return off_b + K * sb * 4, off_b
 
 
 def swizzle_params(cols: int) -> tuple[int, int]:

@@ -40,6 +40,7 @@ from eggpu.ir.types import BlockType
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
+from .target import max_shared_bytes_of
 
 MAX_SHARED_BYTES = 48 * 1024
 """Static shared memory limit of a CTA; beyond it the PTX uses dynamic shared memory, up to the
@@ -102,6 +103,7 @@ class Lowerer:
         self.current_op: Operation | None = None
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
+        self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
 
     # ------------------------------------------------------------ environment
 
@@ -508,6 +510,9 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
         params = _param_values(em, fn, a[:n])
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
+    # what a strategy may plan for (lower_mma): the target's limit; a host build, the emulated GPU's
+    lw.smem_limit = (max(max_shared_bytes, MAX_SHARED_BYTES) if mode == PTX
+                     else max_shared_bytes_of(sm) if sm else MAX_SHARED_BYTES)
     if mode == HOST:
         from .bounds import BoundsChecker
 

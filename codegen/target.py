@@ -99,6 +99,12 @@ _MAX_SHARED: dict[int, int] = {
 }
 
 GPU_TARGETS: tuple[str, ...] = tuple(_GPU_TABLE)
+
+
+def max_shared_bytes_of(sm: int) -> int:
+    """The most shared memory (bytes) one CTA may use on compute capability ``sm`` (see
+    :attr:`Target.max_shared_bytes`); host builds emulating ``sm`` plan with the same limit."""
+    return _MAX_SHARED.get(sm, STATIC_SHARED_BYTES)
 HOST = "host"
 
 
@@ -150,7 +156,7 @@ class Target:
         launch-time opt-in (sm_75: 64 KiB, sm_80/87: 163 KiB, sm_86/89/120: 99 KiB, sm_90 and
         later data-center parts: 227 KiB). None on the host (no limit but memory)."""
         sm = self.sm
-        return None if sm is None else _MAX_SHARED.get(sm, STATIC_SHARED_BYTES)
+        return None if sm is None else max_shared_bytes_of(sm)
 
     @property
     def ptx_version_str(self) -> str | None:

@@ -268,8 +268,17 @@ def reduce_type(name, index_result=False):
     return rule
 
 
+#: ``dot``'s ``precision`` values; the first is the default (an absent attribute).
+DOT_PRECISIONS = ("ieee", "tf32")
+
+
 def dot_type(ts, attrs):
     a, b = ts[0], ts[1]
+    prec = attrs.get("precision", DOT_PRECISIONS[0])
+    if prec not in DOT_PRECISIONS:
+        raise _fail("dot", f"precision must be one of {', '.join(map(repr, DOT_PRECISIONS))}, got {prec!r}")
+    if prec == "tf32" and a.elem != f32:
+        raise _fail("dot", f"precision 'tf32' needs f32 operands, got {a.elem}")
     if a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0]:
         raise _fail("dot", f"needs [M,K] x [K,N] blocks, got {a} and {b}")
     if a.elem != b.elem:
@@ -542,8 +551,10 @@ OPS_LIST: list[OpDef] = [
     _op("gather", (2, 2), (PURE,), gather_type, ANY, attrs=("axis",),
         edge="result[c] = src[c with c[axis] = index[c]]; an index outside [0, n) is clamped into it",
         doc="gather along an axis"),
-    _op("dot", (2, 3), (PURE,), dot_type, NUM,
-        edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added", doc="matrix product"),
+    _op("dot", (2, 3), (PURE,), dot_type, NUM, optional=("precision",),
+        edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added; "
+        "precision 'tf32' (f32 only) first rounds each operand to TF32 (10 mantissa bits, ties away from zero)",
+        doc="matrix product"),
     # memory
     _op("load", (1, 3), (EFFECT,), load_type, ANY,
         edge="masked-off lanes are not read and take `other` (0 without other)",
@@ -696,6 +707,8 @@ def _gather(attrs, a, idx, *, dtype):
 
 
 def _dot(attrs, a, b, *acc, dtype):
+    if attrs.get("precision") == "tf32":
+        a, b = sem.round_tf32(a), sem.round_tf32(b)
     if dtype.is_float:
         with np.errstate(all="ignore"):
             r = a.astype(np.float64) @ b.astype(np.float64)

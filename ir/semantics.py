@@ -267,3 +267,20 @@ def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
             return _int_round_odd_f32(x, src).astype(out)
         return x.astype(out)
 
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """f32 values rounded to TF32 (1 sign, 8 exponent, 10 mantissa bits), kept as f32.
+
+    Round to nearest with ties away from zero on the 13 dropped mantissa bits (PTX
+    ``cvt.rna.tf32.f32``, what Triton emits before a TF32 ``mma``): add half an ulp of TF32 to
+    the magnitude's bits and clear the low 13 bits. Subnormals round the same way (the bit
+    pattern arithmetic is uniform across the subnormal/normal boundary); a value that rounds
+    past the largest finite TF32 becomes inf; inf and NaN are kept.
+    """
+    f = np.asarray(x, dtype=np.float32)
+    bits = f.view(np.uint32)
+    with np.errstate(over="ignore"):
+        r = ((bits + np.uint32(0x1000)) & np.uint32(0xFFFFE000)).astype(np.uint32)
+    finite = np.isfinite(f)
+    return np.where(finite, r, bits).astype(np.uint32).view(np.float32)

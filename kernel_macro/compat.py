@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import DType, f32, i32, u32, u64
+from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
 
 from . import language as tl
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
@@ -269,21 +269,47 @@ def softmax(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.binary("truediv", num, s.reduce("reduce_sum", num, dim, True))
 
 
+def _dot_precision(a: dict[str, Any]) -> str:
+    """The IR ``precision`` of a ``tl.dot``: ``input_precision`` wins; else ``allow_tf32=True`` is
+    ``"tf32"`` (Triton's older spelling); else ``"ieee"`` (eggpu's default, exact f32; Triton's
+    default for f32 is TF32). The 3-pass emulations (``tf32x3``, ``bf16x3``...) are not supported."""
+    p = a["input_precision"]
+    if p is None:
+        return "tf32" if a["allow_tf32"] is True else "ieee"
+    if p not in ("ieee", "tf32"):
+        raise SemanticError(f"tl.dot(input_precision={p!r}) is not supported by eggpu: only 'ieee' (exact f32, "
+                            "the default) and 'tf32' (tensor cores on sm_80+)", "use input_precision='ieee' for "
+                            "full f32 accuracy", arg="input_precision")
+    return p
+
+
 def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """``tl.dot`` with Triton's keywords. ``out_dtype`` follows Triton's rule: integer inputs give
+    i32 and f32/bf16 inputs give f32 whatever it says (``out_dtype`` f32 or i32 for ints, f32 or
+    f16 for floats); f16 inputs with ``out_dtype=f16`` give f16 — eggpu accumulates in f32 and
+    rounds once to f16 (Triton accumulates in f16 on tensor cores, rounding after every product);
+    ``acc`` must then be f16. ``out_dtype=bf16`` is refused, as in Triton."""
     _choice(a, "input_precision", _PRECISIONS, "dot")
     if a["allow_tf32"] not in (None, True, False):
         raise SemanticError(f"allow_tf32 must be a compile-time bool, got {describe(a['allow_tf32'])}", arg="allow_tf32")
     _not_supported(a, "max_num_imprecise_acc", None, "dot", "it only applies to FP8 products")
-    r = s.dot(a["a"], a["b"], a["acc"])
     out = a["out_dtype"]
-    ints = isinstance(a["a"], Tensor) and not a["a"].dtype.is_float
-    ok = (f32, i32) if ints else (f32,)
+    x, y, acc = a["a"], a["b"], a["acc"]
+    ints = isinstance(x, Tensor) and not x.dtype.is_float
+    ok = (f32, i32) if ints else (f32, f16)
     if out not in ok:
-        acc = "i32" if ints else "f32"
-        raise SemanticError(f"tl.dot(out_dtype={out}) is not supported by eggpu: products accumulate in {acc}",
-                            f"drop out_dtype= and convert the result: tl.dot(a, b).to(tl.{out})"
+        why = ("products accumulate in i32" if ints else
+               "a bf16 result is not available (as in Triton)" if out == bf16 else "float products accumulate in f32")
+        raise SemanticError(f"tl.dot(out_dtype={out}) is not supported by eggpu: {why}",
+                            f"use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.{out})"
                             if isinstance(out, DType) else None, arg="out_dtype")
-    return r
+    half = out == f16 and all(isinstance(v, Tensor) and v.dtype == f16 for v in (x, y))
+    if half and acc is not None and not (isinstance(acc, Tensor) and acc.dtype == f16):
+        shown = acc.type if isinstance(acc, Tensor) else describe(acc)
+        raise SemanticError(f"tl.dot(out_dtype=f16): acc must be an f16 block, got {shown}",
+                            "pass an f16 accumulator (tl.zeros(..., dtype=tl.float16)) or drop out_dtype=", arg="acc")
+    r = s.dot(x, y, acc, precision=_dot_precision(a))
+    return s.cast(r, f16) if half and acc is None else r
 
 
 # ---------------------------------------------------------------- hints

@@ -691,7 +691,8 @@ class Semantic:
         r = Tensor(self.b.op(kind, x.value, axis=a))
         return Tensor(self.b.op("expand_dims", r.value, axis=a)) if keep_dims else r
 
-    def dot(self, a: Any, b: Any, acc: Any) -> Tensor:
+    def dot(self, a: Any, b: Any, acc: Any, precision: str = "ieee") -> Tensor:
+        """``tl.dot``; ``precision`` "tf32" applies to f32 operands only (others ignore it, as in Triton)."""
         for v, n in ((a, "a"), (b, "b")):
             if not isinstance(v, Tensor) or v.type.rank != 2 or v.is_pointer:
                 shown = v.type if isinstance(v, Tensor) else describe(v)
@@ -707,19 +708,20 @@ class Semantic:
         if a.dtype.is_bool:
             raise SemanticError("tl.dot needs numeric blocks, got bool", "convert with .to(tl.i32)")
         out = f32 if a.dtype.is_float else i32
+        pa = {"precision": "tf32"} if precision == "tf32" and a.dtype == f32 else {}
         if acc is None:
-            return Tensor(self.b.op("dot", a.value, b.value))
+            return Tensor(self.b.op("dot", a.value, b.value, **pa))
         want = (a.shape[0], b.shape[1])
         acc_t = self.to_tensor(acc) if not isinstance(acc, Tensor) else acc
         acc_t = self.broadcast_to(acc_t, want)
         if acc_t.is_pointer or acc_t.dtype.is_bool:
             raise SemanticError(f"tl.dot: acc must be a numeric block, got {acc_t.type}", arg="acc")
         if acc_t.dtype == out:
-            return Tensor(self.b.op("dot", a.value, b.value, acc_t.value))
+            return Tensor(self.b.op("dot", a.value, b.value, acc_t.value, **pa))
         if acc_t.dtype.is_float and not out.is_float:  # integer product, float accumulator
-            prod = self.cast(Tensor(self.b.op("dot", a.value, b.value)), acc_t.dtype)
+            prod = self.cast(Tensor(self.b.op("dot", a.value, b.value, **pa)), acc_t.dtype)
             return Tensor(self.b.op("add", prod.value, acc_t.value))
-        r = Tensor(self.b.op("dot", a.value, b.value, self.cast(acc_t, out).value))
+        r = Tensor(self.b.op("dot", a.value, b.value, self.cast(acc_t, out).value, **pa))
         return self.cast(r, acc_t.dtype)
 
     # ------------------------------------------------------------ memory

@@ -546,10 +546,13 @@ def softmax(input: Any, dim: Any = None, keep_dims: _builtin_bool = False,
 def dot(a: Any, b: Any, acc: Any = None, input_precision: Any = None, allow_tf32: Any = None,
         max_num_imprecise_acc: Any = None, out_dtype: DType = f32) -> Any:
     """Matrix product of 2-D blocks ``[M,K] x [K,N]``; floats accumulate in f32 (ints in i32),
-    plus ``acc`` when given (the result then has ``acc``'s dtype). ``out_dtype`` must be that
-    accumulator dtype (f32 for floats; f32 or i32 for ints, which accumulate in i32).
-    ``input_precision``/``allow_tf32`` are accepted; eggpu always multiplies in full precision
-    (``"ieee"``), where Triton's default for f32 inputs is TF32."""
+    plus ``acc`` when given (the result then has ``acc``'s dtype). ``out_dtype`` follows Triton:
+    f16 inputs with ``out_dtype=tl.float16`` give f16 (accumulated in f32, rounded once; ``acc``
+    must be f16), f32/bf16 inputs give f32 and integer inputs i32 whatever it says (f32/f16 for
+    floats, f32/i32 for ints); ``tl.bfloat16`` is refused.
+    ``input_precision="ieee"`` (the default; Triton's default for f32 is TF32) multiplies f32 in
+    full precision; ``"tf32"`` (or ``allow_tf32=True``) rounds f32 operands to TF32 first (tensor
+    cores on sm_80+, exact f32 before sm_80); other precisions are refused."""
     raise _outside("dot")
 
 

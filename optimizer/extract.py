@@ -37,7 +37,7 @@ from eggpu.ir.ops import result_types
 from eggpu.ir.types import PointerType
 
 from .cost import CostModel
-from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, ConstructorInfo, const_value, decode_attr
+from .schema import ATTR_DEFAULTS, CONSTRUCTOR_DTYPES, CONSTRUCTORS, ConstructorInfo, const_value, decode_attr
 
 Slot = tuple[int, BlockType]
 INF = float("inf")
@@ -127,7 +127,9 @@ def read_egraph(eg: Any, let_names: Iterable[str] | None = None) -> EGraphView:
                 elif kind == "DT":
                     attrs[aname] = dt_of[v]
                 else:
-                    attrs[aname] = decode_attr("String", eg.value_to_string(v))
+                    attrs[aname] = decode_attr(kind, eg.value_to_string(v))
+                    if attrs[aname] == ATTR_DEFAULTS.get(aname):  # an optional attribute's default
+                        del attrs[aname]
                 k += 1
             children = tuple(cid(ins[i]) for i in range(k, len(sorts)))
             if info.op is None:

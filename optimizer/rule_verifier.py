@@ -654,7 +654,9 @@ class _Instance:
         attrs: dict[str, Any] = {}
         if op == "trans":
             attrs["perm"] = [str(attr_nodes[0]).strip('"')]
-        elif op != "dot":
+        elif op == "dot":
+            attrs["precision"] = str(attr_nodes[0]).strip('"')  # a literal, or a rule variable's name
+        else:
             attrs["axis"] = str(attr_nodes[0])
         return z3ops.encode(op, t, attrs, stands + extra, self.mode).value
 

@@ -20,9 +20,12 @@ Program declared by :func:`schema_text`:
     takes TWO dtype arguments, the pointee dtype and the offset's dtype: ``(Addptr t o p off)``
     (so address rules can add offsets of one dtype).
   - Attributes: ``axis``/``start``/``end`` as ``i64``; ``dtype`` (of ``cast``/``bitcast``) as a
-    ``DT``; ``shape``/``perm`` as a ``String`` of comma-separated ints (``"16,32"``).
+    ``DT``; ``shape``/``perm`` as a ``String`` of comma-separated ints (``"16,32"``); ``dot``'s
+    optional ``precision`` as a ``String`` (``"ieee"``, ``"tf32"``), always present in the term
+    (:data:`ATTR_DEFAULTS` fills an absent one), so a TF32 dot and an exact one never share a
+    term: ``(Dot t "tf32" a b acc)``.
   - Ops with optional operands get one constructor per operand count, suffixed with the count
-    when it is not the maximum: ``(Dot t a b acc)`` and ``(Dot2 t a b)``.
+    when it is not the maximum: ``(Dot t p a b acc)`` and ``(Dot2 t p a b)``.
 * Constants: ``(Const t v)`` (integer and bool dtypes; ``v`` the value as i64, unsigned values
   ``>= 2**63`` wrapped to two's complement) and ``(ConstF t bits)`` (float dtypes; ``bits`` the
   IEEE-754 binary64 pattern of the value as a signed i64, so ``-0.0`` and NaN stay distinct).
@@ -45,7 +48,7 @@ from typing import Any
 
 from eggpu.ir import ALL_DTYPES, OPS_LIST, DType
 from eggpu.ir.errors import IRError
-from eggpu.ir.ops import LEAF
+from eggpu.ir.ops import DOT_PRECISIONS, LEAF
 from eggpu.ir.types import BlockType, PointerType
 
 # ------------------------------------------------------------------ dtypes
@@ -75,7 +78,12 @@ ATTR_KINDS: dict[str, str] = {
     "dtype": "DT",
     "shape": "String",
     "perm": "String",
+    "precision": "Name",
 }
+
+#: optional attributes (``OpDef.optional_attrs``) -> the value an absent one stands for; the
+#: constructor always carries the argument, the decoder drops it again when it is the default
+ATTR_DEFAULTS: dict[str, Any] = {"precision": DOT_PRECISIONS[0]}
 
 
 def pascal(name: str) -> str:
@@ -112,7 +120,7 @@ class ConstructorInfo:
     @property
     def arg_sorts(self) -> tuple[str, ...]:
         """egglog sorts of the arguments, in order."""
-        attr_sorts = tuple("i64" if k == "bits" else k for _, k in self.attrs)
+        attr_sorts = tuple({"bits": "i64", "Name": "String"}.get(k, k) for _, k in self.attrs)
         return ("DT",) * len(self.dtypes) + attr_sorts + ("Term",) * self.operands
 
     def declaration(self, cost: int | None = None) -> str:
@@ -130,7 +138,9 @@ def _build_constructors() -> dict[str, ConstructorInfo]:
             out["ConstF"] = ConstructorInfo("ConstF", "const", 0, (("value", "bits"),), ("result",))
             continue
         attrs = []
-        for a in op.attrs:
+        for a in op.attrs + op.optional_attrs:
+            if a in op.optional_attrs and a not in ATTR_DEFAULTS:
+                raise IRError(f"schema: optional attribute {a!r} of {op.name!r} has no default (add it to ATTR_DEFAULTS)")
             if a not in ATTR_KINDS:
                 raise IRError(f"schema: op {op.name!r} has attribute {a!r} with no egglog sort (add it to ATTR_KINDS)")
             attrs.append((a, ATTR_KINDS[a]))
@@ -240,6 +250,8 @@ def attr_text(kind: str, value: Any) -> str:
         return f"({DTYPE_CONSTRUCTORS[value]})"
     if kind == "String":
         return '"' + ",".join(str(int(v)) for v in value) + '"'
+    if kind == "Name":
+        return f'"{value}"'
     raise IRError(f"schema: unknown attribute kind {kind!r}")
 
 
@@ -280,7 +292,7 @@ def term_head(
             raise AssertionError(role)
         args.append(f"({DTYPE_CONSTRUCTORS[dt]})")
     for name, kind in info.attrs:
-        args.append(attr_text(kind, attrs[name]))
+        args.append(attr_text(kind, attrs[name] if name in attrs or name not in ATTR_DEFAULTS else ATTR_DEFAULTS[name]))
     return info.name, args
 
 
@@ -291,6 +303,8 @@ def decode_attr(kind: str, value: Any) -> Any:
     if kind == "String":
         s = str(value).strip('"')
         return tuple(int(p) for p in s.split(",")) if s else ()
+    if kind == "Name":
+        return str(value).strip('"')
     return int(value)
 
 
@@ -325,7 +339,7 @@ def schema_text(costs: Mapping[str, int] | None = None) -> str:
 SCHEMA_VERSION: str = hashlib.sha256(schema_text().encode()).hexdigest()[:16]
 
 __all__ = [
-    "ATTR_KINDS", "CONSTRUCTORS", "CONSTRUCTOR_DTYPES", "DTYPE_CONSTRUCTORS", "FAMILY_RELATIONS",
+    "ATTR_DEFAULTS", "ATTR_KINDS", "CONSTRUCTORS", "CONSTRUCTOR_DTYPES", "DTYPE_CONSTRUCTORS", "FAMILY_RELATIONS",
     "OP_TO_CONSTRUCTOR", "RULESETS", "SCHEMA_VERSION", "ConstructorInfo", "attr_text", "bits_float",
     "const_payload", "const_value", "decode_attr", "float_bits", "float_literal", "pascal",
     "schema_text", "term_head",
@@ -342,7 +356,8 @@ def constructors_markdown() -> str:
         for role in info.dtypes:
             args.append({"operand0": "t", "operand1": "t", "result": "t", "pointee": "t", "offset": "o"}[role] + ":DT")
         for name, kind in info.attrs:
-            args.append(f"{name}:{'i64 (binary64 bits)' if kind == 'bits' else kind}")
+            shown = {"bits": "i64 (binary64 bits)", "Name": "String"}.get(kind, kind)
+            args.append(f"{name}:{shown}")
         args += [f"x{i}:Term" for i in range(info.operands)]
         roles = ", ".join({"operand0": "dtype of the first operand", "operand1": "dtype of the branches",
                            "result": "result dtype", "pointee": "pointee dtype",

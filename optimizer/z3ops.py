@@ -536,7 +536,9 @@ def _block_uf(name):
     def enc(dtype, attrs, args, mode):
         if name == "dot":
             out = i32 if dtype.is_int else BY_NAME["f32"]
-            f = uf(f"dot{len(args)}", dtype, mode, len(args), out)
+            # one function per precision: a TF32 dot is a different function of the same blocks
+            prec = attrs.get("precision", "ieee")
+            f = uf(f"dot{len(args)}" + ("" if prec == "ieee" else f"_{prec}"), dtype, mode, len(args), out)
             if len(args) == 3:  # accumulator lanes have the result sort
                 f = z3.Function(f.name(), sort_of(dtype, mode), sort_of(dtype, mode), sort_of(out, mode),
                                 sort_of(out, mode))

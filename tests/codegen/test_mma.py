@@ -221,3 +221,28 @@ def test_forcing_mma_on_unsupported_operands_is_a_clear_error(monkeypatch):
     fn = _kernel_ir("f32", (32, 32, 32), 40, 40, 40)
     with pytest.raises(CodegenError, match=r"^mm.* in dot: dot strategy 'mma_sync' does not apply: f32 operands"):
         compile_ptx_module(fn, "sm_90")
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_86", "sm_90"])
+def test_operands_beyond_48_kib_use_dynamic_shared_memory(target):
+    """128x128x128 f16 operands take 64 KiB: still tensor cores, in dynamic shared memory."""
+    from eggpu.codegen.ptxas import run_ptxas
+
+    fn = _kernel_ir("f16", (128, 128, 128), 200, 200, 200)
+    cp = compile_ptx_module(fn, target, num_warps=8)
+    (d,) = cp.lowered.dots
+    assert d["strategy"] == "mma_sync", d
+    assert cp.lowered.dynamic_shared_bytes == cp.lowered.shared_bytes == 65536
+    rep = run_ptxas(cp.ptx, target)
+    assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+
+
+def test_operands_beyond_the_target_limit_fall_back_with_the_reason():
+    """192 KiB of operands: more than sm_80 allows (163 KiB), so a build for sm_80 says why."""
+    from eggpu.codegen.lowering import lower_function
+
+    fn = _kernel_ir("f16", (128, 256, 256), 200, 300, 300)
+    _mod, lm = lower_function(fn, "host", 8, sm=80, verify_llvm=False)
+    (d,) = lm.dots
+    assert d["strategy"] == "shared_fma", d
+    assert d["reason"] == "operands need 196608 bytes of shared memory, more than the 166912 bytes a CTA may use"

@@ -95,6 +95,7 @@ def all_pure_ops_program() -> Function:
         outs.append(b.op(name, sq, axis=1))
     outs.append(b.op("dot", sq, sq))
     outs.append(b.op("dot", sq, sq, b.op("trans", sq, perm=(1, 0))))
+    outs.append(b.op("dot", sq, sq, precision="tf32"))  # must not merge with the exact dot above
     outs.append(b.op("splat", b.const(-0.0, f32), shape=s4))
     outs.append(b.op("gather", sq, b.op("trans", b.op("cast", sq, dtype=i32), perm=(1, 0)), axis=1))
     outs += [b.const(float("nan"), f32), b.const(2**64 - 1, u64), b.const(-(2**63), i64), b.const(True, bool_),
@@ -163,6 +164,19 @@ def test_roundtrip_without_rules_is_identity_up_to_order():
     # normalizing twice is stable: same ops in the same order
     again = optimize(res.function, rules=[], shipped_rules=False)
     assert first_difference(again.function, res.function) is None
+
+
+def test_tf32_and_exact_dots_of_the_same_blocks_stay_distinct():
+    b = _builder("dots")
+    sq = b.op("load", _ptr(b, f32, (4, 4)))
+    exact, tf32 = b.op("dot", sq, sq), b.op("dot", sq, sq, precision="tf32")
+    _store(b, b.op("sub", exact, tf32))
+    fn = b.finish()
+    assert '"ieee"' in encode(fn).commands and '"tf32"' in encode(fn).commands
+    res = optimize(fn, shipped_rules=True)
+    assert not res.fell_back, res.reason
+    dots = [op for op in res.function.walk() if op.op == "dot"]
+    assert sorted(op.attrs.get("precision", "-") for op in dots) == ["-", "tf32"]  # the default stays implicit
 
 
 def test_constants_decode_with_their_dtype_and_exact_value():

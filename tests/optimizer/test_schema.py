@@ -46,14 +46,26 @@ def test_constructor_names_and_arities():
     assert c["ProgramId"].arg_sorts == ("DT", "i64")
     assert c["Cast"].arg_sorts == ("DT", "DT", "Term")
     assert c["Splat"].arg_sorts == ("DT", "String", "Term")
-    assert c["Dot"].arg_sorts == ("DT", "Term", "Term", "Term")
-    assert c["Dot2"].arg_sorts == ("DT", "Term", "Term")
+    assert c["Dot"].arg_sorts == ("DT", "String", "Term", "Term", "Term")  # precision, a, b, acc
+    assert c["Dot2"].arg_sorts == ("DT", "String", "Term", "Term")
     assert c["Addptr"].arg_sorts == ("DT", "DT", "Term", "Term")
     assert c["Where"].dtypes == ("operand1",)
     assert c["Const"].arg_sorts == ("DT", "i64") and c["ConstF"].arg_sorts == ("DT", "i64")
     for name, info in c.items():
         if info.op is not None and info.op not in ("const", "dot"):
             assert name == schema.pascal(info.op)
+
+
+def test_dot_precision_is_always_in_the_term():
+    """An absent precision is encoded as its default, so a TF32 dot never shares a term with an exact one."""
+    t = BlockType(f32, (16, 16))
+    assert schema.term_head("dot", [t, t], t, {}) == ("Dot2", ["(F32)", '"ieee"'])
+    assert schema.term_head("dot", [t, t], t, {"precision": "tf32"}) == ("Dot2", ["(F32)", '"tf32"'])
+    assert schema.decode_attr("Name", '"tf32"') == "tf32"
+
+
+def test_every_optional_attribute_of_a_pure_op_has_a_default():
+    assert set(schema.ATTR_DEFAULTS) == {a for o in OPS.values() for a in o.optional_attrs if o.is_pure}
 
 
 def test_dtype_constructors_roundtrip_and_family_facts():

@@ -352,7 +352,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 5:
         x = tl.load(x_ptr + offs, volatile=True)
     if WHICH == 6:
-        x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.float16).reshape(16)
+        x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.bfloat16).reshape(16)
     if WHICH == 7:
         x = tl.atomic_add(x_ptr + offs, x, sem="acquire")
     if WHICH == 8:
@@ -388,8 +388,8 @@ UNSUPPORTED_CASES = [
      "index is that of the first maximum", "drop tie_break_left="),
     (5, "volatile=True", "volatile", "tl.load(volatile=True) is not supported by eggpu: volatile loads are not "
      "available", None),
-    (6, "out_dtype=tl.float16", "out_dtype", "tl.dot(out_dtype=f16) is not supported by eggpu: products accumulate "
-     "in f32", "drop out_dtype= and convert the result: tl.dot(a, b).to(tl.f16)"),
+    (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
+     "not available (as in Triton)", "use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.bf16)"),
     (7, 'sem="acquire"', "sem", "tl.atomic_add(sem='acquire') is not supported by eggpu: atomics are relaxed",
      "drop sem= (or pass sem='relaxed'); order accesses with separate kernels"),
     (8, 'cache_modifier=".zz"', "cache_modifier", "tl.load: cache_modifier='.zz' is not one of '', '.ca', '.cg', "
