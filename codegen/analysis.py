@@ -11,8 +11,9 @@ records, as an :class:`Affine` fact:
 * ``const``: the value itself when it is a known constant (uniform values only).
 
 Facts come from ``const``, ``arange``, ``program_id``/``num_programs`` (no divisibility),
-parameters (integer parameters are *never* assumed divisible; pointer parameters start at
-offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``, ``shl``,
+parameters (an integer parameter is divisible by what its specialization facts say,
+:attr:`eggpu.ir.graph.Function.facts` — ``div16``, ``tl.multiple_of`` — and nothing more;
+``eq1`` makes it the constant 1; pointer parameters start at offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``, ``shl``,
 integer ``cast``, ``splat``, ``broadcast``, ``expand_dims``, ``reshape``, ``trans``,
 ``addptr`` and, by a fixpoint, through ``for`` carried values and ``if`` results.
 
@@ -131,12 +132,14 @@ class AddressAnalysis:
 
     def __init__(self, fn: Function):
         self.facts: dict[int, Affine] = {}
+        spec = fn.facts  # launch-time specialization facts, checked at every launch
         for p in fn.params:
             t = p.type
             if t.is_pointer and t.is_scalar:
                 self.facts[id(p)] = Affine(BIG, (), p.name)
             elif t.is_scalar and isinstance(t.elem, DType) and t.elem.is_int:
-                self.facts[id(p)] = Affine(1, ())
+                one = spec.is_one(p.name)
+                self.facts[id(p)] = Affine(1 if one else spec.divisor(p.name), (), None, 1 if one else None)
         self._block(fn.body)
 
     def get(self, v: Value) -> Affine | None:

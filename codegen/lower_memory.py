@@ -67,11 +67,14 @@ def _width(lw, op: Operation) -> int:
     dt = ptr.type.dtype
     size = _elem_bytes(dt)
     chunk = lw.layout(shape).vec
-    origin_align = PARAM_ALIGN if lw.assume_aligned else size
+    # a stated alignment fact (checked at launch with the other specialization facts) needs no
+    # assumption of its own
+    stated = max(size, lw.fn.facts.alignment(fact.origin))
+    origin_align = max(stated, PARAM_ALIGN if lw.assume_aligned else size)
     w = vector_width(fact, shape, chunk, size, origin_align)
-    if w > 1 and origin_align > size:
-        # the proof used the parameter's alignment only if the natural alignment is not enough
-        if vector_width(fact, shape, chunk, size, size) < w:
+    if w > 1 and origin_align > stated:
+        # the proof used the parameter's alignment only if the stated alignment is not enough
+        if vector_width(fact, shape, chunk, size, stated) < w:
             lw.record_assumption(fact.origin, ALIGN_ASSUMPTION)
     return w
 
