@@ -208,6 +208,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     model's target; ``shipped_rules=False`` uses only ``rules`` (no shipped rules, no
     ``EGGPU_RULES_PATH``: for testing rule files in isolation); ``validate=False`` skips
     translation validation (for tests of the other stages — the result is then NOT checked)."""
+    from .analyses import fact_seeds
     from .decode import Decoder, clone
     from .encode import encode
     from .extract import TypedGraph, mark_original, read_egraph
@@ -241,6 +242,9 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
                 run_commands(eg, "(push)", "saving the base e-graph")
                 if enc.commands:
                     run_commands(eg, enc.commands, "adding the program's terms")
+                seeds = fact_seeds(fn, enc.leaves)
+                if seeds:
+                    run_commands(eg, seeds, "seeding the analyses from the launch facts")
                 rep = saturate(eg, prepared.rulesets, limits,
                                read_view=lambda g: read_egraph(g, enc.let_types))
                 view = rep.view
