@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import z3
+# z3 is imported inside the predicates: the schema (and with it a cache hit) never needs it
 
 #: relation name -> argument sorts
 ANALYSES: dict[str, tuple[str, ...]] = {
@@ -39,9 +39,11 @@ def declarations() -> list[str]:
     return [f"(relation {name} ({' '.join(sorts)}))" for name, sorts in ANALYSES.items()]
 
 
-def float_predicate(name: str, value: z3.ExprRef, real: bool) -> z3.BoolRef:
+def float_predicate(name: str, value: Any, real: bool) -> Any:
     """The meaning of a float analysis on a lane value (``real``: fast-math real numbers, which
     are never NaN or infinite)."""
+    import z3
+
     if real:
         zero = z3.RealVal(0)
         return {"NotNan": z3.BoolVal(True), "Finite": z3.BoolVal(True),
@@ -56,9 +58,11 @@ def float_predicate(name: str, value: z3.ExprRef, real: bool) -> z3.BoolRef:
     return z3.fpGT(value, zero)
 
 
-def int_predicate(name: str, lane: z3.BitVecRef, k: Any = None) -> z3.BoolRef:
+def int_predicate(name: str, lane: Any, k: Any = None) -> Any:
     """The meaning of an analysis on an integer lane (``lane``: the value as a 66-bit signed
     integer; ``k``: the 64-bit divisor of ``Divisible``)."""
+    import z3
+
     if name == "Divisible":
         kk = z3.SignExt(lane.size() - 64, k)
         return z3.And(k > 0, k & (k - 1) == 0, lane & (kk - 1) == 0)
