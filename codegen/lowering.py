@@ -543,9 +543,12 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
 def _verify(text: str, name: str, mode: str) -> None:
     import llvmlite.binding as llvm
 
+    from .ptx import _LOCK  # llvmlite parses into LLVM's global context: one thread at a time
+
     try:
-        mod = llvm.parse_assembly(text)
-        mod.verify()
+        with _LOCK:
+            mod = llvm.parse_assembly(text)
+            mod.verify()
     except RuntimeError as exc:
         raise CodegenError(f"{name}: the {mode} lowering produced invalid LLVM IR: {str(exc).strip()}") from exc
 

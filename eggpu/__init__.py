@@ -36,8 +36,16 @@ def _gpu_available() -> bool:
 
 _hooks.GPU_AVAILABLE_HOOK = _gpu_available
 
+
+def __getattr__(name: str):
+    if name == "compile_many":  # lazily: a cache hit in a fresh process should not pay for it
+        from eggpu.batch import compile_many
+
+        return compile_many
+    raise AttributeError(f"module 'eggpu' has no attribute {name!r}")
+
 __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "EggpuError", "IRError", "IRParseError",
     "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",
-    "__version__", "cdiv", "compile", "jit", "kernel", "next_power_of_2",
+    "__version__", "cdiv", "compile", "compile_many", "jit", "kernel", "next_power_of_2",
 ]

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from eggpu.ir import launch_args
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import LaunchError
 from eggpu.ir.types import BlockType
+
+if TYPE_CHECKING:
+    import numpy as np
+
+# numpy and eggpu.ir.launch_args (which needs numpy) load on first use: a cache hit in a fresh
+# process imports this module (for Param) but never checks or launches anything.
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,8 @@ class CheckedArg:
 def normalize_grid(kernel: str, grid: int | Sequence[int]) -> tuple[int, int, int]:
     """``grid`` (an int or 1 to 3 ints in ``[0, 2**31)``; a 0 axis launches nothing) padded to
     three axes with 1s; LaunchError naming ``kernel`` otherwise."""
+    from eggpu.ir import launch_args
+
     dims, _rank = launch_args.normalize_grid(kernel, grid, LaunchError, limit=launch_args.GRID_LIMIT)
     return dims
 
@@ -57,6 +62,8 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
     wording); a device array (an object with ``__cuda_array_interface__``) needs the pointee
     dtype and C-contiguous strides and is passed by its data pointer.
     """
+    from eggpu.ir import launch_args
+
     names = launch_args.param_names(params)
     launch_args.check_arg_count(kernel, names, args, LaunchError)
     out = []
@@ -74,6 +81,10 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
 
 def _device_pointer(kernel: str, name: str, ptr_type: BlockType, iface: dict[str, Any]) -> int:
     """The data pointer of a device array, once its dtype and layout fit ``ptr_type``."""
+    import numpy as np
+
+    from eggpu.ir import launch_args
+
     got = np.dtype(iface["typestr"])
     if got != ptr_type.dtype.np:
         raise LaunchError(launch_args.pointer_dtype_message(kernel, name, ptr_type, got, what="a device array"))
@@ -96,6 +107,8 @@ def _c_contiguous(shape, strides, itemsize) -> bool:
 def convert_scalar(kernel: str, name: str, dt: DType, value: Any) -> np.generic:
     """A Python/numpy scalar as a numpy scalar of ``dt`` (:func:`eggpu.ir.launch_args.convert_scalar`:
     floats are rejected for integer parameters, out-of-range values are rejected)."""
+    from eggpu.ir import launch_args
+
     return launch_args.convert_scalar(kernel, name, dt, value, LaunchError)
 
 
@@ -143,6 +156,8 @@ class CudaRuntime:
         return rest[0] if len(rest) == 1 else tuple(rest)
 
     def function(self, ptx: str, entry: str) -> Any:
+        import numpy as np
+
         key = (ptx, entry)
         if key not in self._modules:
             image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)  # NUL-terminated PTX text
@@ -181,6 +196,8 @@ class CudaRuntime:
 
         A grid with a 0 axis runs no program: nothing is loaded, copied or launched.
         """
+        import numpy as np
+
         if 0 in grid:
             return
         cu = self.cu

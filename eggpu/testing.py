@@ -4,6 +4,8 @@ Rule helpers (z3 is imported on first use, not by ``import eggpu``):
 
 * :func:`assert_rule_sound` — the rule is proved for every dtype it can match.
 * :func:`assert_rule_unsound` — the rule is refuted; returns the counterexample.
+* :func:`assert_rule_fires` / :func:`assert_rule_does_not_fire` — one rule, run alone on an
+  e-graph term (egg's ``test_fn!``), does / does not rewrite it.
 """
 
 from __future__ import annotations
@@ -145,3 +147,97 @@ def assert_equivalent(a: Any, b: Any, *, timeout_ms: int = 5000, fast_math: bool
     if not v.ok:
         raise AssertionError(f"programs are not shown equivalent ({v.verdict}): {v.detail}")
     return v
+
+
+# ---------------------------------------------------------------------- one rule on one term
+#
+# * :func:`assert_rule_fires` — running one rule on an e-graph term matches it and puts the
+#   expected result in the term's e-class (egg's ``test_fn!``).
+# * :func:`assert_rule_does_not_fire` — the rule does not match the term (a guard test).
+#
+# Terms are egglog text over the schema of ``docs/rules.md``: ``(Add (I32) (Opaque (I32) 1)
+# (Splat (I32) "16" (Const (I32) 0)))``.
+
+_BENCHES: dict[tuple, Any] = {}
+
+
+def _bench_and_rule(rule: Any, rules: Any) -> tuple[Any, Any]:
+    """The :class:`~eggpu.optimizer.rule_examples.FireBench` holding ``rule`` (a rule name of
+    ``rules``, default the shipped rules; a loaded Rule; or the text of one rule command).
+    Benches are cached per rule text (building one loads and checks every rule)."""
+    import os
+
+    from eggpu.optimizer.rule_examples import FireBench
+    from eggpu.optimizer.rules_loader import Rule, _read_source, load_sources, parse_rule, shipped_sources
+
+    if isinstance(rule, str) and "(" in rule:
+        rule = parse_rule(rule)
+    if isinstance(rule, Rule):
+        key: tuple = (("<rule>", rule.egglog),)
+    else:
+        paths = [] if rules is None else [rules] if isinstance(rules, str | os.PathLike) else list(rules)
+        key = tuple(shipped_sources() if rules is None else [s for p in paths for s in _read_source(p)])
+    bench = _BENCHES.get(key)
+    if bench is None:
+        pool = [rule] if isinstance(rule, Rule) else load_sources(list(key)).rules
+        bench = _BENCHES[key] = FireBench(pool)
+        while len(_BENCHES) > 4:
+            _BENCHES.pop(next(iter(_BENCHES)))
+    name = rule.name if isinstance(rule, Rule) else rule
+    if name not in bench.rules:
+        raise AssertionError(f"no rule named {name!r} in the given rules")
+    return bench, bench.rules[name]
+
+
+def _example(rule: Any, before: Any, after: Any, facts: Any, bounds: Any) -> Any:
+    from eggpu.optimizer.rule_examples import RuleExample
+
+    if isinstance(before, RuleExample):
+        return before
+    return RuleExample(rule.name, {}, before, after, tuple(facts), dict(bounds or {}))
+
+
+def assert_rule_fires(rule: Any, before: Any = None, after: str | None = None, *, facts: Any = (),
+                      bounds: dict[str, int] | None = None, support: Any = (), rules: Any = None) -> Any:
+    """Assert that ``rule``, run alone for one iteration on a fresh e-graph holding ``before``,
+    matches it and puts ``after`` in its e-class (egg's ``test_fn!``).
+
+    ``rule``: a rule name (of ``rules``: files/dirs, default the shipped rules), a loaded Rule or
+    rule text. ``before``: an egglog term, a :class:`RuleExample`, or None for a generated
+    example (:func:`eggpu.optimizer.rule_examples.generate`). ``facts``: egglog commands run
+    first, e.g. ``"(set (LowerBound (Opaque (I32) 1)) 0)"``; ``support``: names of rules
+    saturated before the rule runs (e.g. the range analysis); ``bounds``: for an analysis rule,
+    the values it must set (``{"UpperBound": 15}``). Returns the :class:`FireResult`."""
+    from eggpu.optimizer.rule_examples import generate
+
+    bench, r = _bench_and_rule(rule, rules)
+    if before is None:
+        before = generate(r)
+        if before is None:
+            raise AssertionError(f"{r.location}: no example could be generated for rule {r.name!r}: "
+                                 "give one (before, after, facts)")
+    ex = _example(r, before, after, facts, bounds)
+    res = bench.run(ex, support)
+    what = f"{r.location}: rule {r.name!r} on {ex.before}"
+    if not res.fired:
+        raise AssertionError(f"{what}: the rule did not match")
+    if ex.after is not None and not res.merged:
+        raise AssertionError(f"{what}: it matched but {ex.after} is not in the term's e-class")
+    wrong = {fn: (want, res.bounds.get(fn)) for fn, want in ex.bounds.items() if res.bounds.get(fn) != want}
+    if wrong:
+        raise AssertionError(f"{what}: bounds differ (expected, got): {wrong}")
+    return res
+
+
+def assert_rule_does_not_fire(rule: Any, before: Any, after: str | None = None, *, facts: Any = (),
+                              support: Any = (), rules: Any = None) -> Any:
+    """Assert that ``rule`` (as in :func:`assert_rule_fires`) does not match ``before`` (a term
+    or a :class:`RuleExample`, e.g. :func:`eggpu.optimizer.rule_examples.negative`) and, when
+    ``after`` is given, that ``after`` did not join its e-class. Returns the FireResult."""
+    bench, r = _bench_and_rule(rule, rules)
+    ex = _example(r, before, after, facts, None)
+    res = bench.run(ex, support)
+    if res.fired or res.merged:
+        raise AssertionError(f"{r.location}: rule {r.name!r} fired on {ex.before} ({res.hits} matches"
+                             f"{', merged with ' + ex.after if res.merged else ''}) but must not")
+    return res

@@ -1,37 +1,6 @@
 """eggpu.ir — the leaf package: dtypes, op table, IR graphs, builder, verifier, printer/parser,
 numpy interpreter. Imports only the standard library and numpy (ml_dtypes lazily for bf16)."""
 
-from .builder import Builder
-from .dtypes import (
-    ALL_DTYPES,
-    BY_NAME,
-    CATEGORIES,
-    FLOAT_DTYPES,
-    INT_DTYPES,
-    DType,
-    bf16,
-    bool_,
-    f16,
-    f32,
-    f64,
-    from_numpy,
-    i8,
-    i16,
-    i32,
-    i64,
-    parse_dtype,
-    promote,
-    u8,
-    u16,
-    u32,
-    u64,
-)
-from .errors import EggpuError, IRError, IRParseError
-from .graph import Block, Function, Loc, Operation, Value
-from .ops import OPS, OPS_LIST, OpDef
-from .types import BlockType, PointerType, block, pointer, scalar
-from .verifier import verify
-
 __all__ = [
     "ALL_DTYPES", "BY_NAME", "CATEGORIES", "FLOAT_DTYPES", "INT_DTYPES", "OPS", "OPS_LIST",
     "Block", "BlockType", "Builder", "DType", "EggpuError", "Function", "IRError", "IRParseError",
@@ -41,10 +10,19 @@ __all__ = [
     "print_type", "structurally_equal",
 ]
 
-# The text form is loaded on first use: a cache hit in a fresh process never needs it.
+# Every name is loaded on first use: ``import eggpu`` (which reads ``eggpu.ir.errors``) and a
+# cache hit in a fresh process never import numpy, the builder, the verifier or the text form.
 _LAZY = {
     "parse_function": ".parser", "parse_type": ".parser", "print_function": ".printer",
-    "print_type": ".printer", "structurally_equal": ".structural",
+    "print_type": ".printer", "structurally_equal": ".structural", "Builder": ".builder",
+    **{n: ".dtypes" for n in ("ALL_DTYPES", "BY_NAME", "CATEGORIES", "FLOAT_DTYPES", "INT_DTYPES", "DType", "bf16",
+                              "bool_", "f16", "f32", "f64", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype",
+                              "promote", "u8", "u16", "u32", "u64")},
+    **{n: ".errors" for n in ("EggpuError", "IRError", "IRParseError")},
+    **{n: ".graph" for n in ("Block", "Function", "Loc", "Operation", "Value")},
+    **{n: ".ops" for n in ("OPS", "OPS_LIST", "OpDef")},
+    **{n: ".types" for n in ("BlockType", "PointerType", "block", "pointer", "scalar")},
+    "verify": ".verifier",
 }
 
 
@@ -54,4 +32,6 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'eggpu.ir' has no attribute {name!r}")
     import importlib
 
-    return getattr(importlib.import_module(mod, __name__), name)
+    value = getattr(importlib.import_module(mod, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value

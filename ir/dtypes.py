@@ -8,11 +8,12 @@ signed integer, ``u`` unsigned integer, ``f`` float) and a width in bits. ``bf16
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +131,8 @@ _NUMPY_NAMES = {
 
 def numpy_dtype(dt: DType) -> np.dtype:
     """The numpy dtype for ``dt``."""
+    import numpy as np  # lazily: dtypes are needed on a cache hit, numpy is not
+
     if dt is bf16 or dt == bf16:
         import ml_dtypes
 
@@ -142,11 +145,15 @@ def _finfo(dt: DType) -> Any:
         import ml_dtypes
 
         return ml_dtypes.finfo(ml_dtypes.bfloat16)
+    import numpy as np
+
     return np.finfo(numpy_dtype(dt))
 
 
 def from_numpy(npdt: Any) -> DType:
     """The eggpu dtype for a numpy dtype (or anything ``np.dtype`` accepts)."""
+    import numpy as np
+
     d = np.dtype(npdt)
     if d.name == "bfloat16":
         return bf16

@@ -31,8 +31,6 @@ import sys
 import types
 from typing import Any, NamedTuple, TypeVar
 
-import numpy as np
-
 from eggpu.ir.dtypes import DType
 
 from . import language as tl
@@ -164,7 +162,8 @@ class _Walk:
             return ["ptr", str(v)]
         if isinstance(v, TypeVar):
             return ["typevar", v.__name__]
-        if isinstance(v, np.generic):
+        np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
+        if np is not None and isinstance(v, np.generic):
             return ["np", type(v).__name__, repr(v.item())]
         if isinstance(v, tuple | list):
             return [type(v).__name__, [self.encode(x, referrer, name, depth + 1) for x in v]]

@@ -21,10 +21,12 @@ import inspect
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.errors import CompileError, KernelError
-from eggpu.ir.graph import Loc
+
+if TYPE_CHECKING:  # eggpu.ir.graph (and numpy) load when a location is made, not on a cache hit
+    from eggpu.ir.graph import Loc
 
 
 class KernelCompileError(CompileError):
@@ -135,6 +137,8 @@ class Source:
         return lineno, col
 
     def loc(self, node: ast.AST) -> Loc:
+        from eggpu.ir.graph import Loc
+
         lineno, col = self.position(node)
         return Loc(self.file, self.first_line + lineno - 1, col)
 
@@ -144,6 +148,8 @@ class Source:
         lineno, c = self.position(node)
         if col is not None:
             c = col
+        from eggpu.ir.graph import Loc
+
         loc = Loc(self.file, self.first_line + lineno - 1, c)
         return KernelCompileError(loc, problem, hint, self.line_text(lineno))
 

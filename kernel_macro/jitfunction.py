@@ -59,8 +59,6 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from eggpu.ir.dtypes import DType, bool_, f32, from_numpy, i32, i64, u64
 from eggpu.ir.errors import IRError, LaunchError
 
@@ -205,6 +203,8 @@ class JITFunction:
         return kind, dt, value
 
     def _deduce(self, p: JitParam, v: Any) -> tuple[str, DType, Any]:
+        import numpy as np  # lazily: importing eggpu (and a cache hit) does not need numpy
+
         name = self.__name__
         if isinstance(v, bool):
             return SCALAR, bool_, v
@@ -288,6 +288,8 @@ class JITFunction:
         """The launch-time specialization of this launch, as Triton makes it (module docstring):
         compile options ``specialize`` (16-divisible and unit integers, 16-byte aligned buffers;
         not for ``do_not_specialize`` parameters) and ``offsets_i32`` (when the grid allows it)."""
+        import numpy as np
+
         from eggpu.ir.facts import facts_for_args, grid_fits_i32, max_block
 
         params = kernel._spec.signature.runtime_params
@@ -338,6 +340,8 @@ class JITFunction:
         if mode == "gpu":
             ck.launch(grid, *runtime)
         else:
+            import numpy as np
+
             for p, v in zip(kernel._spec.signature.runtime_params, runtime):
                 if hasattr(v, "__cuda_array_interface__") and not isinstance(v, np.ndarray):
                     raise LaunchError(
@@ -358,6 +362,8 @@ def next_power_of_2(n: int) -> int:
 
 
 def _describe(v: Any) -> str:
+    import numpy as np
+
     if isinstance(v, np.ndarray):
         return f"a numpy array of {v.dtype}"
     return f"a {type(v).__module__}.{type(v).__qualname__}" if type(v).__module__ != "builtins" else \

@@ -18,14 +18,12 @@ naming the kernel.
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eggpu.ir.dtypes import ALL_DTYPES, BY_NAME, DType, from_numpy
 from eggpu.ir.errors import IRError, LaunchError
-from eggpu.ir.graph import Function
 from eggpu.ir.types import pointer, scalar
 
 from . import hooks
@@ -42,8 +40,10 @@ from .errors import (
     UnknownDtypeError,
     UnsupportedDtypeError,
 )
-from .irclone import clone_function
 from .signature import NO_DEFAULT, POINTER, Signature, analyze
+
+if TYPE_CHECKING:  # the IR graph (and numpy) load only when a kernel is lowered, not on a cache hit
+    from eggpu.ir.graph import Function
 
 __all__ = ["Dispatch", "Kernel", "KernelInstance", "jit", "kernel", "pascal_case", "to_dtype"]
 
@@ -67,6 +67,8 @@ def to_dtype(x: Any, kernel: str) -> DType:
         close = difflib.get_close_matches(x, list(BY_NAME), n=1)
         if not close:
             try:
+                import numpy as np
+
                 close = [from_numpy(np.dtype(x)).name]
             except (TypeError, IRError):
                 close = []
@@ -283,7 +285,8 @@ class Kernel:
 
     @classmethod
     def _check_const(cls, pname: str, v: Any) -> Any:
-        if isinstance(v, np.generic) and not isinstance(v, np.void):
+        np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
+        if np is not None and isinstance(v, np.generic) and not isinstance(v, np.void):
             v = v.item()
         if isinstance(v, bool | int | float | str | DType) or v is None:
             return v
@@ -400,6 +403,8 @@ class Kernel:
             fn = lower_kernel(self._spec.fn, self.name, params, self.consts, b)
             if deps.opaque is None:
                 _IR_CACHE[key] = (deps.digest, fn)
+        from .irclone import clone_function
+
         return clone_function(fn)
 
     def interpret(self, grid: Any, *args: Any) -> Any:

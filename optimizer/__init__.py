@@ -61,6 +61,8 @@ class OptimizeResult:
     ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``);
     ``stop_detail`` says more about the stop where the reason alone does not (a rolled-back
     step, a hot saturation process killed at its time or memory limit: see :mod:`.saturate`).
+    ``rules_loaded`` is how many of ``rules_used`` were loaded into the e-graph (only the rules
+    that can match this program: :mod:`.rule_subset`) and ``rules_loaded_why`` says why.
     """
 
     function: Function
@@ -78,6 +80,8 @@ class OptimizeResult:
     reason: str = ""
     extraction: str = ""
     stop_detail: str = ""
+    rules_loaded: int = 0
+    rules_loaded_why: str = ""
 
     @property
     def improved(self) -> bool:
@@ -94,19 +98,62 @@ class OptimizeResult:
 
 @dataclass
 class PreparedRules:
-    """Loaded and verified rules ready to run: the egglog program and the rulesets to run."""
+    """Loaded and verified rules ready to run: the egglog program and the rulesets to run;
+    ``loaded``/``chosen`` are the parsed rules and the usable ones (for :meth:`selection_for`)."""
 
     program: str
     rulesets: tuple[str, ...]
     used: list[str]
     rejected: dict[str, str]
     verdicts: dict[str, Any]
+    loaded: Any = None
+    chosen: tuple[Any, ...] = ()
+    _subsets: dict[frozenset[str], Any] = field(default_factory=dict, repr=False)
+
+    def selection_for(self, constructors: frozenset[str]) -> Any:
+        """The :class:`~.rule_subset.Selection` of the rules that can match a program applying
+        ``constructors`` (cached per constructor set)."""
+        with _LOCK:
+            hit = self._subsets.get(constructors)
+        if hit is None:
+            from .rule_subset import select_rules
+
+            hit = select_rules(self.chosen, constructors)
+            with _LOCK:
+                self._subsets[constructors] = hit
+                while len(self._subsets) > 4 * _CACHE_SIZE:
+                    self._subsets.pop(next(iter(self._subsets)))
+        return hit
 
 
-_LOCK = threading.RLock()
-_CACHE_SIZE = 8  # rule sets (and their loaded e-graphs) kept per process, oldest dropped first
+# Thread safety: an egglog e-graph is bound to the thread that created it (using or even
+# dropping it on another thread panics), so loaded e-graphs are kept per thread (_ENGINES) and
+# threads saturate in parallel. z3's Python API shares one global context that is not
+# thread-safe (and releases the GIL while it solves), so everything that runs z3 here (proving
+# rules on a proof-cache miss, translation validation) holds _Z3_LOCK.
+_LOCK = threading.RLock()  # guards _PREPARED, the rule selections and creating e-graphs
+_Z3_LOCK = threading.RLock()
+_CACHE_SIZE = 8  # rule sets kept per process, loaded e-graphs per thread; oldest dropped first
 _PREPARED: dict[tuple, PreparedRules] = {}
-_EGRAPHS: dict[str, Any] = {}
+_ENGINES = threading.local()
+
+
+@dataclass
+class _Engine:
+    """A loaded e-graph of this thread: the schema plus the rules ``names`` of the rule set whose
+    full program is ``family`` (a :attr:`PreparedRules.program`)."""
+
+    egraph: Any
+    family: str
+    names: frozenset[str]
+
+
+def _egraphs() -> dict[str, _Engine]:
+    """This thread's loaded e-graphs by program text (created, used and dropped in this thread)."""
+    cache = getattr(_ENGINES, "egraphs", None)
+    if cache is None:
+        cache = _ENGINES.egraphs = {}
+    return cache
 
 
 def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool) -> list[tuple[str, str]]:
@@ -129,6 +176,13 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
         hit = _PREPARED.get(key)
         if hit is not None:
             return hit
+    with _Z3_LOCK:  # one thread proves (z3 is not thread-safe); the others then find its result
+        with _LOCK:
+            hit = _PREPARED.get(key)
+        return hit if hit is not None else _prepare(sources, key, fast_math)
+
+
+def _prepare(sources: list[tuple[str, str]], key: tuple, fast_math: bool) -> PreparedRules:
     from .isolate import pin_egglog_threads
     from .rule_verifier import usable_rules, verify_rules
     from .rules_loader import load_sources
@@ -148,7 +202,8 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
     run = [rs for rs in loaded.rulesets if rs not in ("ranges", "fast_math")]
     if fast_math:
         run.append("fast_math")
-    prepared = PreparedRules(loaded.program(chosen), tuple(run), [r.name for r in chosen], rejected, verdicts)
+    prepared = PreparedRules(loaded.program(chosen), tuple(run), [r.name for r in chosen], rejected, verdicts,
+                             loaded, tuple(chosen))
     with _LOCK:
         _PREPARED[key] = prepared
         while len(_PREPARED) > _CACHE_SIZE:
@@ -175,24 +230,58 @@ def _proof_progress():
     return report
 
 
-def _base_egraph(program: str) -> Any:
-    """An e-graph with the schema and ``program`` loaded (cached; callers hold _LOCK and leave it
-    at its base push level)."""
-    eg = _EGRAPHS.get(program)
-    if eg is None:
-        from egglog.bindings import EGraph
+def _engine(prepared: PreparedRules, rules: Sequence[Any] | None) -> tuple[str, _Engine]:
+    """This thread's e-graph for running ``rules`` (a subset of ``prepared.chosen``; None: all),
+    with its program text. Callers leave it at its base push level.
 
-        from .isolate import pin_egglog_threads
-        from .saturate import run_commands
-        from .schema import schema_text
+    Any loaded e-graph of the same rule set whose rules include ``rules`` serves (the extra rules
+    cannot match, so the result is the same; the smallest one is used). Otherwise the first
+    e-graph of a rule set in a thread holds just ``rules`` (a cold compile loads only what it
+    needs) and the second one every rule of the set, which then serves every later program.
+    """
+    engines = _egraphs()
+    everything = rules is None
+    needed = frozenset(prepared.used) if everything else frozenset(r.name for r in rules)
+    fits = [(len(e.names), p) for p, e in engines.items() if e.family == prepared.program and needed <= e.names]
+    if fits:
+        program = min(fits)[1]
+        return program, engines[program]
+    if everything or any(e.family == prepared.program for e in engines.values()):
+        program, names = prepared.program, frozenset(prepared.used)
+    else:
+        program, names = prepared.loaded.program(rules), needed
+    engine = _Engine(_load_egraph(program), prepared.program, names)
+    engines[program] = engine
+    while len(engines) > _CACHE_SIZE:
+        engines.pop(next(iter(engines)))
+    return program, engine
 
+
+def _load_egraph(program: str) -> Any:
+    """A new e-graph with the schema and ``program`` loaded."""
+    from egglog.bindings import EGraph
+
+    from .isolate import pin_egglog_threads
+    from .saturate import run_commands
+    from .schema import schema_text
+
+    with _LOCK:  # the first e-graph of the process decides egglog's thread pool
         pin_egglog_threads()
         eg = EGraph()
-        run_commands(eg, schema_text() + program, "loading the schema and rules")
-        _EGRAPHS[program] = eg
-        while len(_EGRAPHS) > _CACHE_SIZE:
-            _EGRAPHS.pop(next(iter(_EGRAPHS)))
+    run_commands(eg, schema_text() + program, "loading the schema and rules")
     return eg
+
+
+def _loaded_why(sel: Any, loaded: int, usable: int) -> str:
+    """Why the e-graph that ran held ``loaded`` of the ``usable`` rules (for reports)."""
+    if sel is None:
+        return f"all {usable} usable rules (rule subsetting is off)"
+    why = sel.why(usable)
+    if loaded > len(sel.rules):
+        held = f"all {loaded}" if loaded == usable else str(loaded)
+        why += (f"; the e-graph that ran holds {held} rules (a thread loads every rule once it needs a second "
+                f"subset; the extra rules cannot match)")
+    return why
 
 
 # ---------------------------------------------------------------------- optimize
@@ -200,14 +289,16 @@ def _base_egraph(program: str) -> Any:
 
 def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, limits: Limits | None = None,
              fast_math: bool = False, target: str = "sm_90", validate: bool = True,
-             shipped_rules: bool = True) -> OptimizeResult:
+             shipped_rules: bool = True, subset_rules: bool = True) -> OptimizeResult:
     """Optimize ``fn`` (see the module docstring); never mutates ``fn``.
 
     ``rules``: extra rule files or directories; ``limits``: saturation bounds (default
     :class:`Limits`); ``fast_math``: also run the ``fast_math`` ruleset; ``target``: the cost
     model's target; ``shipped_rules=False`` uses only ``rules`` (no shipped rules, no
     ``EGGPU_RULES_PATH``: for testing rule files in isolation); ``validate=False`` skips
-    translation validation (for tests of the other stages — the result is then NOT checked)."""
+    translation validation (for tests of the other stages — the result is then NOT checked);
+    ``subset_rules=False`` loads every usable rule instead of only those that can match ``fn``
+    (the result is the same: for tests and measurements)."""
     from .analyses import fact_seeds
     from .decode import Decoder, clone
     from .encode import encode
@@ -235,24 +326,31 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         times["encode"] = time.perf_counter() - t
 
         t = time.perf_counter()
-        with _LOCK:
-            eg = _base_egraph(prepared.program)
-            clean = False
-            try:
-                run_commands(eg, "(push)", "saving the base e-graph")
-                if enc.commands:
-                    run_commands(eg, enc.commands, "adding the program's terms")
-                seeds = fact_seeds(fn, enc.leaves)
-                if seeds:
-                    run_commands(eg, seeds, "seeding the analyses from the launch facts")
-                rep = saturate(eg, prepared.rulesets, limits,
-                               read_view=lambda g: read_egraph(g, enc.let_types))
-                view = rep.view
-                run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
-                clean = True
-            finally:
-                if not clean:  # unknown push depth or a panicked egglog: never reuse this e-graph
-                    _EGRAPHS.pop(prepared.program, None)
+        sel = None
+        if subset_rules:
+            from .rule_subset import program_constructors
+
+            sel = prepared.selection_for(program_constructors(enc.commands))
+        program, engine = _engine(prepared, None if sel is None else sel.rules)
+        eg = engine.egraph
+        result.rules_loaded = len(engine.names)
+        result.rules_loaded_why = _loaded_why(sel, len(engine.names), len(prepared.used))
+        clean = False
+        try:
+            run_commands(eg, "(push)", "saving the base e-graph")
+            if enc.commands:
+                run_commands(eg, enc.commands, "adding the program's terms")
+            seeds = fact_seeds(fn, enc.leaves)
+            if seeds:
+                run_commands(eg, seeds, "seeding the analyses from the launch facts")
+            rep = saturate(eg, prepared.rulesets, limits,
+                           read_view=lambda g: read_egraph(g, enc.let_types))
+            view = rep.view
+            run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
+            clean = True
+        finally:
+            if not clean:  # unknown push depth or a panicked egglog: never reuse this e-graph
+                _egraphs().pop(program, None)
         times["saturate"] = time.perf_counter() - t
         result.stop_reason = rep.stop_reason
         result.stop_detail = rep.detail
@@ -290,7 +388,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
 
         t = time.perf_counter()
         try:
-            v = tv(fn, new_fn, fast_math=fast_math)
+            with _Z3_LOCK:
+                v = tv(fn, new_fn, fast_math=fast_math)
         except Exception as e:  # a bug in validation must never let an unchecked program through
             times["validate"] = time.perf_counter() - t
             return fall_back(f"validation raised {type(e).__name__}: {e}")

@@ -155,11 +155,46 @@ def run_commands(eg: Any, text_or_cmds: str | Sequence[Any], what: str) -> list[
     """Run egglog commands; egglog errors and panics become :class:`SaturationError`."""
     try:
         cmds = eg.parse_program(text_or_cmds) if isinstance(text_or_cmds, str) else text_or_cmds
-        return eg.run_program(*cmds)
+        return [_as_egglog13(o) for o in eg.run_program(*cmds)]
     except (KeyboardInterrupt, SystemExit):
         raise
     except BaseException as e:  # egglog's PanicException is a BaseException
         raise SaturationError(f"egglog failed while {what}: {type(e).__name__}: {e}") from None
+
+
+class _HeldBack:
+    """A run report whose scheduler held rules back: reads as ``updated`` (see _as_egglog13)."""
+
+    updated = True
+
+    def __init__(self, report: Any):
+        self._report = report
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._report, name)
+
+
+class _Output:
+    def __init__(self, output: Any):
+        self._output = output
+        self.report = _HeldBack(output.report)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._output, name)
+
+
+def _as_egglog13(output: Any) -> Any:
+    """An egglog output with egglog 13.2's meaning of a run report's ``updated``.
+
+    egglog 14 says ``updated=False`` after a step that changed nothing even when its scheduler
+    still holds rules back (``can_stop=False``: the back-off scheduler skipped rules over the
+    match limit); egglog 13.2 said ``updated=True`` there. The step loop tells saturation
+    (nothing left to do) from a match-limit fixpoint by 13.2's meaning, so such a report is
+    given it. Reports without ``can_stop`` (egglog 13.2) are returned as they are."""
+    rep = getattr(output, "report", None)
+    if rep is None or rep.updated or getattr(rep, "can_stop", True):
+        return output
+    return _Output(output)
 
 
 def term_nodes(eg: Any) -> int:

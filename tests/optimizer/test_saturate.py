@@ -278,4 +278,6 @@ def test_egglog_thread_pool_is_pinned_to_one_thread_and_the_environment_restored
     env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.split() == ["1", "False"]
+    # egglog 13.2 builds its rayon pool with the first e-graph (one thread); egglog 14 builds none
+    # then (none to miss in a forked child either)
+    assert out.stdout.split() in (["1", "False"], ["0", "False"])

@@ -1,0 +1,118 @@
+"""The toolchain fingerprint in the cache key, cheap enough for a 30 ms cache hit.
+
+The fingerprint is the sha256 of eggpu's own sources (every ``*.py`` and ``*.egg`` of its
+packages, by name and content), the versions of the libraries that shape the output (llvmlite,
+egglog, z3-solver) and eggpu's version. Hashing the ~1 MB of sources and asking
+``importlib.metadata`` for versions costs tens of milliseconds in a fresh process, more than
+the rest of a cache hit, so the result is memoized on disk in the (trusted) kernel cache
+directory, under the sha256 of a *stat signature*: every source file's path, size, inode,
+modification and status-change times (nanoseconds), the library versions and eggpu's version.
+
+Why the memo can never serve a stale fingerprint: any write to a source file changes its
+status-change time (``st_ctime``, set by the kernel; ``touch``/``utime`` cannot set it back),
+so an edited file gives a new signature. The one gap is the timestamp granularity (file
+systems take times from a coarse clock): a file written twice within one clock tick, with the
+same size, could keep its times. So a memo is only written when every file's times are more
+than :data:`RACY_SECONDS` older than the moment of writing (the "racily clean" rule git uses);
+until then the sources are hashed on every call.
+
+Library versions are read from the names of the ``*.dist-info`` folders on ``sys.path`` (the
+first one per library, as ``importlib.metadata`` finds it), without importing
+``importlib.metadata``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+#: files whose times are this close to "now" are not trusted to a memo (see the module docstring)
+RACY_SECONDS = 2.0
+LIBRARIES = ("llvmlite", "egglog", "z3-solver")
+_HEX64 = re.compile(rb"[0-9a-f]{64}\Z")
+
+
+def source_files(dirs: Iterable[Path]) -> list[Path]:
+    """Every ``*.py`` and ``*.egg`` under ``dirs`` (not in ``__pycache__``), sorted."""
+    out = []
+    for root in sorted(dirs):
+        for path in sorted(root.rglob("*")):
+            if path.suffix in (".py", ".egg") and "__pycache__" not in path.parts:
+                out.append(path)
+    return out
+
+
+def library_versions(names: Iterable[str] = LIBRARIES) -> list[str]:
+    """``name=version`` (``name=absent`` when not installed) for each distribution, from the
+    first ``name-version.dist-info`` folder on ``sys.path``."""
+    wanted = {re.sub(r"[-_.]+", "_", n).lower(): n for n in names}
+    found: dict[str, str] = {}
+    for entry in sys.path:
+        try:
+            listing = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for item in listing:
+            if not item.endswith(".dist-info"):
+                continue
+            dist, _, ver = item[: -len(".dist-info")].partition("-")
+            key = re.sub(r"[-_.]+", "_", dist).lower()
+            if key in wanted and wanted[key] not in found and ver:
+                found[wanted[key]] = ver
+        if len(found) == len(wanted):
+            break
+    return [f"{n}={found.get(n, 'absent')}" for n in names]
+
+
+def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) -> str:
+    """The fingerprint itself: sha256 over every file's name and bytes, the library versions
+    and eggpu's version."""
+    h = hashlib.sha256()
+    for path in files:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    for lib in libraries:
+        h.update(lib.encode())
+    h.update(version.encode())
+    return h.hexdigest()
+
+
+def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> str:
+    """The fingerprint of the sources under ``dirs`` (see the module docstring), memoized in
+    ``memo_dir`` (a trusted cache directory; None: no memo)."""
+    files = source_files(dirs)
+    libs = library_versions()
+    stats = []
+    newest = 0
+    for p in files:
+        st = p.stat()
+        stats.append((str(p), st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+        newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
+    signature = hashlib.sha256(json.dumps([stats, libs, version]).encode()).hexdigest()
+    memo = memo_dir / f"toolchain-{signature}.fingerprint" if memo_dir is not None else None
+    if memo is not None:
+        from eggpu.ir.cachefs import CacheUnavailable, read_trusted
+
+        try:
+            data = read_trusted(memo)
+        except CacheUnavailable:
+            data = None
+        if data is not None and _HEX64.match(data):
+            return data.decode()
+    fp = hash_sources(files, libs, version)
+    if memo is not None and time.time_ns() - newest > RACY_SECONDS * 1e9:
+        from eggpu.ir.cachefs import CacheUnavailable, atomic_write
+
+        try:
+            atomic_write(memo, fp.encode())
+        except CacheUnavailable:
+            pass  # the memo is only a shortcut
+    return fp
+
+
+__all__ = ["LIBRARIES", "RACY_SECONDS", "fingerprint", "hash_sources", "library_versions", "source_files"]

@@ -1,0 +1,105 @@
+"""A cache hit in a fresh process imports neither numpy nor the optimizer, frontend or codegen
+(issue 12 item 4), and the toolchain fingerprint's on-disk memo never hides an edit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+
+from eggpu import fingerprint as fpmod
+
+HEAVY = ("numpy", "eggpu.optimizer", "eggpu.kernel_macro.frontend", "eggpu.codegen", "egglog", "z3", "llvmlite")
+
+SCRIPT = textwrap.dedent(f"""
+    import json, sys
+    import eggpu
+    import eggpu.language as tl
+
+    @eggpu.kernel
+    def scale(x_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+        tl.store(y_ptr + offs, x * 2.0, mask=offs < n)
+
+    ck = eggpu.compile(scale.Kernel(256))
+    print(json.dumps({{"cache": ck.report["cache"], "ptx": len(ck.ptx), "params": [str(p.type) for p in ck.params],
+                      "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+""")
+
+
+def _run(tmp_path: Path) -> dict:
+    script = tmp_path / "scale_script.py"
+    script.write_text(SCRIPT)
+    env = {"EGGPU_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_a_fresh_process_cache_hit_stays_light(tmp_path: Path) -> None:
+    miss = _run(tmp_path)
+    assert miss["cache"] == "miss" and "eggpu.optimizer" in miss["heavy"]
+    hit = _run(tmp_path)
+    assert hit["cache"] == "hit" and hit["ptx"] == miss["ptx"] and hit["params"] == miss["params"]
+    assert hit["heavy"] == []
+
+
+def test_library_versions_match_importlib_metadata() -> None:
+    got = dict(v.split("=", 1) for v in fpmod.library_versions())
+    for dist in fpmod.LIBRARIES:
+        assert got[dist] == version(dist)
+    assert fpmod.library_versions(["no-such-distribution-here"]) == ["no-such-distribution-here=absent"]
+
+
+@pytest.fixture
+def sources(tmp_path: Path) -> Path:
+    d = tmp_path / "pkg"
+    d.mkdir()
+    (d / "lowering.py").write_text("X = 1\n")
+    (d / "rules.egg").write_text("; rules\n")
+    return d
+
+
+def _memos(memo: Path) -> list[Path]:
+    return sorted(memo.glob("toolchain-*.fingerprint"))
+
+
+def test_fresh_sources_are_never_memoized(sources: Path, tmp_path: Path) -> None:
+    memo = tmp_path / "memo"
+    memo.mkdir(mode=0o700)
+    first = fpmod.fingerprint([sources], "0.1.0", memo)
+    assert _memos(memo) == []  # files written within RACY_SECONDS: a same-size edit could keep their times
+    assert first == fpmod.hash_sources(fpmod.source_files([sources]), fpmod.library_versions(), "0.1.0")
+
+
+def test_the_memo_serves_unchanged_sources_and_an_edit_misses_it(sources: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    memo = tmp_path / "memo"
+    memo.mkdir(mode=0o700)
+    monkeypatch.setattr(fpmod, "RACY_SECONDS", -1.0)  # pretend the files are old enough
+    first = fpmod.fingerprint([sources], "0.1.0", memo)
+    assert len(_memos(memo)) == 1
+    real = fpmod.hash_sources
+    monkeypatch.setattr(fpmod, "hash_sources", lambda *a: pytest.fail("the memo was not used"))
+    assert fpmod.fingerprint([sources], "0.1.0", memo) == first
+    monkeypatch.setattr(fpmod, "hash_sources", real)
+    (sources / "lowering.py").write_text("X = 22\n")
+    edited = fpmod.fingerprint([sources], "0.1.0", memo)
+    assert edited != first and edited == real(fpmod.source_files([sources]), fpmod.library_versions(), "0.1.0")
+    assert fpmod.fingerprint([sources], "0.2.0", memo) != edited  # eggpu's version is part of it
+
+
+def test_a_malformed_memo_is_ignored(sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    memo = tmp_path / "memo"
+    memo.mkdir(mode=0o700)
+    monkeypatch.setattr(fpmod, "RACY_SECONDS", -1.0)
+    first = fpmod.fingerprint([sources], "0.1.0", memo)
+    (path,) = _memos(memo)
+    path.write_bytes(b"not a digest")
+    assert fpmod.fingerprint([sources], "0.1.0", memo) == first
