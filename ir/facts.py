@@ -33,8 +33,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .errors import EggpuError, IRError
 
 __all__ = ["I32_SPAN", "Facts", "check_launch", "describe_fact", "fact_holds", "facts_for_args", "grid_fits_i32",
@@ -192,8 +190,9 @@ def fact_holds(fact: str, value: Any) -> bool:
 
 def pointer_address(v: Any) -> int | None:
     """The address of a host or device buffer argument, or None when it has none we can read."""
-    if isinstance(v, np.ndarray):
-        return int(v.__array_interface__["data"][0])
+    ai = getattr(v, "__array_interface__", None)  # numpy arrays (not imported here: ir.graph needs this module)
+    if isinstance(ai, Mapping) and isinstance(ai.get("data"), tuple):
+        return int(ai["data"][0])
     cai = getattr(v, "__cuda_array_interface__", None)
     if isinstance(cai, Mapping) and isinstance(cai.get("data"), tuple):
         return int(cai["data"][0])
