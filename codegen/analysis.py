@@ -160,6 +160,8 @@ class AddressAnalysis:
                 self._for(op)
             elif op.op == "if":
                 self._if(op)
+            elif op.op == "while":
+                self._while(op)
             elif op.results:
                 self._set(op.results[0], self._transfer(op))
         return []
@@ -186,6 +188,16 @@ class AddressAnalysis:
             self._block(body)
         for r, f in zip(op.results, carried):
             self._set(r, f)
+
+    def _while(self, op: Operation) -> None:
+        # Conservative: the carried values may change in any iteration, so nothing is known
+        # about them (no fixpoint: a while loop's trip count is not bounded by its operands).
+        for r in op.regions:
+            for a in r.args:
+                self._set(a, None)
+            self._block(r)
+        for r in op.results:
+            self._set(r, None)
 
     def _if(self, op: Operation) -> None:
         a = self._block(op.regions[0])

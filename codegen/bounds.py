@@ -70,6 +70,13 @@ def pointer_origins(fn: Function) -> dict[int, tuple[str, ...]]:
                     producers[id(a)] = [inits[i]] + ([ys[i]] if i < len(ys) else [])
                 for i, r in enumerate(op.results):
                     producers[id(r)] = [inits[i]] + ([ys[i]] if i < len(ys) else [])
+            elif op.op == "while":
+                ys = op.regions[1].ops[-1].operands if op.regions[1].ops else ()
+                for i, init in enumerate(op.operands):
+                    srcs = [init] + ([ys[i]] if i < len(ys) else [])
+                    for reg in op.regions:
+                        producers[id(reg.args[i])] = srcs
+                    producers[id(op.results[i])] = srcs
             elif op.op == "if":
                 for i, r in enumerate(op.results):
                     producers[id(r)] = [reg.ops[-1].operands[i] for reg in op.regions

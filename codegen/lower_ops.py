@@ -154,7 +154,7 @@ def _build() -> dict[str, Handler]:
     return table
 
 
-STRUCTURAL = frozenset({"for", "if", "yield"})
+STRUCTURAL = frozenset({"for", "while", "if", "yield"})
 """Ops lowered by the Lowerer's control-flow code rather than a table handler."""
 
 UNSUPPORTED: dict[str, str] = {}

@@ -1,4 +1,4 @@
-"""Shape and layout ops: ``splat``, ``expand_dims``, ``reshape``, ``broadcast``, ``trans``.
+"""Shape and layout ops: ``splat``, ``expand_dims``, ``reshape``, ``broadcast``, ``trans``, ``gather``.
 
 * uniform values stay uniform under every shape op (a splat is a splat in any shape);
 * lazy values (index arithmetic) are re-indexed: the new value evaluates the old one at mapped
@@ -16,6 +16,7 @@ from collections.abc import Callable
 
 from llvmlite import ir
 
+from eggpu.ir.dtypes import i64
 from eggpu.ir.graph import Operation
 from eggpu.ir.types import BlockType
 
@@ -160,7 +161,47 @@ def lower_trans(lw, op: Operation) -> list[LV]:
     return [remap(lw, src, t, mapping)]
 
 
+def lower_gather(lw, op: Operation) -> list[LV]:
+    """``gather``: every destination slot reads the source element at its own coordinates with
+    the ``axis`` coordinate replaced by its index (clamped into the axis). A lazy source is
+    evaluated at those coordinates; a distributed one goes through shared memory."""
+    from .scalar_ops import cast
+
+    src, idx = lw.get(op.operands[0]), lw.get(op.operands[1])
+    t = op.results[0].type
+    if src.u is not None:
+        return [LV(t, u=src.u)]
+    em, b = lw.em, lw.em.b
+    axis = op.attrs["axis"]
+    n = src.type.shape[axis]
+    idt = op.operands[1].type.dtype
+    dst = lw.layout(t.shape)
+    index = lw.elems(idx)
+
+    def source_coords(j: int) -> Coords:
+        k = cast(em, idt, i64, index[j])  # sign- or zero-extended by the index's signedness
+        k = b.select(b.icmp_signed("<", k, em.k(k, 0)), em.k(k, 0), k)
+        k = b.select(b.icmp_signed(">", k, em.k(k, n - 1)), em.k(k, n - 1), k)
+        c = list(dst.coords(em, j))
+        c[axis] = b.trunc(k, em.like_type(k, I32))
+        return c
+
+    if src.fn is not None:
+        return [LV(t, elems=[src.fn(source_coords(j)) for j in range(dst.per)])]
+    em.smem_begin_write()
+    base = store_to_smem(lw, src)
+    em.barrier()
+    et, _ = smem_elem(lw, src.type)
+    out = []
+    for j in range(dst.per):
+        flat = ravel(em, source_coords(j), src.type.shape)
+        out.append(from_smem(lw, src.type, em.smem_load(base, et, flat)))
+    em.smem_dirty = True
+    return [LV(t, elems=out)]
+
+
 HANDLERS = {
+    "gather": lower_gather,
     "splat": lower_splat,
     "expand_dims": lower_expand_dims,
     "reshape": lower_reshape,

@@ -8,6 +8,8 @@ values (:class:`~eggpu.codegen.layout.LV`) and dispatches every operation to the
   32-bit arithmetic (no overflow for any bounds; step 0 runs zero times), then a counted loop
   runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
   owned element slot (blocks);
+* ``while``: a loop head with one phi per carried value slot that runs the condition region
+  and branches to the body region or out;
 * ``if``: a branch on the (uniform) condition and phis for the results.
 
 Conditions and loop bounds are IR scalars, which are uniform by construction, so branches never
@@ -185,6 +187,9 @@ class Lowerer:
             if op.op == "if":
                 self._if(op)
                 continue
+            if op.op == "while":
+                self._while(op)
+                continue
             handler = TABLE.get(op.op)
             if handler is None:
                 from .lower_ops import UNSUPPORTED
@@ -309,6 +314,53 @@ class Lowerer:
                         b.add(b.udiv(b.sub(b.sub(lo, hi), I32(1)), b.sub(I32(0), safe)), I32(1)), I32(0))
         n = b.select(step_pos, n_up, n_dn)
         return b.select(b.icmp_signed("==", step, I32(0)), I32(0), n)
+
+    def _while(self, op: Operation) -> None:
+        """A loop whose head runs the condition region on the phis of the carried values; the
+        condition is a scalar (uniform), so every thread of the CTA leaves the loop together."""
+        em, b = self.em, self.em.b
+        inits = [self.get(v) for v in op.operands]
+        types = [v.type for v in op.operands]
+        init_vals = self._flatten(inits)
+        pre = b.block
+        head = em.new_block("while.head")
+        body = em.new_block("while.body")
+        done = em.new_block("while.done")
+        b.branch(head)
+        b.position_at_end(head)
+        phis = []
+        for v in init_vals:
+            p = b.phi(v.type)
+            p.add_incoming(v, pre)
+            phis.append(p)
+        em.smem_dirty = True
+        cond_region, body_region = op.regions
+        for a, lv in zip(cond_region.args, self._rebuild(types, list(phis))):
+            self.bind(a, lv)
+        self._push_scope()
+        (cond_lv,) = self.block(cond_region)
+        self.current_op = op
+        cond = self.uniform(cond_lv)
+        self._pop_scope()
+        b.cbranch(cond, body, done)
+        b.position_at_end(body)
+        for a, lv in zip(body_region.args, self._rebuild(types, list(phis))):
+            self.bind(a, lv)
+        self._push_scope()
+        yields = self.block(body_region)
+        self.current_op = op
+        new_vals = self._flatten(yields)
+        self._pop_scope()
+        latch = b.block
+        b.branch(head)
+        for p, v in zip(phis, new_vals):
+            if v.type != p.type:
+                raise self.error(f"internal: carried value type {v.type} != {p.type}")
+            p.add_incoming(v, latch)
+        b.position_at_end(done)
+        em.smem_dirty = True
+        for r, lv in zip(op.results, self._rebuild(types, list(phis))):
+            self.bind(r, lv)
 
     def _if(self, op: Operation) -> None:
         em, b = self.em, self.em.b

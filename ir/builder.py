@@ -100,6 +100,11 @@ class Builder:
         """Append a ``for`` whose body was built with :meth:`region` (args: iv, carried...)."""
         return self.create("for", (lo, hi, step, *inits), {}, (body,), tuple(v.type for v in inits))
 
+    def while_(self, inits: Sequence[Value], cond: Block, body: Block) -> Operation:
+        """Append a ``while`` whose regions were built with :meth:`region` (both take the carried
+        values; ``cond`` yields a bool scalar, ``body`` the next carried values)."""
+        return self.create("while", tuple(inits), {}, (cond, body), tuple(v.type for v in inits))
+
     def if_(self, cond: Value, then: Block, else_: Block, result_types_: Sequence[BlockType]) -> Operation:
         return self.create("if", (cond,), {}, (then, else_), tuple(result_types_))
 

@@ -13,7 +13,7 @@ What the interpreter does itself and what it takes from the op table:
   ``reshape``, ``trans``) and ``where``/``eq``/``ne`` also accept pointer values: the op is
   applied to the pointers' offsets.
 * Leaves (``const``, ``program_id``, ``num_programs``, ``arange``), ``addptr``, the memory ops
-  and ``for``/``if``/``yield`` are the interpreter's own.
+  and ``for``/``while``/``if``/``yield`` are the interpreter's own.
 
 Memory model: a pointer argument is a C-contiguous numpy array whose dtype is the pointee dtype;
 it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place.
@@ -30,7 +30,8 @@ it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in p
   the buffer size; ``run_cpu`` raises the same error with the same words.
 
 Control flow: ``for`` runs like Python ``range(lo, hi, step)`` with carried values (step 0 is an
-:class:`InterpreterError`); ``if`` runs one region on a bool scalar.
+:class:`InterpreterError`); ``while`` runs its condition region on the carried values and, while
+it yields true, its body; ``if`` runs one region on a bool scalar.
 
 Numpy floating-point warnings are suppressed: overflow, NaN and division by zero are values here.
 """
@@ -259,6 +260,8 @@ class _Program:
             return self._for(op)
         if name == "if":
             return self._if(op)
+        if name == "while":
+            return self._while(op)
         opdef = OPS.get(name)
         if opdef is None or opdef.reference is None:
             raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
@@ -498,6 +501,36 @@ class _Program:
             for iv in range(lo, hi, step):
                 env[iv_slot] = np.asarray(iv, dtype=np.int32)
                 for s, v in zip(carried_slots, carried):
+                    env[s] = v
+                for h in body:
+                    h(env)
+                carried = [env[i] for i in yields]
+            for s, v in zip(outs, carried):
+                env[s] = v
+
+        return run
+
+    def _while(self, op: Operation) -> Handler:
+        inits = tuple(self._in(op, v) for v in op.operands)
+        cond_blk, body_blk = op.regions
+        cond_args = tuple(self._slot(a) for a in cond_blk.args)
+        body_args = tuple(self._slot(a) for a in body_blk.args)
+        cond, cond_yields = self._block(cond_blk)
+        body, yields = self._block(body_blk)
+        (ic,) = cond_yields or (None,)
+        yields = yields or ()
+        outs = tuple(self._slot(r) for r in op.results)
+
+        def run(env: list) -> None:
+            carried = [env[i] for i in inits]
+            while True:
+                for s, v in zip(cond_args, carried):
+                    env[s] = v
+                for h in cond:
+                    h(env)
+                if not bool(env[ic]):
+                    break
+                for s, v in zip(body_args, carried):
                     env[s] = v
                 for h in body:
                     h(env)

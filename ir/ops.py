@@ -13,7 +13,7 @@ Conventions shared by all ops:
 * Reductions remove their ``axis``; ``keep_dims`` is the frontend's ``expand_dims``.
 * ``load``/``store``/``atomic_*`` take an optional trailing mask (and ``load`` an optional
   ``other``); masked-off lanes are neither read nor written.
-* ``for``/``if`` own regions that end in ``yield``.
+* ``for``/``while``/``if`` own regions that end in ``yield``.
 """
 
 from __future__ import annotations
@@ -237,6 +237,23 @@ def addptr_type(ts, attrs):
     if p.shape != o.shape:
         raise _fail("addptr", f"pointer shape {p.shape} differs from offset shape {o.shape}")
     return (p,)
+
+
+def gather_type(ts, attrs):
+    src, idx = ts
+    axis = attrs["axis"]
+    if src.is_pointer:
+        raise _fail("gather", f"cannot gather pointers, got {src}")
+    if not (isinstance(idx.elem, DType) and idx.elem.is_int):
+        raise _fail("gather", f"index must be an integer block, got {idx}")
+    if src.rank == 0 or idx.rank != src.rank or not (isinstance(axis, int) and 0 <= axis < src.rank):
+        raise _fail("gather", f"needs a source and an index of one rank and an axis in range, got {src}, {idx}, "
+                              f"axis={axis}")
+    for d, (s, i) in enumerate(zip(src.shape, idx.shape)):
+        if d != axis and s != i:
+            raise _fail("gather", f"index shape {idx.shape} must equal the source shape {src.shape} except "
+                                  f"along axis {axis}")
+    return (BlockType(src.elem, idx.shape),)
 
 
 def reduce_type(name, index_result=False):
@@ -522,6 +539,9 @@ OPS_LIST: list[OpDef] = [
         edge="i32 index of the first maximum; NaN ignored (all NaN -> 0)", doc="argmax along axis"),
     _op("reduce_argmin", (1, 1), (PURE, REDUCTION), reduce_type("reduce_argmin", True), NUM, attrs=("axis",),
         edge="i32 index of the first minimum; NaN ignored (all NaN -> 0)", doc="argmin along axis"),
+    _op("gather", (2, 2), (PURE,), gather_type, ANY, attrs=("axis",),
+        edge="result[c] = src[c with c[axis] = index[c]]; an index outside [0, n) is clamped into it",
+        doc="gather along an axis"),
     _op("dot", (2, 3), (PURE,), dot_type, NUM,
         edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added", doc="matrix product"),
     # memory
@@ -542,9 +562,14 @@ OPS_LIST: list[OpDef] = [
         edge="operands lo, hi, step (i32 scalars), then initial carried values; body args (iv, carried...); "
         "runs like Python range(lo, hi, step); step == 0 is undefined",
         doc="counted loop with carried values"),
+    _op("while", (0, None), (CONTROL,), no_check, ANY, regions=2,
+        edge="operands are the initial carried values; region 0 (args: carried) yields the bool scalar "
+        "condition, region 1 (args: carried) yields the next carried values; results are the carried "
+        "values when the condition is first false (a loop that never ends does not return)",
+        doc="loop with a runtime condition and carried values"),
     _op("if", (1, 1), (CONTROL,), no_check, ANY, regions=2,
         edge="condition is a bool scalar; both regions yield the results' types", doc="two-way branch"),
-    _op("yield", (0, None), (TERMINATOR,), no_check, ANY, edge="ends a region of for/if", doc="region results"),
+    _op("yield", (0, None), (TERMINATOR,), no_check, ANY, edge="ends a region of for/while/if", doc="region results"),
 ]
 
 def _div_ref(attrs, a, b, *, dtype):
@@ -661,6 +686,15 @@ def _reduce_arg(is_min):
     return ref
 
 
+def _gather(attrs, a, idx, *, dtype):
+    axis = attrs["axis"]
+    n = a.shape[axis]
+    if idx.dtype.kind == "u":  # large unsigned indices must clamp high, not wrap negative in int64
+        idx = np.minimum(idx, np.asarray(n - 1).astype(idx.dtype))
+    i = np.clip(idx.astype(np.int64), 0, n - 1)
+    return np.ascontiguousarray(np.take_along_axis(a, i, axis=axis))
+
+
 def _dot(attrs, a, b, *acc, dtype):
     if dtype.is_float:
         with np.errstate(all="ignore"):
@@ -697,6 +731,7 @@ _LATE = {
     "reduce_min": _reduce_minmax(True),
     "reduce_argmax": _reduce_arg(False),
     "reduce_argmin": _reduce_arg(True),
+    "gather": _gather,
     "dot": _dot,
 }
 

@@ -420,7 +420,7 @@ class _Parser:
         is_control = CONTROL in opdef.traits
         if opdef.name == "yield":
             if region_of is None:
-                raise self.error(name_tok, "yield outside a for/if region")
+                raise self.error(name_tok, "yield outside a for/while/if region")
             if types:
                 raise self.error(types_tok, "yield has no results")
             got = tuple(v.type for v in operands)
@@ -433,6 +433,7 @@ class _Parser:
             raise self.error(types_tok, f"type mismatch: {opdef.name} gives {_types(expected)}, "
                                         f"the text says {_types(types)}")
         yield_types: tuple[BlockType, ...] = ()
+        region_yields: list[tuple[BlockType, ...]] | None = None  # per region, when they differ
         region_args: list[tuple[BlockType, ...] | None] = []
         if opdef.name == "for":
             for tok, v, what in zip(operand_toks, operands, ("lo", "hi", "step")):
@@ -449,6 +450,13 @@ class _Parser:
                 raise self.error(operand_toks[0], f"if: condition must be a bool scalar, got {operands[0].type}")
             yield_types = tuple(types)
             region_args = [(), ()]
+        elif opdef.name == "while":
+            carried = tuple(v.type for v in operands)
+            if tuple(types) != carried:
+                raise self.error(types_tok, f"while: result types {_types(types)} must match the carried "
+                                            f"values {_types(carried)}")
+            region_args = [carried, carried]
+            region_yields = [(BlockType(bool_, ()),), carried]
         else:
             region_args = [None] * opdef.num_regions
 
@@ -459,7 +467,8 @@ class _Parser:
                     raise self.error(self.peek(), f"{opdef.name} needs {len(region_args)} regions: "
                                                   f"expected 'else', got {_describe(self.peek())}")
                 self.next()
-            regions.append(self.parse_region(opdef.name, want_args, yield_types))
+            want_yield = region_yields[k] if region_yields is not None else yield_types
+            regions.append(self.parse_region(opdef.name, want_args, want_yield))
         loc = self.parse_loc() if self.at("loc") and self.at("(", 1) else None
 
         op = Operation(opdef.name, tuple(operands), attrs, tuple(types), tuple(regions), loc)

@@ -3,7 +3,8 @@
 Checks: every op is in the op table and passes its type rule; every operand is defined before
 use and visible from the use's block; regions are well formed (``for``: i32 bounds, body args
 iv + carried values, ``yield`` of the carried types; ``if``: bool scalar condition, both branches
-yield the result types); ``yield`` only ends a region.
+yield the result types; ``while``: both regions take the carried values, the condition region
+yields a bool scalar and the body the carried types); ``yield`` only ends a region.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ def _verify_block(fn: Function, blk: Block, visible: set[int], top: bool,
                 raise _err(fn, op, f"operand {v!r} is used before it is defined or outside its scope")
         if op.op == "yield":
             if top or i != len(blk.ops) - 1:
-                raise _err(fn, op, "yield may only end a for/if region")
+                raise _err(fn, op, "yield may only end a for/while/if region")
             got = tuple(v.type for v in op.operands)
             if yield_types is not None and got != yield_types:
                 raise _err(fn, op, f"yields {_types(got)} but the region must yield {_types(yield_types)}")
@@ -49,9 +50,11 @@ def _verify_block(fn: Function, blk: Block, visible: set[int], top: bool,
             _verify_for(fn, op, scope)
         elif op.op == "if":
             _verify_if(fn, op, scope)
+        elif op.op == "while":
+            _verify_while(fn, op, scope)
         else:
             if op.regions:
-                raise _err(fn, op, "only for/if own regions")
+                raise _err(fn, op, "only for/while/if own regions")
             try:
                 want = result_types(op.op, [v.type for v in op.operands], op.attrs)
             except IRError as e:
@@ -83,6 +86,20 @@ def _verify_for(fn: Function, op: Operation, scope: set[int]) -> None:
     if tuple(r.type for r in op.results) != carried:
         raise _err(fn, op, "results must match the carried values")
     _verify_block(fn, body, scope, top=False, yield_types=carried)
+
+
+def _verify_while(fn: Function, op: Operation, scope: set[int]) -> None:
+    if len(op.regions) != 2:
+        raise _err(fn, op, "needs a condition region and a body region")
+    carried = tuple(v.type for v in op.operands)
+    for r, what in zip(op.regions, ("condition", "body")):
+        got_args = tuple(a.type for a in r.args)
+        if got_args != carried:
+            raise _err(fn, op, f"{what} arguments {_types(got_args)} must be the carried values {_types(carried)}")
+    if tuple(r.type for r in op.results) != carried:
+        raise _err(fn, op, "results must match the carried values")
+    _verify_block(fn, op.regions[0], scope, top=False, yield_types=(BlockType(bool_, ()),))
+    _verify_block(fn, op.regions[1], scope, top=False, yield_types=carried)
 
 
 def _verify_if(fn: Function, op: Operation, scope: set[int]) -> None:

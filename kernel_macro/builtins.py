@@ -15,6 +15,9 @@ from typing import Any
 from . import language as tl
 from .compat import IMPLS as COMPAT_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
+from .philox import IMPLS as PHILOX_IMPLS
+from .scans import IMPLS as SCAN_IMPLS
+from .shuffles import IMPLS as SHUFFLE_IMPLS
 
 Impl = Callable[[Semantic, dict[str, Any]], Any]
 
@@ -60,6 +63,12 @@ IMPLS: dict[str, Impl] = {
 for _name in FLOAT_FUNCTIONS:
     IMPLS[_name] = (lambda n: lambda s, a: s.float_unary(n, a["x"]))(_name)
 IMPLS.update(COMPAT_IMPLS)  # Triton's keywords and Triton-only functions (kernel_macro/compat.py)
+IMPLS.update(SCAN_IMPLS)  # scans and reductions with a combine function (kernel_macro/scans.py)
+IMPLS.update(SHUFFLE_IMPLS)  # gather, join, split, ... (kernel_macro/shuffles.py)
+IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
+
+COMBINE_FUNCTIONS = frozenset({"reduce", "associative_scan"})
+"""Functions whose ``combine_fn`` argument the frontend turns into a callable that inlines it."""
 
 
 class BuiltinSig:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import DType, f32, i32, i64, u32, u64
+from eggpu.ir.dtypes import DType, f32, i32, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
 
@@ -170,10 +170,12 @@ def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
         hint = ("the 128-bit product of 64-bit integers is not available" if dt.bits == 64
                 else "convert the operands to tl.int32 or tl.uint32 first")
         raise SemanticError(f"tl.umulhi needs 32-bit integer operands, got {dt}", hint)
-    wide = i64 if dt.is_signed else u64
-    p = s.binary("mul", s.convert(x, wide) if not isinstance(x, Tensor) else s.cast(s.cast(x, dt), wide),
-                 s.convert(y, wide) if not isinstance(y, Tensor) else s.cast(s.cast(y, dt), wide))
-    return s.cast(s.binary("rshift", p, 32), dt)  # arithmetic for i64, logical for u64
+    # Triton's umulhi is unsigned for both (MulhiUIOp, __nv_umulhi): the high word of the product
+    # of the operands' 32-bit patterns read as unsigned, returned in the operands' dtype.
+    words = [s.cast(s.convert(v, dt), u32, bitcast=True) if dt != u32 else s.convert(v, dt) for v in (x, y)]
+    words = list(s.broadcast_pair(*words))
+    hi = s.cast(s.binary("rshift", s.binary("mul", s.cast(words[0], u64), s.cast(words[1], u64)), 32), u32)
+    return hi if dt == u32 else s.cast(hi, dt, bitcast=True)
 
 
 # ---------------------------------------------------------------- shapes

@@ -16,6 +16,8 @@ Control flow:
   change is a CompileError. Variables first assigned in the body and the loop variable are not
   available after the loop.
 * ``for i in tl.static_range(...)`` is unrolled (compile-time bounds).
+* ``while cond:`` becomes an IR ``while`` with the same carried-variable rules
+  (:mod:`~eggpu.kernel_macro.while_loops`).
 * ``if`` on a compile-time condition compiles only the taken branch; on a runtime scalar it
   becomes an IR ``if`` yielding the variables either branch (re)assigned. A variable assigned in
   only one branch and not before is unavailable afterwards.
@@ -50,7 +52,7 @@ from eggpu.ir.types import BlockType, PointerType
 
 from . import compat
 from . import language as tl
-from .builtins import IMPLS, SIGNATURES
+from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
 from .signature import _closure_vars
@@ -115,8 +117,6 @@ _NESTED_DEF = ("nested function and class definitions are not supported in a ker
 _COMPREHENSION = ("comprehensions are not supported in a kernel",
                   "unroll with `for i in tl.static_range(...)`, or build blocks with tl.arange")
 _UNSUPPORTED: dict[type, tuple[str, str]] = {
-    ast.While: ("while loops are not supported in a kernel",
-                "use `for i in range(lo, hi, step)` with a bound computed before the loop"),
     ast.Break: ("break is not supported in a kernel",
                 "loops run a fixed number of iterations: compute the bound before the loop, or "
                 "guard the rest of the body with an if or a mask"),
@@ -238,7 +238,7 @@ class CodeGenerator:
         self._stmt: dict[type, Callable[[Any], None]] = {
             ast.Assign: self._assign, ast.AugAssign: self._augassign, ast.AnnAssign: self._annassign,
             ast.Expr: self._expr_stmt, ast.Pass: lambda node: None, ast.For: self._for,
-            ast.Assert: self._assert,
+            ast.Assert: self._assert, ast.While: self._while,
         }
 
     # ------------------------------------------------------------ entry
@@ -550,6 +550,11 @@ class CodeGenerator:
         else:
             self._runtime_for(node, it, lo, hi, step)
 
+    def _while(self, node: ast.While) -> None:
+        from .while_loops import lower_while
+
+        lower_while(self, node)
+
     def _range_hints(self, it: ast.Call) -> None:
         """Check the keywords of ``tl.range(...)``: Triton's pipelining hints, accepted without effect."""
         bs = SIGNATURES["range"]
@@ -601,7 +606,7 @@ class CodeGenerator:
         if isinstance(step, int) and not isinstance(step, bool) and step == 0:
             raise self.error(it, "range() step must not be zero")
         try:
-            lo_t, hi_t, step_t, variable = self.sem.loop_bounds(lo, hi, step)
+            lo_t, hi_t, step_t, variable, wide_trips = self.sem.loop_bounds(lo, hi, step)
         except SemanticError as e:
             raise self.error(it, e.problem, e.hint) from None
         f = self.frame
@@ -621,8 +626,9 @@ class CodeGenerator:
                 plan[n] = ("tuple", v)
             else:
                 plan[n] = ("const", v)
+        counter = BlockType(i32, ()) if wide_trips is None else wide_trips.type
         for _attempt in range(6):
-            blk, end_scope = self._loop_body(node, target, plan, before, variable)
+            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter)
             new_plan = self._join_loop(node, plan, end_scope)
             if new_plan == plan:
                 break
@@ -638,9 +644,16 @@ class CodeGenerator:
             yields = [self._materialize(end_scope[n], plan[n][1]) for n in carried]
         except SemanticError as e:
             raise self.error(node, e.problem, e.hint) from None
-        blk.ops.append(Operation("yield", tuple(yields), {}, (), (), loc))
-        op = self.b.for_(lo_t.value, hi_t.value, step_t.value, inits, blk)
-        for n, r in zip(carried, op.results):
+        if wide_trips is None:
+            blk.ops.append(Operation("yield", tuple(yields), {}, (), (), loc))
+            results = self.b.for_(lo_t.value, hi_t.value, step_t.value, inits, blk).results
+        else:  # a wide loop: while k < trips over a counter of the loop's unsigned dtype
+            blk.ops.append(Operation("yield", (next_k, *yields), {}, (), (), loc))
+            with self.b.region([a.type for a in blk.args]) as cond_blk:
+                self.b.yield_(self.b.op("lt", cond_blk.args[0], wide_trips.value))
+            zero = self.b.const(0, counter.dtype)
+            results = self.b.while_([zero, *inits], cond_blk, blk).results[1:]
+        for n, r in zip(carried, results):
             before[n] = Tensor(r)
         for n in assigned:
             if n not in plan:
@@ -652,13 +665,15 @@ class CodeGenerator:
             "keep the value you need in a variable assigned before the loop")
 
     def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
-                   variable: Callable[[Tensor], Tensor]):
+                   variable: Callable[[Tensor], Tensor], counter: BlockType):
+        """The loop body region (args: the counter, then the carried values), the scope at its end,
+        and, for a wide loop (a counter wider than i32, lowered as a ``while``), the next counter."""
         f = self.frame
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
-        arg_types = [BlockType(i32, ())] + [plan[n][1] for n in carried]
+        arg_types = [counter] + [plan[n][1] for n in carried]
         with self.b.region(arg_types) as blk:
             scope = dict(before)
-            scope[target] = variable(Tensor(blk.args[0]))  # the i32 count, or lo + k * step (wide loops)
+            scope[target] = variable(Tensor(blk.args[0]))  # the i32 iv, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
             f.scope = scope
@@ -668,8 +683,11 @@ class CodeGenerator:
             finally:
                 f.loop_depth -= 1
             end_scope = f.scope
+            next_k = None
+            if counter.dtype != i32:
+                next_k = self.b.op("add", blk.args[0], self.b.const(1, counter.dtype))
         f.scope = before
-        return blk, end_scope
+        return blk, end_scope, next_k
 
     def _join_loop(self, node: ast.For, plan: dict[str, tuple], end_scope: dict[str, Any]) -> dict[str, tuple]:
         new: dict[str, tuple] = {}
@@ -1043,12 +1061,26 @@ class CodeGenerator:
         except TypeError as e:
             raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
         bound.apply_defaults()
+        if name in COMBINE_FUNCTIONS:
+            bound.arguments["combine_fn"] = self._combine_callable(node, bound.arguments["combine_fn"])
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
             raise self.error(self._arg_node(node, bs.params, e.arg, 1 if method else 0), e.problem, e.hint) from None
         except IRError as e:
             raise self._located(node, e) from None
+
+    def _combine_callable(self, node: ast.Call, fobj: Any) -> Any:
+        """``combine_fn`` of tl.reduce/tl.associative_scan as a Python callable that inlines it."""
+        target = getattr(fobj, "__eggpu_jit_target__", None)
+        fn = target if isinstance(target, types.FunctionType) else fobj
+        if not isinstance(fn, types.FunctionType):
+            return fobj  # the implementation reports a non-function combine_fn at the argument
+
+        def call(*values: Any) -> Any:
+            return self._inline(node, fn, list(values), {})
+
+        return call
 
     @staticmethod
     def _arg_node(node: ast.Call, params: Sequence[str], arg: str | None, skip: int = 0) -> ast.AST:

@@ -641,23 +641,24 @@ class Semantic:
             return -(-a // b)
         return self.binary("floordiv", self.binary("add", a, self.binary("sub", b, 1)), b)
 
-    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any]:
+    def loop_bounds(self, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any, Tensor | None]:
         """The IR ``for`` operands of ``range(lo, hi, step)`` and the loop-variable function
         (:func:`eggpu.kernel_macro.loops.loop_bounds`)."""
         from .loops import loop_bounds
 
         return loop_bounds(self, lo, hi, step)
 
-    def condition(self, v: Tensor) -> Tensor:
-        """A bool scalar for a runtime ``if``."""
+    def condition(self, v: Tensor, what: str = "if statement") -> Tensor:
+        """A bool scalar for a runtime ``if`` (or ``while``: ``what``)."""
         if v.is_block:
             raise SemanticError(
-                f"the condition of an if statement must be a scalar, got a block ({v.type})",
+                f"the condition of an {what} must be a scalar, got a block ({v.type})" if what[0] in "aeiou"
+                else f"the condition of a {what} must be a scalar, got a block ({v.type})",
                 "per-lane conditions are written with tl.where(mask, a, b) or as the mask of "
                 "tl.load/tl.store; use tl.sum/tl.max to reduce a block to a scalar",
             )
         if v.is_pointer:
-            raise SemanticError(f"the condition of an if statement must be a bool scalar, got {v.type}")
+            raise SemanticError(f"the condition of the {what} must be a bool scalar, got {v.type}")
         return self.cast(v, bool_)
 
     # ------------------------------------------------------------ reductions

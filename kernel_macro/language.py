@@ -615,6 +615,32 @@ def static_assert(condition: Any, msg: str = "") -> Any:
     raise _outside("static_assert")
 
 
+# Triton's scans, shuffles and random numbers (declared in language_triton.py)
+from .language_triton import (  # noqa: E402
+    associative_scan,
+    cat,
+    cumprod,
+    cumsum,
+    flip,
+    gather,
+    histogram,
+    interleave,
+    join,
+    pair_uniform_to_normal,
+    philox,
+    philox_impl,
+    rand,
+    rand4x,
+    randint,
+    randint4x,
+    randn,
+    randn4x,
+    reduce,
+    split,
+    uint_to_uniform_float,
+    xor_sum,
+)
+
 __all__ = [
     # dtypes
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
@@ -631,8 +657,11 @@ __all__ = [
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
     "umulhi",
-    # reductions
-    "sum", "max", "min", "argmax", "argmin", "softmax", "dot",
+    # reductions, scans, shuffles, random numbers
+    "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
+    "cumprod", "xor_sum", "gather", "join", "split", "interleave", "cat", "flip", "histogram", "philox_impl",
+    "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x", "uint_to_uniform_float",
+    "pair_uniform_to_normal",
     # compile time and hints
     "static_range", "static_assert", "static_print", "range", "multiple_of", "max_contiguous",
     "max_constancy", "assume", "debug_barrier",
@@ -655,7 +684,7 @@ math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
 
 
 def __getattr__(name: str) -> Any:
-    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.cumsum``, ...)."""
+    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.sort``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reason = UNSUPPORTED_DTYPES.get(name)

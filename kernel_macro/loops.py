@@ -1,10 +1,11 @@
-"""``for i in range(lo, hi, step)``: the loop variable's dtype and the IR ``for`` operands.
+"""``for i in range(lo, hi, step)``: the loop variable's dtype and the IR loop's operands.
 
 The IR ``for`` counts with an i32 induction value. A loop whose bounds promote to i32 (or a
 narrower type) maps onto it directly. A wider loop — i64, u32 or u64 bounds, as Triton's
-integer promotion of the three bounds gives them — keeps its dtype: the IR loop counts the
-iterations and the loop variable is computed from the count in the loop's dtype, so large bounds
-are never truncated to i32.
+integer promotion of the three bounds gives them — keeps its dtype: its trip count is computed
+in the loop's (unsigned) dtype, the frontend lowers it to an IR ``while`` over a counter of that
+dtype, and the loop variable is computed from the counter in the loop's dtype, so large bounds
+are never truncated and the trip count is not limited to 2**31 - 1.
 """
 
 from __future__ import annotations
@@ -38,19 +39,19 @@ def loop_dtype(sem: Semantic, lo: Any, hi: Any, step: Any) -> DType:
     return dt if dt in (i64, u32, u64) else i32
 
 
-def loop_bounds(sem: Semantic, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any]:
-    """The i32 ``lo, hi, step`` operands of the IR ``for`` for ``range(lo, hi, step)``, and a
-    function that maps the IR loop's i32 induction value to the loop variable.
+def loop_bounds(sem: Semantic, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Tensor, Tensor, Any, Tensor | None]:
+    """For ``range(lo, hi, step)``: the i32 ``lo, hi, step`` operands of an IR ``for``, a function
+    that maps the loop's counter to the loop variable, and ``None`` — or, for a wide loop, the
+    trip count (in the loop's unsigned dtype) that a ``while`` over a counter of that dtype runs.
 
-    The IR ``for`` counts in i32. An i32 loop maps directly. A wider loop (i64, u32, u64 bounds)
-    keeps its dtype: the IR loop counts iterations ``k = 0 .. trips-1`` (``trips`` computed in
-    the loop dtype, unsigned, before the loop) and the variable is ``lo + k * step`` in the loop
-    dtype, so ``range(2**35, 2**35 + 3)`` runs 2**35, 2**35+1, 2**35+2. Such a loop runs at most
-    2**31 - 1 iterations (a longer one is cut there), and a runtime step of 0 runs no iteration.
+    An i32 loop maps directly onto the IR ``for``. A wider loop (i64, u32, u64 bounds) keeps its
+    dtype: it counts iterations ``k = 0 .. trips-1`` (``trips`` computed in the loop dtype,
+    unsigned, before the loop) and the variable is ``lo + k * step`` in the loop dtype, so
+    ``range(2**35, 2**35 + 3)`` runs 2**35, 2**35+1, 2**35+2. A runtime step of 0 runs no iteration.
     """
     dt = loop_dtype(sem, lo, hi, step)
     if dt == i32:
-        return _as_i32(sem, lo), _as_i32(sem, hi), _as_i32(sem, step), lambda k: k
+        return _as_i32(sem, lo), _as_i32(sem, hi), _as_i32(sem, step), lambda k: k, None
     lo_w, hi_w, step_w = (_as_wide(sem, v, dt, w) for v, w in ((lo, "start"), (hi, "end"), (step, "step")))
     udt = {32: u32, 64: u64}[dt.bits]
     op = sem.b.op
@@ -81,14 +82,11 @@ def loop_bounds(sem: Semantic, lo: Any, hi: Any, step: Any) -> tuple[Tensor, Ten
             down = count(hi_w.value, lo_w.value, as_u(op("neg", safe)))
             n = op("where", op("gt", safe, zero), n, down)
         n = op("where", is_zero, const(0, udt), n)
-    n = op("minimum", n, const(i32.max, udt))
-    trips = Tensor(op("cast", n, dtype=i32))
-
     def variable(k: Tensor) -> Tensor:
-        kw = op("cast", k.value, dtype=dt)
+        kw = op("cast", k.value, dtype=dt) if k.dtype != dt else k.value
         return Tensor(op("add", lo_w.value, op("mul", kw, step_w.value)))
 
-    return sem.const(0, i32), trips, sem.const(1, i32), variable
+    return sem.const(0, i32), sem.const(0, i32), sem.const(1, i32), variable, Tensor(n)
 
 
 def _as_i32(sem: Semantic, v: Any) -> Tensor:

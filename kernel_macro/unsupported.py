@@ -1,6 +1,6 @@
 """Names of Triton's language that eggpu does not have, each with the reason (and what to write).
 
-The frontend turns a use of one of these — ``tl.cumsum(x)``, ``x.cumsum()``, ``tl.math.pow``,
+The frontend turns a use of one of these — ``tl.sort(x)``, ``x.sort()``, ``tl.math.pow``,
 ``tl.float8e5`` — into one compile error naming the feature, at the source line with a caret;
 outside a kernel ``tl.<name>`` raises an ``AttributeError`` with the same text. Keyword arguments
 Triton accepts with values eggpu cannot honour (``tie_break_left=False``, ``volatile=True``, ...)
@@ -9,32 +9,19 @@ are refused by the language functions themselves (:mod:`eggpu.kernel_macro.compa
 
 from __future__ import annotations
 
-_NO_SCAN = "eggpu's IR has no scan operation"
-_NO_COMBINE = "eggpu's IR has no reductions or scans with a user combine function"
 _NO_BLOCK_PTR = ("eggpu has no block pointers or tensor descriptors; use pointer arithmetic "
                  "(ptr + offsets) with tl.load/tl.store and a mask")
-_NO_RANDOM = "eggpu has no random number generation; generate random numbers outside the kernel and pass them in"
 _NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
-_NO_SHUFFLE = "eggpu's IR has no operation that splits, joins or reorders the elements of a block"
 
 UNSUPPORTED: dict[str, str] = {
-    # scans and generic reductions
-    "cumsum": _NO_SCAN, "cumprod": _NO_SCAN, "associative_scan": _NO_SCAN,
-    "reduce": _NO_COMBINE, "xor_sum": "eggpu's IR has no xor reduction",
-    "histogram": "eggpu's IR has no histogram operation; use tl.atomic_add on a counts array",
-    "sort": "eggpu's IR has no sort operation", "topk": "eggpu's IR has no sort or top-k operation",
-    # element reordering
-    "flip": _NO_SHUFFLE, "join": _NO_SHUFFLE, "split": _NO_SHUFFLE, "interleave": _NO_SHUFFLE,
-    "cat": _NO_SHUFFLE, "gather": _NO_SHUFFLE, "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
+    "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
+    "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
     # block pointers and descriptors
     "make_block_ptr": _NO_BLOCK_PTR, "advance": _NO_BLOCK_PTR, "make_tensor_descriptor": _NO_BLOCK_PTR,
     "load_tensor_descriptor": _NO_BLOCK_PTR, "store_tensor_descriptor": _NO_BLOCK_PTR,
     "tensor_descriptor": _NO_BLOCK_PTR,
     # atomics
     "atomic_and": _NO_ATOMIC_BITWISE, "atomic_or": _NO_ATOMIC_BITWISE, "atomic_xor": _NO_ATOMIC_BITWISE,
-    # random
-    **{n: _NO_RANDOM for n in ("rand", "randn", "randint", "randint4x", "rand4x", "randn4x", "philox",
-                               "philox_impl", "pair_uniform_to_normal", "uint_to_uniform_float")},
     # debugging and escape hatches
     "device_print": "kernels have no stdout; store values to an output buffer (tl.static_print prints "
                     "compile-time values)",
@@ -61,7 +48,7 @@ TENSOR_METHODS: frozenset[str] = frozenset({
     "abs", "argmax", "argmin", "broadcast_to", "cast", "ceil", "cos", "div_rn", "erf", "exp", "exp2",
     "expand_dims", "fdiv", "floor", "fma", "log", "log2", "max", "min", "permute", "ravel", "reshape",
     "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "sqrt_rn", "sum", "trans", "umulhi", "view",
-    "tanh",
+    "tanh", "associative_scan", "reduce", "cumsum", "cumprod", "xor_sum", "histogram", "flip", "split",
 })
 """Tensor methods: ``x.sum(axis)`` is ``tl.sum(x, axis)`` (Triton's ``_tensor_member_fn`` names that
 eggpu has, plus ``x.to(...)``, handled on its own)."""

@@ -203,7 +203,7 @@ class CostModel:
             return self.arange_lane * result_types[0].numel
         if op in _SHAPE_OPS:
             return self.shape_lane * result_types[0].numel
-        if op == "trans":
+        if op in ("trans", "gather"):
             return self.trans_lane * result_types[0].numel
         if op in _REDUCE_COMBINE:
             t = operand_types[0]
@@ -219,7 +219,7 @@ class CostModel:
             return self.dot_mac * mac + acc
         if op in _MEMORY:
             return self.memory_lane * operand_types[0].numel
-        if op in ("for", "if", "yield"):
+        if op in ("for", "while", "if", "yield"):
             return 1.0
         t = operand_types[0]
         return self.lane_cost(op, t.dtype) * result_types[0].numel

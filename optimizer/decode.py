@@ -199,6 +199,16 @@ class Decoder:
                 self.block(body)
             b.loc = op.loc
             new_op = b.for_(args[0], args[1], args[2], args[3:], nb)
+        elif op.op == "while":
+            blocks = []
+            for r in op.regions:
+                with b.region([a.type for a in r.args]) as nb:
+                    for old, new in zip(r.args, nb.args):
+                        self.vmap[id(old)] = new
+                    self.block(r)
+                blocks.append(nb)
+            b.loc = op.loc
+            new_op = b.while_(args, blocks[0], blocks[1])
         elif op.op == "if":
             blocks = []
             for r in op.regions:

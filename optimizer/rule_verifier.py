@@ -375,6 +375,8 @@ class _Instance:
             if t != i32:
                 raise bad(f"{node.head} is i32, not {t}")
             res = t
+        elif op == "gather":  # a block op over two differently typed blocks: not modelled for rules
+            raise _Unsupported("rules over gather are not supported (its index block has its own dtype)")
         else:
             od = OPS[op]
             if op == "addptr":

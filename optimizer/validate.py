@@ -67,7 +67,7 @@ from . import z3ops
 from .z3ops import Enc
 
 TRUE = z3.BoolVal(True)
-_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot"}
+_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
 
 

@@ -38,7 +38,7 @@ Everything else is defined. Representations (mode :data:`EXACT`):
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``).
 * shape ops ``splat``, ``broadcast``, ``expand_dims``, ``reshape`` are lane-wise identities.
-* block ops (``trans``, reductions, ``dot``) are NOT lane-wise: they are uninterpreted functions
+* block ops (``trans``, reductions, ``dot``, ``gather``) are NOT lane-wise: they are uninterpreted functions
   of their operand(s). The argument must stand for the WHOLE operand block (e.g. a fresh constant
   per structurally distinct operand), never for one lane's value — see :data:`BLOCK_OPS`.
 
@@ -79,13 +79,14 @@ NOT_ENCODED: dict[str, str] = {
     "atomic_cas": "memory effect: an optimization boundary",
     "for": "control flow: regions are optimized separately; results are opaque values",
     "if": "control flow: regions are optimized separately; results are opaque values",
+    "while": "control flow: regions are optimized separately; results are opaque values",
     "yield": "control flow terminator",
 }
 
 #: ops whose lanes depend on other lanes of the operand: encoded as uninterpreted functions of a
 #: whole-block stand-in (the caller passes one fresh value per distinct operand block)
 BLOCK_OPS = frozenset(
-    {"trans", "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot"}
+    {"trans", "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
 )
 
 #: shape ops that are identities on a lane's value
@@ -542,6 +543,10 @@ def _block_uf(name):
             return Enc(f(*args), TRUE)
         if name == "trans":
             return Enc(uf(f"trans_{','.join(map(str, attrs['perm']))}", dtype, mode)(*args), TRUE)
+        if name == "gather":  # (source block, index block) -> lane of the source's sort
+            s = sort_of(dtype, mode)
+            f = z3.Function(f"gather_{attrs['axis']}_{dtype.name}_{args[1].sort()}", s, args[1].sort(), s)
+            return Enc(f(*args), TRUE)
         out = i32 if name in ("reduce_argmax", "reduce_argmin") else dtype
         return Enc(uf(f"{name}_{attrs['axis']}", dtype, mode, 1, out)(*args), TRUE)
 

@@ -225,6 +225,32 @@ def test_for_loop_carries_a_pointer_and_nests():
     np.testing.assert_array_equal(res, arr.sum(axis=1))
 
 
+def test_while_loop_runs_its_condition_region_on_the_carried_values():
+    """Halve x until it is below t, counting the steps: results are the carried values when the
+    condition first fails (zero iterations keep the initial values)."""
+    b = Builder("halve", [("out", pointer(i32)), ("x", scalar(i32)), ("t", scalar(i32))])
+    out, x, t = b.params
+    s32 = scalar(i32)
+    zero, one = b.const(0, i32), b.const(1, i32)
+    with b.region([s32, s32]) as cond:
+        v, _ = cond.args
+        b.yield_(b.op("ge", v, t))
+    with b.region([s32, s32]) as body:
+        v, k = body.args
+        b.yield_(b.op("shr", v, one), b.op("add", k, one))
+    v_end, k_end = b.while_([x, zero], cond, body).results
+    b.effect("store", out, v_end)
+    b.effect("store", b.op("addptr", out, one), k_end)
+    fn = b.finish()
+    for xv, tv in [(1000, 3), (5, 9), (7, 7)]:
+        res = np.zeros(2, np.int32)
+        interpret(fn, 1, res, xv, tv)
+        v, k = xv, 0
+        while v >= tv:
+            v, k = v >> 1, k + 1
+        assert res.tolist() == [v, k]
+
+
 def nested_if_kernel():
     """out[pid] = 1 if x > 0 and y > 0; 2 if x > 0 and y <= 0; 3 if x <= 0 (per program)."""
     b = Builder("classify", [("xs", pointer(f32)), ("ys", pointer(f32)), ("out", pointer(i32))])

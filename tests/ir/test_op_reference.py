@@ -438,14 +438,14 @@ APPROX = {
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
-OTHER_TESTED = ("where", "cast", "bitcast", "dot") + SHAPE_OPS + REDUCTIONS
+OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
 
 # Ops whose behaviour is the interpreter's own (tested in test_interp.py): leaves, pointer
 # arithmetic, memory and control flow. They have no numpy reference in the op table.
 INTERPRETER_OPS = frozenset({
     "const", "program_id", "num_programs", "arange", "addptr",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "for", "if", "yield",
+    "for", "while", "if", "yield",
 })
 
 
@@ -819,6 +819,43 @@ def check_shape_op(op, dt, data):
 @given(data=st.data())
 def test_shape_ops(op, dt, data):
     check_shape_op(op, dt, data)
+
+
+@pytest.mark.parametrize("dt", [bool_, i8, u64, f16, f32], ids=str)
+@pytest.mark.parametrize("idt", [i32, u8, i64], ids=str)
+@FAST
+@given(data=st.data())
+def test_gather(dt, idt, data):
+    """result[c] = src[c with c[axis] = clamp(index[c], 0, n - 1)], lane by lane."""
+    rank = data.draw(st.integers(1, 3))
+    shape = tuple(data.draw(st.lists(st.integers(1, 4), min_size=rank, max_size=rank)))
+    axis = data.draw(st.integers(0, rank - 1))
+    out_shape = shape[:axis] + (data.draw(st.integers(1, 5)),) + shape[axis + 1:]
+    x = block_of(dt, shape, data)
+    n = math.prod(out_shape)
+    lo, hi = max(idt.min, -3), min(idt.max, shape[axis] + 3)
+    index = np.array(data.draw(st.lists(st.integers(lo, hi), min_size=n, max_size=n)), idt.np).reshape(out_shape)
+    got = OPS["gather"].reference({"axis": axis}, x, index, dtype=dt)
+    assert got.shape == out_shape and got.dtype == dt.np
+    xr = raw(x)
+    want = []
+    for idx in all_indices(out_shape):
+        k = min(max(int(index[idx]), 0), shape[axis] - 1)
+        want.append(xr[row_major(idx[:axis] + (k,) + idx[axis + 1:], shape)])
+    assert raw(got) == want
+
+
+def test_gather_type_rule():
+    from eggpu.ir import IRError
+    from eggpu.ir.ops import result_types
+    from eggpu.ir.types import BlockType
+
+    src, idx = BlockType(f32, (4, 3)), BlockType(i32, (7, 3))
+    assert result_types("gather", [src, idx], {"axis": 0}) == (BlockType(f32, (7, 3)),)
+    with pytest.raises(IRError, match="must equal the source shape"):
+        result_types("gather", [src, idx], {"axis": 1})
+    with pytest.raises(IRError, match="index must be an integer block"):
+        result_types("gather", [src, BlockType(f32, (4, 3))], {"axis": 0})
 
 
 # ------------------------------------------------------------------ reductions

@@ -233,8 +233,26 @@ def control_flow() -> Function:
     return b.finish()
 
 
+def while_and_gather() -> Function:
+    """A while loop carrying a scalar and a block (condition region and body region), and a gather."""
+    b = Builder("whiles", [("x", pointer(f32)), ("n", scalar(i32))])
+    x, n = b.params
+    zero, one = b.const(0, i32), b.const(1, i32)
+    idx = b.op("arange", start=0, end=8)
+    data = b.op("load", b.op("addptr", b.op("splat", x, shape=(8,)), idx))
+    with b.region([scalar(i32), block(f32, 8)]) as cond:
+        b.yield_(b.op("lt", cond.args[0], n))
+    with b.region([scalar(i32), block(f32, 8)]) as body:
+        k, acc = body.args
+        rev = b.op("sub", b.op("splat", b.const(7, i32), shape=(8,)), idx)
+        b.yield_(b.op("add", k, one), b.op("add", acc, b.op("gather", acc, rev, axis=0)))
+    loop = b.while_([zero, data], cond, body)
+    b.effect("store", x, b.op("reduce_sum", loop.results[1], axis=0))
+    return b.finish()
+
+
 PROGRAMS = {f.__name__: f for f in (vector_add, elementwise_zoo, all_dtypes_and_constants, memory_and_atomics,
-                                     shapes_reductions_dot, control_flow)}
+                                     shapes_reductions_dot, control_flow, while_and_gather)}
 
 
 # ---------------------------------------------------------------- round trips
@@ -415,7 +433,7 @@ ERROR_CASES = {
                       "3:3: region of 'if' must end with yield", "}"),
     "yield not last": ("kernel k(%c: bool, %n: i32) {\n  if(%c) {\n    yield()\n    %0 = neg(%n) : i32\n"
                        "  } else {\n    yield()\n  }\n}", "4:5: yield must be the last operation of its region", "%0"),
-    "yield outside region": ("kernel k() {\n  yield()\n}", "2:3: yield outside a for/if region", "yield"),
+    "yield outside region": ("kernel k() {\n  yield()\n}", "2:3: yield outside a for/while/if region", "yield"),
     "yield types": ("kernel k(%c: bool, %n: i32) {\n  %0 = if(%c) : i32 {\n    yield(%c)\n  } else {\n"
                     "    yield(%n)\n  }\n}", "3:5: yield of (bool) in a region of 'if' that must yield (i32)", "yield"),
     "redefinition": (BASE.replace("%0 = add", "%x = add").replace("store(%p, %0)", "store(%p, %x)"),

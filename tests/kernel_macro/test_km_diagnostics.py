@@ -24,6 +24,8 @@ FILE = __file__
 def uses_while(x_ptr: tl.Pointer[tl.f32], n: tl.i32):
     while n > 0:
         n = n - 1
+    else:
+        n = 3
 
 
 @eggpu.kernel
@@ -315,8 +317,8 @@ COMPREHENSION = ("comprehensions are not supported in a kernel",
 
 
 def test_while():
-    check(uses_while, "while n > 0", "while loops are not supported in a kernel",
-          "use `for i in range(lo, hi, step)` with a bound computed before the loop")
+    # while loops are supported (tests/triton_compat/test_tc_while.py); while ... else is not
+    check(uses_while, "n = 3", "while ... else is not supported in a kernel", "move the else body after the loop")
 
 
 def test_print():

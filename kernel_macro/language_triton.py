@@ -1,0 +1,143 @@
+"""Triton's scans, combine-function reductions, element shuffles and random numbers as
+language functions (declarations only, like :mod:`eggpu.kernel_macro.language`, which re-exports
+them; their meanings are in :mod:`.scans`, :mod:`.shuffles` and :mod:`.philox`)."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+from .language import _builtin, _outside
+
+_builtin_bool = builtins.bool
+
+@_builtin
+def associative_scan(input: Any, axis: int, combine_fn: Any, reverse: _builtin_bool = False) -> Any:
+    """Inclusive scan of a block (or a tuple of blocks) along ``axis`` with an ``@eggpu.jit`` combine function."""
+    raise _outside("associative_scan")
+
+
+@_builtin
+def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: _builtin_bool = False) -> Any:
+    """Reduce a block (or a tuple of blocks) along ``axis`` (None: all) with an ``@eggpu.jit`` combine function."""
+    raise _outside("reduce")
+
+
+@_builtin
+def cumsum(input: Any, axis: int = 0, reverse: _builtin_bool = False, dtype: Any = None) -> Any:
+    """Inclusive prefix sum along ``axis`` (narrow integers sum in 32 bits, as tl.sum)."""
+    raise _outside("cumsum")
+
+
+@_builtin
+def cumprod(input: Any, axis: int = 0, reverse: _builtin_bool = False) -> Any:
+    """Inclusive prefix product along ``axis``."""
+    raise _outside("cumprod")
+
+
+@_builtin
+def xor_sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> Any:
+    """Bitwise xor of an integer block along ``axis`` (None: all)."""
+    raise _outside("xor_sum")
+
+
+@_builtin
+def gather(src: Any, index: Any, axis: int) -> Any:
+    """``src`` read along ``axis`` at ``index`` (same rank; other dims equal). Indices are clamped into the axis."""
+    raise _outside("gather")
+
+
+@_builtin
+def join(a: Any, b: Any) -> Any:
+    """Stack two blocks along a new minor axis of size 2."""
+    raise _outside("join")
+
+
+@_builtin
+def split(a: Any) -> Any:
+    """The two halves of a block whose last dimension is 2 (inverse of join)."""
+    raise _outside("split")
+
+
+@_builtin
+def interleave(a: Any, b: Any) -> Any:
+    """Interleave two blocks along their last dimension."""
+    raise _outside("interleave")
+
+
+@_builtin
+def cat(input: Any, other: Any, can_reorder: _builtin_bool = False) -> Any:
+    """Concatenate along the first dimension (eggpu keeps the order)."""
+    raise _outside("cat")
+
+
+@_builtin
+def flip(x: Any, dim: Any = None) -> Any:
+    """Reverse a block along ``dim`` (default: the last dimension)."""
+    raise _outside("flip")
+
+
+@_builtin
+def histogram(input: Any, num_bins: int, mask: Any = None) -> Any:
+    """i32 counts of the values 0..num_bins-1 in a 1-D integer block (others and masked lanes are not counted)."""
+    raise _outside("histogram")
+
+
+@_builtin
+def philox_impl(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any, n_rounds: int = 10) -> Any:
+    """Philox4x32 rounds on a counter and key of 32-bit words."""
+    raise _outside("philox_impl")
+
+
+@_builtin
+def philox(seed: Any, c0: Any, c1: Any, c2: Any, c3: Any, n_rounds: int = 10) -> Any:
+    """Philox4x32 keyed by ``seed`` (as u64, low word first)."""
+    raise _outside("philox")
+
+
+@_builtin
+def randint4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of random u32 words for ``offset`` (Triton's Philox, bit for bit)."""
+    raise _outside("randint4x")
+
+
+@_builtin
+def randint(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Random u32 words for ``offset`` (the first of randint4x)."""
+    raise _outside("randint")
+
+
+@_builtin
+def rand(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Uniform f32 in [0, 1) for ``offset``."""
+    raise _outside("rand")
+
+
+@_builtin
+def rand4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of uniform f32 in [0, 1)."""
+    raise _outside("rand4x")
+
+
+@_builtin
+def randn(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Standard normal f32 for ``offset`` (Box-Muller)."""
+    raise _outside("randn")
+
+
+@_builtin
+def randn4x(seed: Any, offset: Any, n_rounds: int = 10) -> Any:
+    """Four blocks of standard normal f32."""
+    raise _outside("randn4x")
+
+
+@_builtin
+def uint_to_uniform_float(x: Any) -> Any:
+    """A random 32-bit word as a f32 in [0, 1)."""
+    raise _outside("uint_to_uniform_float")
+
+
+@_builtin
+def pair_uniform_to_normal(u1: Any, u2: Any) -> Any:
+    """Box-Muller: two uniforms to two standard normals."""
+    raise _outside("pair_uniform_to_normal")
