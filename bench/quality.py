@@ -1,9 +1,11 @@
 """Static code quality: registers, spills, shared memory, PTX lines and SASS instructions.
 
-For each suite entry and target (sm_80, sm_90) four variants are measured:
+For each suite entry and target (sm_80, sm_90) five variants are measured:
 
 - ``eggpu`` (``optimize=True``) and ``eggpu_noopt`` (``optimize=False``): eggpu's PTX, assembled
   by :func:`eggpu.codegen.ptxas.run_ptxas` (``ptxas -v --gpu-name sm_XX``);
+- ``eggpu_launch``: ``optimize=True`` with the specialization facts eggpu's launcher makes for
+  the benchmark's arguments (:func:`eggpu_launch_facts`; the twin of ``triton_launch``);
 - ``triton``: Triton's PTX from ``ASTSource`` with only the constexprs (the same information
   eggpu gets: no alignment or value specialization), assembled by the SAME ptxas with the SAME
   flags, so the comparison isolates the PTX each compiler produces;
@@ -43,14 +45,33 @@ def _assemble(ptx: str, target: str) -> dict[str, Any]:
     }
 
 
-def eggpu_quality(entry: Entry, target: str, optimize: bool, consts: list | None = None) -> dict[str, Any]:
+def eggpu_launch_facts(inst: Any, entry: Entry) -> dict[str, list[str]]:
+    """The specialization facts eggpu's launcher (``@eggpu.jit``, :func:`eggpu.ir.facts.facts_for_args`)
+    makes for the benchmark's arguments: the same information ``triton_launch`` gets (pointers
+    16-byte aligned, multiples of 16 and ones marked)."""
+    from eggpu.ir.facts import facts_for_args
+
+    args = _launch_args(entry)
+    params = inst.ir().params
+    names = [p.name for p in params]
+    kinds = ["pointer" if p.type.is_pointer else "int" if p.type.dtype.is_int else "" for p in params]
+    values = [0 if p.type.is_pointer else args.get(p.name, 0) for p in params]  # device buffers: aligned
+    values = [v if v is not None else 0 for v in values]
+    facts = facts_for_args(names, kinds, values, skip=[n for n, p in zip(names, params)
+                                                      if not p.type.is_pointer and p.name not in args])
+    return {n: list(f) for n, f in facts.items()}
+
+
+def eggpu_quality(entry: Entry, target: str, optimize: bool, consts: list | None = None,
+                  launch: bool = False) -> dict[str, Any]:
     import eggpu
     from eggpu.ir.dtypes import parse_dtype
     from eggpu.kernels import get
 
     consts = consts if consts is not None else consts_for(entry)
     inst = get(entry.kernel).kernel(parse_dtype(entry.dtype), consts)
-    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False)
+    spec = eggpu_launch_facts(inst, entry) if launch else None
+    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, specialize=spec, offsets_i32=launch)
     out = _assemble(ck.ptx, target)
     rep = ck.report
     out["ir_ops_before"] = rep.get("ir_ops_before")
@@ -111,12 +132,13 @@ def measure(entries: list[Entry], targets: tuple[str, ...], progress=print, opti
             row: dict[str, Any] = {}
             variants = {
                 "eggpu": (eggpu_quality, True),
+                "eggpu_launch": (lambda e_, t_, f_, c_: eggpu_quality(e_, t_, f_, c_, launch=True), True),
                 "eggpu_noopt": (eggpu_quality, False),
                 "triton": (triton_quality, False),
                 "triton_launch": (triton_quality, True),
             }
             if not optimize:
-                del variants["eggpu"]
+                del variants["eggpu"], variants["eggpu_launch"]
             for name, (fn, flag) in variants.items():
                 try:
                     row[name] = fn(e, target, flag, consts)

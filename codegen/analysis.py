@@ -11,13 +11,15 @@ records, as an :class:`Affine` fact:
 * ``const``: the value itself when it is a known constant (uniform values only).
 
 Facts come from ``const``, ``arange``, ``program_id``/``num_programs`` (no divisibility),
-parameters (integer parameters are *never* assumed divisible; pointer parameters start at
-offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``, ``shl``,
+parameters (an integer parameter is divisible by what its specialization facts say,
+:attr:`eggpu.ir.graph.Function.facts` — ``div16``, ``tl.multiple_of`` — and nothing more;
+``eq1`` makes it the constant 1; pointer parameters start at offset 0 of their buffer), and are propagated through ``add``, ``sub``, ``mul``, ``shl``,
 integer ``cast``, ``splat``, ``broadcast``, ``expand_dims``, ``reshape``, ``trans``,
 ``addptr`` and, by a fixpoint, through ``for`` carried values and ``if`` results.
 
 The lowering uses the facts to decide when a thread's chunk of elements is contiguous and
-aligned in memory (:func:`vector_width`). Wrap-around does not break this: a run of ``w``
+aligned in memory (:func:`vector_width`), and when a mask selects whole vector pieces
+(:func:`chunk_uniform`). Wrap-around does not break this: a run of ``w``
 elements starting at a multiple of ``w`` never crosses a multiple of ``2**bits``.
 """
 
@@ -131,12 +133,14 @@ class AddressAnalysis:
 
     def __init__(self, fn: Function):
         self.facts: dict[int, Affine] = {}
+        spec = fn.facts  # launch-time specialization facts, checked at every launch
         for p in fn.params:
             t = p.type
             if t.is_pointer and t.is_scalar:
                 self.facts[id(p)] = Affine(BIG, (), p.name)
             elif t.is_scalar and isinstance(t.elem, DType) and t.elem.is_int:
-                self.facts[id(p)] = Affine(1, ())
+                one = spec.is_one(p.name)
+                self.facts[id(p)] = Affine(1 if one else spec.divisor(p.name), (), None, 1 if one else None)
         self._block(fn.body)
 
     def get(self, v: Value) -> Affine | None:
@@ -312,3 +316,55 @@ def vector_width(fact: Affine | None, shape: tuple[int, ...], chunk: int, elem_b
                 return w
         w //= 2
     return 1
+
+
+def _chunk_aligned(fact: Affine | None, shape: tuple[int, ...], w: int, last: int) -> bool:
+    """``fact`` describes a value whose last dimension has stride ``last`` (0 or 1) and whose
+    other terms are multiples of ``w``: on a run of ``w`` lanes starting at a multiple of ``w``
+    along the last dimension it is ``A + i * last`` with ``A`` a multiple of ``w``."""
+    if fact is None or not shape:
+        return False
+    if shape[-1] > 1 and fact.strides[-1].const != last:
+        return False
+    if fact.base_div < w:
+        return False
+    return all(n == 1 or s.div >= w for n, s in zip(shape[:-1], fact.strides[:-1]))
+
+
+_FLIP = {"lt": "gt", "ge": "le", "gt": "lt", "le": "ge"}
+
+
+def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> bool:
+    """Whether the bool block ``v`` is constant on every run of ``w`` lanes that starts at a
+    multiple of ``w`` along the last dimension (``w`` a power of two dividing the last dimension).
+
+    Proven for: constants and splats; ``a < b`` and ``a >= b`` (and ``b > a``, ``b <= a``) where
+    ``a`` is ``A + i`` and ``b`` is ``B`` on such a run, ``A`` and ``B`` multiples of ``w`` (then
+    ``A + i < B`` iff ``A < B``; in i32 the run cannot straddle a wrap-around, which happens at a
+    multiple of ``w``); ``and``/``or``/``xor``/``not`` of such masks. So a mask like
+    ``offs < n`` with ``n`` specialized divisible by 16 selects whole vector pieces.
+    """
+    shape = v.type.shape
+    if not shape or shape[-1] == 1:
+        return True
+    if depth > 16 or shape[-1] % w:
+        return False
+    op = v.owner
+    if not isinstance(op, Operation):
+        return False
+    name = op.op
+    if name in ("const", "splat"):
+        return True
+    if name in ("and", "or", "xor"):
+        return all(chunk_uniform(o, w, facts, depth + 1) for o in op.operands)
+    if name == "not":
+        return chunk_uniform(op.operands[0], w, facts, depth + 1)
+    if name in _FLIP:
+        a, b = op.operands
+        if name in ("gt", "le"):
+            a, b = b, a
+        at = a.type
+        if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape:
+            return False
+        return (_chunk_aligned(facts.get(a), shape, w, 1) and _chunk_aligned(facts.get(b), b.type.shape or shape, w, 0))
+    return False

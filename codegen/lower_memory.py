@@ -9,7 +9,9 @@ thread's layout chunks (``Layout.vec`` consecutive elements each) are contiguous
 pieces of ``w`` elements, each piece is one ``ld.global.v{w}``/``st.global.v{w}``. Chunks are
 grouped to span at least 16 bytes (one chunk for 32/64-bit types); per group one branch: when
 every slot of the group is valid the vector instructions run, otherwise each element is
-loaded/stored under its own predicate. Alignment
+loaded/stored under its own predicate. When the mask is constant on each piece
+(:func:`~eggpu.codegen.analysis.chunk_uniform`: e.g. ``offs < n`` with ``n`` specialized
+divisible by 16), each piece is one predicated vector access and there is no fallback. Alignment
 of a pointer *parameter* is never proven, only assumed: with ``assume_aligned`` the lowering
 records ``{param: "align16"}`` in the module's assumptions and the launcher must check it.
 
@@ -34,7 +36,7 @@ from eggpu.ir.dtypes import DType
 from eggpu.ir.graph import Operation
 
 from . import scalar_ops as S
-from .analysis import vector_width
+from .analysis import chunk_uniform, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, to_i1
 
@@ -67,11 +69,14 @@ def _width(lw, op: Operation) -> int:
     dt = ptr.type.dtype
     size = _elem_bytes(dt)
     chunk = lw.layout(shape).vec
-    origin_align = PARAM_ALIGN if lw.assume_aligned else size
+    # a stated alignment fact (checked at launch with the other specialization facts) needs no
+    # assumption of its own
+    stated = max(size, lw.fn.facts.alignment(fact.origin))
+    origin_align = max(stated, PARAM_ALIGN if lw.assume_aligned else size)
     w = vector_width(fact, shape, chunk, size, origin_align)
-    if w > 1 and origin_align > size:
-        # the proof used the parameter's alignment only if the natural alignment is not enough
-        if vector_width(fact, shape, chunk, size, size) < w:
+    if w > 1 and origin_align > stated:
+        # the proof used the parameter's alignment only if the stated alignment is not enough
+        if vector_width(fact, shape, chunk, size, stated) < w:
             lw.record_assumption(fact.origin, ALIGN_ASSUMPTION)
     return w
 
@@ -127,6 +132,10 @@ def lower_load(lw, op: Operation) -> list[LV]:
         return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
 
     out = []
+    if _uniform(lw, op, 1, w):
+        for j0 in range(0, n, w):
+            out.extend(_load_piece(em, range(j0, j0 + w), mt, dt, ptrs, masks[j0], others))
+        return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
     for g in _groups(n, w, dt):
         out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others))
     return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
@@ -164,9 +173,54 @@ def lower_store(lw, op: Operation) -> list[LV]:
         for j in range(n):
             em.gstore(ptrs[j], vals[j], masks[j])
         return []
+    if _uniform(lw, op, 2, w):
+        for j0 in range(0, n, w):
+            m = masks[j0]
+            if is_const_false(m):
+                continue
+            if m is None or is_const_true(m):
+                em.gstore_vector(ptrs[j0], vals[j0:j0 + w], w * _elem_bytes(dt))
+                continue
+            with em.b.if_then(m):
+                em.gstore_vector(ptrs[j0], vals[j0:j0 + w], w * _elem_bytes(dt))
+        return []
     for g in _groups(n, w, dt):
         _store_group(em, g, w, dt, ptrs, vals, masks)
     return []
+
+
+def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:
+    """Whether the access's validity is the same on each piece of ``w`` slots: no mask, or a
+    mask :func:`~eggpu.codegen.analysis.chunk_uniform` proves so (ownership is: the last
+    dimension, hence the block, is a multiple of ``w``). Then each piece is one predicated
+    vector access and no per-element fallback is emitted."""
+    if len(op.operands) <= mask_index:
+        return True
+    return chunk_uniform(op.operands[mask_index], w, lw.facts)
+
+
+def _load_piece(em: Emitter, piece: range, mt: ir.Type, dt: DType, ptrs, mask, others) -> list[ir.Value]:
+    """One vector load of the slots ``piece`` where ``mask`` (valid for all of them), else their
+    ``other`` values (0 without)."""
+    b = em.b
+    w = len(piece)
+    j0 = piece.start
+    dflt = [others[j] if others[j] is not None else em.const(mt, 0) for j in piece]
+    if is_const_false(mask):
+        return dflt
+    if mask is None or is_const_true(mask):
+        return em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+    entry = b.block
+    with b.if_then(mask):
+        loaded = em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+        then = b.block
+    out = []
+    for v, d in zip(loaded, dflt):
+        phi = b.phi(mt)
+        phi.add_incoming(v, then)
+        phi.add_incoming(d, entry)
+        out.append(phi)
+    return out
 
 
 def _groups(n: int, w: int, dt: DType) -> list[range]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
+from eggpu.ir.facts import Facts
 from eggpu.rules import rule_files
 from eggpu.runtime import Param, check_args, normalize_grid
 
@@ -33,6 +34,10 @@ class CompileOptions:
     fast_math: bool = False
     num_warps: int = 4
     rules: tuple[str, ...] = ()
+    #: launch-time specialization facts of parameters asked for by the caller (``specialize=``)
+    facts: Facts = field(default_factory=Facts)
+    #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
+    offsets_i32: bool = False
 
     def key_parts(self) -> dict[str, Any]:
         return {
@@ -41,6 +46,8 @@ class CompileOptions:
             "fast_math": self.fast_math,
             "num_warps": self.num_warps,
             "rules": [_file_digest(p) for p in rule_files(self.rules)] if self.optimize else [],
+            "specialize": self.facts.as_dict(),
+            "offsets_i32": self.offsets_i32,
         }
 
 
@@ -95,11 +102,26 @@ class CompiledKernel:
     def arg_types(self):
         return tuple(p.type for p in self.params)
 
+    @property
+    def facts(self) -> Facts:
+        """The launch-time specialization facts this code was compiled under (``report["specialization"]``)."""
+        return Facts.from_dict(self.report.get("specialization", {}))
+
+    def _check_facts(self, grid: Sequence[int], args: Sequence[Any]) -> None:
+        """A launch that breaks a specialization fact never runs: LaunchError naming the argument.
+        (Host arrays handed to ``launch`` are copied into fresh 256-byte-aligned device buffers,
+        so only their values and the device addresses matter.)"""
+        from eggpu.ir.errors import LaunchError
+        from eggpu.ir.facts import check_launch
+
+        check_launch(self.name, self.facts, [p.name for p in self.params], list(args), grid, LaunchError)
+
     def run_cpu(self, grid: int | Sequence[int], *args: Any) -> None:
         """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place."""
         # Checked here as well as by the host kernel so a bad call fails before the JIT build.
-        normalize_grid(self.name, grid)
+        g = normalize_grid(self.name, grid)
         check_args(self.name, self.params, args)
+        self._check_facts(g, args)
         if self._host is None:
             from eggpu.codegen import build_host
             from eggpu.codegen.target import get_target
@@ -114,6 +136,7 @@ class CompiledKernel:
 
         g = normalize_grid(self.name, grid)
         checked = check_args(self.name, self.params, args, written=self.report.get("written_params", ()))
+        self._check_facts(g, [{"device": a.value, "host": None}.get(a.kind, v) for a, v in zip(checked, args)])
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
                                  synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes)
@@ -188,8 +211,17 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
 
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
-            progress: Any = None) -> CompiledKernel:
+            progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
+            offsets_i32: bool = False) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
+
+    ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
+    "x_ptr": "align16"}`` (:mod:`eggpu.ir.facts`: ``divK`` and ``eq1`` on integers, ``alignK`` on
+    pointers); ``offsets_i32=True`` adds the fact that ``grid axis * block <= 2**31``. The facts
+    are part of the cache key and of ``ck.report["specialization"]``, and every launch
+    (``launch``, ``run_cpu``) checks them: a violating launch raises LaunchError naming the
+    argument and the fact. Facts the kernel states itself (``tl.multiple_of``, ``tl.assume``)
+    join them.
 
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
@@ -203,7 +235,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
         )
     if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
-    opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules))
+    opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules),
+                          _specialization(kernel, specialize), bool(offsets_i32))
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -231,6 +264,34 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
                 return ck
     hit.report = dict(hit.report, cache="hit", cache_lookup_ms=(time.perf_counter() - t0) * 1e3)
     return hit
+
+
+def _specialization(kernel: Any, specialize: Mapping[str, str | Sequence[str]] | None) -> Facts:
+    """The ``specialize=`` mapping as Facts, checked against the kernel's parameters."""
+    from eggpu.ir.facts import parse_fact
+
+    if not specialize:
+        return Facts()
+    if not isinstance(specialize, Mapping):
+        raise KernelError(f"{kernel.name}: specialize= takes a dict such as {{'n': 'div16'}}, got {specialize!r}")
+    kinds = {str(p.name): p.type for p in kernel.ir().params}
+    by: dict[str, list[str]] = {}
+    for name, facts in specialize.items():
+        if name not in kinds:
+            raise KernelError(f"{kernel.name}: specialize= names {name!r}, which is not a launch parameter "
+                              f"(parameters: {', '.join(kinds) or 'none'})")
+        for f in [facts] if isinstance(facts, str) else list(facts):
+            try:
+                kind, _ = parse_fact(str(f))
+            except EggpuError as e:
+                raise KernelError(f"{kernel.name}: specialize= for {name!r}: {e}") from None
+            t = kinds[name]
+            ok = t.is_scalar and (t.is_pointer if kind == "align" else (not t.is_pointer and t.dtype.is_int))
+            if not ok:
+                raise KernelError(f"{kernel.name}: specialize= fact {f} does not apply to parameter {name!r} of type "
+                                  f"{t} ({'pointers' if kind == 'align' else 'integer scalars'} only)")
+            by.setdefault(name, []).append(str(f))
+    return Facts.make(by)
 
 
 def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> CompiledKernel | None:
@@ -266,6 +327,9 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
         raise ValueError(f"num_threads {num_threads!r} does not match num_warps={opts.num_warps}")
     if not isinstance(r.get("assumptions", {}), dict):
         raise TypeError("assumptions is not an object")
+    if not isinstance(r.get("specialization", {}), dict):
+        raise TypeError("specialization is not an object")
+    Facts.from_dict(r.get("specialization", {}))  # malformed facts: the entry is rejected
     if not isinstance(r.get("written_params", []), list):
         raise TypeError("written_params is not a list")
     if type(r.get("dynamic_shared_bytes", 0)) is not int or r.get("dynamic_shared_bytes", 0) < 0:
@@ -309,6 +373,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
 
     with stage("frontend"):
         fn = kernel.ir()
+        _apply_facts(fn, opts)
+    report["specialization"] = fn.facts.as_dict()
     report["ir_ops_before"] = fn.op_count()
     if opts.optimize:
         from eggpu.optimizer import optimize as run_optimizer
@@ -350,6 +416,16 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
                         ir_text, kernel.source, params, num_threads, report, opts)
     ck._ir = fn
     return ck
+
+
+def _apply_facts(fn: Any, opts: CompileOptions) -> None:
+    """Attach the caller's facts (and ``offsets_i32`` for the kernel's largest block) to ``fn``
+    and replace ``eq1`` parameters by the constant 1."""
+    from eggpu.ir.facts import max_block, substitute_constants
+
+    block = max_block(fn) if opts.offsets_i32 else 0
+    fn.facts = fn.facts.merged(opts.facts).merged(Facts.make({}, block))
+    substitute_constants(fn)
 
 
 def _optimizer_report(res: Any) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .facts import Facts
 from .ops import OpDef, get
 from .types import BlockType
 
@@ -123,12 +124,14 @@ class Loc:
 
 @dataclass(eq=False)
 class Function:
-    """A kernel program. ``params`` are its launch arguments in order."""
+    """A kernel program. ``params`` are its launch arguments in order; ``facts`` the launch-time
+    specialization facts it is compiled under (:mod:`eggpu.ir.facts`; checked at every launch)."""
 
     name: str
     params: list[Value]
     body: Block
     grid_rank: int = 1
+    facts: Facts = field(default_factory=Facts)
 
     def walk(self) -> Iterator[Operation]:
         return self.body.walk()

@@ -48,6 +48,7 @@ import numpy as np
 from . import launch_args
 from .dtypes import bool_, i64
 from .errors import InterpreterError, OutOfBoundsError
+from .facts import check_launch
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
 from .semantics import round_f64
@@ -95,12 +96,14 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     parameter; pointer parameters take C-contiguous numpy arrays of the pointee dtype (written in
     place), scalar parameters take Python or numpy numbers converted to the parameter dtype
     (floats are rejected for integer parameters, out-of-range values are rejected).
-    Raises :class:`InterpreterError` for bad arguments, out-of-bounds accesses and ``for`` loops
+    Raises :class:`InterpreterError` for bad arguments, arguments that break ``fn.facts``, out-of-bounds accesses and ``for`` loops
     with step 0.
     """
     dims, rank = launch_args.normalize_grid(fn.name, grid, InterpreterError)
     with np.errstate(all="ignore"):
         params = _bind_args(fn, args)
+        # the function's specialization facts hold for every launch, here as for compiled code
+        check_launch(fn.name, fn.facts, launch_args.param_names(fn.params), args, dims, InterpreterError)
         program = _Program(fn, dims, params)
         program.grid_rank = rank
         program.run()

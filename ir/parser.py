@@ -28,6 +28,7 @@ from typing import Any
 
 from .dtypes import BY_NAME, DType, bool_, i32
 from .errors import IRError, IRParseError
+from .facts import Facts, parse_fact
 from .graph import Block, Function, Loc, Operation, Value
 from .ops import CONTROL, get, result_types
 from .types import BlockType, PointerType
@@ -300,7 +301,7 @@ class _Parser:
             grid_rank = self.expect_int("the grid rank")
             if grid_rank not in (1, 2, 3):
                 raise self.error(grid_tok, f"grid rank must be 1, 2 or 3, got {grid_rank}")
-        fn = Function(name, params, Block(), grid_rank)
+        fn = Function(name, params, Block(), grid_rank, self.parse_facts(params))
         for p in params:
             p.owner = fn
         self.expect("{", "'{' opening the kernel body")
@@ -315,6 +316,43 @@ class _Parser:
         except IRError as e:
             raise self.error(head, str(e)) from None
         return fn
+
+    def parse_facts(self, params: list[Value]) -> Facts:
+        """``facts(%n: div16 eq1, %x: align16, offsets_i32=1024)`` after the grid, if present."""
+        if not self.at("facts"):
+            return Facts()
+        self.next()
+        self.expect("(", "'(' after facts")
+        names = {p.name for p in params}
+        by: dict[str, list[str]] = {}
+        block = 0
+        while not self.at(")"):
+            tok = self.peek()
+            if tok.kind == "ident" and tok.text == "offsets_i32":
+                self.next()
+                self.expect("=", "'=' after offsets_i32")
+                block = self.expect_int("the block extent of offsets_i32")
+            else:
+                tok = self.expect_kind("value", "a parameter (%name: facts) or offsets_i32=N")
+                pname = tok.text[1:]
+                if pname not in names:
+                    raise self.error(tok, f"facts name an unknown parameter %{pname}")
+                self.expect(":", "':' after the parameter name")
+                while self.peek().kind == "ident":
+                    ftok = self.next()
+                    try:
+                        parse_fact(ftok.text)
+                    except IRError as e:
+                        raise self.error(ftok, str(e)) from None
+                    by.setdefault(pname, []).append(ftok.text)
+            if not self.at(","):
+                break
+            self.next()
+        self.expect(")", "',' or ')' in the facts")
+        try:
+            return Facts.make(by, block)
+        except IRError as e:
+            raise self.error(self.peek(), str(e)) from None
 
     def parse_ops(self, blk: Block, region_of: tuple[str, tuple[BlockType, ...]] | None) -> None:
         """Ops up to the closing '}' (not consumed). ``region_of``: (op name, yield types) or None at top."""

@@ -205,7 +205,8 @@ def print_function(fn: Function, *, with_locs: bool = False) -> str:
     namer.define_block(fn.body)
     params = ", ".join(f"{namer.ref(p)}: {print_type(p.type)}" for p in fn.params)
     name = fn.name if is_identifier(fn.name) else json.dumps(fn.name)
-    lines = [f"kernel {name}({params}) grid={fn.grid_rank} {{"]
+    facts = f" facts({fn.facts.text()})" if fn.facts else ""
+    lines = [f"kernel {name}({params}) grid={fn.grid_rank}{facts} {{"]
     _print_block(fn.body, namer, 1, lines, with_locs)
     lines.append("}")
     return "\n".join(lines)

@@ -17,6 +17,8 @@ from __future__ import annotations
 from typing import Any
 
 from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
+from eggpu.ir.facts import Facts
+from eggpu.ir.graph import Operation
 
 from . import language as tl
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
@@ -322,22 +324,79 @@ def _hint_values(v: Any, fn: str) -> None:
                             f"{describe(v)}", arg="values")
 
 
+def _param(s: Semantic, v: Any) -> Any:
+    """The kernel parameter ``v`` is (an IR Value), or None."""
+    for p in s.b.function.params:
+        if p is v:
+            return p
+    return None
+
+
+def _add_fact(s: Semantic, param: Any, fact: str) -> None:
+    """Record a launch-time fact the kernel states about one of its parameters (checked at every
+    launch, see :mod:`eggpu.ir.facts`)."""
+    fn = s.b.function
+    fn.facts = fn.facts.merged(Facts.make({param.name: [fact]}))
+
+
 def hint(fn: str):
+    """``tl.multiple_of(x, K)`` on a kernel parameter is the fact ``divK`` (integers) or
+    ``alignK`` (pointers, bytes), checked at every launch; on any other value, and
+    ``max_contiguous``/``max_constancy`` everywhere, a hint with no effect (the address analysis
+    proves contiguity itself, and a fact about a computed value could not be checked at launch)."""
+
     def impl(s: Semantic, a: dict[str, Any]) -> Any:
         _hint_values(a["values"], fn)
         x = a["input"]
         if not isinstance(x, Tensor):
             raise SemanticError(f"tl.{fn} needs a block or scalar value, got {describe(x)}", arg="input")
+        k = a["values"][0] if isinstance(a["values"], tuple) else a["values"]
+        p = _param(s, x.value)
+        if fn == "multiple_of" and p is not None and k >= 2 and x.type.is_scalar:
+            if x.is_pointer:
+                _add_fact(s, p, f"align{k}")
+            elif x.dtype.is_int:
+                _add_fact(s, p, f"div{k}")
         return x
 
     return impl
 
 
+def _assumed_fact(s: Semantic, c: Any) -> tuple[Any, str] | None:
+    """(parameter, fact) for ``tl.assume(p % K == 0)`` and ``tl.assume(p == 1)`` on an integer
+    parameter ``p`` and a constant ``K >= 2``; None for any other condition."""
+    op = c.owner
+    if not isinstance(op, Operation) or op.op != "eq":
+        return None
+    lhs, rhs = op.operands
+
+    def const(v: Any) -> int | None:
+        o = v.owner
+        return o.attrs["value"] if isinstance(o, Operation) and o.op == "const" else None
+
+    p = _param(s, lhs)
+    if p is not None and p.type.dtype.is_int and const(rhs) == 1:
+        return p, "eq1"
+    r = lhs.owner
+    if const(rhs) == 0 and isinstance(r, Operation) and r.op == "rem":
+        p, k = _param(s, r.operands[0]), const(r.operands[1])
+        if p is not None and p.type.dtype.is_int and isinstance(k, int) and k >= 2:
+            return p, f"div{k}"
+    return None
+
+
 def assume(s: Semantic, a: dict[str, Any]) -> None:
+    """``tl.assume(cond)``: ``p % K == 0`` and ``p == 1`` on an integer parameter become launch
+    facts (``divK``, ``eq1``), checked at every launch; any other condition is accepted and not
+    used (eggpu assumes nothing it cannot check)."""
     c = a["cond"]
     if isinstance(c, Tensor):
         if c.is_pointer:
             raise SemanticError(f"tl.assume needs a condition, got {c.type}", arg="cond")
+        if c.type.is_scalar:
+            found = _assumed_fact(s, c.value)
+            if found is not None:
+                _add_fact(s, *found)
         return None
     if c is False:
         raise SemanticError("tl.assume(False): the assumed condition is false at compile time", arg="cond")

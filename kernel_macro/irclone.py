@@ -13,7 +13,7 @@ def clone_function(fn: Function) -> Function:
     """A structurally identical, independent copy of ``fn``."""
     mapping: dict[int, Value] = {}
     params = [Value(p.type, None, p.index, p.name) for p in fn.params]
-    new = Function(fn.name, params, Block(), fn.grid_rank)
+    new = Function(fn.name, params, Block(), fn.grid_rank, fn.facts)
     for old, p in zip(fn.params, params):
         p.owner = new
         mapping[id(old)] = p

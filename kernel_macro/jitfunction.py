@@ -22,6 +22,16 @@ numpy scalar                                           its dtype
 ``str``, ``None``, a dtype                             a compile-time constant
 =====================================================  ==========================================
 
+Beyond the types, a compiled launch is specialized on argument *values* as Triton does, and each
+such fact is part of the compile (its cache key, ``ck.report["specialization"]``) and checked
+again at every launch (:mod:`eggpu.ir.facts`): an integer argument divisible by 16 (``div16``) or
+equal to 1 (``eq1``, compiled as the constant), a buffer 16-byte aligned (``align16``; CPU runs
+only: a GPU launch copies numpy arrays into aligned buffers), and ``offsets_i32`` when every grid
+axis times the kernel's largest block fits in ``2**31``. A launch whose arguments differ gets its
+own specialization, never code compiled for other values. ``@eggpu.jit(do_not_specialize=[...])``
+(names or positions) keeps parameters out of it. The interpreter (``EGGPU_JIT_DEVICE=interpret``)
+runs the source IR with only the kernel's own facts (``tl.multiple_of``, ``tl.assume``).
+
 Parameters annotated ``tl.constexpr`` are compile-time constants (passed by position or keyword);
 a parameter annotated with a dtype or ``tl.Pointer[dtype]`` must get an argument of that type.
 Each specialization is an ordinary :class:`~eggpu.kernel_macro.kernel.Kernel` instance (built by
@@ -129,15 +139,17 @@ class JITFunction:
     uses; calling the object runs ``fn`` as plain Python.
     """
 
-    def __init__(self, fn: Callable[..., Any]):
+    def __init__(self, fn: Callable[..., Any], do_not_specialize: frozenset[str] = frozenset()):
         functools.update_wrapper(self, fn)
         self.fn = fn
+        self.do_not_specialize = do_not_specialize
         fn.__eggpu_jit__ = True  # type: ignore[attr-defined]
         tl._JIT_CODES[fn.__code__] = fn.__name__  # for the error of tl.* called as plain Python
         self.__eggpu_jit_target__ = fn  # the frontend inlines calls to this function
         self._params: tuple[JitParam, ...] | None = None
         self._classes: dict[tuple, type[JitKernel]] = {}
         self._compiled: dict[tuple, Any] = {}
+        self._blocks: dict[tuple, int] = {}  # the offsets_i32 block extent per specialization
 
     # ------------------------------------------------------------ Python protocol
 
@@ -272,6 +284,32 @@ class JITFunction:
 
     # ------------------------------------------------------------ launching
 
+    def _facts(self, kernel: JitKernel, runtime: list[Any], grid: Any, mode: str) -> dict[str, Any]:
+        """The launch-time specialization of this launch, as Triton makes it (module docstring):
+        compile options ``specialize`` (16-divisible and unit integers, 16-byte aligned buffers;
+        not for ``do_not_specialize`` parameters) and ``offsets_i32`` (when the grid allows it)."""
+        import numpy as np
+
+        from eggpu.ir.facts import facts_for_args, grid_fits_i32, max_block
+
+        params = kernel._spec.signature.runtime_params
+        names = [p.name for p in params]
+        kinds = ["pointer" if p.kind == POINTER else "int" if p.element_dtype(kernel.binding).is_int else ""
+                 for p in params]
+        values = list(runtime)
+        if mode == "gpu":  # host arrays are copied into fresh 256-byte-aligned device buffers
+            values = [np.empty(0, np.uint8) if isinstance(v, np.ndarray) else v for v in values]
+            kinds = ["" if k == "pointer" and isinstance(v, np.ndarray) else k for k, v in zip(kinds, runtime)]
+        facts = facts_for_args(names, kinds, values, skip=self.do_not_specialize)
+        out: dict[str, Any] = {"specialize": tuple(sorted(facts.items()))} if facts else {}
+        dims = (grid,) if isinstance(grid, int) else tuple(grid)
+        key = (type(kernel), kernel._key())
+        if key not in self._blocks:
+            self._blocks[key] = max_block(kernel.ir())
+        if all(isinstance(g, int) and g >= 0 for g in dims) and grid_fits_i32(dims, self._blocks[key]):
+            out["offsets_i32"] = True
+        return out
+
     def _compile(self, kernel: JitKernel, options: dict[str, Any]) -> Any:
         key = (type(kernel), kernel._key(), tuple(sorted(options.items())))
         ck = self._compiled.get(key)
@@ -281,6 +319,8 @@ class JITFunction:
                 raise CompileUnavailableError(
                     f"{self.__name__}[grid](...) needs the compile pipeline, which is not registered "
                     f"(import eggpu), or EGGPU_JIT_DEVICE=interpret")
+            if "specialize" in options:
+                options = dict(options, specialize=dict(options["specialize"]))
             ck = hook(kernel, **options)
             self._compiled[key] = ck
         return ck
@@ -294,7 +334,8 @@ class JITFunction:
         if mode == "interpret":
             kernel.interpret(grid, *runtime)
             return kernel
-        compile_options = {"num_warps": options["num_warps"]} if "num_warps" in options else {}
+        compile_options: dict[str, Any] = {"num_warps": options["num_warps"]} if "num_warps" in options else {}
+        compile_options.update(self._facts(kernel, runtime, grid, mode))
         ck = self._compile(kernel, compile_options)
         if mode == "gpu":
             ck.launch(grid, *runtime)
@@ -329,11 +370,33 @@ def _describe(v: Any) -> str:
         f"a {type(v).__name__} ({v!r})"
 
 
-def make_jit(fn: Any) -> JITFunction:
+def make_jit(fn: Any, do_not_specialize: Any = ()) -> JITFunction:
     """``@eggpu.jit`` (see :func:`eggpu.kernel_macro.kernel.jit`)."""
     if isinstance(fn, JITFunction):
         return fn
     if not callable(fn) or not hasattr(fn, "__code__"):
         raise DecoratorArgumentError(f"@eggpu.jit decorates a function, got {fn!r}")
-    return JITFunction(fn)
+    return JITFunction(fn, _no_specialize(fn, do_not_specialize))
+
+
+def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
+    """``do_not_specialize`` (names or positions of ``fn``'s parameters) as a set of names."""
+    if isinstance(names, str | int):
+        names = [names]
+    try:
+        items = list(names)
+    except TypeError:
+        raise DecoratorArgumentError(f"@eggpu.jit(do_not_specialize=...) takes parameter names or positions, "
+                                     f"got {names!r}") from None
+    params = list(inspect.signature(fn).parameters)
+    out = set()
+    for x in items:
+        if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(params):
+            out.add(params[x])
+        elif isinstance(x, str) and x in params:
+            out.add(x)
+        else:
+            raise DecoratorArgumentError(f"@eggpu.jit(do_not_specialize=...) on {fn.__name__}: {x!r} is not a "
+                                         f"parameter name or position (parameters: {', '.join(params)})")
+    return frozenset(out)
 

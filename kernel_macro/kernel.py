@@ -628,13 +628,18 @@ def kernel(fn: Any = None, /, *, dtypes: Any = None, backward: Any = None, **unk
     return decorate
 
 
-def jit(fn: Callable[..., Any]) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Any = ()) -> Any:
     """``@eggpu.jit``: a :class:`~eggpu.kernel_macro.jitfunction.JITFunction` wrapping ``fn``.
 
     Called from a kernel, ``fn`` is inlined (plain functions of the kernel's own module are inlined
     without the mark); called as Python it runs ``fn``; ``fn[grid](*args, **constexprs)`` launches
-    it as a Triton-style kernel typed by its arguments (see :mod:`eggpu.kernel_macro.jitfunction`).
+    it as a Triton-style kernel typed by its arguments and specialized on their values
+    (see :mod:`eggpu.kernel_macro.jitfunction`). ``@eggpu.jit(do_not_specialize=["n", 2])``
+    (parameter names or positions, Triton's spelling) keeps those arguments out of the value
+    specialization.
     """
     from .jitfunction import make_jit
 
-    return make_jit(fn)
+    if fn is None:
+        return lambda f: make_jit(f, do_not_specialize=do_not_specialize)
+    return make_jit(fn, do_not_specialize=do_not_specialize)

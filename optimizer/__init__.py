@@ -299,6 +299,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     translation validation (for tests of the other stages — the result is then NOT checked);
     ``subset_rules=False`` loads every usable rule instead of only those that can match ``fn``
     (the result is the same: for tests and measurements)."""
+    from .analyses import fact_seeds
     from .decode import Decoder, clone
     from .encode import encode
     from .extract import TypedGraph, mark_original, read_egraph
@@ -339,6 +340,9 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
             run_commands(eg, "(push)", "saving the base e-graph")
             if enc.commands:
                 run_commands(eg, enc.commands, "adding the program's terms")
+            seeds = fact_seeds(fn, enc.leaves)
+            if seeds:
+                run_commands(eg, seeds, "seeding the analyses from the launch facts")
             rep = saturate(eg, prepared.rulesets, limits,
                            read_view=lambda g: read_egraph(g, enc.let_types))
             view = rep.view

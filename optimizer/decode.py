@@ -136,6 +136,7 @@ class Decoder:
         fn = self.enc.function
         self.builder = Builder(fn.name, [(p.name or f"arg{i}", p.type) for i, p in enumerate(fn.params)],
                                grid_rank=fn.grid_rank)
+        self.builder.function.facts = fn.facts
         for old, new in zip(fn.params, self.builder.params):
             self.vmap[id(old)] = new
         self.block(fn.body)
@@ -267,6 +268,7 @@ def clone(fn: Function) -> Function:
                     new.name = old.name
 
     copy_block(fn.body)
+    b.function.facts = fn.facts
     return b.function
 
 

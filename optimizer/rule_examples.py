@@ -5,7 +5,10 @@ assignment (a :class:`RuleExample`): dtype variables take the assignment, term v
 ``(Opaque t id)`` / ``(OpaquePtr t id)`` leaves, shapes ``"16"``, and the i64 variables (constant
 payloads, attributes) take the first values from small pools that make every guard hold. A guard
 on ``(LowerBound x)``/``(UpperBound x)`` of a leaf is met by asserting range facts on that leaf
-(:attr:`RuleExample.facts`). The guards are evaluated here with egglog's checked i64 semantics
+(:attr:`RuleExample.facts`); an analysis guard (``(NotNan x)``, ``(Divisible x k)``, with ``k``
+16 when the guard binds it) by asserting the relation on the leaf, and an analysis action is
+expected as ``bounds["NotNan"] == 1`` / ``bounds["Divisible 16"] == 1`` (:class:`FireBench` reads
+the relation back). The guards are evaluated here with egglog's checked i64 semantics
 (overflow, division by zero or a shift outside [0, 64) make a guard fail), which also computes
 the variables the guards bind, so the right-hand side (or, for an analysis ``rule``, the bound
 each ``set`` action writes) is known in advance.
@@ -35,6 +38,7 @@ from typing import Any
 
 from eggpu.ir import ALL_DTYPES, DType
 
+from .analyses import ANALYSES
 from .rules_loader import Atom, Rule, SList, Sx
 from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, const_payload
 
@@ -141,6 +145,7 @@ class _Scope:
         self.bounds = bounds
         self.skip = skip_dtype_guards
         self.widths: set[str] = set()  # i64 variables bound by (Width t w)
+        self.analyses: list[tuple[str, str, int | None]] = []  # (relation, term variable, divisor)
 
     def dt(self, node: Sx) -> DType:
         return CONSTRUCTOR_DTYPES[node.head] if isinstance(node, SList) else self.env[node.text]
@@ -180,6 +185,18 @@ class _Scope:
                 self.widths.add(a.text)
             elif self.i64(a) != w and not self.skip:
                 raise _Fail("width differs")
+        elif h in ANALYSES:
+            # an analysis guard is met by asserting it on the variable's leaf (like range facts);
+            # a divisor the guard binds gets 16
+            if not isinstance(args[0], Atom):
+                raise _Fail(f"{g}: an analysis of a compound term needs a hand-written case")
+            k = None
+            if h == "Divisible":
+                a = args[1]
+                if isinstance(a, Atom) and not re.fullmatch(r"[+-]?\d+", a.text) and a.text not in self.ints:
+                    self.ints[a.text] = 16
+                k = self.i64(a)
+            self.analyses.append((h, args[0].text, k))
         elif h == "=":
             self._equation(args[0], args[1])
         elif h in ("<", "<=", ">", ">=", "!="):
@@ -457,8 +474,9 @@ def value_negatives(rule: Rule) -> list[RuleExample]:
 
 
 def _facts(scope: _Scope, inst: _Inst) -> tuple[str, ...]:
-    return tuple(f"(set ({fn} {inst.leaf(v)}) {lh[i]})" for v, lh in scope.bounds.items()
-                 for i, fn in enumerate(("LowerBound", "UpperBound")))
+    ranges = tuple(f"(set ({fn} {inst.leaf(v)}) {lh[i]})" for v, lh in scope.bounds.items()
+                   for i, fn in enumerate(("LowerBound", "UpperBound")))
+    return ranges + tuple(f"({h} {inst.leaf(v)}{'' if k is None else f' {k}'})" for h, v, k in scope.analyses)
 
 
 def _pattern_var(rule: Rule) -> str | None:
@@ -485,6 +503,10 @@ def _analysis_parts(rule: Rule, scope: _Scope, inst: _Inst, ex: RuleExample) -> 
     for a in rule.actions:
         if a.head == "set" and is_pattern(a.items[1].items[1]):
             ex.bounds[a.items[1].head] = scope.i64(a.items[2])
+        elif a.head in ANALYSES and is_pattern(a.items[1]):
+            # expected: the relation holds of the pattern's term (read back as 1 by FireBench)
+            key = a.head if len(a.items) == 2 else f"{a.head} {scope.i64(a.items[2])}"
+            ex.bounds[key] = 1
         elif a.head == "union" and any(is_pattern(x) for x in a.items[1:]) and ex.after is None:
             ex.after = inst.text(next(x for x in a.items[1:] if not is_pattern(x)))
         else:
@@ -668,6 +690,10 @@ class FireBench:
             hits = report.num_matches_per_rule.get(ex.rule, 0) if report is not None else 0
             merged = None if ex.after is None else self._check(f"(= $before {ex.after})")
             bounds = {fn: self._bound(fn) for fn in ("LowerBound", "UpperBound")}
+            for key in ex.bounds:  # analysis relations: "NotNan", "Divisible 16"
+                if key not in bounds:
+                    name, *k = key.split()
+                    bounds[key] = 1 if self._check(f"({name} $before{''.join(' ' + x for x in k)})") else None
             return FireResult(hits, merged, bounds)
         finally:
             self._cmd("(pop)")

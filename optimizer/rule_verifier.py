@@ -28,6 +28,9 @@ accept), the verifier proves, lane-wise,
 * ``ProgramId``: ``0 <= pid < NumPrograms``, ``NumPrograms >= 1``; ``Arange``: ``start <= lane <
   end``; ``Const`` patterns hold canonical values (the encoder's invariant).
 * ``fast_math`` rules are proved over the reals (:data:`.z3ops.REAL`), other rules exactly.
+* Analysis guards ``(Divisible x k)``, ``(NotNan x)``, ``(Finite x)``, ``(NonNeg x)``,
+  ``(Positive x)`` become their predicates on ``x``'s lane (:mod:`.analyses`); as ``rule``
+  actions they are obligations.
 * ``rule`` commands (range transfer): each ``(set (LowerBound e) k)`` action becomes the
   obligation ``facts ⇒ value(e) >= k`` (``UpperBound``: ``<=``); ``(union a b)`` is proved like
   a rewrite ``a -> b``.
@@ -57,7 +60,8 @@ from eggpu.ir import ALL_DTYPES, OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32
 from eggpu.ir.errors import RuleError, VerificationError
 
-from . import cex_check, z3ops
+from . import analyses, cex_check, z3ops
+from .analyses import ANALYSES
 from .rules_loader import RANGE_FUNCTIONS, Atom, Rule, SList, Sx
 from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, FAMILY_RELATIONS, bits_float
 
@@ -489,6 +493,24 @@ class _Instance:
             self.assume.append(lane >= bb if fn == "LowerBound" else lane <= bb)
         return self.bounds[key]
 
+    def analysis(self, g: Sx) -> z3.BoolRef:
+        """The meaning of ``(Divisible x k)``, ``(NotNan x)``, ... (:mod:`.analyses`) on ``x``'s lane,
+        with the egglog-level definedness of ``k``."""
+        h, term = g.head, g.items[1]
+        ty = self.types.get(term.text) if isinstance(term, Atom) else self.infer(term, None, False)
+        if ty is None or isinstance(ty, Ptr):
+            raise _Unsupported(f"{h} of a {ty or 'untyped'} term")
+        if ty.is_float:
+            if h == "Divisible":
+                raise _Unsupported("Divisible of a float term")
+            value, _, _ = self.term(term)
+            return analyses.float_predicate(h, value, self.mode == z3ops.REAL)
+        lane = self.lane_int(term)
+        if h == "Divisible":
+            k, dk = self.i64(g.items[2])
+            return z3.And(dk, analyses.int_predicate(h, lane, k))
+        return analyses.int_predicate(h, lane)
+
     # -------------------------------------------------------------- terms
 
     def _lane_var(self, name: str) -> tuple[z3.ExprRef, z3.BoolRef, z3.BoolRef]:
@@ -667,6 +689,9 @@ class _Instance:
         h = g.head
         args = g.items[1:]
         if h in FAMILY_RELATIONS:
+            return
+        if h in ANALYSES:
+            self.assume.append(self.analysis(g))
             return
         if h == "Width":
             w = self.dt(args[0]).bits
@@ -916,6 +941,10 @@ def _build(rule: Rule, env: Mapping[str, DType], mode: str) -> _Query:
                 k, dk = inst.i64(val)
                 kk = z3.SignExt(2, k)
                 obligations.append(z3.And(dk, lane >= kk if fn == "LowerBound" else lane <= kk))
+            elif a.head in ANALYSES:
+                _, u, p = inst.term(a.items[1])
+                inst.assume += [u, p]
+                obligations.append(inst.analysis(a))
             else:  # union
                 va, ua, pa = inst.term(a.items[1])
                 vb, ub, pb = inst.term(a.items[2], rhs=True)

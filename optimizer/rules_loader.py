@@ -46,6 +46,7 @@ from pathlib import Path
 from eggpu.ir.errors import RuleError
 from eggpu.rules import env_entries, expand, read_rule_file, shipped_files
 
+from .analyses import ANALYSES
 from .schema import CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, RULESETS, float_bits, float_literal
 
 
@@ -175,7 +176,7 @@ I64_PRIMITIVES: dict[str, int] = {
     "min": 2, "max": 2, "not-i64": 1, "log2": 1,
 }
 COMPARISONS = ("<", "<=", ">", ">=", "!=")
-RELATIONS: dict[str, tuple[str, ...]] = {**{r: ("DT",) for r in FAMILY_RELATIONS}, "Width": ("DT", "i64")}
+RELATIONS: dict[str, tuple[str, ...]] = {**{r: ("DT",) for r in FAMILY_RELATIONS}, "Width": ("DT", "i64"), **ANALYSES}
 RANGE_FUNCTIONS = ("LowerBound", "UpperBound")
 _INT_RE = re.compile(r"[+-]?\d+$")
 _IDENT_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]*$")
@@ -404,7 +405,13 @@ class _RuleChecker:
             if len(args) != 2:
                 raise _Fail(node.line, f"union takes 2 terms, got {len(args)}")
             return SList((node.items[0], *(self.expr(a, "Term")[0] for a in args)), node.line)
-        raise _Fail(node.line, f"action {h!r} is not allowed in rule files (use set LowerBound/UpperBound or union)")
+        if h in ANALYSES:
+            want = ANALYSES[h]
+            if len(args) != len(want):
+                raise _Fail(node.line, f"analysis {h} takes {len(want)} arguments ({' '.join(want)}), got {len(args)}")
+            return SList((node.items[0], *(self.expr(a, s)[0] for a, s in zip(args, want))), node.line)
+        raise _Fail(node.line, f"action {h!r} is not allowed in rule files (use set LowerBound/UpperBound, union, "
+                               f"or an analysis: {', '.join(ANALYSES)})")
 
 
 def _variables(node: Sx, binding: bool, bound: set[str], used: dict[str, int]) -> None:

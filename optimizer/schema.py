@@ -330,6 +330,9 @@ def schema_text(costs: Mapping[str, int] | None = None) -> str:
         lines.append(info.declaration(costs.get(info.name)))
     lines.append("(function LowerBound (Term) i64 :merge (max old new))")
     lines.append("(function UpperBound (Term) i64 :merge (min old new))")
+    from .analyses import declarations
+
+    lines += declarations()
     for rs in RULESETS:
         lines.append(f"(ruleset {rs})")
     return "\n".join(lines) + "\n"

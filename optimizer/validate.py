@@ -574,6 +574,25 @@ def validate(before: Function, after: Function, *, timeout_ms: int = 2000, total
         return Validation("unknown", f"z3 error: {e}", seconds=time.perf_counter() - t0, mode=mode)
 
 
+def _launch_facts(fn: Function, mode: str) -> list[z3.BoolRef]:
+    """What the launch-time specialization facts (checked at every launch) say about the shared
+    symbols: a ``divK`` integer parameter is a multiple of the power of two in ``K``; under
+    ``offsets_i32`` every grid axis has at most ``2**31 // block`` programs."""
+    out = []
+    for i, p in enumerate(fn.params):
+        t = p.type
+        if t.is_pointer or not t.is_scalar or not t.dtype.is_int:
+            continue
+        d = fn.facts.divisor(p.name)
+        if 1 < d < (1 << t.dtype.bits):
+            x = z3.Const(f"param{i}", _sort(t, mode))
+            out.append(x & (d - 1) == 0)
+    if fn.facts.block:
+        top = (1 << 31) // fn.facts.block
+        out += [z3.ULE(z3.BitVec(f"num_programs_{a}", 32), top) for a in range(3)]
+    return out
+
+
 def _validate(before: Function, after: Function, timeout_ms: int, total_seconds: float, t0: float,
               mode: str) -> Validation:
     if [p.type for p in before.params] != [p.type for p in after.params]:
@@ -593,7 +612,11 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             raise _Mismatch(f"{_describe(ob, k)} does not correspond to {_describe(oa, k)} of the optimized function")
         if parent_b[id(ob)] != parent_a[id(oa)]:
             raise _Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
+    if before.facts != after.facts:
+        raise _Mismatch("the launch facts differ")
     ck = _Checker(timeout_ms, total_seconds, mode)
+    for f in _launch_facts(before, mode):
+        ck.add_fact(f)
     if mode == z3ops.REAL:
         for ax in z3ops.real_axioms():
             ck.add_fact(ax)

@@ -1,0 +1,91 @@
+"""Masks constant on each vector piece (codegen.analysis.chunk_uniform) and what the GPU
+lowering makes of them: one predicated vector access per piece, no per-element fallback."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from eggpu.codegen import compile_ptx_module
+from eggpu.codegen.analysis import AddressAnalysis, chunk_uniform
+from eggpu.codegen.target import get_target
+from eggpu.ir import Builder, f32, i32, pointer, scalar
+from eggpu.ir.facts import Facts
+
+
+def _kernel(cmp: str, n_fact: str | None, flip: bool = False):
+    """``y[offs] = x[offs] * 2`` where ``cmp(offs, n)`` (``flip``: ``cmp(n, offs)``)."""
+    b = Builder("vk", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    pid = b.op("program_id", axis=0)
+    base = b.op("mul", pid, b.const(1024, i32))
+    offs = b.op("add", b.op("splat", base, shape=(1024,)), b.op("arange", start=0, end=1024))
+    nn = b.op("splat", n, shape=(1024,))
+    mask = b.op(cmp, *((nn, offs) if flip else (offs, nn)))
+    px = b.op("addptr", b.op("splat", x, shape=(1024,)), offs)
+    py = b.op("addptr", b.op("splat", y, shape=(1024,)), offs)
+    v = b.op("load", px, mask, b.op("splat", b.const(0.0, f32), shape=(1024,)))
+    b.effect("store", py, b.op("add", v, v), mask)
+    fn = b.function
+    if n_fact:
+        fn.facts = Facts.make({"n": [n_fact]})
+    return fn, mask
+
+
+@pytest.mark.parametrize("cmp, flip, fact, uniform", [
+    ("lt", False, "div16", True),     # offs < n, n % 16 == 0: whole pieces
+    ("ge", False, "div16", True),
+    ("gt", True, "div16", True),      # n > offs
+    ("le", True, "div16", True),      # n <= offs
+    ("le", False, "div16", False),    # offs <= n: the piece starting at n is split
+    ("lt", False, None, False),       # n unknown
+    ("lt", False, "div2", False),     # n even is not enough for pieces of 4
+])
+def test_chunk_uniform(cmp, flip, fact, uniform):
+    fn, mask = _kernel(cmp, fact, flip)
+    assert chunk_uniform(mask, 4, AddressAnalysis(fn)) is uniform
+
+
+def test_bool_combinations_and_scalars():
+    fn, mask = _kernel("lt", "div16")
+    facts = AddressAnalysis(fn)
+    b = Builder("t", [("m", scalar(i32))])
+    flag = b.op("splat", b.op("lt", b.params[0], b.const(3, i32)), shape=(1024,))
+    assert chunk_uniform(flag, 4, facts)
+    both = b.op("and", mask, flag)
+    assert chunk_uniform(both, 4, AddressAnalysis(fn)) and chunk_uniform(b.op("not", both), 4, AddressAnalysis(fn))
+    split = b.op("lt", b.op("arange", start=0, end=1024), b.op("splat", b.const(3, i32), shape=(1024,)))
+    assert not chunk_uniform(b.op("or", mask, split), 4, AddressAnalysis(fn))
+
+
+def _accesses(ptx: str) -> dict[str, int]:
+    return {k: len(re.findall(k, ptx)) for k in (r"ld\.global\.v4", r"st\.global\.v4", r"ld\.global\.b32",
+                                                 r"st\.global\.b32")}
+
+
+def test_uniform_mask_gets_predicated_vectors_without_fallback():
+    fn, _ = _kernel("lt", "div16")
+    ptx = compile_ptx_module(fn, get_target("sm_90")).ptx
+    got = _accesses(ptx)
+    assert got[r"ld\.global\.v4"] > 0 and got[r"st\.global\.v4"] > 0
+    assert got[r"ld\.global\.b32"] == 0 and got[r"st\.global\.b32"] == 0  # no per-element fallback
+    plain, _ = _kernel("lt", None)
+    got = _accesses(compile_ptx_module(plain, get_target("sm_90")).ptx)
+    assert got[r"ld\.global\.b32"] > 0  # without the fact: vector or per-element, per group
+
+
+def test_predicated_vectors_assemble():
+    pytest.importorskip("eggpu.codegen.ptxas")
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.codegen.toolchain import find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    try:
+        find_ptxas()
+    except ToolchainError:
+        pytest.skip("no ptxas")
+    fn, _ = _kernel("lt", "div16")
+    for t in ("sm_80", "sm_90"):
+        r = run_ptxas(compile_ptx_module(fn, get_target(t)).ptx, get_target(t))
+        assert r.spills_stores == 0
