@@ -18,7 +18,7 @@ from typing import Any
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
-from eggpu.rules import rule_files
+from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
 
 DEFAULT_TARGET = "sm_90"
@@ -33,6 +33,16 @@ class CompileOptions:
     fast_math: bool = False
     num_warps: int = 4
     rules: tuple[str, ...] = ()
+    _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
+
+    def rule_sources(self) -> list[tuple[str, bytes]]:
+        """``(label, bytes)`` of every rule file of this compile (shipped, ``rules``,
+        ``EGGPU_RULES_PATH``), read once (bounded, regular files only: a FIFO, a device or an
+        oversized file is a RuleError, never a hang) and reused: the cache key hashes exactly the
+        bytes the optimizer is given."""
+        if self._rule_sources is None:
+            self._rule_sources = read_rule_sources(self.rules)
+        return self._rule_sources
 
     def key_parts(self) -> dict[str, Any]:
         return {
@@ -40,15 +50,9 @@ class CompileOptions:
             "optimize": self.optimize,
             "fast_math": self.fast_math,
             "num_warps": self.num_warps,
-            "rules": [_file_digest(p) for p in rule_files(self.rules)] if self.optimize else [],
+            "rules": [[Path(label).name, hashlib.sha256(data).hexdigest()] for label, data in self.rule_sources()]
+            if self.optimize else [],
         }
-
-
-def _file_digest(path: Path) -> list[str]:
-    try:
-        return [path.name, hashlib.sha256(path.read_bytes()).hexdigest()]
-    except OSError as e:
-        raise EggpuError(f"cannot read rule file {path}: {e.strerror}") from None
 
 
 @dataclass
@@ -308,7 +312,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         from eggpu.optimizer import optimize as run_optimizer
 
         with stage("optimize"):
-            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target)
+            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
+                                rule_sources=opts.rule_sources())
         fn = res.function
         report["optimizer"] = _optimizer_report(res)
     report["ir_ops_after"] = fn.op_count()
@@ -354,6 +359,8 @@ def _optimizer_report(res: Any) -> dict[str, Any]:
         "cost_after": res.cost_after,
         "egraph_nodes": res.egraph_nodes,
         "stop_reason": res.stop_reason.name if res.stop_reason is not None else None,
+        # what the reason alone does not say (a rolled-back step, a hot child killed at its limit)
+        "stop_detail": res.stop_detail,
         "validation": res.validation.verdict if res.validation is not None else None,
         "fell_back": bool(res.fell_back),
         "fallback_reason": res.reason if res.fell_back else None,

@@ -109,21 +109,25 @@ _PREPARED: dict[tuple, PreparedRules] = {}
 _EGRAPHS: dict[str, Any] = {}
 
 
-def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool) -> list[tuple[str, str]]:
-    from .rules_loader import _read_source, env_paths, shipped_sources
+def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool,
+             raw: Sequence[tuple[str, bytes]] | None = None) -> list[tuple[str, str]]:
+    """(label, text) of the rule files: ``raw`` (already read) when given, else read now."""
+    from eggpu.rules import read_rule_sources
 
-    sources = shipped_sources() if shipped else []
-    for src in [*(rules or []), *(env_paths() if shipped else [])]:
-        sources += _read_source(src)
-    return sources
+    from .rules_loader import decode_rule_text
+
+    if raw is None:
+        raw = read_rule_sources(rules or [], shipped=shipped, env=shipped)
+    return [(label, decode_rule_text(data, label)) for label, data in raw]
 
 
 def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math: bool = False,
-                  shipped_rules: bool = True) -> PreparedRules:
+                  shipped_rules: bool = True,
+                  rule_sources: Sequence[tuple[str, bytes]] | None = None) -> PreparedRules:
     """Load (shipped + ``rules`` + ``EGGPU_RULES_PATH``; only ``rules`` when ``shipped_rules`` is
-    False), verify (proof cache) and select the rules :func:`optimize` gives egglog. Cached per
-    rule text; raises RuleError on bad files."""
-    sources = _sources(rules, shipped_rules)
+    False; or exactly ``rule_sources``, see :func:`optimize`), verify (proof cache) and select the
+    rules :func:`optimize` gives egglog. Cached per rule text; raises RuleError on bad files."""
+    sources = _sources(rules, shipped_rules, rule_sources)
     key = (tuple(sources), fast_math)
     with _LOCK:
         hit = _PREPARED.get(key)
@@ -200,14 +204,17 @@ def _base_egraph(program: str) -> Any:
 
 def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, limits: Limits | None = None,
              fast_math: bool = False, target: str = "sm_90", validate: bool = True,
-             shipped_rules: bool = True) -> OptimizeResult:
+             shipped_rules: bool = True, rule_sources: Sequence[tuple[str, bytes]] | None = None) -> OptimizeResult:
     """Optimize ``fn`` (see the module docstring); never mutates ``fn``.
 
     ``rules``: extra rule files or directories; ``limits``: saturation bounds (default
     :class:`Limits`); ``fast_math``: also run the ``fast_math`` ruleset; ``target``: the cost
     model's target; ``shipped_rules=False`` uses only ``rules`` (no shipped rules, no
     ``EGGPU_RULES_PATH``: for testing rule files in isolation); ``validate=False`` skips
-    translation validation (for tests of the other stages — the result is then NOT checked)."""
+    translation validation (for tests of the other stages — the result is then NOT checked);
+    ``rule_sources``: the rule files' contents as ``(label, bytes)`` pairs already read with
+    :func:`eggpu.rules.read_rule_sources`, used instead of reading the files again (the compile
+    pipeline passes the bytes its cache key hashed)."""
     from .decode import Decoder, clone
     from .encode import encode
     from .extract import TypedGraph, mark_original, read_egraph
@@ -216,7 +223,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     limits = limits or Limits()
     model = CostModel.for_target(target)
     cost_before = model.function_cost(fn)
-    prepared = prepare_rules(rules, fast_math=fast_math, shipped_rules=shipped_rules)
+    prepared = prepare_rules(rules, fast_math=fast_math, shipped_rules=shipped_rules, rule_sources=rule_sources)
     times = {s: 0.0 for s in STAGES}
     result = OptimizeResult(fn, None, cost_before, cost_before, times=times, rules_used=list(prepared.used),
                             rules_rejected=dict(prepared.rejected))
