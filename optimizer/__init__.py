@@ -60,7 +60,7 @@ class OptimizeResult:
     enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized;
     ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``);
     ``stop_detail`` says more about the stop where the reason alone does not (a rolled-back
-    step, a hot saturation process killed at its time or memory limit: see :mod:`.saturate`).
+    step, the isolated saturation process killed at its time or memory limit: see :mod:`.saturate`).
     """
 
     function: Function
