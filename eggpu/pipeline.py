@@ -18,6 +18,7 @@ from typing import Any
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
+from eggpu.ir.launch_args import short_repr
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
 
@@ -198,13 +199,16 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     """
     from eggpu import __version__
 
-    if not hasattr(kernel, "ir") or not hasattr(kernel, "id"):
-        raise KernelError(
-            f"eggpu.compile expects a kernel instance such as GeluForward[tl.f32](1024), got {type(kernel).__name__}"
-        )
-    if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
+    _check_kernel(kernel)
+    if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
-    opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules))
+    for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
+        if not _is_flag(flag):
+            raise CompileError(f"{name} must be True or False, got {short_repr(flag)}")
+    optimize, fast_math = bool(optimize), bool(fast_math)
+    if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
+        raise CompileError(f"cache must be True, False or a directory path, got {short_repr(cache)}")
+    opts = CompileOptions(target, optimize, fast_math, num_warps, _rule_paths(rules))
     _check_target(target)
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
@@ -235,6 +239,42 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     return hit
 
 
+def _check_kernel(kernel: Any) -> None:
+    """KernelError unless ``kernel`` is a kernel instance (a class or a function is named, with
+    what to write instead)."""
+    if hasattr(kernel, "ir") and hasattr(kernel, "id") and not isinstance(kernel, type):
+        return
+    what = type(kernel).__name__
+    if isinstance(kernel, type):
+        what = f"the kernel class {kernel.__name__}; instantiate it first, e.g. {kernel.__name__}[tl.f32](1024)"
+    elif hasattr(kernel, "Kernel"):
+        what = f"the @eggpu.kernel function {getattr(kernel, '__name__', '?')}; compile an instance of its Kernel class"
+    raise KernelError(f"eggpu.compile expects a kernel instance such as GeluForward[tl.f32](1024), got {what}")
+
+
+def _is_flag(value: Any) -> bool:
+    """A bool, or something equal to one that is not a string (0, 1, numpy bools)."""
+    if isinstance(value, str | bytes):
+        return False
+    try:
+        return bool(value in (True, False))
+    except Exception:  # noqa: BLE001 - e.g. a numpy array: ambiguous truth value
+        return False
+
+
+def _rule_paths(rules: Any) -> tuple[str, ...]:
+    """``rules=`` as a tuple of paths: one path (str or PathLike) or a sequence of them."""
+    if isinstance(rules, str | os.PathLike):
+        return (os.fspath(rules),)
+    try:
+        items = list(rules)
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(r, str | os.PathLike) for r in items):
+        raise CompileError(f"rules must be a rule file or folder path, or a list of them, got {short_repr(rules)}")
+    return tuple(os.fspath(r) for r in items)
+
+
 def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> CompiledKernel | None:
     """The cached compile of ``key``, or None; an entry whose report is malformed is ignored with
     a warning (and recompiled over)."""
@@ -251,6 +291,9 @@ def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> Compil
 def _check_target(target: str) -> None:
     from eggpu.codegen.target import get_target
 
+    if isinstance(target, str) and target.strip().lower() == "host":
+        raise CompileError("eggpu.compile builds PTX for an NVIDIA target such as 'sm_90'; 'host' is the CPU "
+                           "lowering behind ck.run_cpu: compile for a GPU target and call ck.run_cpu(grid, *args)")
     get_target(target)
 
 

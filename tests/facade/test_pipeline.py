@@ -338,3 +338,47 @@ def test_report_says_why_saturation_stopped(cache_dir: Path) -> None:
     calm = eggpu.compile(get("vector_add").fn.Kernel[tl.f32](64), cache=False).report["optimizer"]
     assert calm["stop_reason"] == "SATURATED" and calm["stop_detail"] == ""
     json.dumps(opt)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(rules=5), "rules must be a rule file or folder path, or a list of them, got 5"),
+    (dict(rules=[None]), "rules must be a rule file or folder path, or a list of them, got [None]"),
+    (dict(cache=5), "cache must be True, False or a directory path, got 5"),
+    (dict(optimize="no"), "optimize must be True or False, got 'no'"),
+    (dict(fast_math=np.array([1, 2])), "fast_math must be True or False, got array"),
+    (dict(num_warps=True), "num_warps must be one of 1, 2, 4, 8, 16, 32, got True"),
+    (dict(target="host"), "eggpu.compile builds PTX for an NVIDIA target such as 'sm_90'; 'host' is the CPU "
+                          "lowering behind ck.run_cpu"),
+], ids=["rules-int", "rules-none", "cache-int", "optimize-str", "fast-math-array", "num-warps-bool", "host"])
+def test_bad_compile_options_are_clear_errors(kwargs, message) -> None:
+    from eggpu.ir.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        eggpu.compile(get("vector_add").fn.Kernel[tl.f32](64), cache=kwargs.pop("cache", False), **kwargs)
+    assert str(info.value).startswith(message)
+
+
+def test_compile_names_what_it_got_instead_of_a_kernel_instance(tmp_path: Path) -> None:
+    from eggpu.ir.errors import KernelError
+
+    fn = get("vector_add").fn
+    with pytest.raises(KernelError, match=r"got the kernel class VectorAdd; instantiate it first, "
+                                          r"e\.g\. VectorAdd\[tl\.f32\]\(1024\)$"):
+        eggpu.compile(fn.Kernel)
+    with pytest.raises(KernelError, match=r"got the @eggpu\.kernel function vector_add; compile an instance"):
+        eggpu.compile(fn)
+    with pytest.raises(KernelError, match=r"got str$"):
+        eggpu.compile("k.py::vector_add")
+
+
+def test_a_single_rule_path_is_one_file_not_its_characters(tmp_path: Path) -> None:
+    from eggpu.ir.errors import RuleError
+
+    k = get("vector_add").fn.Kernel[tl.f32](64)
+    with pytest.raises(RuleError, match=r"^/nonexistent/mine\.egg: rule file not found$"):
+        eggpu.compile(k, rules="/nonexistent/mine.egg", cache=False)
+    rules = tmp_path / "mine.egg"
+    rules.write_text('(rewrite (Mul t a b) a :name "mine-one-path")\n')
+    for given in (str(rules), rules, [rules]):
+        ck = eggpu.compile(k, rules=given, cache=False)
+        assert "mine-one-path" in ck.report["optimizer"]["rules_rejected"]
