@@ -19,9 +19,11 @@ the e-graph is saved; after it the ``Term`` e-nodes (``print-size``) and the tim
   "updated" -> ``MATCH_LIMIT``: the back-off scheduler skipped every rule that still had
   matches, and a new step would skip the same ones again.
 
-In plain steps "saved" is a ``push`` (undone by ``pop``); in hot runs it is a copy of the
-e-graph read by the caller's ``read_view`` (an EGraphView), because a ``push`` clones every
-scheduler the back-off steps created and costs 0.2-0.4 s there.
+In steps run in this process "saved" is a ``push`` (undone by ``pop``); in the forked child
+and in hot runs it is a copy of the e-graph read by the caller's ``read_view`` (an
+EGraphView): a ``push`` clones every scheduler the back-off steps created (0.2-0.4 s), and in
+a forked child egglog's ``push`` of a large e-graph waits forever for rayon pool workers that
+exist only in the parent.
 
 **Where steps run.** A plain ``(run ruleset)`` step (every match applied; the library kernels
 saturate in 2-3 such steps of about a millisecond) runs in this process only while the e-graph
@@ -235,7 +237,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
     or, with ``keep_view``, by keeping ``st.view = keep_view(eg)`` of the e-graph before each step
     instead of pushing. (A push clones the whole e-graph, and after back-off steps that includes
     every scheduler they created: in hot runs a push costs 0.2-0.4 s, reading a small e-graph a
-    few ms.)"""
+    few ms; in a forked child a push of a large e-graph hangs, see the module docstring.) Only
+    back-off steps (no ``hot_check``) stop with ``MATCH_LIMIT`` on an unchanged e-graph."""
     push = eg.parse_program("(push)")
     pop = eg.parse_program("(pop)")
     if keep_view is not None and st.view is None:
@@ -265,7 +268,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
         if keep_view is not None:
             before = st.view
             st.view = keep_view(eg)
-            unchanged = (new_nodes == st.nodes and before is not None and st.view is not None
+            # a fixpoint under the match limit only means something for back-off steps (no hot_check)
+            unchanged = (hot_check is None and new_nodes == st.nodes and before is not None and st.view is not None
                          and getattr(before, "n_classes", None) == getattr(st.view, "n_classes", 0))
         st.nodes = new_nodes
         st.last_step = time.monotonic() - now
@@ -420,12 +424,13 @@ def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequenc
     calm = _State(st.done, st.nodes, dict(st.hits), 0, st.rolled_back)
 
     def child() -> Any:
-        # calm steps undo an overshoot with push/pop (cheap without schedulers); hot ones keep views
-        if not st.hot and _run_steps(eg, st, limits, plain, t0, is_hot):
+        # no push/pop here: in a forked child egglog's push of a large e-graph waits for rayon pool
+        # workers that only exist in the parent (it hung until the deadline); keep views instead
+        if not st.hot and _run_steps(eg, st, limits, plain, t0, is_hot, read_view):
             st.hot = True
         if st.hot and st.reason is None and not _limit_reached(st, limits, t0):
             _run_steps(eg, st, limits, backoff, t0, None, read_view)
-        view = st.view if st.hot and st.view is not None else read_view(eg)
+        view = st.view if st.view is not None else read_view(eg)
         return (st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, st.hot, _view_to_wire(view))
 
     out = isolate.run_forked(child, deadline=t0 + limits.hard_seconds, memory_mb=limits.memory_mb)
