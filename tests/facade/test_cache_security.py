@@ -329,3 +329,15 @@ def test_ensure_trusted_dir_under_a_root(tmp_path: Path) -> None:
     os.chmod(root / "a", 0o770)
     with pytest.raises(cachefs.CacheUnavailable, match="mode 770"):
         cachefs.ensure_trusted_dir(root / "a" / "b", under=root)
+
+
+@pytest.mark.parametrize("name", ["../escaped", "a/b", "/abs/k", ".."])
+def test_no_kernel_name_places_a_cache_file_outside_the_directory(tmp_path: Path, name: str) -> None:
+    from eggpu.cache import Cache
+
+    d = tmp_path / "inner" / "cache"
+    c = Cache(d)
+    entry = c.put(name, "ab" * 32, {"ptx": "p", "ll": "l", "ir": "i", "py": "s"}, {})
+    assert entry is not None and entry.stem.parent == d
+    assert sorted(p.parent for p in tmp_path.rglob("*") if p.is_file()) == [d] * 5
+    assert c.get(name, "ab" * 32).files["ptx"] == "p"
