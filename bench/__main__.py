@@ -6,6 +6,9 @@
     python -m bench --reps 3 --kernels vector_add matmul_f16
     python -m bench report [--json F] [--gpu G]   # regenerate the docs from saved JSON
                                                   # (G: output of bench/gpu_run.sh, merged in)
+    python -m bench naive [--kernels K ...]      # naive (Inductor-style) + library kernels: cost,
+                                                 # PTX lines, SASS (noopt / opt / Triton), rules fired
+    python -m bench cost-fit [--write]           # fit optimizer/cost.py's table on those SASS counts
 
 Sections (``--sections``, default all): ``import``, ``frontend``, ``proofs``, ``compile``,
 ``warm``, ``optimizer``, ``quality``, ``cpu``, ``gpu``. Each is described in
@@ -221,6 +224,14 @@ def _write(res: dict[str, Any], out: str) -> Path:
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["naive"]:
+        from . import naive_bench
+
+        return naive_bench.main(argv[1:])
+    if argv[:1] == ["cost-fit"]:
+        from . import cost_fit
+
+        return cost_fit.main(argv[1:])
     if argv[:1] == ["report"]:
         from . import report
 

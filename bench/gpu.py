@@ -16,7 +16,10 @@ it prints why and exits 0 with ``{"skipped": reason}``. With one, for each suite
   kernel so host launch overhead does not show in the events; the median is reported together
   with the host time per launch call;
 - achieved bandwidth (compulsory bytes / median time) against the device's measured copy
-  bandwidth (a 1 GiB device-to-device copy, read + write bytes), and TFLOP/s for matmul.
+  bandwidth (a 1 GiB device-to-device copy, read + write bytes), and TFLOP/s for matmul
+  (f16 and bf16: eggpu's tensor-core path on sm_80+; f32: exact on both sides, Triton with
+  ``input_precision="ieee"``); each matmul row records eggpu's ``ck.report["dot"]`` (the
+  strategy and why) as ``eggpu_dot``.
 """
 
 from __future__ import annotations
@@ -231,6 +234,8 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
             # eggpu
             try:
                 ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts), target=target)
+                if ck.report.get("dot"):  # which dot path was measured (tensor cores or CUDA cores) and why
+                    row["eggpu_dot"] = ck.report["dot"]
                 eargs = _eggpu_args(p)
 
                 def launch_eggpu(ck=ck, eargs=eargs, grid=p["grid"]):

@@ -5,8 +5,12 @@
 
 Every kernel of :data:`eggpu.kernels.LIBRARY`, every dtype it supports, every default (ragged)
 size: the case is launched on the device through ``ck.launch`` with numpy arrays (copied in and
-out) and compared with the numpy reference at the library's tolerances. Without a device it
-prints why and exits 0. Prints one line per kernel/dtype and a closing ``N passed, N failed``.
+out) and compared with the numpy reference at the library's tolerances. Then the checks of
+:mod:`bench.gpu_dot`: ``tl.dot`` on every strategy (f16/bf16 tensor cores, f32 exact; ragged
+shapes, three tile configurations; GPU vs numpy and vs ``run_cpu``, the strategy from
+``ck.report["dot"]`` recorded) and float min/max on NaN/±0/inf pairs and rows, bit for bit
+against the interpreter. Without a device it prints why and exits 0. Prints one line per
+kernel/dtype (and per extra case) and a closing ``N passed, N failed``.
 """
 
 from __future__ import annotations
@@ -38,6 +42,11 @@ def prepare(directory: str, target: str) -> None:
         for case in cases:
             eggpu.compile(lk.instance(case), target=target, cache=directory)
             n += 1
+    from .gpu_dot import cases
+
+    for c in cases():
+        eggpu.compile(c.instance, target=target, cache=directory)
+        n += 1
     from .prepared_cache import record
 
     record(directory)
@@ -70,10 +79,39 @@ def check(target: str) -> dict[str, Any]:
         row["seconds"] = round(time.perf_counter() - t0, 3)
         results.append(row)
         print(f"{row['result']:4s} {lk.name}[{dt}] {row.get('error', '')[:300]}", flush=True)
+    results += _extra_checks(target)
     passed = sum(r["result"] == "ok" for r in results)
     failed = len(results) - passed
     print(f"{passed} passed, {failed} failed")
     return {"target": target, "results": results, "passed": passed, "failed": failed}
+
+
+def _extra_checks(target: str) -> list[dict[str, Any]]:
+    """The :mod:`bench.gpu_dot` cases: launch on the device, then each case's own check."""
+    import eggpu
+
+    from .gpu_dot import cases
+
+    rows = []
+    for c in cases():
+        row: dict[str, Any] = {"kernel": c.label, "dtype": "", "sizes": []}
+        t0 = time.perf_counter()
+        try:
+            ck = eggpu.compile(c.instance, target=target)
+            row["cache"] = [ck.report.get("cache")]
+            args = [a.copy() if isinstance(a, np.ndarray) else a for a in c.args]
+            ck.launch(c.grid, *args)
+            row["details"] = c.check(args, ck)
+            row["result"] = "ok"
+        except Exception as e:  # report every failure, keep going
+            row["result"] = "FAIL"
+            row["error"] = "".join(traceback.format_exception_only(type(e), e)).strip()[:2000]
+        row["seconds"] = round(time.perf_counter() - t0, 3)
+        rows.append(row)
+        dots = (row.get("details") or {}).get("dot") or []
+        how = f" [{', '.join(d['strategy'] for d in dots)}]" if dots else ""
+        print(f"{row['result']:4s} {c.label}{how} {row.get('error', '')[:300]}", flush=True)
+    return rows
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,11 +6,14 @@ Everything in the report is computed from the JSON; the goals are fixed here (fr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 from .stats import ratio
 from .suite import BY_KEY, COLD_COMPILE_GOAL_KERNELS
+
+REPO_RESULTS = Path(__file__).resolve().parent / "results"
 
 GOAL_COLD_RATIO = 0.5
 GOAL_HIT_MS = 30.0
@@ -563,6 +566,11 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
     else:
         reason = gpu.get("skipped") if isinstance(gpu, dict) else "the GPU section was not run"
         L.append(f"Not measured in this run: {reason}. `bench/gpu_run.sh` runs this part alone (< 8 minutes).\n")
+    naive = REPO_RESULTS / "naive.json"
+    if naive.exists():  # the section `python -m bench naive` maintains, kept when the report is regenerated
+        from .naive_bench import markdown as naive_markdown
+
+        L.append(naive_markdown(json.loads(naive.read_text())) + "\n")
     L.append(METHOD)
     return "\n".join(L) + "\n"
 
@@ -641,12 +649,14 @@ def _shortfall_summary(res: dict[str, Any], short: list[dict[str, Any]]) -> str:
 METHOD = """## Method
 
 - **Suite** (`bench/suite.py`): vector add, GELU (erf), fused softmax, layer norm forward, RMS norm forward,
-  cross-entropy forward and row argmax in f32; matmul in f16 and f32 (f32 accumulation). Constexprs are the
+  cross-entropy forward and row argmax in f32; matmul in f16, bf16 and f32 (f32 accumulation). Constexprs are the
   ones eggpu's library case builder picks: `BLOCK_SIZE = 1024` (1-D), 256 (rows of 4096 columns), matmul tiles
   32×32×16. The Triton kernels (`bench/triton_kernels.py`) mirror eggpu's library kernels line by line: same
-  parameters, tiling, loops, masks and f32 statistics. Differences that are Triton's own choices are kept:
-  tensor cores for f16 `tl.dot` (eggpu has none yet), software pipelining of the K loop (`num_stages=3`),
-  Triton's layouts. f32 matmul uses `input_precision="ieee"` so Triton does not use TF32.
+  parameters, tiling, loops, masks and f32 statistics. Both use tensor cores for f16/bf16 `tl.dot` on sm_80+
+  (eggpu: `mma.sync` m16n8k16 + `ldmatrix`; Triton may use `wgmma` on sm_90). Differences that are Triton's own
+  choices are kept: software pipelining of the K loop (`num_stages=3`), Triton's layouts (eggpu moves each dot's
+  f32 result to its blocked layout through shared memory). f32 matmul uses `input_precision="ieee"` so Triton
+  does not use TF32.
 - **Fairness**: FP contraction is off on both sides (eggpu `fast_math=False`; Triton `enable_fp_fusion=False`,
   `TRITON_DEFAULT_FP_FUSION=0`). Static code quality assembles both compilers' PTX with the same ptxas and flags.
   The "Triton launch" variant shows what Triton's runtime specialization adds (alignment and value

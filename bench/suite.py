@@ -87,6 +87,7 @@ SUITE: tuple[Entry, ...] = (
     Entry("cross_entropy_forward", "cross_entropy_forward", "f32", (ROWS, COLS), True, ROWS_CPU),
     Entry("row_argmax", "row_argmax", "f32", (ROWS, COLS), True, ROWS_CPU),
     Entry("matmul_f16", "matmul", "f16", MATMUL, False),
+    Entry("matmul_bf16", "matmul", "bf16", MATMUL, False),
     Entry("matmul_f32", "matmul", "f32", MATMUL, False),
 )
 

@@ -25,7 +25,10 @@ if TYPE_CHECKING:  # pragma: no cover
     from .lowering import LoweredModule
     from .target import Target
 
-__all__ = ["CompiledPTX", "HostKernel", "LoweredModule", "build_host", "compile_ptx", "compile_ptx_module", "lower"]
+HOST_EMULATED_SM = 90
+"""The compute capability a host build emulates when none is given (the default target, sm_90)."""
+
+__all__ = ["HOST_EMULATED_SM", "CompiledPTX", "HostKernel", "LoweredModule", "build_host", "compile_ptx", "compile_ptx_module", "lower"]
 
 
 def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None = None, fast_math: bool = False,
@@ -40,8 +43,14 @@ def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None
 
     tgt = _target(target, num_warps)
     mode = "ptx" if tgt.is_gpu else "host"
-    _module, lm = lower_function(fn, mode, tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned)
+    _module, lm = lower_function(fn, mode, tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
+                                 sm=tgt.sm if tgt.is_gpu else HOST_EMULATED_SM, **_shared_limit(tgt))
     return lm
+
+
+def _shared_limit(tgt: Target) -> dict[str, Any]:
+    """``lower_function``'s shared-memory keywords for ``tgt`` (GPU targets only)."""
+    return {"max_shared_bytes": tgt.max_shared_bytes, "target_name": tgt.name} if tgt.is_gpu else {}
 
 
 def _target(target: Any, num_warps: int | None) -> Target:
@@ -75,7 +84,7 @@ def compile_ptx_module(fn: Function, target: Target | str = "sm_90", *, num_warp
         raise CodegenError(f"{fn.name}: compile_ptx needs a GPU target, got {tgt.name!r}")
     # emit_ptx parses and verifies the text itself
     _module, lm = lower_function(fn, "ptx", tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                 verify_llvm=False)
+                                 verify_llvm=False, sm=tgt.sm, **_shared_limit(tgt))
     res = emit_ptx(lm.llvm_ir, tgt, entry=lm.entry, fast_math=fast_math)
     return CompiledPTX(res.ptx, lm.llvm_ir, res.llvm_ir_optimized, lm)
 
@@ -87,11 +96,17 @@ def compile_ptx(fn: Function, target: Target | str = "sm_90", *, num_warps: int 
     return c.ptx, c.llvm_ir
 
 
-def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True, fast_math: bool = False) -> HostKernel:
-    """JIT-compile the host-mode lowering of ``fn``; call ``.run(grid, *args)`` on numpy arrays."""
+def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True, fast_math: bool = False,
+               sm: int | None = None) -> HostKernel:
+    """JIT-compile the host-mode lowering of ``fn``; call ``.run(grid, *args)`` on numpy arrays.
+
+    ``sm``: the GPU (compute capability) whose strategies the CPU build executes, e.g. the
+    tensor-core ``dot`` of sm_80+ (default :data:`HOST_EMULATED_SM`, the default target's; 0: the
+    portable strategies only)."""
     from .host import build_host as _build
 
-    return _build(fn, num_warps=num_warps, assume_aligned=assume_aligned, fast_math=fast_math)
+    return _build(fn, num_warps=num_warps, assume_aligned=assume_aligned, fast_math=fast_math,
+                  sm=HOST_EMULATED_SM if sm is None else sm)
 
 
 def __getattr__(name: str):

@@ -172,6 +172,10 @@ class BoundsChecker:
         every live slot; returns (the smallest flat index of a failing lane, I64_MAX if none;
         that lane's byte offset from the first candidate's base). Vector arithmetic on
         ``<NT x i64>`` values would cost far more JIT time than this loop costs at run time."""
+        with self.em.lane_buffer_scope():
+            return self._scan_lanes(lay, live, names)
+
+    def _scan_lanes(self, lay, live, names: tuple[str, ...]) -> tuple[ir.Value, ir.Value]:
         em, b = self.em, self.em.b
         nt = em.nt
         bufs = []

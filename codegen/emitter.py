@@ -197,11 +197,14 @@ class Emitter:
     """Builds one LLVM function in ``ptx`` or ``host`` mode (see the module docstring).
 
     Attributes: ``module`` (llvmlite module), ``mode``, ``nt`` (threads per CTA), ``b`` (the
-    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``smem_bytes`` (the most
+    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``sm`` (the compute
+    capability, e.g. 90, that decides GPU-specific strategies such as tensor-core ``dot``; host
+    mode emulates that GPU's data movement), ``smem_bytes`` (the most
     shared memory any op asked for; the PTX array is sized to it at :meth:`finish`).
     """
 
-    def __init__(self, module: ir.Module, mode: str, num_warps: int, *, fast_math: bool = False):
+    def __init__(self, module: ir.Module, mode: str, num_warps: int, *, fast_math: bool = False,
+                 sm: int | None = None):
         if mode not in (PTX, HOST):
             raise CodegenError(f"internal: unknown emitter mode {mode!r}")
         self.module = module
@@ -209,6 +212,7 @@ class Emitter:
         self.num_warps = num_warps
         self.nt = num_warps * WARP
         self.fast_math = fast_math
+        self.sm = sm  # compute capability the code is for (host mode: the GPU it emulates); None: unknown
         self.b: ir.IRBuilder = None  # type: ignore[assignment]
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.smem_bytes = 0
@@ -222,6 +226,10 @@ class Emitter:
         self._scratch: ir.Value | None = None
         self._splat_mask: ir.Constant | None = None
         self._allocas: ir.Block | None = None
+        # host: lane buffers by (element type, lanes); the ids of those borrowed by open scopes
+        self._lane_pool: dict[tuple[str, int], list[ir.Value]] = {}
+        self._lane_busy: set[int] = set()
+        self._lane_scopes: list[list[int]] = []
 
     # ------------------------------------------------------------ modes and types
 
@@ -349,10 +357,17 @@ class Emitter:
             self._nprog = list(nprogs)
             self._smem_base = smem
 
-    def finish(self) -> None:
-        """Size the PTX shared-memory array (created on first use) to :attr:`smem_bytes`."""
+    def finish(self, *, dynamic_shared: bool = False) -> None:
+        """Size the PTX shared-memory array (created on first use) to :attr:`smem_bytes`, or,
+        with ``dynamic_shared``, make it the kernel's dynamic shared memory: an external
+        ``[0 x i8]`` (PTX ``.extern .shared .align 16 .b8 __eggpu_smem[]``) whose size the
+        launch gives."""
         gv = self._smem_global
         if gv is None:
+            return
+        if dynamic_shared:
+            gv.value_type = ir.ArrayType(I8, 0)
+            gv.linkage = "external"
             return
         arr = ir.ArrayType(I8, max(self.smem_bytes, 16))
         gv.value_type = arr
@@ -616,6 +631,11 @@ class Emitter:
         compilation fast). Used for global and shared memory accesses and atomics.
         """
         assert self.is_host
+        with self.lane_buffer_scope():
+            return self._lane_loop(inputs, out_types, body)
+
+    def _lane_loop(self, inputs: Sequence[ir.Value], out_types: Sequence[ir.Type],
+                   body: Callable[[list[ir.Value]], list[ir.Value]]) -> list[ir.Value]:
         b = self.b
         nt = self.nt
         # i1 vectors are bit-packed in memory: buffers hold bytes
@@ -657,8 +677,37 @@ class Emitter:
         return outs
 
     def lane_buffer(self, vt: ir.VectorType) -> ir.Value:
-        """A stack buffer holding one thread vector, as an array of its lanes."""
-        return self.entry_alloca(ir.ArrayType(vt.element, vt.count))
+        """A stack buffer holding one thread vector, as an array of its lanes.
+
+        Inside :meth:`lane_buffer_scope` the buffer comes from a pool and is reused by later
+        scopes (a buffer is only live within the scope that borrowed it), so the CTA's stack
+        frame does not grow with the number of memory accesses; outside a scope it is a fresh
+        ``alloca``."""
+        t = ir.ArrayType(vt.element, vt.count)
+        if not self._lane_scopes:
+            return self.entry_alloca(t)
+        pool = self._lane_pool.setdefault((str(vt.element), vt.count), [])
+        for buf in pool:
+            if id(buf) not in self._lane_busy:
+                break
+        else:
+            buf = self.entry_alloca(t)
+            pool.append(buf)
+        self._lane_busy.add(id(buf))
+        self._lane_scopes[-1].append(id(buf))
+        return buf
+
+    @contextlib.contextmanager
+    def lane_buffer_scope(self) -> Iterator[None]:
+        """Lane buffers taken by :meth:`lane_buffer` inside the ``with`` are returned to the pool
+        at its end: use it around code whose buffers are dead after it (stored, looped over,
+        read back)."""
+        self._lane_scopes.append([])
+        try:
+            yield
+        finally:
+            for i in self._lane_scopes.pop():
+                self._lane_busy.discard(i)
 
     # ------------------------------------------------------------ 16-bit floats
 

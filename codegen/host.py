@@ -37,8 +37,21 @@ from .lowering import LoweredModule, lower_function
 
 HOST_IR_OPT = 1
 """LLVM IR pipeline level (``default<O1>``) for host modules: JIT time matters more than peak speed."""
+HOST_IR_OPT_MAX_INSTRUCTIONS = 8000
+"""Modules with more instructions skip the IR pipeline. Its time grows faster than linearly:
+the attention-backward kernel of tests/codegen/big_kernels.py (64x64 blocks, 20k
+instructions) spends 28 s in ``default<O1>`` and 3 s in code generation, against 1.7 s of code
+generation alone, for a run only 1.7x slower."""
 HOST_CODEGEN_OPT = 0
 """Code generation level of the host target machine."""
+HOST_STACK_LIMIT = 1 << 30
+"""Largest stack (bytes, an upper bound computed from the module) a host kernel may need; a
+kernel that may need more is refused by :func:`build_host` before it ever runs."""
+INLINE_STACK_BYTES = 1 << 20
+"""Kernels that may need at most this much stack run on the calling thread; bigger ones on a
+dedicated thread whose stack is sized to their bound (the calling thread's stack, 8 MiB for
+the main thread by default, is not enough for big blocks and overflowing it kills the process)."""
+_STACK_SIZE_LOCK = threading.Lock()
 
 _LOCK = threading.RLock()
 _state: dict[str, Any] = {}
@@ -72,9 +85,11 @@ def _host_machine():
 class HostKernel:
     """A kernel JIT-compiled for the CPU. Call :meth:`run` with the grid and numpy arguments."""
 
-    def __init__(self, fn: Function, lowered: LoweredModule, engine: Any, address: int):
+    def __init__(self, fn: Function, lowered: LoweredModule, engine: Any, address: int, stack_bytes: int = 0):
         self.fn = fn
         self.lowered = lowered
+        self.stack_bytes = stack_bytes
+        """Upper bound of the stack one run needs (:func:`stack_bound`)."""
         self.written = written_params(fn)
         self._engine = engine  # keeps the machine code alive
         self._cfunc = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_int32, ctypes.c_int32,
@@ -107,12 +122,35 @@ class HostKernel:
         if 0 in dims:
             return
         record = np.zeros(RECORD_SLOTS, np.int64)
-        slots[len(self.fn.params) + len(self.lowered.pointer_params)] = record.ctypes.data
-        self._cfunc(ctypes.addressof(slots), *dims)
-        del keep
+        nslot = len(self.fn.params) + len(self.lowered.pointer_params)
+        slots[nslot] = record.ctypes.data
+        smem = _aligned_buffer(self.lowered.shared_bytes)
+        slots[nslot + 1] = smem.ctypes.data
+        self._call(ctypes.addressof(slots), *dims)
+        del keep, smem
         if record[0]:
             chk = self.lowered.bounds_checks[int(record[0]) - 1]
             raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes))
+
+    def _call(self, *cargs: Any) -> None:
+        """Call the grid function, on a thread with a big enough stack when the calling thread's
+        may not be (see :data:`INLINE_STACK_BYTES`)."""
+        if self.stack_bytes <= INLINE_STACK_BYTES:
+            self._cfunc(*cargs)
+            return
+        size = -(-(self.stack_bytes + (1 << 20)) // (1 << 20)) << 20  # whole MiB, plus 1 MiB for libm
+        with _STACK_SIZE_LOCK:  # threading.stack_size is process-wide: set, start, restore
+            old = threading.stack_size(size)
+            try:
+                th = threading.Thread(target=self._cfunc, args=cargs, name=f"eggpu-run_cpu-{self.name}", daemon=True)
+                th.start()
+            finally:
+                threading.stack_size(old)
+        try:
+            th.join()
+        except BaseException:
+            th.join()  # the arrays must outlive the running program, even on KeyboardInterrupt
+            raise
 
     def _pack(self, args: Sequence[Any]):
         fn = self.fn
@@ -121,7 +159,7 @@ class HostKernel:
         launch_args.check_arg_count(fn.name, names, args, LaunchError)
         # parameter slots, then each pointer parameter's byte limit, then the error record
         nptr = len(self.lowered.pointer_params)
-        slots = (ctypes.c_uint64 * (len(params) + nptr + 1))()
+        slots = (ctypes.c_uint64 * (len(params) + nptr + 2))()  # + error record, shared memory
         keep = []
         sizes: dict[str, int] = {}
         for i, (name, p, a) in enumerate(zip(names, params, args)):
@@ -190,6 +228,66 @@ def written_params(fn: Function) -> frozenset[str]:
     return frozenset(out)
 
 
+def _aligned_buffer(nbytes: int) -> np.ndarray:
+    """A zeroed 64-byte aligned byte buffer of at least ``nbytes`` (16) bytes: the CTA's shared memory."""
+    n = max(nbytes, 16)
+    raw = np.zeros(n + 64, np.uint8)
+    off = -raw.ctypes.data % 64
+    return raw[off:off + n]
+
+
+def stack_bound(module: Any) -> int:
+    """An upper bound of the stack (bytes) one call of the llvmlite host ``module`` needs
+    (:func:`module_stats`)."""
+    return module_stats(module)[1]
+
+
+def module_stats(module: Any) -> tuple[int, int]:
+    """The number of instructions of the llvmlite ``module`` and an upper bound of the stack
+    (bytes) one call of its grid function needs.
+
+    The bound adds the frames of *all* functions (the call chain grid -> CTA -> math helper is
+    shorter than that) and counts, per function, every ``alloca`` plus one spill slot per
+    instruction result: the host target machine allocates registers at level 0 (LLVM's fast
+    register allocator gives each spilled virtual register its own slot and shares none), so
+    a frame grows with the number of values, not with the number live at once. A vector lane
+    is counted as at least 4 bytes (masks ``<N x i1>`` as 8: x86 holds compare results in
+    lanes as wide as the compared values) and the sum is doubled for what instruction
+    selection adds (measured: the attention-backward kernel of tests/codegen/big_kernels.py,
+    64x64 blocks, is bounded by 11 MB; its JIT'd frame is 1.1 MB).
+    """
+    from llvmlite import ir
+
+    def mem_size(t: Any) -> int:  # bytes of an alloca'd type (generous for anything unusual)
+        if isinstance(t, (ir.ArrayType, ir.VectorType)):
+            return t.count * mem_size(t.element)
+        if isinstance(t, ir.IntType):
+            return max(1, t.width // 8)
+        if isinstance(t, (ir.HalfType, ir.FloatType)):
+            return 4
+        return 16
+
+    def slot_size(t: Any) -> int:  # bytes a value may take in spill slots
+        if isinstance(t, ir.VectorType):
+            e = t.element
+            if isinstance(e, ir.IntType) and e.width == 1:
+                return 8 * t.count
+            bits = e.width if isinstance(e, ir.IntType) else 64 if isinstance(e, (ir.DoubleType, ir.PointerType)) else 32
+            return max(4, bits // 8) * t.count
+        return 16
+
+    total = count = 0
+    for fn in module.functions:
+        for bb in fn.blocks:
+            count += len(bb.instructions)
+            for ins in bb.instructions:
+                if isinstance(ins, ir.AllocaInstr):
+                    total += mem_size(ins.allocated_type) + 64
+                elif not isinstance(ins.type, ir.VoidType):
+                    total += slot_size(ins.type)
+    return count, 2 * total + (64 << 10)
+
+
 def _scalar_bits(value: np.generic) -> int:
     """A converted scalar (:func:`eggpu.ir.launch_args.convert_scalar`) as the bits of its 8-byte
     slot: the value's own bytes zero-extended (bool: 0 or 1)."""
@@ -198,15 +296,21 @@ def _scalar_bits(value: np.generic) -> int:
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
-               fast_math: bool = False) -> HostKernel:
+               fast_math: bool = False, sm: int | None = 90) -> HostKernel:
     """Lower ``fn`` in host mode and JIT-compile it (CodegenError if it cannot be lowered)."""
     import llvmlite.binding as llvm
 
     from .target import get_target
 
     get_target("host", num_warps=num_warps)  # validates num_warps
-    _module, lowered = lower_function(fn, "host", num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                      verify_llvm=False)
+    module, lowered = lower_function(fn, "host", num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
+                                     verify_llvm=False, sm=sm)
+    count, stack = module_stats(module)
+    if stack > HOST_STACK_LIMIT:
+        raise CodegenError(
+            f"{fn.name}: the CPU build of this kernel may need {stack} bytes of stack, more than the "
+            f"{HOST_STACK_LIMIT} bytes run_cpu allows (every element slot of its blocks is a "
+            f"{lowered.num_threads}-lane vector); use smaller blocks")
     tm = _host_machine()
     with _LOCK:
         try:
@@ -216,7 +320,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
             raise CodegenError(f"{fn.name}: the host lowering produced invalid LLVM IR: {str(exc).strip()}") from exc
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
-        if HOST_IR_OPT > 0:
+        if HOST_IR_OPT > 0 and count <= HOST_IR_OPT_MAX_INSTRUCTIONS:
             pto = llvm.create_pipeline_tuning_options(speed_level=HOST_IR_OPT)
             pto.loop_vectorization = False  # the code is already vectorized across lanes
             pto.slp_vectorization = False
@@ -225,4 +329,4 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
         address = engine.get_function_address(lowered.entry)
-    return HostKernel(fn, lowered, engine, address)
+    return HostKernel(fn, lowered, engine, address, stack)

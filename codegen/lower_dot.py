@@ -7,9 +7,10 @@ accumulator is added after the product is rounded: ``round_f32(a @ b) + acc``.
 Strategy today (:func:`dot_shared_fma`): ``a`` and ``b`` are written to shared memory (each
 thread stores its owned elements), a barrier, then each thread computes the ``C`` elements it
 owns by a loop over ``K`` of fused multiply-adds reading ``a[m, k]`` and ``b[k, n]`` from shared
-memory. :data:`DOT_STRATEGIES` is the seam for tensor-core ``mma`` lowerings: a strategy is a
-function ``(lowerer, op, a, b) -> list of per-slot accumulators`` chosen by
-:func:`select_strategy` from the target and the operand types.
+memory. :data:`DOT_STRATEGIES` is the seam: a strategy is a function ``(lowerer, op, a, b) ->
+list of per-slot accumulators`` chosen by :func:`select_strategy` from the target and the
+operand types. ``mma_sync`` (:mod:`eggpu.codegen.lower_mma`) uses tensor cores for f16/bf16 on
+sm_80+; the choice and its reason are recorded per dot in ``LoweredModule.dots``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from eggpu.ir.graph import Operation
 from . import scalar_ops as S
 from .emitter import F32, F64, I32, Emitter
 from .layout import LV
+from .lower_mma import dot_mma_sync, plan_mma
 from .lower_shape import smem_elem, store_to_smem
 
 UNROLL_K = 8
@@ -116,13 +118,31 @@ def dot_shared_fma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     return accs
 
 
+def dot_mma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
+    """The tensor-core strategy (:mod:`eggpu.codegen.lower_mma`); CodegenError if it does not apply."""
+    plan = plan_mma(lw, op)
+    if isinstance(plan, str):
+        raise lw.error(f"dot strategy 'mma_sync' does not apply: {plan}")
+    return dot_mma_sync(lw, op, a, bv, plan)
+
+
 Strategy = Callable[..., list[ir.Value]]
-DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma}
+DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma, "mma_sync": dot_mma}
 
 
-def select_strategy(lw, op: Operation) -> Strategy:
-    """The dot lowering for this target and these operands (tensor cores: not yet)."""
-    return DOT_STRATEGIES["shared_fma"]
+def select_strategy(lw, op: Operation) -> tuple[str, str]:
+    """``(strategy name, reason)`` for this dot on this target (a key of :data:`DOT_STRATEGIES`).
+
+    ``mma_sync`` (tensor cores) for f16/bf16 operands on sm_80+ when the shape tiles by
+    m16n8k16 and the staging fits in shared memory; otherwise ``shared_fma``, with the reason
+    the tensor-core path was not taken (reported in ``ck.report["dot"]``).
+    """
+    plan = plan_mma(lw, op)
+    if isinstance(plan, str):
+        return "shared_fma", plan
+    return "mma_sync", (f"tensor cores: mma.sync m16n8k16 f32 += {op.operands[0].type.dtype} x "
+                        f"{op.operands[0].type.dtype}, ldmatrix from swizzled shared memory, "
+                        f"{plan.wm}x{plan.wn} warps of {plan.tiles_m}x{plan.tiles_n} tiles")
 
 
 def lower_dot(lw, op: Operation) -> list[LV]:
@@ -131,7 +151,10 @@ def lower_dot(lw, op: Operation) -> list[LV]:
     a, bv = lw.get(op.operands[0]), lw.get(op.operands[1])
     t = op.results[0].type
     dt = a.type.dtype
-    accs = select_strategy(lw, op)(lw, op, a, bv)
+    name, reason = select_strategy(lw, op)
+    M, K = a.type.shape
+    lw.dots.append({"shape": [M, bv.type.shape[1], K], "dtype": str(dt), "strategy": name, "reason": reason})
+    accs = DOT_STRATEGIES[name](lw, op, a, bv)
     if dt == f64:
         accs = [b.fptrunc(x, em.like_type(x, F32)) for x in accs]
     if len(op.operands) == 3:

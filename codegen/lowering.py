@@ -17,10 +17,11 @@ Entry points: PTX ``{name}_entry_point(params...)`` (a kernel of ``.reqntid NT``
 parameters in ``addrspace(1)``, bool scalars passed as bytes); host ``{name}_cta(params...,
 i64 byte limit per pointer parameter, ptr error record, pid x/y/z, num_programs x/y/z, smem)``
 plus ``{name}_grid(ptr args, i32 gx, i32 gy, i32 gz)``, which runs the programs in row-major
-order (last axis fastest, like the interpreter) with one shared-memory buffer on its stack and
+order (last axis fastest, like the interpreter) with one shared-memory buffer and
 stops after a program whose bounds check failed (:mod:`eggpu.codegen.bounds`). ``args`` points
 to one 8-byte slot per parameter holding a data pointer or the scalar's bits, then one slot
-per pointer parameter with its byte limit, then the error record's address.
+per pointer parameter with its byte limit, then the error record's address, then the address
+of the shared-memory buffer (``shared_bytes`` bytes, 64-byte aligned, owned by the caller).
 """
 
 from __future__ import annotations
@@ -38,7 +39,9 @@ from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
 
-MAX_SHARED_BYTES = 48 * 1024  # static shared memory limit of a CTA
+MAX_SHARED_BYTES = 48 * 1024
+"""Static shared memory limit of a CTA; beyond it the PTX uses dynamic shared memory, up to the
+target's opt-in limit (:attr:`eggpu.codegen.target.Target.max_shared_bytes`)."""
 MAX_BLOCK_NUMEL = 1 << 20
 """Largest block (elements of one block value) the lowering accepts: Triton's ``TRITON_MAX_TENSOR_NUMEL``."""
 MAX_ELEMENTS_PER_THREAD = 256
@@ -73,6 +76,12 @@ class LoweredModule:
     order of their error codes (code = index + 1)."""
     pointer_params: tuple[str, ...] = ()
     """Host mode: the pointer parameters, in order, whose byte limits follow the parameter slots."""
+    dots: tuple[dict, ...] = ()
+    """One entry per ``dot`` op, in program order: ``{"shape": [M, N, K], "dtype", "strategy",
+    "reason"}`` (:func:`eggpu.codegen.lower_dot.select_strategy`)."""
+    dynamic_shared_bytes: int = 0
+    """PTX mode: the dynamic shared memory a launch must provide (``shared_bytes`` when it is more
+    than the 48 KiB a CTA may declare statically, else 0)."""
 
 
 class Lowerer:
@@ -90,6 +99,7 @@ class Lowerer:
         self._next_scope = 1
         self.current_op: Operation | None = None
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
+        self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
 
     # ------------------------------------------------------------ environment
 
@@ -399,11 +409,23 @@ def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
 
 
 def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
-                   assume_aligned: bool = True, verify_llvm: bool = True) -> tuple[ir.Module, LoweredModule]:
+                   assume_aligned: bool = True, verify_llvm: bool = True,
+                   max_shared_bytes: int = MAX_SHARED_BYTES,
+                   target_name: str = "", sm: int | None = None) -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
+
+    ``sm`` is the compute capability (``90`` for sm_90/sm_90a) that GPU-specific strategies
+    (tensor-core ``dot``) are chosen for; in host mode it is the GPU whose data movement the
+    CPU build executes. None: no such strategy (the portable ones).
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.
+
+    PTX: a kernel needing up to :data:`MAX_SHARED_BYTES` of shared memory declares it
+    statically; one needing more, up to ``max_shared_bytes`` (the target's opt-in limit), uses
+    dynamic shared memory (``LoweredModule.dynamic_shared_bytes``, to be given at launch); one
+    needing more than that raises CodegenError naming ``fn``, the bytes, the limit and
+    ``target_name``.
     """
     from eggpu.ir.verifier import verify
 
@@ -411,7 +433,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     _check_params(fn)
     check_block_sizes(fn, num_warps)
     module = ir.Module(name=fn.name)
-    em = Emitter(module, mode, num_warps, fast_math=fast_math)
+    em = Emitter(module, mode, num_warps, fast_math=fast_math, sm=sm)
     abi = [_param_abi_type(em, p.type) for p in fn.params]
     if mode == PTX:
         entry = f"{fn.name}_entry_point"
@@ -442,10 +464,13 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
     lw.run(params)
     em.b.ret_void()
-    em.finish()
-    if mode == PTX and em.smem_bytes > MAX_SHARED_BYTES:
-        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the "
-                           f"{MAX_SHARED_BYTES} bytes a CTA may use statically; use smaller blocks")
+    limit = max(max_shared_bytes, MAX_SHARED_BYTES)
+    if mode == PTX and em.smem_bytes > limit:
+        on = f" on {target_name}" if target_name else ""
+        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the {limit} bytes "
+                           f"a CTA may use{on}; use smaller blocks (or a target with more shared memory)")
+    dynamic = mode == PTX and em.smem_bytes > MAX_SHARED_BYTES
+    em.finish(dynamic_shared=dynamic)
     if mode == PTX:
         from .ptx import mark_kernel
 
@@ -458,7 +483,8 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params))
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
-                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer))
+                       tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
+                       em.smem_bytes if dynamic else 0)
     return module, lm
 
 
@@ -467,9 +493,6 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
     grid = ir.Function(module, ir.FunctionType(VOID, [ptr, I32, I32, I32]), f"{fn.name}_grid")
     args, gx, gy, gz = grid.args
     b = ir.IRBuilder(grid.append_basic_block("entry"))
-    smem = b.alloca(ir.ArrayType(I8, max(em.smem_bytes, 16)))
-    smem.align = 64
-    smem.type = ir.PointerType()
     vals = []
     for i, t in enumerate(abi):
         slot = b.gep(args, [I64(8 * i)], source_etype=I8)
@@ -480,6 +503,9 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
         vals.append(b.load(b.gep(args, [I64(8 * (n + k))], source_etype=I8), typ=I64, align=8))
     record = b.load(b.gep(args, [I64(8 * (n + nptr))], source_etype=I8), typ=ptr, align=8)
     vals.append(record)
+    # the shared-memory buffer is on the heap (the caller's): a stack array would make the
+    # stack use grow with the kernel's shared memory (up to 227 KiB with dynamic shared memory)
+    smem = b.load(b.gep(args, [I64(8 * (n + nptr + 1))], source_etype=I8), typ=ptr, align=8)
     dims = (gx, gy, gz)
 
     def loop(axis: int, pids: list[ir.Value]) -> None:

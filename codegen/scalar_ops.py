@@ -11,7 +11,7 @@ uniform values, GPU threads and host lanes). The meaning is exactly that of
 * f16/bf16 are computed in f32 and rounded once per op; f32/f64 ops are single LLVM
   instructions without fast-math flags (``ptx.emit_ptx`` adds ``contract`` under fast_math);
 * float ``minimum``/``maximum`` are IEEE-754-2019 minimumNumber/maximumNumber (NaN ignored,
-  -0.0 < +0.0) built from compares and selects;
+  -0.0 < +0.0): ``llvm.minimumnum``/``llvm.maximumnum``, one ``min.f32``/``max.f32`` in PTX;
 * comparisons are ordered except ``ne`` (unordered);
 * ``cast`` rounds once (f64 -> 16-bit floats and wide integers -> 16-bit floats go through
   round-to-odd in f32), float -> int saturates with NaN -> 0 (``fptosi.sat``/``fptoui.sat``);
@@ -28,7 +28,7 @@ from llvmlite import ir
 from eggpu.ir.dtypes import DType, f32, f64
 from eggpu.ir.errors import CodegenError
 
-from .emitter import F32, F64, I1, I32, I64, Emitter, elem_type
+from .emitter import F32, F64, I1, I32, I64, Emitter
 
 V = ir.Value
 
@@ -113,16 +113,20 @@ def fmod(em: Emitter, a: V, b: V) -> V:
 
 
 def fminmax(em: Emitter, x: V, y: V, *, is_min: bool) -> V:
-    """minimumNumber/maximumNumber of two f32/f64 values (NaN ignored, -0 < +0)."""
-    bb = em.b
-    ft = x.type
-    it = em.like_type(x, I32 if isinstance(elem_type(ft), ir.FloatType) else I64)
-    xb, yb = bb.bitcast(x, it), bb.bitcast(y, it)
-    tie = bb.bitcast(bb.or_(xb, yb) if is_min else bb.and_(xb, yb), ft)
-    better = bb.fcmp_ordered("<" if is_min else ">", x, y)
-    r = bb.select(better, x, y)
-    r = bb.select(bb.fcmp_ordered("==", x, y), tie, r)
-    return bb.select(bb.fcmp_unordered("uno", y, y), x, r)
+    """minimumNumber/maximumNumber of two f32/f64 values (NaN ignored, -0 < +0).
+
+    One LLVM intrinsic, ``llvm.minimumnum``/``llvm.maximumnum``, whose LangRef semantics are
+    exactly IEEE-754-2019 minimumNumber/maximumNumber (the op table's): a NaN operand is
+    ignored (two NaNs give a NaN), -0.0 orders below +0.0. NVPTX lowers it to the single
+    instruction ``min.f32``/``max.f32`` (``.f64``) on every target, because PTX's plain
+    ``min``/``max`` implement minimumNumber/maximumNumber; the sm_80 ``min.NaN``/``max.NaN``
+    variants propagate NaN and so do *not* implement this op (LLVM emits them only for
+    ``llvm.minimum``/``llvm.maximum``, which eggpu never uses). The host's x86 back end expands
+    the same intrinsic into compares and selects with the same semantics, so ``run_cpu`` and
+    the GPU agree; ``fast_math`` changes nothing here (it already is one instruction).
+    """
+    name = "llvm.minimumnum" if is_min else "llvm.maximumnum"
+    return em.intrinsic(name, x.type, [x, y], [x.type])
 
 
 def _minmax(is_min: bool):

@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_NUM_WARPS",
     "GPU_TARGETS",
     "NVPTX_TRIPLE",
+    "STATIC_SHARED_BYTES",
     "WARP_SIZE",
     "Target",
     "get_target",
@@ -73,6 +74,28 @@ _GPU_TABLE: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
     "sm_120": ((8, 7), (12, 8)),
     "sm_120a": ((8, 7), (12, 8)),
     "sm_121": ((8, 8), (12, 9)),
+}
+
+STATIC_SHARED_BYTES = 48 * 1024
+"""Shared memory a CTA may declare statically (``.shared`` arrays) on every target."""
+
+# Most shared memory one CTA may use on each compute capability, dynamic shared memory included
+# after opting in with cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES):
+# "Maximum amount of shared memory per thread block" in the CUDA C++ Programming Guide's
+# table of technical specifications per compute capability.
+_KIB = 1024
+_MAX_SHARED: dict[int, int] = {
+    75: 64 * _KIB,
+    80: 163 * _KIB,
+    86: 99 * _KIB,
+    87: 163 * _KIB,
+    89: 99 * _KIB,
+    90: 227 * _KIB,
+    100: 227 * _KIB,
+    103: 227 * _KIB,
+    110: 227 * _KIB,
+    120: 99 * _KIB,
+    121: 99 * _KIB,
 }
 
 GPU_TARGETS: tuple[str, ...] = tuple(_GPU_TABLE)
@@ -119,6 +142,15 @@ class Target:
         """Compute capability as an int (``sm_90a`` -> 90), None on the host."""
         m = re.fullmatch(r"sm_(\d+)[a-z]?", self.name)
         return int(m.group(1)) if m else None
+
+    @property
+    def max_shared_bytes(self) -> int | None:
+        """The most shared memory (bytes) one CTA may use on this target: up to
+        :data:`STATIC_SHARED_BYTES` statically, beyond that as dynamic shared memory with the
+        launch-time opt-in (sm_75: 64 KiB, sm_80/87: 163 KiB, sm_86/89/120: 99 KiB, sm_90 and
+        later data-center parts: 227 KiB). None on the host (no limit but memory)."""
+        sm = self.sm
+        return None if sm is None else _MAX_SHARED.get(sm, STATIC_SHARED_BYTES)
 
     @property
     def ptx_version_str(self) -> str | None:

@@ -100,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("files", nargs="*", help="rule files (default: the shipped rules)")
     rc.add_argument("--timeout-ms", type=positive_int, default=None, help="z3 budget per rule and dtype")
     rc.add_argument("--no-cache", action="store_true", help="ignore the proof cache")
+    rc.add_argument("--json", action="store_true", help="print the verdicts as one JSON document")
+    rc.add_argument("--per-dtype", action="store_true",
+                    help="one row per rule and dtype: verdict, seconds, how it was decided")
     rc.set_defaults(func=cmd_rules_check)
     r.set_defaults(func=lambda a: (r.print_help(), EXIT_USAGE)[1])
 
@@ -266,7 +269,7 @@ def cmd_rules_check(a: argparse.Namespace) -> int:
 
     try:
         return check_rules(a.files, out=sys.stdout, timeout_ms=a.timeout_ms, use_cache=not a.no_cache,
-                           raise_load_errors=True)
+                           raise_load_errors=True, as_json=a.json, per_dtype=a.per_dtype)
     except RuleError as e:  # one "eggpu: error:" line per problem, on stderr
         print("\n".join(f"eggpu: error: {line}" for line in str(e).splitlines()), file=sys.stderr)
         return EXIT_LOAD_ERROR

@@ -86,6 +86,17 @@ class CompiledKernel:
         return self._ir
 
     @property
+    def shared_bytes(self) -> int:
+        """Shared memory (bytes) one program uses: static up to 48 KiB, dynamic beyond (up to the
+        target's limit, :attr:`eggpu.codegen.target.Target.max_shared_bytes`)."""
+        return int(self.report.get("shared_bytes", 0))
+
+    @property
+    def dynamic_shared_bytes(self) -> int:
+        """The dynamic shared memory a launch provides (0 when the kernel's is static)."""
+        return int(self.report.get("dynamic_shared_bytes", 0))
+
+    @property
     def arg_types(self):
         return tuple(p.type for p in self.params)
 
@@ -96,8 +107,10 @@ class CompiledKernel:
         check_args(self.name, self.params, args)
         if self._host is None:
             from eggpu.codegen import build_host
+            from eggpu.codegen.target import get_target
 
-            self._host = build_host(self.ir, num_warps=self.options.num_warps)
+            # the CPU build executes the data movement of this kernel's GPU target (e.g. tensor-core dots)
+            self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm)
         self._host.run(grid, *args)
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True) -> None:
@@ -108,7 +121,7 @@ class CompiledKernel:
         checked = check_args(self.name, self.params, args, written=self.report.get("written_params", ()))
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
-                                 synchronize=synchronize)
+                                 synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes)
 
 
 def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[Any]) -> None:
@@ -313,6 +326,8 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
         raise TypeError("assumptions is not an object")
     if not isinstance(r.get("written_params", []), list):
         raise TypeError("written_params is not a list")
+    if type(r.get("dynamic_shared_bytes", 0)) is not int or r.get("dynamic_shared_bytes", 0) < 0:
+        raise TypeError("dynamic_shared_bytes is not a non-negative int")
     return CompiledKernel(kernel.name, kernel.id, entry_point, opts.target, entry.files["ptx"],
                           entry.files["ll"], entry.files["ir"], entry.files["py"], params,
                           num_threads, r, opts, str(entry.stem))
@@ -367,6 +382,9 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["assumptions"] = dict(compiled.lowered.assumptions)
     report["written_params"] = sorted(written_params(fn))
     report["shared_bytes"] = compiled.lowered.shared_bytes
+    report["dynamic_shared_bytes"] = compiled.lowered.dynamic_shared_bytes
+    if compiled.lowered.dots:
+        report["dot"] = [dict(d) for d in compiled.lowered.dots]
     try:
         find_ptxas()
         have_ptxas = True

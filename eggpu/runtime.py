@@ -124,6 +124,7 @@ class CudaRuntime:
         self.context = self._check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
         self._check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
         self._modules: dict[tuple[str, str], Any] = {}
+        self._dynamic_opt_in: dict[tuple[str, str], int] = {}
 
     @classmethod
     def get(cls) -> CudaRuntime:
@@ -150,9 +151,33 @@ class CudaRuntime:
             self._modules[key] = (module, fn)
         return self._modules[key][1]
 
+    def opt_in_shared(self, ptx: str, entry: str, fn: Any, nbytes: int) -> None:
+        """Allow ``fn`` ``nbytes`` of dynamic shared memory (needed beyond 48 KiB):
+        ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``, once per
+        function. LaunchError naming ``entry`` when the device allows less
+        (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``)."""
+        key = (ptx, entry)
+        if self._dynamic_opt_in.get(key, 0) >= nbytes:
+            return
+        cu = self.cu
+        limit = self._check(cu.cuDeviceGetAttribute(
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self.device),
+            "cuDeviceGetAttribute")
+        if nbytes > int(limit):
+            raise LaunchError(f"{entry}: needs {nbytes} bytes of shared memory, but this device allows at most "
+                              f"{int(limit)} per block; compile for this device's target or use smaller blocks")
+        self._check(cu.cuFuncSetAttribute(
+            fn, cu.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes),
+            "cuFuncSetAttribute")
+        self._dynamic_opt_in[key] = nbytes
+
     def launch(self, ptx: str, entry: str, grid: tuple[int, int, int], num_threads: int,
-               checked: list[CheckedArg], *, synchronize: bool = True) -> None:
+               checked: list[CheckedArg], *, synchronize: bool = True, shared_bytes: int = 0) -> None:
         """Launch; numpy arrays are copied in before and out after (which synchronizes).
+
+        ``shared_bytes``: the dynamic shared memory the kernel needs (the compiled kernel's
+        ``dynamic_shared_bytes``; 0 when its shared memory is static): the function is opted in
+        to that size (:meth:`opt_in_shared`) and the launch provides it.
 
         A grid with a 0 axis runs no program: nothing is loaded, copied or launched.
         """
@@ -160,6 +185,8 @@ class CudaRuntime:
             return
         cu = self.cu
         fn = self.function(ptx, entry)
+        if shared_bytes:
+            self.opt_in_shared(ptx, entry, fn, shared_bytes)
         holders: list[np.ndarray] = []
         copies: list[tuple[np.ndarray, Any]] = []
         allocs: list[Any] = []
@@ -179,7 +206,7 @@ class CudaRuntime:
                 else:
                     holders.append(np.array([a.value], dtype=a.param.type.dtype.np))
             params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
-            self._check(cu.cuLaunchKernel(fn, *grid, num_threads, 1, 1, 0, 0, params.ctypes.data, 0),
+            self._check(cu.cuLaunchKernel(fn, *grid, num_threads, 1, 1, shared_bytes, 0, params.ctypes.data, 0),
                         "cuLaunchKernel")
             if copies or synchronize:
                 self._check(cu.cuCtxSynchronize(), "cuCtxSynchronize")

@@ -55,6 +55,46 @@ _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape"}
 _MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
 
+# Multipliers of the per-lane defaults above, per target, fitted to ptxas + nvdisasm SASS counts
+# of the benchmark kernels by ``python -m bench cost-fit --write`` (bench/cost_fit.py: groups,
+# method, clamping). Used by ``CostModel.for_target(target, calibrated=True)``; the optimizer's
+# default model stays the hand-set one (docs/performance.md, "Cost model calibration", says why).
+# BEGIN CALIBRATION (generated: python -m bench cost-fit --write)
+CALIBRATION: dict[str, dict[str, float]] = {
+    "sm_80": {
+        "address": 0.5,
+        "cast": 0.5,
+        "float_div": 2.0,
+        "float_simple": 1.028,
+        "int_divrem": 0.5,
+        "int_mul": 0.5,
+        "memory": 0.5,
+        "reduce": 2.0,
+        "select": 0.5,
+        "transcendental": 0.646
+    },
+    "sm_90": {
+        "address": 0.5,
+        "cast": 0.5,
+        "float_div": 2.0,
+        "float_simple": 1.203,
+        "int_divrem": 0.5,
+        "int_mul": 0.697,
+        "memory": 0.5,
+        "reduce": 2.0,
+        "select": 0.5,
+        "transcendental": 0.536
+    }
+}
+# END CALIBRATION
+_GROUP_OPS = {
+    "int_mul": ("int", ("mul",)),
+    "int_divrem": ("int", ("div", "rem")),
+    "float_simple": ("float", ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil",
+                               "eq", "ne", "lt", "le", "gt", "ge")),
+    "float_div": ("float", ("div", "rem", "sqrt")),
+}
+
 
 @dataclass(frozen=True)
 class CostModel:
@@ -76,16 +116,21 @@ class CostModel:
     dot_mac: float = 0.25
     memory_lane: float = 10.0
     cast_lane: float = 1.0
+    select_lane: float = 1.0
+    addptr_lane: float = 2.0
+    reduce_factor: float = 1.0
     int_arith: dict[str, float] = field(default_factory=lambda: dict(_INT_ARITH))
     float_arith: dict[str, float] = field(default_factory=lambda: dict(_FLOAT_ARITH))
     transcendental: dict[str, float] = field(default_factory=lambda: dict(_TRANSCENDENTAL))
 
     @classmethod
-    def for_target(cls, target: str = "sm_90") -> CostModel:
+    def for_target(cls, target: str = "sm_90", calibrated: bool = False) -> CostModel:
         """The cost model of an NVIDIA target ``sm_XY`` (``sm_70`` and newer).
 
         Data-centre parts (sm_80, sm_90, sm_100) run f64 at half the f32 rate; consumer parts
         (sm_86, sm_89, sm_120...) at 1/32 or 1/64, which the model reflects in ``f64_factor``.
+        ``calibrated``: scale the per-lane costs by the SASS-fitted :data:`CALIBRATION` table of
+        ``target`` (unchanged when the table has no entry for it).
         """
         m = re.fullmatch(r"sm_(\d+)a?", target)
         if not m or int(m.group(1)) < 70:
@@ -94,7 +139,32 @@ class CostModel:
         model = cls(target=target)
         if cc not in (70, 80, 90, 100):
             model = replace(model, f64_factor=32.0, f64_transcendental_factor=64.0)
+        if calibrated and target in CALIBRATION:
+            model = model.scaled(CALIBRATION[target])
         return model
+
+    def scaled(self, table: dict[str, float]) -> CostModel:
+        """This model with its per-lane costs multiplied by ``table`` (group -> multiplier;
+        groups as in bench/cost_fit.py: int_mul, int_divrem, float_simple, float_div,
+        transcendental, select, cast, address, memory, reduce). Unknown groups raise."""
+        int_arith, float_arith = dict(self.int_arith), dict(self.float_arith)
+        transcendental = dict(self.transcendental)
+        changes: dict[str, Any] = {}
+        for group, m in table.items():
+            if group in _GROUP_OPS:
+                kind, ops = _GROUP_OPS[group]
+                tbl = int_arith if kind == "int" else float_arith
+                for op in ops:
+                    tbl[op] = tbl[op] * m
+            elif group == "transcendental":
+                transcendental = {k: v * m for k, v in transcendental.items()}
+            elif group in ("select", "cast", "address", "memory", "reduce"):
+                name = {"select": "select_lane", "cast": "cast_lane", "address": "addptr_lane",
+                        "memory": "memory_lane", "reduce": "reduce_factor"}[group]
+                changes[name] = getattr(self, name) * m
+            else:
+                raise EggpuError(f"cost model: unknown calibration group {group!r}")
+        return replace(self, int_arith=int_arith, float_arith=float_arith, transcendental=transcendental, **changes)
 
     # ------------------------------------------------------------------ per-lane costs
 
@@ -104,13 +174,13 @@ class CostModel:
             f = self.f64_transcendental_factor if dtype.bits == 64 else 1.0
             return self.transcendental[op] * f
         if op == "where":
-            return 1.0 * (self.int64_factor if dtype.bits == 64 else 1.0)
+            return self.select_lane * (self.int64_factor if dtype.bits == 64 else 1.0)
         if op in ("cast",):
             return self.cast_lane
         if op == "bitcast":
             return self.shape_lane
         if op == "addptr":
-            return 2.0
+            return self.addptr_lane
         if dtype.is_float:
             base = self.float_arith.get(op)
             if base is None:
@@ -140,7 +210,8 @@ class CostModel:
             per = self.lane_cost(_REDUCE_COMBINE[op], t.dtype)
             if op in ("reduce_argmax", "reduce_argmin"):
                 per *= 3.0
-            return per * t.numel + self.reduce_overhead * max(1.0, math.log2(max(t.shape[attrs.get("axis", 0)], 1)))
+            overhead = self.reduce_overhead * max(1.0, math.log2(max(t.shape[attrs.get("axis", 0)], 1)))
+            return (per * t.numel + overhead) * self.reduce_factor
         if op == "dot":
             a, b = operand_types[0], operand_types[1]
             mac = a.shape[0] * a.shape[1] * b.shape[1]
@@ -158,6 +229,21 @@ class CostModel:
         total = 0.0
         for op in fn.walk():
             total += self.op_cost(op.op, [v.type for v in op.operands], [r.type for r in op.results], op.attrs)
+        return total
+
+    def thread_cost(self, fn: Function, threads: int) -> float:
+        """Estimated cost per GPU thread: each op's per-lane cost times the lanes ONE of
+        ``threads`` threads runs (``ceil(numel / threads)``; a scalar op runs once per thread).
+
+        This is the model in SASS terms (the benchmark compares it with instruction counts);
+        :meth:`function_cost` (lanes, not threads) is what extraction minimizes: within one
+        program both order the alternatives of a block op the same way."""
+        total = 0.0
+        for op in fn.walk():
+            types = [v.type for v in op.operands] + [r.type for r in op.results]
+            numel = max((t.numel for t in types), default=1)
+            cost = self.op_cost(op.op, [v.type for v in op.operands], [r.type for r in op.results], op.attrs)
+            total += cost / max(numel, 1) * math.ceil(numel / max(threads, 1))
         return total
 
 

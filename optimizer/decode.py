@@ -4,9 +4,11 @@ The decoder walks the ORIGINAL function's structure and rebuilds it with
 :class:`eggpu.ir.Builder`, so every effect (load, store, atomic), control op (``for``, ``if``)
 and ``yield`` is re-emitted once, in its original order, with its original attributes and
 location. Pure values are not copied: each root of a region (see
-:mod:`eggpu.optimizer.encode`) is materialized from the extracted term of its e-class just
-before the first op that needs it (values used inside a nested region are materialized before
-the ``for``/``if`` that owns it). Opaque leaves map back to the rebuilt counterparts of the
+:mod:`eggpu.optimizer.encode`) is materialized from the extracted term of its e-class no later
+than just before the first op that needs it (values used inside a nested region are materialized
+before the ``for``/``if`` that owns it); the parts of later roots' terms that need no value
+defined from there on (index, mask and address math) are emitted before the block's first load,
+store or atomic, as a frontend orders them (:meth:`Decoder.materialize_early` says why). Opaque leaves map back to the rebuilt counterparts of the
 original values (parameters, block arguments, effect and control results, values of enclosing
 blocks). Extraction is scoped: a region's terms may only use its own leaves and those of
 enclosing blocks; a root needed before some load of its own block is re-extracted without that
@@ -145,13 +147,44 @@ class Decoder:
 
     def block(self, blk: Block) -> None:
         region = self.enc.region_of[id(blk)]
+        first_effect = True
         for i, op in enumerate(blk.ops):
             if op.opdef.is_pure and not op.regions:
                 continue
+            if first_effect and not op.regions:
+                self.materialize_early(region, i)
+                first_effect = False
             for v in needed_values(op):
                 if id(v) not in self.vmap and id(v) in region.first_use:
                     self.materialize(region, v, i, op.loc)
             self.op(op)
+
+    def materialize_early(self, region: Region, pos: int) -> None:
+        """Before the FIRST effect of a block (at ``pos``), emit every part of a later root's
+        chosen term that needs no value defined at or after ``pos`` (index, mask and address math).
+
+        Why: emitting pure values only just before their first use interleaves index math with
+        masked loads, which are lowered with branches; LLVM then cannot pair a ``div`` and a
+        ``rem`` of one value across those blocks, and ptxas schedules the program worse than the
+        frontend's own order (compute indices, then load). Doing it before every effect instead
+        of only the first measured more SASS instructions on the larger kernels (register
+        pressure); see docs/performance.md. Roots first used in a nested region (a loop or
+        branch) are left where they are, so nothing moves across a region boundary."""
+        memo = self._memo.setdefault(id(self.b.block), {})
+        for v in region.roots:
+            first = region.first_use[id(v)]
+            if id(v) in self.vmap or first < pos or region.block.ops[first].regions:
+                continue
+            ready: set[int] = set()
+            for tn in self.nodes_for(region, v, first):
+                n = tn.node
+                if n.leaf is not None and not region.leaf_allowed(n.leaf, pos):
+                    continue
+                if not all(c in ready for c in tn.children):
+                    continue
+                ready.add(tn.slot)
+                if tn.slot not in memo:
+                    memo[tn.slot] = self.emit(tn, [memo[c] for c in tn.children])
 
     def op(self, op: Operation) -> None:
         b = self.b

@@ -247,6 +247,25 @@ class _NoMatch:
     """An assignment that cannot match, with the reason kind (see :data:`NO_MATCH_REASONS`)."""
 
     kind: str
+    detail: str = ""
+
+
+#: the words for an op family in a "does not accept" message
+_FAMILY_WORDS = {"num": "ints and floats", "int": "ints (not bool)", "int|bool": "ints and bool",
+                 "float": "floats"}
+#: what to write instead on bool, where the IR has a bool op with the intended meaning
+_BOOL_INSTEAD = {"add": "or (saturating) or xor (mod 2)", "sub": "xor (mod 2)", "mul": "and",
+                 "minimum": "and", "maximum": "or", "neg": "the operand itself (mod 2)"}
+
+
+def _family_mismatch(op: str, family: str, t: DType) -> str:
+    """Why ``op`` cannot take ``t``, e.g. ``add does not accept bool (its operands are ints and
+    floats; on bool write or (saturating) or xor (mod 2))``: the IR has no bool arithmetic, as
+    Triton's frontend promotes bool operands of ``+``/``*`` to int first."""
+    msg = f"{op} does not accept {t} (its operands are {_FAMILY_WORDS.get(family, family)}"
+    if t.is_bool and op in _BOOL_INSTEAD:
+        msg += f"; on bool write {_BOOL_INSTEAD[op]}"
+    return msg + ")"
 
 
 class _Unsupported(Exception):
@@ -364,7 +383,7 @@ class _Instance:
                 res = None  # type: ignore[assignment]
             else:
                 if not _family_ok(od.family, t):
-                    raise bad(f"{op} does not accept {t}", kind="op")
+                    raise bad(_family_mismatch(op, od.family, t), kind="op")
                 target = self.dt(attrs[0]) if op in ("cast", "bitcast") else None
                 if op == "bitcast" and target.bits != t.bits:
                     raise bad(f"bitcast {t} -> {target} changes the width")
@@ -1175,7 +1194,7 @@ def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms
     try:
         q = _build(rule, env, mode)
     except _Infeasible as e:
-        return _NoMatch(e.kind)
+        return _NoMatch(e.kind, str(e) if e.kind == "op" else "")
     except _IllTyped as e:
         key = _env_key(rule, env)
         return DtypeResult(key, REFUTED, {}, f"the right-hand side is ill-typed: {e}", time.perf_counter() - t0)
@@ -1303,16 +1322,21 @@ def verify_rule(rule: Rule | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
     else:
         memo: dict[int, DtypeResult | _NoMatch] = {}
         no_match: dict[str, list[str]] = {}
+        details: dict[str, None] = {}  # distinct, in order
         for env in envs:
             r = _verify_instance(rule, env, mode, timeout_ms, memo)
             if isinstance(r, _NoMatch):
                 no_match.setdefault(r.kind, []).append(_env_key(rule, env))
+                if r.detail:
+                    details[r.detail] = None
             else:
                 verdict.results.append(r)
         if not verdict.results:
             verdict.note = "; ".join(NO_MATCH_REASONS[k] + (f": {compress_keys(no_match[k])}" if no_match[k] != ["-"]
                                                             else "")
                                      for k in NO_MATCH_REASONS if k in no_match) or "no dtype assignment"
+            if details:
+                verdict.note += " — " + "; ".join(details)
     verdict.seconds = time.perf_counter() - t0
     return verdict
 

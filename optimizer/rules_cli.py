@@ -7,6 +7,7 @@ problem``, is printed).
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -27,6 +28,8 @@ def check_rules(
     shipped: bool | None = None,
     progress: bool = True,
     raise_load_errors: bool = False,
+    as_json: bool = False,
+    per_dtype: bool = False,
 ) -> int:
     """Verify the rules of ``paths`` (files or directories; default: the shipped rules) and print
     one row per rule: name, file:line, ruleset, verdict per dtype, counterexample, seconds.
@@ -35,7 +38,12 @@ def check_rules(
     are still loaded (not printed) if ``shipped`` is True, so user rule names are checked for
     duplicates against them. A file that cannot be loaded prints ``error: ...`` to ``out`` and
     returns 2, or raises the RuleError with ``raise_load_errors`` (the ``eggpu`` command reports
-    it on stderr)."""
+    it on stderr).
+
+    ``per_dtype`` adds one indented row per (rule, dtype assignment) under each rule: its verdict,
+    seconds and the verifier's note (which strategy decided it, or why it did not). ``as_json``
+    prints one JSON document instead of the table (see :func:`verdicts_json`); progress then goes
+    to stderr only. The exit code is the same in every format."""
     from .rule_verifier import DEFAULT_TIMEOUT_MS, REFUTED, UNKNOWN, verify_rules
     from .rules_loader import load_rules
 
@@ -61,14 +69,22 @@ def check_rules(
     t0 = time.perf_counter()
 
     def report(done: int, total: int, v) -> None:
-        if progress and total > 1:
-            err = getattr(out, "isatty", lambda: False)()
-            line = f"[{done}/{total}] {v.rule}: {v.status}{' (cached)' if v.cached else ''}"
-            print(line, end="\r" if err else "\n", file=sys.stderr if err else out)
+        if not progress or total <= 1:
+            return
+        err = getattr(sys.stderr if as_json else out, "isatty", lambda: False)()
+        if as_json and not err:  # the JSON document alone on out; no progress lines in a log
+            return
+        line = f"[{done}/{total}] {v.rule}: {v.status}{' (cached)' if v.cached else ''}"
+        print(line, end="\r" if err else "\n", file=sys.stderr if err else out)
 
     verdicts = verify_rules(rules, timeout_ms=timeout_ms or DEFAULT_TIMEOUT_MS, progress=report,
                             use_cache=use_cache)
     wall = time.perf_counter() - t0
+    counts = _counts(rules, verdicts)
+    if as_json:
+        json.dump(verdicts_json(rules, verdicts, counts, wall), out, indent=1)
+        print(file=out)
+        return EXIT_REFUTED if counts["refuted"] or counts["never_fire"] else EXIT_OK
     rows = []
     for r in rules:
         v = verdicts[r.name]
@@ -82,18 +98,48 @@ def check_rules(
     heads = ("rule", "location", "ruleset", "verdict", "counterexample / note", "time")
     widths = [max(len(h), *(len(row[i]) for row in rows)) if i < 3 else len(h) for i, h in enumerate(heads)]
     print("  ".join(h.ljust(widths[i]) for i, h in enumerate(heads[:3])) + "  " + "  ".join(heads[3:]), file=out)
-    for row in rows:
+    for r, row in zip(rules, rows):
         print("  ".join(row[i].ljust(widths[i]) for i in range(3)) + "  " + row[3]
               + (f"  | {row[4]}" if row[4] else "") + f"  ({row[5]})", file=out)
-    n_ref = sum(1 for r in rules if verdicts[r.name].refuted)
-    n_never = sum(1 for r in rules if not verdicts[r.name].results)
-    n_unk = sum(1 for r in rules if verdicts[r.name].results and not verdicts[r.name].refuted
-                and not verdicts[r.name].usable)
-    n_red = sum(1 for r in rules if verdicts[r.name].status == "proved-reduced-width")
-    print(f"\n{len(rules)} rules: {len(rules) - n_ref - n_unk - n_never} usable, {n_ref} refuted, {n_unk} unknown or "
-          f"reduced width only (not used; {n_red} proved at reduced width + sampling), {n_never} never fire; "
-          f"{wall:.1f}s", file=out)
-    return EXIT_REFUTED if n_ref or n_never else EXIT_OK
+        if per_dtype:
+            for x in verdicts[r.name].results:
+                note = "; ".join(t for t in (x.format_counterexample() or "", x.detail) if t)
+                print(f"    {x.key:<24} {x.status:<22} {x.seconds:7.3f}s" + (f"  {note}" if note else ""), file=out)
+    print(f"\n{len(rules)} rules: {counts['usable']} usable, {counts['refuted']} refuted, {counts['unknown']} unknown or "
+          f"reduced width only (not used; {counts['reduced_width']} proved at reduced width + sampling), "
+          f"{counts['never_fire']} never fire; {wall:.1f}s", file=out)
+    return EXIT_REFUTED if counts["refuted"] or counts["never_fire"] else EXIT_OK
+
+
+def _counts(rules, verdicts) -> dict[str, int]:
+    """How many rules are usable, refuted, unknown (or reduced width only), never fire."""
+    vs = [verdicts[r.name] for r in rules]
+    refuted = sum(1 for v in vs if v.refuted)
+    never = sum(1 for v in vs if not v.results)
+    unknown = sum(1 for v in vs if v.results and not v.refuted and not v.usable)
+    reduced = sum(1 for v in vs if v.status == "proved-reduced-width")
+    return {"rules": len(vs), "usable": len(vs) - refuted - unknown - never, "refuted": refuted,
+            "unknown": unknown, "reduced_width": reduced, "never_fire": never}
+
+
+def verdicts_json(rules, verdicts, counts: dict[str, int], seconds: float) -> dict:
+    """The machine-readable form of ``eggpu rules check --json``::
+
+        {"summary": {"rules", "usable", "refuted", "unknown", "reduced_width", "never_fire"},
+         "seconds": wall time,
+         "rules": [{"rule", "location", "ruleset", "status", "usable", "cached", "seconds", "note",
+                    "dtypes": [{"key", "status", "counterexample", "detail", "seconds"}]}]}
+
+    ``key`` names the dtype assignment (``t=i32``); ``counterexample`` is the formatted, concretely
+    re-evaluated counterexample (``lhs = ..., rhs = ...``) or null; ``detail`` is the verifier's note."""
+    out = []
+    for r in rules:
+        v = verdicts[r.name]
+        out.append({"rule": r.name, "location": r.location, "ruleset": r.ruleset, "status": v.status,
+                    "usable": v.usable, "cached": v.cached, "seconds": round(v.seconds, 4), "note": v.note,
+                    "dtypes": [{"key": x.key, "status": x.status, "counterexample": x.format_counterexample() or None,
+                                "detail": x.detail, "seconds": round(x.seconds, 4)} for x in v.results]})
+    return {"summary": counts, "seconds": round(seconds, 3), "rules": out}
 
 
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper
@@ -103,8 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin w
     p.add_argument("files", nargs="*")
     p.add_argument("--timeout-ms", type=int, default=None)
     p.add_argument("--no-cache", action="store_true")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--per-dtype", action="store_true")
     a = p.parse_args(argv)
-    return check_rules(a.files, timeout_ms=a.timeout_ms, use_cache=not a.no_cache)
+    return check_rules(a.files, timeout_ms=a.timeout_ms, use_cache=not a.no_cache, as_json=a.json,
+                       per_dtype=a.per_dtype)
 
 
 if __name__ == "__main__":  # pragma: no cover

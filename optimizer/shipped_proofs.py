@@ -16,7 +16,10 @@ checked for shape, and a file that is corrupt or not eggpu's is ignored with one
 
 Regenerate after editing a shipped rule (a test fails until you do)::
 
-    python -m eggpu.optimizer.shipped_proofs        # proves every shipped rule, writes the file
+    python -m eggpu.optimizer.shipped_proofs            # proves every shipped rule, writes the file
+    python -m eggpu.optimizer.shipped_proofs --update   # keeps the entries whose key still matches
+                                                        # (same rule text, semantics, z3, budget) and
+                                                        # proves only new or edited rules
 """
 
 from __future__ import annotations
@@ -91,10 +94,15 @@ def _reset() -> None:
     _loaded = None
 
 
-def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS, progress: bool = True) -> int:
-    """Prove every shipped rule from scratch and write the file; returns the number of rules that
-    are not fully proved (they are left out: they are proved at run time again and never used
-    unless proved there)."""
+def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS, progress: bool = True,
+             update: bool = False) -> int:
+    """Prove every shipped rule and write the file; returns the number of rules that are not fully
+    proved (they are left out: they are proved at run time again and never used unless proved there).
+
+    With ``update``, an entry of the current file whose key a shipped rule still has is kept
+    as it is (the key binds the exact rule text, semantics, solver and budget, so this is the
+    proof cache's own notion of "already proved"); only the other rules are proved, and entries
+    no shipped rule has any more are dropped."""
     import z3
 
     from . import z3ops
@@ -102,17 +110,24 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
     from .rules_loader import load_rules
 
     rules = load_rules([], shipped=True, env=False).rules
+    kept = {}
+    if update:
+        old = entries()
+        kept = {k: old[k] for k in (_cache_key(r, timeout_ms) for r in rules) if k in old}
+        rules_to_prove = [r for r in rules if _cache_key(r, timeout_ms) not in kept]
+    else:
+        rules_to_prove = rules
 
     def report(done: int, total: int, v: Any) -> None:
         if progress:
             print(f"\r[{done}/{total}] {v.rule}: {v.status}" + " " * 20, end="", file=sys.stderr, flush=True)
 
-    verdicts = verify_rules(rules, timeout_ms=timeout_ms, use_cache=False, progress=report)
+    verdicts = verify_rules(rules_to_prove, timeout_ms=timeout_ms, use_cache=False, progress=report)
     if progress:
         print(file=sys.stderr)
-    doc_entries = {}
+    doc_entries = dict(kept)
     missing = 0
-    for r in rules:
+    for r in rules_to_prove:
         v = verdicts[r.name]
         if any(x.status == UNKNOWN for x in v.results) or not v.results:
             missing += 1
@@ -134,10 +149,12 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - thin wrapp
                                 description="prove every shipped rule and write rules/proofs.json")
     p.add_argument("-o", "--output", type=Path, default=None)
     p.add_argument("--timeout-ms", type=int, default=GENERATION_TIMEOUT_MS)
+    p.add_argument("--update", action="store_true",
+                   help="keep entries whose rule text, semantics, solver and budget are unchanged; prove the rest")
     a = p.parse_args(argv)
     if a.timeout_ms <= 0:
         p.error("--timeout-ms must be positive")
-    missing = generate(a.output, timeout_ms=a.timeout_ms)
+    missing = generate(a.output, timeout_ms=a.timeout_ms, update=a.update)
     print(f"wrote {a.output or path()}; {missing} rule(s) not fully proved (left out)")
     return 0
 

@@ -297,6 +297,13 @@ def _bitwise(bv, boolean):
 
 def _shl(dtype, attrs, args, mode):
     a, b = args
+    if z3.is_bv_value(b) and b.as_long() < b.size():
+        # x << c is x * 2**c (mod 2**bits), encoded as that product, operands in the canonical
+        # order translation validation gives a commutative op: an optimizer's mul(x, 8) ->
+        # shl(x, 3) then yields the very same term, not an equation z3 has to prove (on index
+        # arithmetic containing divisions it gave up: tutorial matmul, 10 s of timeouts)
+        x, y = sorted((a, z3.BitVecVal(1 << b.as_long(), b.size())), key=lambda e: (e.hash(), e.get_id()))
+        return Enc(x * y, TRUE)
     return Enc(a << b, TRUE)  # bvshl: amounts >= bits (unsigned) give 0, as the reference
 
 

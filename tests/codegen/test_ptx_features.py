@@ -203,7 +203,11 @@ def test_dot_goes_through_shared_memory():
     d = b.op("dot", b.op("load", ptrs("a")), b.op("load", ptrs("b")))
     assert d.type == BlockType(f32, shape)
     b.effect("store", ptrs("c"), d)
-    c = _ptx(b.finish(), "sm_90")
+    fn = b.finish()
+    c = _ptx(fn, "sm_75")  # before sm_80: CUDA cores
     assert re.search(r"st\.shared\.", c.ptx) and re.search(r"ld\.shared\.", c.ptx)
     assert re.search(r"fma\.rn\.f32", c.ptx), "f32 accumulation with fused multiply-add"
+    assert c.lowered.shared_bytes >= 2 * 32 * 32 * 2
+    c = _ptx(fn, "sm_90")  # tensor cores, operands through shared memory (tests/codegen/test_mma.py)
+    assert re.search(r"st\.shared\.", c.ptx) and "ldmatrix.sync.aligned" in c.ptx and "mma.sync.aligned" in c.ptx
     assert c.lowered.shared_bytes >= 2 * 32 * 32 * 2

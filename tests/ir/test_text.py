@@ -39,6 +39,7 @@ from eggpu.ir import (
     u32,
     u64,
 )
+from eggpu.ir.ops import ELEMENTWISE, FLOAT, NUM
 from eggpu.ir.parser import parse_function, parse_type
 from eggpu.ir.printer import op_table_markdown, print_function, print_type, splice_op_table
 from eggpu.ir.structural import first_difference, structurally_equal
@@ -109,14 +110,19 @@ kernel vector_add(%x_ptr: ptr<f32>, %y_ptr: ptr<f32>, %out_ptr: ptr<f32>, %n: i3
 }"""
 
 
+def _unary_ops(*families: str) -> list[str]:
+    """The op table's unary elementwise ops (no attributes) whose family is one of ``families``."""
+    return [n for n, d in OPS.items()
+            if ELEMENTWISE in d.traits and d.arity == (1, 1) and not d.attrs and d.family in families]
+
+
 def elementwise_zoo() -> Function:
     """Every elementwise, comparison, conversion op, on float, int and bool operands."""
     b = Builder("zoo", [("f", block(f32, 8)), ("g", block(f32, 8)), ("h", block(f32, 8)), ("i", block(i32, 8)),
                         ("j", block(i32, 8)), ("k", block(bool_, 8)), ("u", block(u16, 8))])
     f, g, h, i, j, k, u = b.params
     out = []
-    for op in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
-               "neg", "abs"):
+    for op in _unary_ops(FLOAT, NUM):
         out.append(b.op(op, f))
     for op in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge"):
         out.append(b.op(op, f, g))

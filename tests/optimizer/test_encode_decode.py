@@ -29,6 +29,7 @@ from eggpu.ir import (
     verify,
 )
 from eggpu.ir.interp import interpret
+from eggpu.ir.ops import ELEMENTWISE, FLOAT, NUM
 from eggpu.ir.structural import first_difference
 from eggpu.optimizer import optimize
 from eggpu.optimizer.decode import Decoder, clone
@@ -80,8 +81,8 @@ def all_pure_ops_program() -> Function:
         outs.append(b.op(name, xi))
     for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum"):
         outs.append(b.op(name, xf, yf))
-    for name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
-                 "neg", "abs"):
+    for name in (n for n, d in OPS.items()  # every unary float op of the op table
+                 if ELEMENTWISE in d.traits and d.arity == (1, 1) and not d.attrs and d.family in (FLOAT, NUM)):
         outs.append(b.op(name, xf))
     outs.append(b.op("fma", xf, yf, xf))
     outs.append(b.op("where", b.op("lt", xf, yf), xf, yf))

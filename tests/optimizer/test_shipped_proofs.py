@@ -97,3 +97,34 @@ def test_a_sample_of_shipped_verdicts_is_reproved_from_scratch():
 @pytest.mark.slow
 def test_every_shipped_verdict_is_reproved_from_scratch():
     _reproved(SHIPPED)
+
+
+def test_update_keeps_current_entries_and_proves_only_what_changed(tmp_path, monkeypatch, fresh_shipped):
+    """``--update`` proves only rules whose key the file lacks and drops entries no rule has."""
+    current = shipped_proofs.entries()
+    dropped = rv._cache_key(SHIPPED[0], 0)
+    stale = {k: v for k, v in current.items() if k != dropped}
+    stale["0" * 64] = next(iter(current.values()))  # an entry no shipped rule has
+    src = tmp_path / "old.json"
+    src.write_text(json.dumps({"format": shipped_proofs.FORMAT, "semantics": "2", "z3": "x", "entries": stale}))
+    monkeypatch.setattr(shipped_proofs, "path", lambda: src)
+    shipped_proofs._reset()
+    proved: list[str] = []
+    real = rv.verify_rules
+
+    def spy(rules, **kw):
+        proved.extend(r.name for r in rules)
+        return real(rules, **kw)
+
+    monkeypatch.setattr(rv, "verify_rules", spy)
+    out = tmp_path / "new.json"
+    assert shipped_proofs.generate(out, timeout_ms=0, progress=False, update=True) == 0
+    assert proved == [SHIPPED[0].name]
+    new = json.loads(out.read_text())["entries"]
+    assert set(new) == set(current)
+    assert all(new[k] == current[k] for k in current if k != dropped)  # kept verbatim
+
+    def statuses(entry):
+        return [(x["key"], x["status"]) for x in entry["results"]]
+
+    assert statuses(new[dropped]) == statuses(current[dropped])  # the re-proved one: same verdicts

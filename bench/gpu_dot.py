@@ -1,0 +1,166 @@
+"""GPU checks of the tensor-core ``dot`` paths and of float min/max semantics (used by ``bench.gpu_check``).
+
+Cases (each compiled with ``eggpu.compile`` for the device's target, launched with numpy arrays):
+
+- ``dot``: ``C = A @ B`` in tiles, ragged ``M, N, K`` (not multiples of any tile), dtypes f16,
+  bf16 (tensor cores, ``mma.sync`` on sm_80+) and f32 (exact, CUDA cores), tile configurations
+  32x32x16 (the benchmark's), 64x64x32 and 128x64x32 (f32 result staged in bands); the GPU
+  result is compared with numpy (f64 reference) and with ``run_cpu`` (the host's lock-step
+  emulation of the same data movement), and the strategy of ``ck.report["dot"]`` is recorded;
+- ``minmax``: ``tl.minimum``/``tl.maximum`` of every pair of NaN, ±0, ±inf, subnormal and normal
+  values, and ``tl.min``/``tl.max`` row reductions, in f32/f64/f16/bf16: the GPU must match the
+  interpreter bit for bit (NaN ignored, -0.0 < +0.0: PTX ``min``/``max``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+import eggpu
+import eggpu.language as tl
+
+DOT_DTYPES = ("f16", "bf16", "f32")
+DOT_TILES = ((32, 32, 16), (64, 64, 32), (128, 64, 32))
+DOT_SHAPE = (300, 260, 200)  # M, N, K: ragged for every tile
+SPECIALS = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 1e-40, -1e-40, 3.5, -2.25]
+
+
+@eggpu.jit
+def dot_tiles(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        ka = k + rk
+        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@eggpu.jit
+def minmax_pairs(x_ptr, y_ptr, lo_ptr, hi_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    y = tl.load(y_ptr + offs, mask=m)
+    tl.store(lo_ptr + offs, tl.minimum(x, y), mask=m)
+    tl.store(hi_ptr + offs, tl.maximum(x, y), mask=m)
+
+
+@eggpu.jit
+def minmax_rows(x_ptr, lo_ptr, hi_ptr, COLS: tl.constexpr):
+    row = tl.program_id(0)
+    x = tl.load(x_ptr + row * COLS + tl.arange(0, COLS))
+    tl.store(lo_ptr + row, tl.min(x, axis=0))
+    tl.store(hi_ptr + row, tl.max(x, axis=0))
+
+
+def np_dtype(name: str) -> Any:
+    if name == "bf16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return {"f16": np.float16, "f32": np.float32, "f64": np.float64}[name]
+
+
+@dataclass
+class Case:
+    """One GPU check: ``instance`` (a Kernel to compile), ``grid``, ``args`` (numpy), ``check(gpu_args, ck)``."""
+
+    label: str
+    instance: Any
+    grid: tuple[int, ...]
+    args: list[Any]
+    check: Any
+
+
+def _copy(args: list[Any]) -> list[Any]:
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _dot_case(dt: str, tiles: tuple[int, int, int]) -> Case:
+    M, N, K = DOT_SHAPE
+    rng = np.random.default_rng(1)
+    t = np_dtype(dt)
+    a, b = rng.standard_normal((M, K)).astype(t), rng.standard_normal((K, N)).astype(t)
+    c = np.zeros((M, N), np.float32)
+    bm, bn, bk = tiles
+    args = [a, b, c, np.int32(M), np.int32(N), np.int32(K)]
+    inst = dot_tiles.specialize(*args, BM=bm, BN=bn, BK=bk)
+    grid = (-(-M // bm), -(-N // bn))
+
+    def check(got: list[Any], ck: Any) -> dict[str, Any]:
+        want = a.astype(np.float64) @ b.astype(np.float64)
+        host = _copy(args)
+        ck.run_cpu(grid, *host)
+        tol = 1e-4 * np.sqrt(K)  # f32 accumulation; 16-bit products are exact
+        err = float(np.abs(got[2] - want).max())
+        err_cpu = float(np.abs(got[2] - host[2]).max())
+        if not (err <= tol and err_cpu <= tol):
+            raise AssertionError(f"max error {err:.3g} vs numpy, {err_cpu:.3g} vs run_cpu (tolerance {tol:.3g})")
+        return {"max_err": err, "max_err_vs_run_cpu": err_cpu, "dot": ck.report.get("dot")}
+
+    return Case(f"dot[{dt}] {bm}x{bn}x{bk} on {M}x{N}x{K}", inst, grid, args, check)
+
+
+def _same_bits(want: np.ndarray, got: np.ndarray) -> int:
+    """Elements that differ (NaN == NaN of any payload)."""
+    w, g = want.astype(np.float64), got.astype(np.float64)
+    nan = np.isnan(w) & np.isnan(g)
+    wb = np.ascontiguousarray(want).view(f"u{want.dtype.itemsize}")
+    gb = np.ascontiguousarray(got).view(f"u{got.dtype.itemsize}")
+    return int(np.sum((wb != gb) & ~nan))
+
+
+def _minmax_cases(dt: str) -> Iterator[Case]:
+    t = np_dtype(dt)
+    x, y = np.meshgrid(np.array(SPECIALS), np.array(SPECIALS))
+    with np.errstate(all="ignore"):
+        x, y = x.ravel().astype(t), y.ravel().astype(t)
+    n = x.size
+    args = [x, y, np.zeros(n, t), np.zeros(n, t), np.int32(n)]
+    inst = minmax_pairs.specialize(*args, BLOCK=256)
+
+    def check_pairs(got: list[Any], ck: Any) -> dict[str, Any]:
+        ref = _copy(args)
+        inst.interpret((1,), *ref)
+        bad = _same_bits(ref[2], got[2]) + _same_bits(ref[3], got[3])
+        if bad:
+            raise AssertionError(f"{bad} min/max results differ from the op table's reference")
+        return {"pairs": n}
+
+    yield Case(f"minmax pairs[{dt}]", inst, (1,), args, check_pairs)
+    rng = np.random.default_rng(2)
+    rows = rng.choice(np.array(SPECIALS), size=(8, 32))
+    rows[0, :] = np.nan
+    rows[1, :] = [0.0, -0.0] * 16
+    rows[2, :] = -0.0
+    with np.errstate(all="ignore"):
+        rows = rows.astype(t)
+    rargs = [rows, np.zeros(8, t), np.zeros(8, t)]
+    rinst = minmax_rows.specialize(*rargs, COLS=32)
+
+    def check_rows(got: list[Any], ck: Any) -> dict[str, Any]:
+        ref = _copy(rargs)
+        rinst.interpret((8,), *ref)
+        bad = _same_bits(ref[1], got[1]) + _same_bits(ref[2], got[2])
+        if bad:
+            raise AssertionError(f"{bad} row min/max results differ from the op table's reference")
+        return {"rows": 8}
+
+    yield Case(f"minmax rows[{dt}]", rinst, (8,), rargs, check_rows)
+
+
+def cases() -> Iterator[Case]:
+    """Every GPU check of this module, in a fixed order."""
+    for dt in DOT_DTYPES:
+        for tiles in DOT_TILES:
+            yield _dot_case(dt, tiles)
+    for dt in ("f32", "f64", "f16", "bf16"):
+        yield from _minmax_cases(dt)

@@ -1,0 +1,378 @@
+"""``python -m bench naive``: what the optimizer does to naive (Inductor-style) and library kernels.
+
+For every naive kernel (:data:`bench.naive.NAIVE`) and every target it records, side by side:
+
+- ``eggpu_noopt`` / ``eggpu``: eggpu's PTX with ``optimize=False`` / ``optimize=True``,
+  assembled by ptxas (registers, spills, PTX lines, SASS instruction count via nvdisasm), the
+  e-graph cost before and after and the rules that fired;
+- ``triton``: Triton's PTX for the SAME source text (``ASTSource`` with the launch's types and
+  constexprs only, no value or alignment specialization), assembled by the same ptxas.
+
+For the 17 library kernels (:data:`eggpu.kernels.LIBRARY`, default case of each) it records the
+same eggpu variants, and Triton for the ones :mod:`bench.triton_kernels` mirrors. The summary
+holds the issue's goals as ratios: the SASS reduction of the naive suite (optimize=True vs
+False, summed over kernels), the number of library kernels whose cost strictly drops, and the
+cost model's Spearman rank correlation with SASS instruction counts (:mod:`bench.cost_fit`).
+Numbers are measured and recorded, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .quality import _assemble
+from .suite import NUM_WARPS, TARGETS
+
+REPO = Path(__file__).resolve().parent.parent
+DEFAULT_OUT = "bench/results/naive.json"
+TOP_OPCODES = 8
+
+
+def _progress(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def _slim(q: dict[str, Any]) -> dict[str, Any]:
+    """The metrics kept in the JSON: registers, spills, PTX lines, SASS instructions and the
+    :data:`TOP_OPCODES` most frequent SASS opcodes (the full histogram would make the file large)."""
+    sass = q.get("sass") or {}
+    out = {k: q[k] for k in ("registers", "spill_stores", "spill_loads", "ptx_lines", "sass_instructions") if k in q}
+    ops = sorted((sass.get("opcodes") or {}).items(), key=lambda kv: -kv[1])[:TOP_OPCODES]
+    out["opcodes"] = dict(ops)
+    return out
+
+
+def _eggpu_variant(inst: Any, target: str, optimize: bool) -> dict[str, Any]:
+    import eggpu
+    from eggpu.optimizer.cost import CostModel
+
+    from .cost_fit import features
+
+    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, num_warps=NUM_WARPS)
+    out = _slim(_assemble(ck.ptx, target))
+    fn, threads = ck.ir, ck.num_threads
+    out["model_cost"] = round(CostModel.for_target(target).function_cost(fn), 2)
+    out["thread_cost"] = round(CostModel.for_target(target).thread_cost(fn, threads), 2)
+    out["thread_cost_calibrated"] = round(CostModel.for_target(target, calibrated=True).thread_cost(fn, threads), 2)
+    out["features"] = features(ck.ir, target, ck.num_threads)  # what bench/cost_fit.py fits
+    opt = ck.report.get("optimizer") or {}
+    if optimize:
+        out.update({k: opt.get(k) for k in ("cost_before", "cost_after", "validation", "stop_reason", "fell_back")})
+        out["rules_fired"] = opt.get("rules_fired") or {}
+    return out
+
+
+def _triton_variant(src: Any, target: str) -> dict[str, Any]:
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+    import triton
+
+    from . import triton_kernels as tk
+    from .tools import ptx_target
+
+    sm = int(target.removeprefix("sm_").rstrip("a"))
+    with tempfile.TemporaryDirectory(prefix="eggpu-bench-triton-") as tmp:
+        old = triton.knobs.cache.dir
+        triton.knobs.cache.dir = tmp
+        try:
+            k = triton.compile(src, target=tk.gpu_target(sm), options=tk.compile_options(NUM_WARPS))
+        finally:
+            triton.knobs.cache.dir = old
+    ptx = k.asm["ptx"]
+    return _slim(_assemble(ptx, ptx_target(ptx)))
+
+
+def _row(variants: dict[str, Any]) -> dict[str, Any]:
+    row: dict[str, Any] = {}
+    for name, thunk in variants.items():
+        try:
+            row[name] = thunk()
+        except Exception as exc:  # noqa: BLE001 - a failure is a result to report
+            row[name] = {"error": f"{type(exc).__name__}: {str(exc)[:400]}"}
+    return row
+
+
+def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress) -> dict[str, Any]:
+    """``{kernel: {target: {variant: metrics}}}`` for the naive suite."""
+    from triton.compiler import ASTSource
+
+    from .naive import NAIVE, load, triton_signature
+
+    egg, tri = load("eggpu"), load("triton")
+    out: dict[str, Any] = {}
+    for k in NAIVE:
+        if names and k.name not in names:
+            continue
+        case = k.make(k.bench_size, np.random.default_rng(0))
+        inst = getattr(egg, k.name).specialize(*case.args, **k.consts)
+        tfn = getattr(tri, k.name)
+        src = ASTSource(fn=tfn, signature=triton_signature(case, tfn, k.consts), constexprs=dict(k.consts))
+        out[k.name] = {}
+        for target in targets:
+            out[k.name][target] = row = _row({
+                "eggpu_noopt": lambda t=target, i=inst: _eggpu_variant(i, t, False),
+                "eggpu": lambda t=target, i=inst: _eggpu_variant(i, t, True),
+                "triton": lambda t=target, s=src: _triton_variant(s, t),
+            })
+            progress(f"  naive {k.name} {target}: " + _line(row))
+    return out
+
+
+def measure_library(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress) -> dict[str, Any]:
+    """``{kernel: {target: {variant: metrics}}}`` for the library kernels (default dtype, first case)."""
+    from eggpu.demo import _pick_dtype
+    from eggpu.kernels import LIBRARY
+
+    from . import triton_kernels as tk
+
+    out: dict[str, Any] = {}
+    for lk in LIBRARY:
+        if names and lk.name not in names:
+            continue
+        dtype = _pick_dtype(lk)
+        case = lk.make_case(lk.sizes[0], dtype, np.random.default_rng(0))
+        inst = lk.instance(case)
+        variants: dict[str, Any] = {}
+        out[lk.name] = {}
+        for target in targets:
+            variants = {"eggpu_noopt": lambda t=target, i=inst: _eggpu_variant(i, t, False),
+                        "eggpu": lambda t=target, i=inst: _eggpu_variant(i, t, True)}
+            if lk.name in tk.SPECS:
+                src = tk.ast_source(lk.name, str(dtype), list(case.consts))
+                variants["triton"] = lambda t=target, s=src: _triton_variant(s, t)
+            out[lk.name][target] = row = _row(variants)
+            progress(f"  library {lk.name} {target}: " + _line(row))
+    return out
+
+
+def _line(row: dict[str, Any]) -> str:
+    parts = []
+    for name, v in row.items():
+        if "error" in v:
+            parts.append(f"{name}=ERROR")
+        else:
+            cost = f" cost {v['cost_before']:.0f}->{v['cost_after']:.0f}" if v.get("cost_before") is not None else ""
+            parts.append(f"{name}={v.get('sass_instructions')}i/{v.get('ptx_lines')}l{cost}")
+    return ", ".join(parts)
+
+
+def _sum(rows: dict[str, Any], target: str, variant: str, key: str) -> int | None:
+    vals = [r[target].get(variant, {}).get(key) for r in rows.values() if target in r]
+    return sum(vals) if vals and all(isinstance(v, int | float) for v in vals) else None
+
+
+def summarize(res: dict[str, Any]) -> dict[str, Any]:
+    """The issue's goals as ratios, per target."""
+    from .cost_fit import spearman
+
+    out: dict[str, Any] = {}
+    naive, lib = res.get("naive", {}), res.get("library", {})
+    for target in res["meta"]["targets"]:
+        s: dict[str, Any] = {}
+        noopt, opt, tri = (_sum(naive, target, v, "sass_instructions") for v in ("eggpu_noopt", "eggpu", "triton"))
+        if noopt and opt:
+            s["naive_sass_noopt"], s["naive_sass_opt"], s["naive_sass_triton"] = noopt, opt, tri
+            s["naive_sass_reduction"] = round(1 - opt / noopt, 4)
+            s["naive_sass_opt_over_triton"] = round(opt / tri, 3) if tri else None
+        lowered = [k for k, r in lib.items() if target in r and _cost_drop(r[target].get("eggpu", {}))]
+        s["library_cost_lowered"] = sorted(lowered)
+        s["library_cost_lowered_count"] = f"{len(lowered)}/{sum(1 for r in lib.values() if target in r)}"
+        # a drop below one unit is a constant or a shape op fewer, not a computation
+        by1 = [k for k in lowered if lib[k][target]["eggpu"]["cost_before"] - lib[k][target]["eggpu"]["cost_after"] >= 1]
+        s["library_cost_lowered_by_1_count"] = f"{len(by1)}/{sum(1 for r in lib.values() if target in r)}"
+        naive_lowered = [k for k, r in naive.items() if target in r and _cost_drop(r[target].get("eggpu", {}))]
+        s["naive_cost_lowered_count"] = f"{len(naive_lowered)}/{sum(1 for r in naive.values() if target in r)}"
+        # rank correlation of the model's cost with SASS counts over every eggpu program measured:
+        # the optimizer's own measure (lanes), per thread, and per thread with the SASS-fitted table
+        for key, label in (("model_cost", "cost_model_spearman"), ("thread_cost", "thread_cost_spearman"),
+                           ("thread_cost_calibrated", "thread_cost_calibrated_spearman")):
+            pairs = [(v[key], v["sass_instructions"]) for rows in (naive, lib) for r in rows.values()
+                     for name, v in r.get(target, {}).items()
+                     if name.startswith("eggpu") and v.get(key) is not None and v.get("sass_instructions")]
+            if len(pairs) >= 3:
+                s[label] = round(spearman([p[0] for p in pairs], [p[1] for p in pairs]), 3)
+                s["cost_model_points"] = len(pairs)
+        fired: dict[str, int] = {}
+        for rows in (naive, lib):
+            for r in rows.values():
+                for name, n in (r.get(target, {}).get("eggpu", {}).get("rules_fired") or {}).items():
+                    fired[name] = fired.get(name, 0) + n
+        s["rules_fired_total"] = dict(sorted(fired.items(), key=lambda kv: -kv[1]))
+        out[target] = s
+    return out
+
+
+def _cost_drop(v: dict[str, Any]) -> bool:
+    return v.get("cost_before") is not None and v.get("cost_after") is not None and v["cost_after"] < v["cost_before"]
+
+
+BEGIN, END = "<!-- BEGIN NAIVE (python -m bench naive) -->", "<!-- END NAIVE -->"
+
+
+def markdown(res: dict[str, Any]) -> str:
+    """The "Naive kernels" section of docs/performance.md (between :data:`BEGIN` and :data:`END`)."""
+    meta, summ = res.get("meta", {}), res.get("summary", {})
+    L = [BEGIN, "## Naive (Inductor-style) kernels and what the optimizer does\n",
+         f"_Generated by `{meta.get('command')}` on {meta.get('date')} from `bench/results/naive.json`._\n",
+         "Twelve kernels written the way PyTorch Inductor generates Triton (`bench/naive_kernels.py`: flattened "
+         "index math, broadcast loads through computed indices, `tl.where(mask, x, 0.0)`, masks combined with "
+         "themselves, casts, persistent and looped reductions), compiled from the same source text by "
+         "`@eggpu.jit` (optimize off / on) and `@triton.jit` (types and constexprs only, no launch "
+         "specialization), assembled by the same ptxas; SASS counted with nvdisasm. The library kernels (default "
+         "case, default dtype) are measured the same way.\n"]
+    goal_rows = []
+    for target, s in summ.items():
+        red = s.get("naive_sass_reduction")
+        goal_rows.append([target, "naive-suite SASS, optimize=False → True (Triton)",
+                          f"{s.get('naive_sass_noopt')} → {s.get('naive_sass_opt')} ({s.get('naive_sass_triton')}): "
+                          + _f(None if red is None else 100 * red, "{:.1f} %") + " fewer", "≥ 20 % fewer",
+                          "met" if red is not None and red >= 0.2 else "**missed**"])
+        goal_rows.append([target, "library kernels whose cost strictly drops (by at least one unit)",
+                          f"{s.get('library_cost_lowered_count')} ({s.get('library_cost_lowered_by_1_count')})",
+                          "≥ 12/17", _lowered_status(s)])
+        goal_rows.append([target, "Spearman(model cost, SASS): lanes / per thread / per thread calibrated",
+                          f"{s.get('cost_model_spearman')} / {s.get('thread_cost_spearman')} / "
+                          f"{s.get('thread_cost_calibrated_spearman')}", "reported", "–"])
+    L.append(_table(["target", "measure", "value", "goal", "status"], goal_rows))
+    L.append("\nWhy the e-graph changes so little SASS on these kernels: the PTX is produced through LLVM's "
+             "optimizer and then ptxas, which already fold constants, strength-reduce multiplications, narrow "
+             "`sext`-then-compare and share common subexpressions, so exact rewrites of that kind lower the "
+             "e-graph cost (every naive kernel's cost drops) without changing the machine code. What separates "
+             "eggpu from Triton here needs facts the rules cannot assume without launch-time checks: Inductor's "
+             "`xindex // 768` and `xindex % 768` are signed, and become cheap unsigned or shift forms only once "
+             "`xindex >= 0` is known (pid * XBLOCK + arange does not overflow); and the loads are scalar where "
+             "Triton's are `ld.global.v4`. Those facts are items 1-4 of the issue (another branch). The rest is "
+             "precision: eggpu lowers `exp` and `/` IEEE-accurately, Triton uses `ex2.approx` and `div.full`.\n")
+    for section, title in (("naive", "Naive kernels"), ("library", "Library kernels")):
+        rows = res.get(section, {})
+        if not rows:
+            continue
+        L.append(f"\n### {title} (sm_90)\n")
+        table = []
+        for name, per_target in rows.items():
+            r = per_target.get("sm_90", {})
+            no, op, tr = r.get("eggpu_noopt", {}), r.get("eggpu", {}), r.get("triton", {})
+            fired = sorted((op.get("rules_fired") or {}).items(), key=lambda kv: -kv[1])
+            fired = [f"{k}×{v}" for k, v in fired if not k.startswith("range-") and not k.endswith(("-comm", "-assoc-int"))][:6]
+            table.append([name, f"{_f(op.get('cost_before'))} → {_f(op.get('cost_after'))}",
+                          f"{_f(no.get('ptx_lines'))} / {_f(op.get('ptx_lines'))} / {_f(tr.get('ptx_lines'))}",
+                          f"{_f(no.get('sass_instructions'))} / {_f(op.get('sass_instructions'))} / "
+                          f"{_f(tr.get('sass_instructions'))}", ", ".join(fired) or "–"])
+        L.append(_table(["kernel", "cost before → after", "PTX lines noopt / opt / Triton",
+                         "SASS noopt / opt / Triton", "rules fired (top 6; range analysis, commutativity, associativity omitted)"], table))
+    L += ["", *_calibration_section(), "", END]
+    return "\n".join(L)
+
+
+def _calibration_section() -> list[str]:
+    """The "Cost model calibration" part, from bench/results/cost_fit.json when it exists."""
+    path = REPO / "bench" / "results" / "cost_fit.json"
+    L = ["\n### Cost model calibration\n",
+         "`python -m bench cost-fit --write` fits the per-lane costs of `optimizer/cost.py` to these SASS counts "
+         "(every eggpu program above, optimize off and on): each op's default cost times the lanes one of the "
+         "128 threads runs is a feature of its group (integer mul, div/rem, float simple, float div/sqrt, "
+         "transcendental, select, cast, address, memory, reduce); one integer add is the unit (one instruction); "
+         "the other group weights are non-negative least squares with a ridge toward the hand-set table, clamped "
+         "to [0.5, 2]. The table is stored in `optimizer/cost.py` (`CALIBRATION`) and used by "
+         "`CostModel.for_target(target, calibrated=True)`.\n",
+         "The optimizer keeps the hand-set table by default. The fit explains SASS counts mostly through a "
+         "per-kernel base (prologue, parameter loads, address set-up) and the reduce group; several groups are "
+         "collinear on these 29 kernels and end at the clamp; and the fitted multipliers (`int_divrem` at 0.5: a "
+         "division by a constant is a multiply-high sequence) would break orderings extraction relies on "
+         "(`div > 10 * shl`) for no SASS change measured here. The model itself ranks kernels poorly (the "
+         "Spearman row above): static SASS counts are dominated by what it does not price (the base, the "
+         "lowering of masked accesses and reductions, the per-element expansion of IEEE `exp` and `div`), not "
+         "by the per-op weights, and counting lanes per thread instead of lanes barely changes the ranking. "
+         "Within one program, where extraction compares alternatives, both units order a block op's "
+         "rewrites the same way.\n"]
+    if not path.exists():
+        return L + ["(No fit recorded: run `python -m bench cost-fit`.)"]
+    fit = json.loads(path.read_text())
+    rows = [[t, f["points"], f"{f['r2']:.2f}", f"{f['base']:.0f}", f"{f['spearman_fit']:.2f}",
+             ", ".join(f"{k} {v}" for k, v in f["calibration"].items())] for t, f in fit.items()]
+    return L + [_table(["target", "programs", "R²", "base (instr.)", "Spearman of the fit", "multipliers"], rows)]
+
+
+def _lowered_status(s: dict[str, Any]) -> str:
+    def count(key: str) -> int:
+        return int(str(s.get(key) or "0/0").split("/")[0])
+
+    if count("library_cost_lowered_count") < 12:
+        return "**missed**"
+    return "met" if count("library_cost_lowered_by_1_count") >= 12 else "met only by drops below one unit: **missed** in substance"
+
+
+def _f(x: Any, fmt: str = "{:.0f}") -> str:
+    return "–" if x is None else fmt.format(x)
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def write_docs(res: dict[str, Any], md: Path) -> None:
+    """Put :func:`markdown` into ``md`` in place of its previous naive section (appended if none)."""
+    text = md.read_text() if md.exists() else ""
+    section = markdown(res)
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        text = head + section + rest.split(END, 1)[1]
+    else:
+        text = text.rstrip("\n") + "\n\n" + section + "\n"
+    md.write_text(text)
+
+
+def _args(argv: list[str]) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m bench naive", description=__doc__.splitlines()[0])
+    ap.add_argument("--targets", nargs="*", default=list(TARGETS), help="default: %(default)s")
+    ap.add_argument("--kernels", nargs="*", help="naive and/or library kernel names (default: all)")
+    ap.add_argument("--no-library", action="store_true", help="only the naive suite")
+    ap.add_argument("--out", default=DEFAULT_OUT, help="JSON output (default %(default)s)")
+    ap.add_argument("--docs", default="docs/performance.md", help="report to update (default %(default)s)")
+    ap.add_argument("--no-docs", action="store_true", help="do not update the report")
+    return ap.parse_args(argv)
+
+
+def main(argv: list[str]) -> int:
+    a = _args(argv)
+    try:
+        import triton  # noqa: F401
+    except ImportError:
+        print("python -m bench naive needs Triton (pip install -e '.[bench]')", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TRITON_DEFAULT_FP_FUSION", "0")
+    targets = tuple(a.targets)
+    res: dict[str, Any] = {"meta": {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+                                    "command": " ".join(["python -m bench naive", *argv]), "targets": list(targets),
+                                    "num_warps": NUM_WARPS}}
+    _progress("naive kernels ...")
+    res["naive"] = measure_naive(targets, a.kernels)
+    if not a.no_library:
+        _progress("library kernels ...")
+        res["library"] = measure_library(targets, a.kernels)
+    res["summary"] = summarize(res)
+    path = Path(a.out) if Path(a.out).is_absolute() else REPO / a.out
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(res, indent=0, default=str))
+    for target, s in res["summary"].items():
+        _progress(f"{target}: naive SASS {s.get('naive_sass_noopt')} -> {s.get('naive_sass_opt')} "
+                  f"(reduction {s.get('naive_sass_reduction')}; Triton {s.get('naive_sass_triton')}), "
+                  f"library cost lowered {s['library_cost_lowered_count']}, "
+                  f"cost-model Spearman {s.get('cost_model_spearman')} (per thread {s.get('thread_cost_spearman')}, "
+                  f"calibrated {s.get('thread_cost_calibrated_spearman')})")
+    _progress(f"wrote {path}")
+    if not a.no_docs:
+        md = Path(a.docs) if Path(a.docs).is_absolute() else REPO / a.docs
+        write_docs(res, md)
+        _progress(f"updated {md}")
+    return 0

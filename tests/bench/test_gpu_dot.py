@@ -1,0 +1,32 @@
+"""``bench.gpu_dot`` (the GPU checks of the dot paths and of min/max) runs its own checks on the CPU.
+
+No GPU here: ``run_cpu`` stands in for the device launch, so the cases, their inputs and their
+check functions cannot rot before a GPU is lent.
+"""
+
+from __future__ import annotations
+
+import eggpu
+
+
+def test_gpu_dot_checks_run_on_the_cpu():
+    from bench import gpu_dot
+
+    cases = list(gpu_dot.cases())
+    assert {c.label.split("[")[0] for c in cases} == {"dot", "minmax pairs", "minmax rows"}
+    picked = [c for c in cases if c.label.startswith(("dot[bf16] 32x32x16", "minmax pairs[f16]"))]
+    assert len(picked) == 2
+    for c in picked:
+        ck = eggpu.compile(c.instance, target="sm_90", optimize=False, cache=False)
+        args = [a.copy() if hasattr(a, "copy") else a for a in c.args]
+        ck.run_cpu(c.grid, *args)
+        details = c.check(args, ck)
+        if c.label.startswith("dot"):
+            assert details["dot"][0]["strategy"] == "mma_sync" and details["max_err"] < 1e-3
+
+
+def test_gpu_scripts_import():
+    import bench.gpu
+    import bench.gpu_check
+
+    assert callable(bench.gpu_check.main) and callable(bench.gpu.main)

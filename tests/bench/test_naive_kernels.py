@@ -1,0 +1,133 @@
+"""The naive (Inductor-style) benchmark kernels compute what numpy computes, on ragged sizes.
+
+Each kernel of ``bench/naive_kernels.py`` runs under ``@eggpu.jit`` as written for Triton,
+through the numpy interpreter and through the compiled (optimized, translation-validated)
+lowering on the CPU. Also: the cost-fit helpers of ``bench/cost_fit.py`` (rank correlation,
+per-thread features, the calibration table writer).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bench import cost_fit
+from bench.naive import BY_NAME, NAIVE, load
+
+CASES = [(k.name, size) for k in NAIVE for size in k.sizes]
+
+
+def _run(name: str, size: int) -> None:
+    k = BY_NAME[name]
+    case = k.make(size, np.random.default_rng(size))
+    getattr(load("eggpu"), name)[case.grid](*case.args, **k.consts)
+    for i, ref in case.expected.items():
+        np.testing.assert_allclose(case.args[i], ref, rtol=case.rtol, atol=case.atol,
+                                   err_msg=f"{name} size {size}: argument {i}")
+
+
+def test_the_suite_has_at_least_ten_kernels_with_ragged_sizes():
+    assert len(NAIVE) >= 10
+    assert all(len(k.sizes) >= 2 and 1 in k.sizes for k in NAIVE)
+
+
+@pytest.mark.parametrize(("name", "size"), CASES, ids=[f"{n}-{s}" for n, s in CASES])
+def test_interpreted(name, size, monkeypatch):
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", "interpret")
+    _run(name, size)
+
+
+@pytest.mark.parametrize(("name", "size"), CASES, ids=[f"{n}-{s}" for n, s in CASES])
+def test_compiled_on_cpu(name, size, monkeypatch):
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", "cpu")
+    _run(name, size)
+
+
+def test_load_rejects_an_unknown_backend():
+    with pytest.raises(ValueError, match="unknown backend 'cuda'"):
+        load("cuda")
+
+
+def test_triton_compiles_the_same_source():
+    pytest.importorskip("triton", reason="Triton is a benchmark-only dependency")
+    import inspect
+
+    egg, tri = load("eggpu"), load("triton")
+    for k in NAIVE:
+        assert inspect.getsource(getattr(egg, k.name).fn) == inspect.getsource(getattr(tri, k.name).fn)
+
+
+def test_spearman():
+    assert cost_fit.spearman([1, 2, 3, 4], [10, 20, 30, 40]) == pytest.approx(1.0)
+    assert cost_fit.spearman([1, 2, 3, 4], [4, 3, 2, 1]) == pytest.approx(-1.0)
+    assert cost_fit.spearman([1, 1, 2], [5, 5, 9]) == pytest.approx(1.0)  # ties get average ranks
+    with pytest.raises(ValueError, match="same length"):
+        cost_fit.spearman([1, 2], [1])
+
+
+def test_features_count_per_thread_instructions():
+    from eggpu.ir.parser import parse_function
+
+    fn = parse_function("""kernel k(%x: ptr<i32>) grid=1 {
+  %0 = arange() {end=256, start=0} : i32[256]
+  %1 = splat(%x) {shape=(256)} : ptr<i32>[256]
+  %2 = addptr(%1, %0) : ptr<i32>[256]
+  %3 = load(%2) : i32[256]
+  %4 = const() {dtype=i32, value=3} : i32
+  %5 = splat(%4) {shape=(256)} : i32[256]
+  %6 = add(%3, %5) : i32[256]
+  %7 = rem(%6, %5) : i32[256]
+  store(%2, %7)
+}""")
+    f = cost_fit.features(fn, "sm_90", 128)
+    assert f["int_simple"] == pytest.approx(2.0)  # 256 lanes / 128 threads, cost 1 each
+    assert f["int_divrem"] == pytest.approx(40.0)  # rem costs 20 per lane
+    assert f["memory"] == pytest.approx(40.0)  # a load and a store, 10 per lane
+
+
+def test_write_table_replaces_only_the_marked_block(tmp_path):
+    p = tmp_path / "cost.py"
+    p.write_text("A = 1\n# BEGIN CALIBRATION (generated)\nCALIBRATION = {}\n# END CALIBRATION\nB = 2\n")
+    cost_fit.write_table({"sm_90": {"memory": 0.5}}, p)
+    text = p.read_text()
+    assert text.startswith("A = 1\n# BEGIN CALIBRATION (generated)\nCALIBRATION: dict[str, dict[str, float]] = {")
+    assert '"memory": 0.5' in text and text.endswith("# END CALIBRATION\nB = 2\n")
+    p.write_text("nothing marked\n")
+    with pytest.raises(SystemExit, match="no '# BEGIN CALIBRATION'"):
+        cost_fit.write_table({}, p)
+
+
+def _fake_results() -> dict:
+    def v(sass, before=None, after=None, fired=None):
+        return {"sass_instructions": sass, "ptx_lines": 10, "model_cost": float(sass), "thread_cost": float(sass),
+                "thread_cost_calibrated": float(sass), "cost_before": before, "cost_after": after,
+                "rules_fired": fired or {}}
+
+    naive = {"k1": {"sm_90": {"eggpu_noopt": v(100), "eggpu": v(70, 10.0, 8.0, {"and-self": 2, "add-comm": 5}),
+                              "triton": v(60)}},
+             "k2": {"sm_90": {"eggpu_noopt": v(200), "eggpu": v(190, 10.0, 10.0), "triton": v(150)}}}
+    lib = {"l1": {"sm_90": {"eggpu_noopt": v(50), "eggpu": v(50, 5.0, 4.0)}}}
+    return {"meta": {"targets": ["sm_90"], "command": "python -m bench naive", "date": "today"},
+            "naive": naive, "library": lib}
+
+
+def test_summary_and_docs_section(tmp_path):
+    from bench import naive_bench
+
+    res = _fake_results()
+    s = naive_bench.summarize(res)["sm_90"]
+    assert (s["naive_sass_noopt"], s["naive_sass_opt"], s["naive_sass_triton"]) == (300, 260, 210)
+    assert s["naive_sass_reduction"] == pytest.approx(40 / 300, abs=1e-4)
+    assert s["library_cost_lowered_count"] == "1/1" and s["naive_cost_lowered_count"] == "1/2"
+    assert s["library_cost_lowered_by_1_count"] == "1/1"
+    assert s["cost_model_spearman"] == pytest.approx(1.0)
+    assert s["rules_fired_total"] == {"add-comm": 5, "and-self": 2}
+    res["summary"] = {"sm_90": s}
+    md = tmp_path / "performance.md"
+    md.write_text("# Performance\n\nkept\n")
+    naive_bench.write_docs(res, md)
+    naive_bench.write_docs(res, md)  # replaced in place, not appended twice
+    text = md.read_text()
+    assert text.startswith("# Performance\n\nkept\n") and text.count(naive_bench.BEGIN) == 1
+    assert "300 → 260 (210): 13.3 % fewer" in text and "**missed**" in text
+    assert "| k1 | 10 → 8 | 10 / 10 / 10 | 100 / 70 / 60 | and-self×2 |" in text
