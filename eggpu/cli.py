@@ -278,6 +278,7 @@ def cmd_rules_check(a: argparse.Namespace) -> int:
 def cmd_demo(a: argparse.Namespace) -> int:
     from eggpu.demo import run_demo
 
+    _check_target(a.target)  # one error line, not a failed row per kernel
     names = [n.strip() for n in a.kernels.split(",")] if a.kernels else None
     return run_demo(target=a.target, optimize=not a.no_opt, names=names, use_cache=not a.no_cache)
 

@@ -73,6 +73,9 @@ def test_explain_refuses_an_unknown_target_like_compile(capsys, spec, target):
     assert (code, out) == (1, "") and err.startswith(f"eggpu: error: unknown target '{target}'.")
     code2, out2, err2 = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
     assert (code2, out2, err2) == (code, out, err)
+    # and demo: one error line before any kernel is compiled, not a FAIL row per kernel
+    code3, out3, err3 = run(capsys, "demo", "--kernels", "vector_add", "--target", target)
+    assert (code3, out3, err3) == (code, out, err)
 
 
 @pytest.mark.parametrize("value", ["-5", "0"])
