@@ -49,6 +49,7 @@ from eggpu.ir.cachefs import (
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
+_SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
 
 
 def default_cache_dir() -> Path:
@@ -126,9 +127,12 @@ class Cache:
         return True
 
     def stem(self, name: str, key: str) -> Path:
+        """``{name}_{key}`` in the cache directory. ``name`` is reduced to ``[A-Za-z0-9_]`` (at
+        most 64 characters) so that no kernel name (``../x``, ``a/b``) can place a file outside
+        the directory; the key alone identifies the entry."""
         if self.dir is None:
             raise CacheUnavailable(self._problem or "no cache directory")
-        return self.dir / f"{name}_{key}"
+        return self.dir / f"{_SAFE_NAME.sub('_', str(name))[:64] or 'kernel'}_{key}"
 
     def reject(self, stem: Path, reason: str) -> None:
         """Warn (once per entry) that the entry at ``stem`` is ignored and will be recompiled."""

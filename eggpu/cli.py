@@ -128,9 +128,9 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
 
 def load_kernel_function(spec: str) -> Any:
     """The @kernel function named by ``FILE.py::NAME``."""
-    if "::" not in spec:
+    file, _, name = spec.rpartition("::")
+    if not file or not name:
         raise UsageError(f"expected FILE.py::NAME, got {spec!r}")
-    file, name = spec.rsplit("::", 1)
     path = Path(file)
     if not path.is_file():
         raise UsageError(f"no such file: {file}")
@@ -144,6 +144,8 @@ def load_kernel_function(spec: str) -> Any:
         spec_.loader.exec_module(module)
     except EggpuError:
         raise
+    except SystemExit as e:  # the module called sys.exit() (or exit()) while being imported
+        raise UsageError(f"importing {file} failed: it called sys.exit({e.code!r})") from None
     except Exception as e:  # the user's module failed to import: one line, no traceback
         raise UsageError(f"importing {file} failed: {type(e).__name__}: {e}") from None
     obj = getattr(module, name, None)
@@ -151,6 +153,10 @@ def load_kernel_function(spec: str) -> Any:
         kernels = sorted(k for k, v in vars(module).items() if hasattr(v, "Kernel"))
         raise UsageError(f"{file} has no kernel named {name!r} (kernels: {', '.join(kernels) or 'none'})")
     if not hasattr(obj, "Kernel"):
+        if type(obj).__name__ == "JITFunction":  # untyped: its types come from the launch arguments
+            raise UsageError(f"{file}::{name} is an @eggpu.jit function: its parameter types come from the "
+                             f"arguments of a launch ({name}[grid](*args) in Python); the command line compiles "
+                             f"@eggpu.kernel functions, whose parameters are typed")
         raise UsageError(f"{file}::{name} is not an @eggpu.kernel function")
     return obj
 
@@ -272,6 +278,7 @@ def cmd_rules_check(a: argparse.Namespace) -> int:
 def cmd_demo(a: argparse.Namespace) -> int:
     from eggpu.demo import run_demo
 
+    _check_target(a.target)  # one error line, not a failed row per kernel
     names = [n.strip() for n in a.kernels.split(",")] if a.kernels else None
     return run_demo(target=a.target, optimize=not a.no_opt, names=names, use_cache=not a.no_cache)
 

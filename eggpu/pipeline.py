@@ -19,7 +19,7 @@ from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError
 from eggpu.ir.facts import Facts
-from eggpu.rules import rule_files
+from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
 
 DEFAULT_TARGET = "sm_90"
@@ -38,6 +38,16 @@ class CompileOptions:
     facts: Facts = field(default_factory=Facts)
     #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
     offsets_i32: bool = False
+    _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
+
+    def rule_sources(self) -> list[tuple[str, bytes]]:
+        """``(label, bytes)`` of every rule file of this compile (shipped, ``rules``,
+        ``EGGPU_RULES_PATH``), read once (bounded, regular files only: a FIFO, a device or an
+        oversized file is a RuleError, never a hang) and reused: the cache key hashes exactly the
+        bytes the optimizer is given."""
+        if self._rule_sources is None:
+            self._rule_sources = read_rule_sources(self.rules)
+        return self._rule_sources
 
     def key_parts(self) -> dict[str, Any]:
         return {
@@ -45,17 +55,11 @@ class CompileOptions:
             "optimize": self.optimize,
             "fast_math": self.fast_math,
             "num_warps": self.num_warps,
-            "rules": [_file_digest(p) for p in rule_files(self.rules)] if self.optimize else [],
+            "rules": [[Path(label).name, hashlib.sha256(data).hexdigest()] for label, data in self.rule_sources()]
+            if self.optimize else [],
             "specialize": self.facts.as_dict(),
             "offsets_i32": self.offsets_i32,
         }
-
-
-def _file_digest(path: Path) -> list[str]:
-    try:
-        return [path.name, hashlib.sha256(path.read_bytes()).hexdigest()]
-    except OSError as e:
-        raise EggpuError(f"cannot read rule file {path}: {e.strerror}") from None
 
 
 @dataclass
@@ -229,14 +233,18 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     """
     from eggpu import __version__
 
-    if not hasattr(kernel, "ir") or not hasattr(kernel, "id"):
-        raise KernelError(
-            f"eggpu.compile expects a kernel instance such as GeluForward[tl.f32](1024), got {type(kernel).__name__}"
-        )
-    if not isinstance(num_warps, int) or num_warps not in (1, 2, 4, 8, 16, 32):
+    _check_kernel(kernel)
+    if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
-    opts = CompileOptions(target, optimize, fast_math, num_warps, tuple(str(r) for r in rules),
+    for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
+        if not _is_flag(flag):
+            raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
+    optimize, fast_math = bool(optimize), bool(fast_math)
+    if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
+        raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
+    opts = CompileOptions(target, optimize, fast_math, num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32))
+    # the target is checked on a miss (_compile_uncached): a hit imports no codegen
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -294,6 +302,50 @@ def _specialization(kernel: Any, specialize: Mapping[str, str | Sequence[str]] |
     return Facts.make(by)
 
 
+def _check_kernel(kernel: Any) -> None:
+    """KernelError unless ``kernel`` is a kernel instance (a class or a function is named, with
+    what to write instead)."""
+    if hasattr(kernel, "ir") and hasattr(kernel, "id") and not isinstance(kernel, type):
+        return
+    what = type(kernel).__name__
+    if isinstance(kernel, type):
+        what = f"the kernel class {kernel.__name__}; instantiate it first, e.g. {kernel.__name__}[tl.f32](1024)"
+    elif hasattr(kernel, "Kernel"):
+        what = f"the @eggpu.kernel function {getattr(kernel, '__name__', '?')}; compile an instance of its Kernel class"
+    raise KernelError(f"eggpu.compile expects a kernel instance such as GeluForward[tl.f32](1024), got {what}")
+
+
+def _short_repr(value: Any) -> str:
+    """``short_repr`` for error messages, imported on the error path only (it needs numpy, which a
+    cache hit never imports)."""
+    from eggpu.ir.launch_args import short_repr
+
+    return short_repr(value)
+
+
+def _is_flag(value: Any) -> bool:
+    """A bool, or something equal to one that is not a string (0, 1, numpy bools)."""
+    if isinstance(value, str | bytes):
+        return False
+    try:
+        return bool(value in (True, False))
+    except Exception:  # noqa: BLE001 - e.g. a numpy array: ambiguous truth value
+        return False
+
+
+def _rule_paths(rules: Any) -> tuple[str, ...]:
+    """``rules=`` as a tuple of paths: one path (str or PathLike) or a sequence of them."""
+    if isinstance(rules, str | os.PathLike):
+        return (os.fspath(rules),)
+    try:
+        items = list(rules)
+    except TypeError:
+        items = None
+    if items is None or not all(isinstance(r, str | os.PathLike) for r in items):
+        raise CompileError(f"rules must be a rule file or folder path, or a list of them, got {_short_repr(rules)}")
+    return tuple(os.fspath(r) for r in items)
+
+
 def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> CompiledKernel | None:
     """The cached compile of ``key``, or None; an entry whose report is malformed is ignored with
     a warning (and recompiled over)."""
@@ -310,6 +362,9 @@ def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> Compil
 def _check_target(target: str) -> None:
     from eggpu.codegen.target import get_target
 
+    if isinstance(target, str) and target.strip().lower() == "host":
+        raise CompileError("eggpu.compile builds PTX for an NVIDIA target such as 'sm_90'; 'host' is the CPU "
+                           "lowering behind ck.run_cpu: compile for a GPU target and call ck.run_cpu(grid, *args)")
     get_target(target)
 
 
@@ -380,7 +435,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         from eggpu.optimizer import optimize as run_optimizer
 
         with stage("optimize"):
-            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target)
+            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
+                                rule_sources=opts.rule_sources())
         fn = res.function
         report["optimizer"] = _optimizer_report(res)
     report["ir_ops_after"] = fn.op_count()
@@ -442,6 +498,8 @@ def _optimizer_report(res: Any) -> dict[str, Any]:
         "cost_after": res.cost_after,
         "egraph_nodes": res.egraph_nodes,
         "stop_reason": res.stop_reason.name if res.stop_reason is not None else None,
+        # what the reason alone does not say (a rolled-back step, a hot child killed at its limit)
+        "stop_detail": res.stop_detail,
         "validation": res.validation.verdict if res.validation is not None else None,
         "fell_back": bool(res.fell_back),
         "fallback_reason": res.reason if res.fell_back else None,

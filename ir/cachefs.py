@@ -16,7 +16,9 @@ fooled by what *was* planted before it became ours, and never writing outside it
   (:func:`file_lock`).
 
 The parent directories of the cache directory are assumed trustworthy (as for any file the user
-keeps in their home). Every problem is reported as :class:`CacheUnavailable`; callers turn it into
+keeps in their home); the folders eggpu makes inside it (``proofs/``, ``proofs/egglog-accepted/``)
+are checked too and must be real directories, not symbolic links (:func:`ensure_trusted_dir` with
+``under=``). Nothing eggpu writes on its own ever lands outside the cache directory. Every problem is reported as :class:`CacheUnavailable`; callers turn it into
 one :class:`CacheWarning` and carry on without the cache (:func:`warn_once`). Standard library
 only, so both the facade and the optimizer can use it.
 """
@@ -75,9 +77,47 @@ def untrusted_reason(directory: Path) -> str | None:
     return _mode_problem(st, "it")
 
 
-def ensure_trusted_dir(directory: Path) -> None:
+def ensure_trusted_dir(directory: Path, *, under: Path | None = None) -> None:
     """Create ``directory`` (mode 0700) when missing; raise :class:`CacheUnavailable` when it cannot
-    be created or is not trusted (see :func:`untrusted_reason`)."""
+    be created or is not trusted (see :func:`untrusted_reason`).
+
+    ``under`` names the cache root ``directory`` was derived from (e.g. ``$EGGPU_CACHE_DIR`` for
+    ``$EGGPU_CACHE_DIR/proofs``). The root is checked as above (it may be a symbolic link the user
+    made, like any directory the user names); every folder between it and ``directory`` is eggpu's
+    own, so it must be a real directory: a symbolic link planted there (which could point anywhere
+    the user can write) is refused, never followed."""
+    if under is None:
+        _make_trusted(directory)
+        return
+    _make_trusted(under)
+    try:
+        parts = directory.relative_to(under).parts
+    except ValueError:
+        raise CacheUnavailable(f"{directory} is not inside the cache directory {under}") from None
+    current = under
+    for part in parts:
+        current = current / part
+        try:
+            os.mkdir(current, 0o700)
+        except FileExistsError:
+            pass
+        except OSError as e:
+            raise CacheUnavailable(f"cache directory {current} cannot be created: {e.strerror or e}") from None
+        try:
+            st = os.lstat(current)
+        except OSError as e:
+            raise CacheUnavailable(f"cannot stat {current}: {e.strerror or e}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise CacheUnavailable(f"cache directory {current} is a symbolic link (eggpu creates it as a folder)")
+        if not stat.S_ISDIR(st.st_mode):
+            raise CacheUnavailable(f"cache directory {current} cannot be used: a file is in the way")
+        problem = _mode_problem(st, "it")
+        if problem is not None:
+            raise CacheUnavailable(f"cache directory {current} is not trusted: {problem}; make it yours and "
+                                   f"`chmod go-w` it, or use another directory")
+
+
+def _make_trusted(directory: Path) -> None:
     try:
         directory.mkdir(mode=0o700, parents=True, exist_ok=True)
     except FileExistsError:

@@ -60,7 +60,7 @@ class OptimizeResult:
     enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized;
     ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``);
     ``stop_detail`` says more about the stop where the reason alone does not (a rolled-back
-    step, a hot saturation process killed at its time or memory limit: see :mod:`.saturate`).
+    step, the isolated saturation process killed at its time or memory limit: see :mod:`.saturate`).
     ``rules_loaded`` is how many of ``rules_used`` were loaded into the e-graph (only the rules
     that can match this program: :mod:`.rule_subset`) and ``rules_loaded_why`` says why.
     """
@@ -156,21 +156,25 @@ def _egraphs() -> dict[str, _Engine]:
     return cache
 
 
-def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool) -> list[tuple[str, str]]:
-    from .rules_loader import _read_source, env_paths, shipped_sources
+def _sources(rules: Sequence[str | os.PathLike] | None, shipped: bool,
+             raw: Sequence[tuple[str, bytes]] | None = None) -> list[tuple[str, str]]:
+    """(label, text) of the rule files: ``raw`` (already read) when given, else read now."""
+    from eggpu.rules import read_rule_sources
 
-    sources = shipped_sources() if shipped else []
-    for src in [*(rules or []), *(env_paths() if shipped else [])]:
-        sources += _read_source(src)
-    return sources
+    from .rules_loader import decode_rule_text
+
+    if raw is None:
+        raw = read_rule_sources(rules or [], shipped=shipped, env=shipped)
+    return [(label, decode_rule_text(data, label)) for label, data in raw]
 
 
 def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math: bool = False,
-                  shipped_rules: bool = True) -> PreparedRules:
+                  shipped_rules: bool = True,
+                  rule_sources: Sequence[tuple[str, bytes]] | None = None) -> PreparedRules:
     """Load (shipped + ``rules`` + ``EGGPU_RULES_PATH``; only ``rules`` when ``shipped_rules`` is
-    False), verify (proof cache) and select the rules :func:`optimize` gives egglog. Cached per
-    rule text; raises RuleError on bad files."""
-    sources = _sources(rules, shipped_rules)
+    False; or exactly ``rule_sources``, see :func:`optimize`), verify (proof cache) and select the
+    rules :func:`optimize` gives egglog. Cached per rule text; raises RuleError on bad files."""
+    sources = _sources(rules, shipped_rules, rule_sources)
     key = (tuple(sources), fast_math)
     with _LOCK:
         hit = _PREPARED.get(key)
@@ -289,7 +293,8 @@ def _loaded_why(sel: Any, loaded: int, usable: int) -> str:
 
 def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, limits: Limits | None = None,
              fast_math: bool = False, target: str = "sm_90", validate: bool = True,
-             shipped_rules: bool = True, subset_rules: bool = True) -> OptimizeResult:
+             shipped_rules: bool = True, subset_rules: bool = True,
+             rule_sources: Sequence[tuple[str, bytes]] | None = None) -> OptimizeResult:
     """Optimize ``fn`` (see the module docstring); never mutates ``fn``.
 
     ``rules``: extra rule files or directories; ``limits``: saturation bounds (default
@@ -298,7 +303,10 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     ``EGGPU_RULES_PATH``: for testing rule files in isolation); ``validate=False`` skips
     translation validation (for tests of the other stages — the result is then NOT checked);
     ``subset_rules=False`` loads every usable rule instead of only those that can match ``fn``
-    (the result is the same: for tests and measurements)."""
+    (the result is the same: for tests and measurements); ``rule_sources``: the rule files'
+    contents as ``(label, bytes)`` pairs already read with :func:`eggpu.rules.read_rule_sources`,
+    used instead of reading the files again (the compile pipeline passes the bytes its cache key
+    hashed)."""
     from .analyses import fact_seeds
     from .decode import Decoder, clone
     from .encode import encode
@@ -308,7 +316,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     limits = limits or Limits()
     model = CostModel.for_target(target)
     cost_before = model.function_cost(fn)
-    prepared = prepare_rules(rules, fast_math=fast_math, shipped_rules=shipped_rules)
+    prepared = prepare_rules(rules, fast_math=fast_math, shipped_rules=shipped_rules, rule_sources=rule_sources)
     times = {s: 0.0 for s in STAGES}
     result = OptimizeResult(fn, None, cost_before, cost_before, times=times, rules_used=list(prepared.used),
                             rules_rejected=dict(prepared.rejected))

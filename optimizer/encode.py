@@ -17,11 +17,13 @@ element/pointee dtype), ``id`` unique per value in one run. The *roots* of a reg
 values that something other than a pure op of the same region needs: an effect, a control op,
 a ``yield`` or any op of a nested region. Only roots are materialized again by the decoder, so
 pure values nobody needs are dropped (they have no effect). Every pure value gets a
-``(let $vN ...)`` so its e-class can be found after saturation.
+``(let $vR_N ...)`` (``R`` numbers the encodings of the process, so a name is never reused) so
+its e-class can be found after saturation.
 """
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -101,9 +103,21 @@ class Encoding:
     structure: dict[str, tuple[str, tuple[tuple[str, Any], ...]]] = field(default_factory=dict)
 
 
+#: numbers the encodings of this process, so no two ever use the same ``let`` name (see _Encoder)
+_RUNS = itertools.count()
+
+
 class _Encoder:
+    """Encodes one function. Its ``let`` names (``$v<run>_<n>``) are unique in the process: the
+    optimizer adds every program to one cached e-graph between ``push`` and ``pop``, and with
+    egglog 13.2 a name bound by an earlier, popped program can leak into a later one — a random
+    program whose ``$v12`` was defined after ``$v1`` got ``$v1``'s e-class for it (an
+    ``Addptr`` over two ``arange`` terms, not extractable at its pointer type) after 75 earlier
+    programs, never on a fresh e-graph and never with names not used before."""
+
     def __init__(self, fn: Function):
         self.fn = fn
+        self.run_id = next(_RUNS)
         self.lines: list[str] = []
         self.regions: list[Region] = []
         self.region_of: dict[int, Region] = {}
@@ -147,7 +161,7 @@ class _Encoder:
             if op.opdef.is_pure and not op.regions:
                 terms = [self.operand_term(v, local, region) for v in op.operands]
                 v = op.results[0]
-                name = f"$v{len(self.let_of)}"
+                name = f"$v{self.run_id}_{len(self.let_of)}"
                 self.let_of[id(v)] = name
                 self.let_types[name] = v.type
                 text = op_term(op, terms)

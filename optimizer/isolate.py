@@ -23,9 +23,10 @@ threads do not exist in the child: with a pool of more than one thread (``RAYON_
 here, or the default on a machine with many cores) a child running a large iteration waits
 for them forever (and is killed at its deadline). :func:`pin_egglog_threads` makes egglog's
 pool single-threaded by setting ``RAYON_NUM_THREADS=1`` while the process's first e-graph is
-created (the pool is built then, once per process; the variable is restored right after, so
-other libraries are not affected). It cannot help when something else created an egglog
-e-graph first with more threads: then hot steps on large e-graphs end at their deadline. The child leaves with ``os._exit`` (no atexit handlers, no flushing of inherited
+created (the pool is built then, once per process; a value the user set is overridden for that
+moment only and restored right after, so other libraries are not affected). It cannot help when
+something else created an egglog e-graph first with more threads: then forked steps on large
+e-graphs end at their deadline (bounded, but without their result). The child leaves with ``os._exit`` (no atexit handlers, no flushing of inherited
 buffers); its stderr goes to ``/dev/null`` (what it has to say comes back in the outcome).
 """
 
@@ -70,14 +71,15 @@ _PINNED = False
 
 def pin_egglog_threads() -> None:
     """Create the process's first egglog e-graph with a one-thread rayon pool (see the module
-    docstring); later calls do nothing. A ``RAYON_NUM_THREADS`` the user set is respected."""
+    docstring); later calls do nothing. ``RAYON_NUM_THREADS`` is set to 1 only while that
+    e-graph is created, whatever the user set it to (a pool of more threads would hang every
+    forked saturation step that needs it), and restored right after."""
     global _PINNED
     if _PINNED:
         return
     _PINNED = True
     had = os.environ.get("RAYON_NUM_THREADS")
-    if had is None:
-        os.environ["RAYON_NUM_THREADS"] = "1"
+    os.environ["RAYON_NUM_THREADS"] = "1"
     try:
         from egglog.bindings import EGraph
 
@@ -85,6 +87,8 @@ def pin_egglog_threads() -> None:
     finally:
         if had is None:
             os.environ.pop("RAYON_NUM_THREADS", None)
+        else:
+            os.environ["RAYON_NUM_THREADS"] = had
 
 
 def _rss_bytes() -> int:

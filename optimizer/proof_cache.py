@@ -35,6 +35,8 @@ from eggpu.ir.cachefs import (
     warn_once,
 )
 
+#: folder (inside the proof directory) of the markers of rule programs egglog accepted
+MARKERS = "egglog-accepted"
 #: bump when the verifier's encoding changes meaning (invalidates every cached proof)
 VERIFIER_VERSION = "3"
 
@@ -55,6 +57,16 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_cache_dir("eggpu")) / "proofs"
 
 
+def cache_root() -> Path:
+    """The cache directory the proof directory lives in (``$EGGPU_PROOF_CACHE_DIR`` itself when
+    that is set): the folders between it and :func:`cache_dir` are eggpu's and are checked to be
+    real directories (:func:`~eggpu.ir.cachefs.ensure_trusted_dir` with ``under=``)."""
+    explicit = os.environ.get("EGGPU_PROOF_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    return cache_dir().parent
+
+
 def rule_key(egglog_text: str, extra: str = "") -> str:
     """Cache key of a rule: sha256 of its text, the schema and verifier versions and z3's."""
     import z3
@@ -73,6 +85,7 @@ class ProofCache:
 
     def __init__(self, directory: Path | str | None = None):
         self.dir = Path(directory) if directory is not None else cache_dir()
+        self.root = self.dir if directory is not None else cache_root()
         self.path = self.dir / "proofs.json"
         self._data: dict[str, Any] | None = None
         # the user cache dir is relative only when "~" cannot be expanded (no home directory)
@@ -91,7 +104,7 @@ class ProofCache:
         if not create and not self.dir.exists():
             return True  # nothing to read yet
         try:
-            ensure_trusted_dir(self.dir)
+            ensure_trusted_dir(self.dir, under=self.root)
         except CacheUnavailable as e:
             self._problem = str(e)  # not retried by this object
             self._warn(self._problem)
@@ -155,6 +168,29 @@ class ProofCache:
             except CacheUnavailable as e:
                 self._warn(f"cannot write it ({e})")
         self._data = data
+
+    def has_marker(self, name: str) -> bool:
+        """Whether the empty marker file ``egglog-accepted/<name>`` exists (a regular file of the
+        user's: a planted symlink or foreign file is no marker). False when the cache is unusable."""
+        if not self._trusted(create=False):
+            return False
+        try:
+            return read_trusted(self.dir / MARKERS / name) is not None
+        except CacheUnavailable:
+            return False
+
+    def put_marker(self, name: str) -> None:
+        """Create the marker ``egglog-accepted/<name>`` (atomically, never through a symlink; the
+        folder must be a real directory). Silently does nothing when that is not possible: a
+        marker is only a shortcut."""
+        if not self._trusted(create=True):
+            return
+        folder = self.dir / MARKERS
+        try:
+            ensure_trusted_dir(folder, under=self.root)
+            atomic_write(folder / name, b"")
+        except CacheUnavailable:
+            pass
 
     def put(self, key: str, value: Any) -> None:
         self.put_many({key: value})

@@ -41,7 +41,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from eggpu.ir.errors import RuleError
 from eggpu.rules import env_entries, expand, read_rule_file, shipped_files
@@ -690,20 +689,20 @@ def _egglog_run(text: str, label: str) -> str | None:
 def _validate_with_egglog(loaded: LoadedRules) -> None:
     """Declare every rule in a fresh e-graph; on failure, find the rule egglog rejects.
 
-    A program egglog accepted once is remembered on disk (a marker named by the sha256 of the
-    schema, the program and egglog's version, beside the proof cache), so a new process does not
+    A program egglog accepted once is remembered on disk (an empty marker named by the sha256 of
+    the schema, the program and egglog's version, in the proof cache's ``egglog-accepted/``
+    folder, read and written only through :mod:`eggpu.ir.cachefs`), so a new process does not
     pay for building a throw-away e-graph again.
     """
-    marker = _accepted_marker(loaded.program())
-    if marker is not None and marker.exists():
+    from .proof_cache import ProofCache
+
+    digest = _accepted_digest(loaded.program())
+    cache = ProofCache() if digest is not None else None
+    if cache is not None and cache.has_marker(digest):
         return
     if _egglog_run(loaded.program(), "<rules>") is None:
-        if marker is not None:
-            try:
-                marker.parent.mkdir(parents=True, exist_ok=True)
-                marker.touch()
-            except OSError:
-                pass  # the marker is only a shortcut
+        if cache is not None:
+            cache.put_marker(digest)
         return
     errors = []
     for r in loaded.rules:
@@ -714,19 +713,17 @@ def _validate_with_egglog(loaded: LoadedRules) -> None:
         raise RuleError(_join_errors(errors))
 
 
-def _accepted_marker(program: str) -> Path | None:
+def _accepted_digest(program: str) -> str | None:
     import hashlib
     from importlib.metadata import PackageNotFoundError, version
 
-    from .proof_cache import cache_dir
     from .schema import schema_text
 
     try:
         egglog_version = version("egglog")
     except PackageNotFoundError:
         return None
-    digest = hashlib.sha256("\0".join((schema_text(), program, egglog_version)).encode()).hexdigest()
-    return cache_dir() / "egglog-accepted" / digest
+    return hashlib.sha256("\0".join((schema_text(), program, egglog_version)).encode()).hexdigest()
 
 
 def load_rules(

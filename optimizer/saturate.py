@@ -19,38 +19,43 @@ the e-graph is saved; after it the ``Term`` e-nodes (``print-size``) and the tim
   "updated" -> ``MATCH_LIMIT``: the back-off scheduler skipped every rule that still had
   matches, and a new step would skip the same ones again.
 
-In calm runs "saved" is a ``push`` (undone by ``pop``); in hot runs it is a copy of the
-e-graph read by the caller's ``read_view`` (an EGraphView), because a ``push`` clones every
-scheduler the back-off steps created and costs 0.2-0.4 s there.
+In steps run in this process "saved" is a ``push`` (undone by ``pop``); in the forked child
+and in hot runs it is a copy of the e-graph read by the caller's ``read_view`` (an
+EGraphView): a ``push`` clones every scheduler the back-off steps created (0.2-0.4 s), and in
+a forked child egglog's ``push`` of a large e-graph waits forever for rayon pool workers that
+exist only in the parent.
 
-**Calm and hot e-graphs.** While the e-graph is *calm* steps run in this process with plain
-``(run ruleset)`` (every match applied; the library kernels saturate in 2-3 such steps of about
-a millisecond). The run turns *hot* after a step with more than a quarter of
-``Limits.match_limit`` matches in total (matches grow ~10x per iteration in an exploding
-e-graph), when the e-graph holds more than an eighth of ``Limits.nodes`` e-nodes, or after a
-quarter of ``Limits.seconds``. From then on:
+**Where steps run.** A plain ``(run ruleset)`` step (every match applied; the library kernels
+saturate in 2-3 such steps of about a millisecond) runs in this process only while the e-graph
+is *small*: at most :data:`CALM_NODES` e-nodes before the step and at most :data:`CALM_MATCHES`
+matches in the previous one (the library kernels stay under 121 e-nodes and 41 matches; an
+exploding e-graph grows its matches ~10x per iteration, so the step after a small one is small
+too). Every other step — all of them for an input of more than :data:`CALM_NODES` e-nodes —
+runs in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
+``Limits.seconds * 1.15 + 0.05`` s and may grow to at most ``Limits.memory_mb`` MiB resident.
+The child sends back the final e-graph (read by the caller's ``read_view``) and its counters.
+If it is killed or runs out of memory, the run stops with ``TIME_LIMIT`` or ``MEMORY_LIMIT``
+and the e-graph is the one from before the fork (the last in-process step), with ``detail``
+saying what happened; if it fails otherwise (an egglog error, a crash)
+:class:`SaturationError` is raised. With ``Limits.isolate=False``, without ``fork``, or without
+``read_view`` (the caller then reads ``eg`` itself) every step runs in this process and is not
+interruptible.
 
-* every iteration runs the rule rulesets with egglog's back-off scheduler
-  (``(let-scheduler bo (back-off :match-limit M))``, ``(run-with bo ruleset)``): a rule with more
-  than ``M = Limits.match_limit`` matches in an iteration is not applied in that iteration (a
-  fresh scheduler per step, so its ban never expires while the rule keeps matching that much).
-  That caps what one iteration can add (about ``M`` matches per rule) and stops the
-  585,000-match iteration. The scheduler costs ~40 ms per step (egglog builds a query and an
-  action rule per rule), which is why calm e-graphs do not use it. Its matches are still
-  *enumerated* before they are filtered, so an iteration is bounded only indirectly (the
-  e-graph it searches stays small);
-* and the hot steps run in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
-  ``Limits.seconds * 1.15 + 0.05`` s and may grow to at most ``Limits.memory_mb`` MiB resident.
-  The child sends back the final e-graph (read by the caller's ``read_view``) and its counters.
-  If it is killed or runs out of memory, the run stops with ``TIME_LIMIT`` or ``MEMORY_LIMIT``
-  and the e-graph is the one from before the fork (the last calm step), with ``detail`` saying
-  what happened; if it fails otherwise (an egglog error, a crash) :class:`SaturationError` is
-  raised. With ``Limits.isolate=False``, without ``fork``, or without ``read_view`` (the
-  caller then reads ``eg`` itself) hot steps run in this process, still with the back-off
-  scheduler, and are not interruptible.
+**Calm and hot e-graphs.** The run turns *hot* after a step with more than a quarter of
+``Limits.match_limit`` matches in total, when the e-graph holds more than an eighth of
+``Limits.nodes`` e-nodes, or after a quarter of ``Limits.seconds``. From then on every iteration
+runs the rule rulesets with egglog's back-off scheduler
+(``(let-scheduler bo (back-off :match-limit M))``, ``(run-with bo ruleset)``): a rule with more
+than ``M = Limits.match_limit`` matches in an iteration is not applied in that iteration (a
+fresh scheduler per step, so its ban never expires while the rule keeps matching that much).
+That caps what one iteration can add (about ``M`` matches per rule) and stops the
+585,000-match iteration. The scheduler costs ~40 ms per step (egglog builds a query and an
+action rule per rule), which is why calm e-graphs do not use it. Its matches are still
+*enumerated* before they are filtered, so an iteration is bounded only indirectly (the e-graph
+it searches stays small) — and by the child's deadline and memory cap.
 
-Forking a process of ~400 MB takes 40-90 ms here, which is why calm runs do not fork: the
-library kernels never turn hot and pay nothing.
+Forking a process of ~400 MB takes 40-90 ms here, which is why small e-graphs do not fork: the
+library kernels never leave the process and pay nothing.
 
 One iteration runs the analysis rulesets (``ranges``) ``analysis_repeat`` times with plain
 ``run`` (their rules are linear in the e-graph), then every rule ruleset once. Rule hit counts
@@ -234,6 +239,8 @@ class _State:
     detail: str = ""
     view: Any = None  # with keep_view: the e-graph after the last kept step
     last_step: float = 0.0  # seconds the last step took
+    last_matches: int = 0  # matches of the last step
+    hot: bool = False  # the e-graph turned hot (back-off steps from now on)
 
 
 def _limit_reached(st: _State, limits: Limits, t0: float) -> bool:
@@ -243,8 +250,14 @@ def _limit_reached(st: _State, limits: Limits, t0: float) -> bool:
         st.reason = StopReason.ITERATION_LIMIT
         return True
     elapsed = time.monotonic() - t0
-    if elapsed > limits.seconds or (st.done and elapsed + st.last_step > limits.seconds * 1.05):
+    if elapsed > limits.seconds:
         st.reason = StopReason.TIME_LIMIT
+        st.detail = f"{elapsed:.2f} s spent (limit {limits.seconds:g} s) after iteration {st.done}"
+        return True
+    if st.done and elapsed + st.last_step > limits.seconds * 1.05:
+        st.reason = StopReason.TIME_LIMIT
+        st.detail = (f"iteration {st.done + 1} was not started: after {elapsed:.2f} s, a step as long as "
+                     f"the last one ({st.last_step:.2f} s) would end past the limit of {limits.seconds:g} s")
         return True
     return False
 
@@ -259,7 +272,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
     or, with ``keep_view``, by keeping ``st.view = keep_view(eg)`` of the e-graph before each step
     instead of pushing. (A push clones the whole e-graph, and after back-off steps that includes
     every scheduler they created: in hot runs a push costs 0.2-0.4 s, reading a small e-graph a
-    few ms.)"""
+    few ms; in a forked child a push of a large e-graph hangs, see the module docstring.) Only
+    back-off steps (no ``hot_check``) stop with ``MATCH_LIMIT`` on an unchanged e-graph."""
     push = eg.parse_program("(push)")
     pop = eg.parse_program("(pop)")
     if keep_view is not None and st.view is None:
@@ -289,7 +303,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
         if keep_view is not None:
             before = st.view
             st.view = keep_view(eg)
-            unchanged = (new_nodes == st.nodes and before is not None and st.view is not None
+            # a fixpoint under the match limit only means something for back-off steps (no hot_check)
+            unchanged = (hot_check is None and new_nodes == st.nodes and before is not None and st.view is not None
                          and getattr(before, "n_classes", None) == getattr(st.view, "n_classes", 0))
         st.nodes = new_nodes
         st.last_step = time.monotonic() - now
@@ -299,6 +314,7 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
                 if n:
                     st.hits[name] = st.hits.get(name, 0) + n
                     matches += n
+        st.last_matches = matches
         if report is not None and not report.updated:
             st.reason = StopReason.SATURATED
             return False
@@ -319,6 +335,25 @@ def _is_hot(limits: Limits, t0: float) -> Callable[[Any, _State, float], bool]:
                 or time.monotonic() - t0 > limits.seconds / 4)
 
     return hot
+
+
+#: a plain step runs in this process only on an e-graph of at most this many e-nodes whose
+#: previous step had at most CALM_MATCHES matches (the library kernels: <= 121 e-nodes, <= 41
+#: matches); every other step runs in the forked child, under its hard deadline and memory cap
+CALM_NODES = 256
+CALM_MATCHES = 64
+
+
+def _stays_in_process(hot: Callable[[Any, _State, float], bool]) -> Callable[[Any, _State, float], bool]:
+    """The check after an in-process step: True (leave the process) when the e-graph turned hot
+    (``st.hot`` set) or is no longer small enough for a plain step to be safely bounded."""
+    def leave(report: Any, st: _State, matches: float) -> bool:
+        if hot(report, st, matches):
+            st.hot = True
+            return True
+        return st.nodes > CALM_NODES or matches > CALM_MATCHES
+
+    return leave
 
 
 def _programs(eg: Any, rulesets: Sequence[str], analysis: Sequence[str], analysis_repeat: int,
@@ -403,30 +438,41 @@ def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequenc
         st.reason = StopReason.SATURATED
         return finish()
     plain = _programs(eg, rulesets, analysis, analysis_repeat, None)
-    if not _run_steps(eg, st, limits, plain, t0, _is_hot(limits, t0)):
-        return finish()
-
-    # the e-graph turned hot: back-off steps, in a child process where possible
-    if _limit_reached(st, limits, t0):  # not worth a fork
-        return finish(hot=True)
     backoff = _programs(eg, rulesets, analysis, analysis_repeat, limits.matches)
+    is_hot = _is_hot(limits, t0)
     if read_view is None or not (limits.isolate and isolate.AVAILABLE):
-        # in this process (not interruptible); without read_view the caller reads ``eg``, so
-        # overshooting steps are undone with push/pop
+        # everything in this process (not interruptible); without read_view the caller reads
+        # ``eg``, so overshooting steps are undone with push/pop
+        if not _run_steps(eg, st, limits, plain, t0, is_hot):
+            return finish()
+        if _limit_reached(st, limits, t0):
+            return finish(hot=True)
         _run_steps(eg, st, limits, backoff, t0, None, read_view)
         return finish(hot=True, view=st.view)
+
+    # small and calm: plain steps here; from the first step that is not provably small, in a child
+    if nodes <= CALM_NODES and not _run_steps(eg, st, limits, plain, t0, _stays_in_process(is_hot)):
+        return finish()
+    if _limit_reached(st, limits, t0):  # not worth a fork
+        return finish(hot=st.hot)
 
     calm = _State(st.done, st.nodes, dict(st.hits), 0, st.rolled_back)
 
     def child() -> Any:
-        _run_steps(eg, st, limits, backoff, t0, None, read_view)
-        return (st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, _view_to_wire(st.view))
+        # no push/pop here: in a forked child egglog's push of a large e-graph waits for rayon pool
+        # workers that only exist in the parent (it hung until the deadline); keep views instead
+        if not st.hot and _run_steps(eg, st, limits, plain, t0, is_hot, read_view):
+            st.hot = True
+        if st.hot and st.reason is None and not _limit_reached(st, limits, t0):
+            _run_steps(eg, st, limits, backoff, t0, None, read_view)
+        view = st.view if st.view is not None else read_view(eg)
+        return (st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, st.hot, _view_to_wire(view))
 
     out = isolate.run_forked(child, deadline=t0 + limits.hard_seconds, memory_mb=limits.memory_mb)
     if out.status == "ok":
-        done, n, hits, rolled_back, reason, detail, wire = out.value
+        done, n, hits, rolled_back, reason, detail, hot, wire = out.value
         st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail = done, n, hits, rolled_back, reason, detail
-        return finish(hot=True, isolated=True, view=_view_from_wire(wire), child_rss_mb=out.max_rss_mb)
+        return finish(hot=hot, isolated=True, view=_view_from_wire(wire), child_rss_mb=out.max_rss_mb)
     if out.status in ("error", "crashed"):
         raise SaturationError(f"saturation failed in its child process: {out.detail}")
     # killed or out of memory: keep the calm e-graph (this process's, untouched by the child)
@@ -437,9 +483,9 @@ def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequenc
     else:
         st.reason = StopReason.MEMORY_LIMIT
         what = f"exceeded its memory limit ({limits.memory_mb} MiB)"
-    st.detail = (f"the hot saturation process {what}; using the e-graph after iteration {st.done} "
+    st.detail = (f"the isolated saturation process {what}; using the e-graph after iteration {st.done} "
                  f"({st.nodes} e-nodes)")
-    return finish(hot=True, isolated=True, child_rss_mb=out.max_rss_mb)
+    return finish(hot=st.hot, isolated=True, child_rss_mb=out.max_rss_mb)
 
 
 __all__ = ["Limits", "SaturationError", "SaturationReport", "StopReason", "run_commands", "saturate",

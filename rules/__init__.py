@@ -53,6 +53,21 @@ def rule_files(extra: Sequence[str | os.PathLike[str]] = (), *, shipped: bool = 
     return files
 
 
+def read_rule_sources(extra: Sequence[str | os.PathLike[str]] = (), *, shipped: bool = True,
+                      env: bool = True) -> list[tuple[str, bytes]]:
+    """``(label, bytes)`` of every rule file a compile uses (the files of :func:`rule_files`, in
+    that order), each read once with :func:`read_rule_file`. Labels are what error messages name:
+    ``rules/<file>`` for the shipped files, the path otherwise.
+
+    The compile pipeline hashes these bytes into its cache key and hands the same bytes to the
+    optimizer, so a rule file edited during a compile can never be cached under the key of its
+    old content (and nothing is read twice)."""
+    out = [(f"rules/{f.name}", read_rule_file(f)) for f in shipped_files()] if shipped else []
+    for entry in [*extra, *(env_entries() if env else [])]:
+        out += [(str(f), read_rule_file(f)) for f in expand(entry)]
+    return out
+
+
 def _rule_error(msg: str) -> Exception:
     from eggpu.ir.errors import RuleError  # lazily: importing this package stays stdlib-only
 

@@ -232,3 +232,112 @@ def test_proof_cache_that_cannot_be_created_keeps_verdicts_in_memory(tmp_path: P
     got, msgs = _warned(lambda: c.put("k", VERDICT))
     assert len(msgs) == 1 and "cannot be created: Not a directory" in msgs[0]
     assert c.get("k") == VERDICT and (tmp_path / "file").read_text() == "x"
+
+
+# ---------------------------------------------------------------------- folders eggpu makes in the cache
+
+
+def _rules_for_marker():
+    from eggpu.optimizer.rules_loader import _accepted_digest, load_sources
+
+    loaded = load_sources([("m.egg", '(rewrite (Add t a b) (Add t b a) :name "t-marker-comm")')],
+                          validate_egglog=False)
+    return loaded, _accepted_digest(loaded.program())
+
+
+def test_accepted_marker_never_follows_a_planted_dangling_symlink(tmp_path: Path, monkeypatch) -> None:
+    from eggpu.optimizer.rules_loader import _validate_with_egglog
+
+    proofs = tmp_path / "proofs"
+    monkeypatch.setenv("EGGPU_PROOF_CACHE_DIR", str(proofs))
+    loaded, digest = _rules_for_marker()
+    (proofs / "egglog-accepted").mkdir(mode=0o700, parents=True)
+    os.chmod(proofs, 0o700)
+    outside = tmp_path / "outside" / "created-by-eggpu"
+    outside.parent.mkdir()
+    (proofs / "egglog-accepted" / digest).symlink_to(outside)  # dangling: touch() used to create it
+    _validate_with_egglog(loaded)
+    assert not outside.exists()
+    marker = proofs / "egglog-accepted" / digest
+    assert not marker.is_symlink() and marker.is_file()  # replaced by a real marker
+    assert ProofCache().has_marker(digest)
+
+
+def test_a_planted_symlink_is_no_accepted_marker(tmp_path: Path, monkeypatch) -> None:
+    proofs = tmp_path / "proofs"
+    monkeypatch.setenv("EGGPU_PROOF_CACHE_DIR", str(proofs))
+    _, digest = _rules_for_marker()
+    (proofs / "egglog-accepted").mkdir(mode=0o700, parents=True)
+    os.chmod(proofs, 0o700)
+    (tmp_path / "target").write_text("")
+    (proofs / "egglog-accepted" / digest).symlink_to(tmp_path / "target")
+    assert not ProofCache().has_marker(digest)
+
+
+def test_marker_folder_that_is_a_symlink_is_not_written_through(tmp_path: Path, monkeypatch) -> None:
+    from eggpu.optimizer.rules_loader import _validate_with_egglog
+
+    proofs = tmp_path / "proofs"
+    proofs.mkdir(mode=0o700)
+    monkeypatch.setenv("EGGPU_PROOF_CACHE_DIR", str(proofs))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (proofs / "egglog-accepted").symlink_to(elsewhere)
+    loaded, digest = _rules_for_marker()
+    _validate_with_egglog(loaded)  # still validates, just without the shortcut
+    assert list(elsewhere.iterdir()) == []
+    assert not ProofCache().has_marker(digest)
+
+
+def test_proof_folder_planted_as_a_symlink_in_the_cache_dir_is_refused(tmp_path: Path, monkeypatch) -> None:
+    """$EGGPU_CACHE_DIR/proofs is eggpu's folder: a symlink there could point at any folder of the
+    user's, which eggpu would fill with proofs.json, its lock and markers."""
+    root = tmp_path / "cache"
+    root.mkdir(mode=0o700)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (root / "proofs").symlink_to(elsewhere)
+    monkeypatch.delenv("EGGPU_PROOF_CACHE_DIR", raising=False)
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(root))
+    c = ProofCache()
+    _, msgs = _warned(lambda: c.put("k", VERDICT))
+    assert len(msgs) == 1 and "is a symbolic link" in msgs[0]
+    assert list(elsewhere.iterdir()) == [] and c.get("k") == VERDICT  # kept in memory only
+
+
+def test_proof_folder_under_an_untrusted_cache_dir_is_refused(tmp_path: Path, monkeypatch) -> None:
+    root = tmp_path / "cache"
+    (root / "proofs").mkdir(parents=True, mode=0o700)
+    os.chmod(root, 0o777)
+    monkeypatch.delenv("EGGPU_PROOF_CACHE_DIR", raising=False)
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(root))
+    c = ProofCache()
+    _, msgs = _warned(lambda: c.put("k", VERDICT))
+    assert len(msgs) == 1 and "mode 777" in msgs[0]
+    assert list((root / "proofs").iterdir()) == []
+
+
+def test_ensure_trusted_dir_under_a_root(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    cachefs.ensure_trusted_dir(root / "a" / "b", under=root)
+    assert (root / "a" / "b").is_dir()
+    (root / "file").write_text("")
+    with pytest.raises(cachefs.CacheUnavailable, match="a file is in the way"):
+        cachefs.ensure_trusted_dir(root / "file", under=root)
+    with pytest.raises(cachefs.CacheUnavailable, match="not inside the cache directory"):
+        cachefs.ensure_trusted_dir(tmp_path / "other", under=root)
+    os.chmod(root / "a", 0o770)
+    with pytest.raises(cachefs.CacheUnavailable, match="mode 770"):
+        cachefs.ensure_trusted_dir(root / "a" / "b", under=root)
+
+
+@pytest.mark.parametrize("name", ["../escaped", "a/b", "/abs/k", ".."])
+def test_no_kernel_name_places_a_cache_file_outside_the_directory(tmp_path: Path, name: str) -> None:
+    from eggpu.cache import Cache
+
+    d = tmp_path / "inner" / "cache"
+    c = Cache(d)
+    entry = c.put(name, "ab" * 32, {"ptx": "p", "ll": "l", "ir": "i", "py": "s"}, {})
+    assert entry is not None and entry.stem.parent == d
+    assert sorted(p.parent for p in tmp_path.rglob("*") if p.is_file()) == [d] * 5
+    assert c.get(name, "ab" * 32).files["ptx"] == "p"

@@ -73,6 +73,9 @@ def test_explain_refuses_an_unknown_target_like_compile(capsys, spec, target):
     assert (code, out) == (1, "") and err.startswith(f"eggpu: error: unknown target '{target}'.")
     code2, out2, err2 = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
     assert (code2, out2, err2) == (code, out, err)
+    # and demo: one error line before any kernel is compiled, not a FAIL row per kernel
+    code3, out3, err3 = run(capsys, "demo", "--kernels", "vector_add", "--target", target)
+    assert (code3, out3, err3) == (code, out, err)
 
 
 @pytest.mark.parametrize("value", ["-5", "0"])
@@ -91,3 +94,26 @@ def test_a_constexpr_given_twice_is_an_error_naming_it(capsys, spec):
     with pytest.raises(cli.UsageError, match=r"^constexpr n is given twice \(-c N=1 and -c n=2\)$"):
         cli.parse_consts(["N=1", "M=3", "n=2"])
     assert cli.parse_consts(["N=1", "M=true"]) == {"N": 1, "M": True}
+
+
+@pytest.mark.parametrize("body, message", [
+    ("import sys\nsys.exit(3)\n", "importing {file} failed: it called sys.exit(3)"),
+    ("raise SystemExit('bye')\n", "importing {file} failed: it called sys.exit('bye')"),
+    ("import eggpu\nimport eggpu.language as tl\n@eggpu.jit\ndef j(x_ptr, BLOCK: tl.constexpr):\n"
+     "    tl.store(x_ptr + tl.arange(0, BLOCK), 1.0)\n",
+     "{file}::j is an @eggpu.jit function: its parameter types come from the arguments of a launch "
+     "(j[grid](*args) in Python); the command line compiles @eggpu.kernel functions, whose parameters are typed"),
+], ids=["sys-exit", "raise-systemexit", "jit-function"])
+def test_modules_that_exit_and_jit_functions_are_one_error_line(capsys, tmp_path, body, message):
+    f = tmp_path / "mod.py"
+    f.write_text(body)
+    code, out, err = run(capsys, "compile", f"{f}::j")
+    assert (code, out) == (2, "")
+    assert err == f"eggpu: error: {message.format(file=f)}\n"
+
+
+@pytest.mark.parametrize("spec", ["::", "k.py::", "::add", "k.py"])
+def test_a_malformed_kernel_spec_says_what_is_expected(capsys, spec):
+    code, out, err = run(capsys, "compile", spec)
+    assert (code, out) == (2, "")
+    assert err == f"eggpu: error: expected FILE.py::NAME, got {spec!r}\n"

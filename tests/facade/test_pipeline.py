@@ -266,3 +266,119 @@ def test_launch_refuses_a_read_only_output_before_touching_a_device(cache_dir: P
         with pytest.raises(eggpu.LaunchError) as e:
             ck.launch(1, x, x, np.zeros(4, np.float32), 4)
         assert "read-only" not in str(e.value)
+
+
+def test_rule_files_are_read_once_and_the_optimizer_gets_the_hashed_bytes(
+        cache_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache key and the optimizer see the same bytes: a rule file rewritten between the key
+    and the optimizer (here: when the frontend starts) cannot be cached under the old key."""
+    import eggpu.rules as rules_pkg
+
+    rules = tmp_path / "mine.egg"
+    first = '(rewrite (Mul t a b) a :name "mine-first")\n'  # refuted: listed in rules_rejected
+    rules.write_text(first)
+    reads: list[str] = []
+    real_read = rules_pkg.read_rule_file
+    monkeypatch.setattr(rules_pkg, "read_rule_file", lambda p: reads.append(str(p)) or real_read(p))
+
+    def edit_when_the_frontend_starts(stage: str) -> None:
+        if stage == "frontend":
+            rules.write_text(first.replace("mine-first", "mine-second"))
+
+    k = get("vector_add").fn.Kernel[tl.f32](64)
+    ck = eggpu.compile(k, rules=[str(rules)], progress=edit_when_the_frontend_starts)
+    assert ck.report["cache"] == "miss" and reads.count(str(rules)) == 1
+    assert "mine-first" in ck.report["optimizer"]["rules_rejected"]
+    assert "mine-second" not in ck.report["optimizer"]["rules_rejected"]
+    again = eggpu.compile(k, rules=[str(rules)])  # the file now says mine-second: another key
+    assert again.report["cache"] == "miss" and "mine-second" in again.report["optimizer"]["rules_rejected"]
+    rules.write_text(first)
+    assert eggpu.compile(k, rules=[str(rules)]).report["cache"] == "hit"
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+@pytest.mark.parametrize("kind", ["fifo", "oversized"])
+def test_the_cache_key_never_hangs_on_a_hostile_rule_file(tmp_path: Path, kind: str) -> None:
+    import threading
+
+    from eggpu.ir.errors import RuleError
+    from eggpu.pipeline import CompileOptions
+    from eggpu.rules import MAX_RULE_FILE_BYTES
+
+    bad = tmp_path / "bad.egg"
+    if kind == "fifo":
+        os.mkfifo(bad)  # nobody writes: a plain read would wait forever
+    else:
+        with open(bad, "wb") as f:
+            f.truncate(MAX_RULE_FILE_BYTES + 1)
+    outcome: list[BaseException] = []
+
+    def key() -> None:
+        try:
+            CompileOptions(rules=(str(tmp_path),)).key_parts()  # a folder holding it
+        except BaseException as e:  # noqa: BLE001 - reported below
+            outcome.append(e)
+
+    t = threading.Thread(target=key, daemon=True)
+    t.start()
+    t.join(60)
+    assert not t.is_alive(), "computing the cache key hangs"
+    assert len(outcome) == 1 and isinstance(outcome[0], RuleError), outcome
+    assert "bad.egg" in str(outcome[0]) and ("FIFO" in str(outcome[0]) or "too large" in str(outcome[0]))
+
+
+def test_report_says_why_saturation_stopped(cache_dir: Path) -> None:
+    @eggpu.kernel
+    def times_zero(y_ptr: tl.Pointer[tl.i32], s: tl.i32):
+        tl.store(y_ptr, s * 0)
+
+    opt = eggpu.compile(times_zero.__eggpu_kernel__(), cache=False).report["optimizer"]
+    assert opt["stop_reason"] in ("MATCH_LIMIT", "TIME_LIMIT")
+    assert opt["stop_detail"] and ("stopped changing" in opt["stop_detail"] or "time" in opt["stop_detail"])
+    calm = eggpu.compile(get("vector_add").fn.Kernel[tl.f32](64), cache=False).report["optimizer"]
+    assert calm["stop_reason"] == "SATURATED" and calm["stop_detail"] == ""
+    json.dumps(opt)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(rules=5), "rules must be a rule file or folder path, or a list of them, got 5"),
+    (dict(rules=[None]), "rules must be a rule file or folder path, or a list of them, got [None]"),
+    (dict(cache=5), "cache must be True, False or a directory path, got 5"),
+    (dict(optimize="no"), "optimize must be True or False, got 'no'"),
+    (dict(fast_math=np.array([1, 2])), "fast_math must be True or False, got array"),
+    (dict(num_warps=True), "num_warps must be one of 1, 2, 4, 8, 16, 32, got True"),
+    (dict(target="host"), "eggpu.compile builds PTX for an NVIDIA target such as 'sm_90'; 'host' is the CPU "
+                          "lowering behind ck.run_cpu"),
+], ids=["rules-int", "rules-none", "cache-int", "optimize-str", "fast-math-array", "num-warps-bool", "host"])
+def test_bad_compile_options_are_clear_errors(kwargs, message) -> None:
+    from eggpu.ir.errors import CompileError
+
+    with pytest.raises(CompileError) as info:
+        eggpu.compile(get("vector_add").fn.Kernel[tl.f32](64), cache=kwargs.pop("cache", False), **kwargs)
+    assert str(info.value).startswith(message)
+
+
+def test_compile_names_what_it_got_instead_of_a_kernel_instance(tmp_path: Path) -> None:
+    from eggpu.ir.errors import KernelError
+
+    fn = get("vector_add").fn
+    with pytest.raises(KernelError, match=r"got the kernel class VectorAdd; instantiate it first, "
+                                          r"e\.g\. VectorAdd\[tl\.f32\]\(1024\)$"):
+        eggpu.compile(fn.Kernel)
+    with pytest.raises(KernelError, match=r"got the @eggpu\.kernel function vector_add; compile an instance"):
+        eggpu.compile(fn)
+    with pytest.raises(KernelError, match=r"got str$"):
+        eggpu.compile("k.py::vector_add")
+
+
+def test_a_single_rule_path_is_one_file_not_its_characters(tmp_path: Path) -> None:
+    from eggpu.ir.errors import RuleError
+
+    k = get("vector_add").fn.Kernel[tl.f32](64)
+    with pytest.raises(RuleError, match=r"^/nonexistent/mine\.egg: rule file not found$"):
+        eggpu.compile(k, rules="/nonexistent/mine.egg", cache=False)
+    rules = tmp_path / "mine.egg"
+    rules.write_text('(rewrite (Mul t a b) a :name "mine-one-path")\n')
+    for given in (str(rules), rules, [rules]):
+        ck = eggpu.compile(k, rules=given, cache=False)
+        assert "mine-one-path" in ck.report["optimizer"]["rules_rejected"]

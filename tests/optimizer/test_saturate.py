@@ -261,9 +261,11 @@ def test_peak_memory_of_the_pathological_kernels(tmp_path):
     assert me < 1024 and kids < 1024, (me, kids)
 
 
-def test_egglog_thread_pool_is_pinned_to_one_thread_and_the_environment_restored(tmp_path):
+@pytest.mark.parametrize("user_value", [None, "3"])
+def test_egglog_thread_pool_is_pinned_to_one_thread_and_the_environment_restored(tmp_path, user_value):
     """A forked child cannot use a multi-threaded rayon pool (its workers do not exist there:
-    with RAYON_NUM_THREADS=2 a large hot iteration hangs until the deadline)."""
+    with RAYON_NUM_THREADS=2 a large hot iteration hangs until the deadline), so the pool gets
+    one thread even when the user set RAYON_NUM_THREADS; the variable is restored."""
     import subprocess
     import sys
 
@@ -274,10 +276,99 @@ def test_egglog_thread_pool_is_pinned_to_one_thread_and_the_environment_restored
         "before = len(os.listdir('/proc/self/task'))\n"
         "pin_egglog_threads()\n"
         "pin_egglog_threads()\n"
-        "print(len(os.listdir('/proc/self/task')) - before, 'RAYON_NUM_THREADS' in os.environ)\n")
+        "print(len(os.listdir('/proc/self/task')) - before, os.environ.get('RAYON_NUM_THREADS'))\n")
     env = {k: v for k, v in os.environ.items() if k != "RAYON_NUM_THREADS"}
+    if user_value is not None:
+        env["RAYON_NUM_THREADS"] = user_value
     out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120, env=env)
     assert out.returncode == 0, out.stderr[-2000:]
     # egglog 13.2 builds its rayon pool with the first e-graph (one thread); egglog 14 builds none
     # then (none to miss in a forked child either)
-    assert out.stdout.split() in (["1", "False"], ["0", "False"])
+    assert out.stdout.split() in (["1", str(user_value)], ["0", str(user_value)])
+
+
+@pytest.mark.slow  # ~10 s: a fresh process and a 32,837-node iteration
+def test_a_large_forked_iteration_finishes_with_rayon_threads_set(tmp_path):
+    """With RAYON_NUM_THREADS=2 in the environment, a forked step whose iteration egglog runs in
+    parallel used to wait for pool workers that do not exist in the child until its deadline."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "rayon.py"
+    script.write_text(
+        "import sys, time\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import test_saturate as t\n"
+        "import eggpu.optimizer.saturate as sat\n"
+        "from eggpu.optimizer import Limits, optimize\n"
+        "sat._is_hot = lambda limits, t0: (lambda report, st, matches: True)\n"
+        f"open({str(tmp_path / 'boom.egg')!r}, 'w').write(t.BOOM)\n"
+        "lim = Limits(iterations=4, nodes=10**7, seconds=60, match_limit=10**9)\n"
+        f"r = optimize(t.sum_of(30), rules=[{str(tmp_path / 'boom.egg')!r}], shipped_rules=False, limits=lim,"
+        " validate=False)\n"
+        "print(r.stop_reason, r.egraph_nodes)\n")
+    env = dict(os.environ, RAYON_NUM_THREADS="2")
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["iteration_limit", "32837"], out.stdout
+
+
+# ---------------------------------------------------------------------- where steps run
+
+
+def _counting_forks(monkeypatch):
+    calls = []
+    real = isolate.run_forked
+
+    def counted(*a, **k):
+        calls.append(1)
+        return real(*a, **k)
+
+    monkeypatch.setattr(isolate, "run_forked", counted)
+    return calls
+
+
+def test_an_e_graph_that_never_turns_hot_is_still_bounded(boom_rules, monkeypatch):
+    """Calm steps used to run in this process until the e-graph turned hot: with a hot check
+    that never fires, comm + assoc over 30 operands ran in process through its 6.5 s 5th
+    iteration. Now only small steps run here; the rest run in the child under its deadline."""
+    import eggpu.optimizer.saturate as sat
+
+    monkeypatch.setattr(sat, "_is_hot", lambda limits, t0: lambda report, st, matches: False)
+    forks = _counting_forks(monkeypatch)
+    limits = Limits(iterations=100, nodes=10**7, seconds=1.0, match_limit=10**9)
+    res = optimize(sum_of(30), rules=boom_rules, shipped_rules=False, limits=limits, validate=False)
+    # saturation only: extracting the 32,837-node e-graph the child may return takes seconds more
+    assert forks and res.times["saturate"] < limits.hard_seconds + 0.5, res.summary()
+    assert res.stop_reason in (StopReason.TIME_LIMIT, StopReason.MEMORY_LIMIT), res.summary()
+    assert "isolated saturation process" in res.stop_detail or "was not started" in res.stop_detail
+    assert not res.fell_back
+
+
+def test_steps_of_an_e_graph_past_the_small_sizes_run_in_the_child_with_the_same_result(monkeypatch):
+    import eggpu.optimizer.saturate as sat
+    from eggpu.ir.structural import first_difference
+    from eggpu.kernels import BY_NAME
+
+    lk = BY_NAME["gelu_backward"]
+    fn = lk.instance(lk.make_case(lk.sizes[0], lk.dtypes[0], np.random.default_rng(0))).ir()
+    here = optimize(fn)
+    assert here.stop_reason is StopReason.SATURATED
+    monkeypatch.setattr(sat, "CALM_NODES", 4)  # every input is "large": all its steps are forked
+    forks = _counting_forks(monkeypatch)
+    there = optimize(fn)
+    assert forks == [1] and there.stop_reason is StopReason.SATURATED and there.iterations == here.iterations
+    assert first_difference(there.function, here.function) is None
+    assert there.rule_hits == here.rule_hits and there.egraph_nodes == here.egraph_nodes
+
+
+def test_a_large_input_is_saturated_in_the_child(monkeypatch):
+    from eggpu.optimizer.saturate import CALM_NODES
+
+    fn = sum_of(CALM_NODES // 2 + 10)  # params, adds and the store: more than CALM_NODES e-nodes
+    forks = _counting_forks(monkeypatch)
+    res = optimize(fn, limits=Limits(seconds=5))
+    assert forks == [1] and not res.fell_back and res.validation.ok
+    out = np.zeros(1, np.int32)
+    interpret(res.function, 1, out, *range(CALM_NODES // 2 + 10))
+    assert out[0] == sum(range(CALM_NODES // 2 + 10))
