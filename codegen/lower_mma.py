@@ -31,6 +31,7 @@ within one 16-step (not specified by NVIDIA), like any f32 accumulation order.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from llvmlite import ir
@@ -297,14 +298,30 @@ def _host_mma_helper(em: Emitter) -> ir.Function:
     accumulates ``c_i = fma(a, b, c_i)`` for k = 0..15. A separate (noinline) function with a
     scalar loop keeps JIT time small however many tiles a dot has.
     """
-    name = f"__eggpu_mma_m16n8k16_v{em.nt}"
+    return host_mma_function(
+        em, f"__eggpu_mma_m16n8k16_v{em.nt}", n_inputs=12, k_steps=MMA_K,
+        a_source=lambda i, k: (2 * (i >= 2) + 4 * (k >= 8) + k % 2, (k % 8) >> 1),
+        b_source=lambda i, k: (8 + 2 * (k >= 8) + k % 2, 4 * (i % 2) + (k % 8) // 2))
+
+
+def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
+                      a_source: Callable[[int, int], tuple[int, int]],
+                      b_source: Callable[[int, int], tuple[int, int]]) -> ir.Function:
+    """Host: the (cached, internal, noinline) function ``name(in_0.., c0..c3) -> {d0..d3}`` that
+    runs one mma per warp for every warp of the CTA, lane by lane, as the tensor core's fragment
+    layout says. Its arguments are ``n_inputs`` f32 lane vectors of A then B registers, then the
+    four accumulators. For lane ``L`` and accumulator ``i`` it computes ``c_i = fma(a, b, c_i)`` for
+    ``k = 0 .. k_steps-1`` in order, where ``a_source(i, k) = (register, d)`` reads that register
+    of lane ``(L & ~3) + d`` and ``b_source(i, k) = (register, d)`` reads that register of lane
+    ``(L & ~31) + 8 * (L % 4) + d``. A scalar loop over the lanes in a separate function keeps JIT
+    time small however many tiles a dot has."""
     fn = em.module.globals.get(name)
     if fn is not None:
         return fn
     nt = em.nt
     fv = ir.VectorType(F32, nt)
     st = ir.LiteralStructType([fv] * 4)
-    fn = ir.Function(em.module, ir.FunctionType(st, [fv] * 16), name)
+    fn = ir.Function(em.module, ir.FunctionType(st, [fv] * (n_inputs + 4)), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
     entry = fn.append_basic_block("entry")
@@ -332,18 +349,17 @@ def _host_mma_helper(em: Emitter) -> ir.Function:
     b.cbranch(b.icmp_unsigned("<", t, I32(nt)), body, done)
     b.position_at_end(body)
     quad = b.and_(t, I32(~3))  # first lane of the thread's group of 4
-    warp = b.and_(t, I32(~31))
-    tig8 = b.shl(b.and_(t, I32(3)), I32(3))  # 8 * (L % 4)
+    col = b.add(b.and_(t, I32(~31)), b.shl(b.and_(t, I32(3)), I32(3)))  # warp's first lane + 8 * (L % 4)
 
     def elem(buf, lane):
         return b.load(b.gep(buf, [I32(0), lane], source_etype=arr), typ=F32)
 
+    fma = em.declare("llvm.fma.f32", F32, [F32, F32, F32])
     for i in range(4):
-        acc = elem(bufs[12 + i], t)
-        for k in range(MMA_K):
-            x = elem(bufs[2 * (i >= 2) + 4 * (k >= 8) + k % 2], b.add(quad, I32((k % 8) >> 1)))
-            y = elem(bufs[8 + 2 * (k >= 8) + k % 2], b.add(b.add(warp, tig8), I32(4 * (i % 2) + (k % 8) // 2)))
-            acc = b.call(em.declare("llvm.fma.f32", F32, [F32, F32, F32]), [x, y, acc])
+        acc = elem(bufs[n_inputs + i], t)
+        for k in range(k_steps):
+            (ra, da), (rb, db) = a_source(i, k), b_source(i, k)
+            acc = b.call(fma, [elem(bufs[ra], b.add(quad, I32(da))), elem(bufs[rb], b.add(col, I32(db))), acc])
         b.store(acc, b.gep(outs[i], [I32(0), t], source_etype=arr))
     t.add_incoming(b.add(t, I32(1)), b.block)
     b.branch(head)

@@ -40,6 +40,7 @@ from .lower_mma import (
     MmaPlan,
     _fragments_to_layout,
     gather_smem,
+    host_mma_function,
     row_strides,
     tf32_ab_bytes,
 )
@@ -114,63 +115,10 @@ def _host_mma_helper(em: Emitter) -> ir.Function:
     element register ``(k>=4)`` of lane ``4*column + k%4`` (same warp); ``c_i = fma(a, b, c_i)``
     in k order. A noinline function with a scalar lane loop, as for the f16 mma.
     """
-    name = f"__eggpu_mma_m16n8k8_tf32_v{em.nt}"
-    fn = em.module.globals.get(name)
-    if fn is not None:
-        return fn
-    nt = em.nt
-    fv = ir.VectorType(F32, nt)
-    st = ir.LiteralStructType([fv] * 4)
-    fn = ir.Function(em.module, ir.FunctionType(st, [fv] * 10), name)
-    fn.linkage = "internal"
-    fn.attributes.add("noinline")
-    entry = fn.append_basic_block("entry")
-    head = fn.append_basic_block("head")
-    body = fn.append_basic_block("body")
-    done = fn.append_basic_block("done")
-    b = ir.IRBuilder(entry)
-    arr = ir.ArrayType(F32, nt)
-
-    def alloca() -> ir.Value:
-        a = b.alloca(arr)
-        a.align = 64
-        a.type = ir.PointerType()  # opaque pointer: a vector is stored into the array's bytes
-        return a
-
-    bufs = []
-    for v in fn.args:
-        bufs.append(alloca())
-        b.store(v, bufs[-1])
-    outs = [alloca() for _ in range(4)]
-    b.branch(head)
-    b.position_at_end(head)
-    t = b.phi(I32)
-    t.add_incoming(I32(0), entry)
-    b.cbranch(b.icmp_unsigned("<", t, I32(nt)), body, done)
-    b.position_at_end(body)
-    quad = b.and_(t, I32(~3))  # 4*g within the warp, plus the warp's first lane
-    warp = b.and_(t, I32(~31))
-    tig8 = b.shl(b.and_(t, I32(3)), I32(3))  # 8 * (L % 4): 4 * (2t), the lane of column 2t
-
-    def elem(buf, lane):
-        return b.load(b.gep(buf, [I32(0), lane], source_etype=arr), typ=F32)
-
-    fma = em.declare("llvm.fma.f32", F32, [F32, F32, F32])
-    for i in range(4):
-        acc = elem(bufs[6 + i], t)
-        for k in range(MMA_K_TF32):
-            x = elem(bufs[(i >= 2) + 2 * (k >= 4)], b.add(quad, I32(k % 4)))
-            y = elem(bufs[4 + (k >= 4)], b.add(b.add(warp, tig8), I32(4 * (i % 2) + k % 4)))
-            acc = b.call(fma, [x, y, acc])
-        b.store(acc, b.gep(outs[i], [I32(0), t], source_etype=arr))
-    t.add_incoming(b.add(t, I32(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-    res = ir.Constant(st, ir.Undefined)
-    for i in range(4):
-        res = b.insert_value(res, b.load(outs[i], typ=fv), i)
-    b.ret(res)
-    return fn
+    return host_mma_function(
+        em, f"__eggpu_mma_m16n8k8_tf32_v{em.nt}", n_inputs=6, k_steps=MMA_K_TF32,
+        a_source=lambda i, k: ((i >= 2) + 2 * (k >= 4), k % 4),
+        b_source=lambda i, k: (4 + (k >= 4), 4 * (i % 2) + k % 4))
 
 
 def dot_mma_tf32(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Value]:
