@@ -10,7 +10,7 @@ by ``python -m bench``), Triton with an empty ``TRITON_CACHE_DIR``. Both compile
 registers). Reported: the in-process compile time (``compile_ms``, imports excluded), eggpu's
 per-stage times (``ck.report["times_ms"]``) and optimizer stages (validation verdict, fallback),
 or the compile error when eggpu refuses a kernel. Numbers are measured and printed, never asserted.
-The kernels are in :mod:`bench.big_eggpu` and :mod:`bench.big_triton` (Triton tutorial 03's
+The kernels are in :mod:`bench.big_kernels`, one text compiled by both (Triton tutorial 03's
 matmul, the library's cross-entropy at BLOCK 32768, a masked elementwise kernel at 32768 and
 131072 lanes, the fused-attention backward shape at 64x64).
 """
@@ -62,10 +62,15 @@ def _eggpu_instance(key: str):
         from eggpu.kernels import get
 
         return get(kernel).kernel(f32, (consts["BLOCK_SIZE"],))
-    from . import big_eggpu
-
     args = [np.zeros(16, _NP[t]) if t.startswith("*") else 1024 for t in sig.values()]
-    return getattr(big_eggpu, kernel).specialize(*args, **consts)
+    return getattr(kernels("eggpu"), kernel).specialize(*args, **consts)
+
+
+def kernels(backend: str):
+    """:mod:`bench.big_kernels` executed for ``backend`` (``"eggpu"`` or ``"triton"``)."""
+    from . import dual
+
+    return dual.load(Path(__file__).with_name("big_kernels.py"), backend, "_big")
 
 
 def worker(tool: str, key: str) -> dict[str, Any]:
@@ -95,7 +100,7 @@ def worker(tool: str, key: str) -> dict[str, Any]:
     if kernel == "cross_entropy_forward":
         from . import triton_kernels as mod
     else:
-        from . import big_triton as mod
+        mod = kernels("triton")
     src = ASTSource(fn=getattr(mod, kernel), signature={**sig, **{k: "constexpr" for k in consts}},
                     constexprs=consts)
     t = time.perf_counter()

@@ -11,9 +11,7 @@ compiled lowering on the CPU) and the static measurements of ``python -m bench n
 
 from __future__ import annotations
 
-import importlib.util
 import math
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,24 +20,14 @@ from typing import Any
 
 import numpy as np
 
+from . import dual
+
 SOURCE = Path(__file__).with_name("naive_kernels.py")
-_LOADED: dict[str, ModuleType] = {}
 
 
 def load(backend: str) -> ModuleType:
     """The kernels module executed for ``backend`` (``"eggpu"`` or ``"triton"``), loaded once."""
-    if backend not in ("eggpu", "triton"):
-        raise ValueError(f"unknown backend {backend!r}: choose 'eggpu' or 'triton'")
-    if backend not in _LOADED:
-        name = f"bench._naive_{backend}"
-        spec = importlib.util.spec_from_file_location(name, SOURCE)
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        mod.__dict__["BACKEND"] = backend
-        sys.modules[name] = mod  # Triton resolves a kernel's globals through its module
-        spec.loader.exec_module(mod)
-        _LOADED[backend] = mod
-    return _LOADED[backend]
+    return dual.load(SOURCE, backend, "_naive")
 
 
 @dataclass

@@ -1,16 +1,23 @@
-"""The large kernels of ``python -m bench.big`` written for Triton (``@triton.jit``; imports triton).
+"""The large kernels of ``python -m bench.big``, compiled by BOTH eggpu and Triton.
 
-Line for line the kernels of :mod:`bench.big_eggpu`. The cross-entropy kernel is
-in :mod:`bench.triton_kernels`.
+Never imported as a normal module: :func:`bench.big.kernels` executes this file once per backend
+with ``BACKEND`` set first (:mod:`bench.dual`): ``"eggpu"`` (``@eggpu.jit``, ``tl`` is
+``eggpu.language``) or ``"triton"`` (``@triton.jit``, ``tl`` is ``triton.language``), so both
+compile the same kernel text. The cross-entropy kernel is the library's
+(:mod:`eggpu.kernels.losses`; Triton twin in :mod:`bench.triton_kernels`).
 """
 
-from __future__ import annotations
+# ruff: noqa: F821 - BACKEND is injected by bench.dual.load before this file runs
 
-import triton
-import triton.language as tl
+if BACKEND == "triton":  # pragma: no cover - depends on the loader
+    import triton as jitlib
+    import triton.language as tl
+else:
+    import eggpu as jitlib
+    import eggpu.language as tl
 
 
-@triton.jit
+@jitlib.jit
 def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm,
                     stride_cn, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr,
                     BLOCK_SIZE_K: tl.constexpr, GROUP_SIZE_M: tl.constexpr):
@@ -44,7 +51,7 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
     tl.store(c_ptrs, c, mask=c_mask)
 
 
-@triton.jit
+@jitlib.jit
 def masked_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     """``y = 2x + 1`` on a masked 1-D block."""
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -53,7 +60,7 @@ def masked_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, x * 2.0 + 1.0, mask=mask)
 
 
-@triton.jit
+@jitlib.jit
 def attn_bwd(Q, K, V, DO, M, D, DK, DV, N_CTX, BLOCK: tl.constexpr, HEAD: tl.constexpr):
     """The fused-attention backward shape (dk/dv part), as tests/codegen/big_kernels.py."""
     offs_n = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
