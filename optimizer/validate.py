@@ -320,6 +320,39 @@ def _and(xs: list[z3.BoolRef]) -> z3.BoolRef:
     return xs[0] if len(xs) == 1 else z3.And(xs)
 
 
+def abstract_fp_rem(formula: z3.ExprRef) -> tuple[z3.ExprRef, bool]:
+    """``formula`` with every IEEE ``fp.rem(a, b)`` replaced by ``rem_S(a, b)``, one uninterpreted
+    function per float sort, consistently (equal arguments give equal results, as for fp.rem);
+    and whether anything was replaced."""
+    rems: list[z3.ExprRef] = []
+    seen: set[int] = set()
+
+    def walk(e: z3.ExprRef) -> None:  # post-order: inner rems before the rems that contain them
+        stack = [(e, False)]
+        while stack:
+            x, done = stack.pop()
+            if done:
+                if z3.is_app(x) and x.decl().kind() == z3.Z3_OP_FPA_REM:
+                    rems.append(x)
+                continue
+            if x.get_id() in seen:
+                continue
+            seen.add(x.get_id())
+            stack.append((x, True))
+            stack.extend((c, False) for c in x.children())
+
+    walk(formula)
+    if not rems:
+        return formula, False
+    out: list[tuple[z3.ExprRef, z3.ExprRef]] = []
+    for r in rems:
+        srt = r.sort()
+        uf = z3.Function(f"__fp_rem_{srt.ebits()}_{srt.sbits()}", srt, srt, srt)
+        a, b = (z3.substitute(c, *out) if out else c for c in r.children())
+        out.append((r, uf(a, b)))
+    return z3.substitute(formula, *out), True
+
+
 class _Checker:
     def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT):
         self.mode = mode
@@ -338,17 +371,27 @@ class _Checker:
             self.facts[f.get_id()] = f
 
     def solve(self, formula: z3.BoolRef, timeout_ms: int | None = None) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
-        """Satisfiability of ``formula`` under the facts (``unknown`` on timeout)."""
+        """Satisfiability of ``formula`` under the facts (``unknown`` on timeout).
+
+        IEEE ``fp.rem`` terms are first abstracted as uninterpreted functions (see
+        :func:`abstract_fp_rem`): z3's fp.rem procedure does not honour the solver's timeout (an f64
+        ``rem`` by a constant kept a compile in this call for good). The abstraction is sound for
+        ``unsat`` (equal for every function is equal for fp.rem); a ``sat`` answer over it is no real
+        counterexample and is reported as ``unknown``."""
         remaining = self.deadline - time.perf_counter()
         if remaining <= 0:
             return z3.unknown, None
         s = z3.Solver()
         budget = self.timeout_ms if timeout_ms is None else timeout_ms
         s.set("timeout", max(1, int(min(budget, remaining * 1000))))
-        s.add(*self.facts.values())
-        s.add(formula)
+        facts = [abstract_fp_rem(f) for f in self.facts.values()]
+        abstracted = abstract_fp_rem(formula)
+        s.add(*(f for f, _ in facts))
+        s.add(abstracted[0])
         self.solver_calls += 1
         r = s.check()
+        if r == z3.sat and (abstracted[1] or any(changed for _, changed in facts)):
+            return z3.unknown, None
         return r, (s.model() if r == z3.sat else None)
 
     def refines(self, before: Enc, after: Enc, context: z3.BoolRef) -> bool:
