@@ -1,32 +1,10 @@
 """Code-generation targets: a name (``sm_90``, ``host``) -> LLVM triple, CPU, features.
 
-GPU targets compile to PTX through LLVM's NVPTX back end (triple ``nvptx64-nvidia-cuda``,
-CPU = the SM name). Each one carries the *minimum* PTX ISA version that supports its SM;
-this is exactly the version LLVM 22 picks on its own for that CPU, and it is passed
-explicitly as the ``+ptxNN`` feature so the ``.version`` line of the PTX is stable and
-visible here. A PTX ISA version is first accepted by the ``ptxas`` of one CUDA release
-(:attr:`Target.min_cuda`); ``ptxas`` of a newer release accepts every older ISA.
-
-=========  ========  ======================
-target     PTX ISA   first CUDA with ptxas
-=========  ========  ======================
-sm_75      6.3       10.0
-sm_80      7.0       11.0
-sm_86      7.1       11.1
-sm_87      7.4       11.4
-sm_89      7.8       11.8
-sm_90      7.8       11.8
-sm_90a     8.0       12.0
-sm_100     8.6       12.8
-sm_100a    8.6       12.8
-sm_103     8.8       12.9
-sm_110     9.0       13.0
-sm_120     8.7       12.8
-sm_120a    8.7       12.8
-sm_121     8.8       12.9
-=========  ========  ======================
-
-(``sm_101`` exists in LLVM 22 but CUDA 13 renamed it ``sm_110``, so it is not offered.)
+Which GPU targets exist, their spellings, PTX ISA versions, CUDA releases and shared-memory
+limits are defined once in :mod:`eggpu.ir.targets` (shared with the cost model and the compile
+API). This module turns a name into the :class:`Target` LLVM needs: GPU targets compile to PTX
+through LLVM's NVPTX back end (triple ``nvptx64-nvidia-cuda``, CPU = the SM name, the minimum
+PTX ISA passed as the ``+ptxNN`` feature so the ``.version`` line is stable).
 
 The host target (name ``host``) runs the same lowering on the CPU: the process triple from
 llvmlite, the host CPU name and its feature string.
@@ -36,11 +14,17 @@ Every target has ``num_warps`` (default 4): a program (CTA) runs ``num_warps * 3
 
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import dataclass, replace
 
 from eggpu.ir.errors import CodegenError
+from eggpu.ir.targets import (
+    GPU_TARGETS,
+    HOST,
+    STATIC_SHARED_BYTES,
+    canonical_target_name,
+    max_shared_bytes_of,
+    resolve_gpu_target,
+)
 
 __all__ = [
     "DEFAULT_NUM_WARPS",
@@ -58,54 +42,6 @@ WARP_SIZE = 32
 DEFAULT_NUM_WARPS = 4
 MAX_NUM_WARPS = 32  # 1024 threads per CTA, the CUDA limit
 
-# name -> (PTX ISA (major, minor), first CUDA release whose ptxas accepts that ISA)
-_GPU_TABLE: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
-    "sm_75": ((6, 3), (10, 0)),
-    "sm_80": ((7, 0), (11, 0)),
-    "sm_86": ((7, 1), (11, 1)),
-    "sm_87": ((7, 4), (11, 4)),
-    "sm_89": ((7, 8), (11, 8)),
-    "sm_90": ((7, 8), (11, 8)),
-    "sm_90a": ((8, 0), (12, 0)),
-    "sm_100": ((8, 6), (12, 8)),
-    "sm_100a": ((8, 6), (12, 8)),
-    "sm_103": ((8, 8), (12, 9)),
-    "sm_110": ((9, 0), (13, 0)),
-    "sm_120": ((8, 7), (12, 8)),
-    "sm_120a": ((8, 7), (12, 8)),
-    "sm_121": ((8, 8), (12, 9)),
-}
-
-STATIC_SHARED_BYTES = 48 * 1024
-"""Shared memory a CTA may declare statically (``.shared`` arrays) on every target."""
-
-# Most shared memory one CTA may use on each compute capability, dynamic shared memory included
-# after opting in with cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES):
-# "Maximum amount of shared memory per thread block" in the CUDA C++ Programming Guide's
-# table of technical specifications per compute capability.
-_KIB = 1024
-_MAX_SHARED: dict[int, int] = {
-    75: 64 * _KIB,
-    80: 163 * _KIB,
-    86: 99 * _KIB,
-    87: 163 * _KIB,
-    89: 99 * _KIB,
-    90: 227 * _KIB,
-    100: 227 * _KIB,
-    103: 227 * _KIB,
-    110: 227 * _KIB,
-    120: 99 * _KIB,
-    121: 99 * _KIB,
-}
-
-GPU_TARGETS: tuple[str, ...] = tuple(_GPU_TABLE)
-
-
-def max_shared_bytes_of(sm: int) -> int:
-    """The most shared memory (bytes) one CTA may use on compute capability ``sm`` (see
-    :attr:`Target.max_shared_bytes`); host builds emulating ``sm`` plan with the same limit."""
-    return _MAX_SHARED.get(sm, STATIC_SHARED_BYTES)
-HOST = "host"
 
 
 @dataclass(frozen=True)
@@ -146,8 +82,7 @@ class Target:
     @property
     def sm(self) -> int | None:
         """Compute capability as an int (``sm_90a`` -> 90), None on the host."""
-        m = re.fullmatch(r"sm_(\d+)[a-z]?", self.name)
-        return int(m.group(1)) if m else None
+        return None if self.name == HOST else resolve_gpu_target(self.name).sm
 
     @property
     def max_shared_bytes(self) -> int | None:
@@ -185,14 +120,6 @@ def _check_num_warps(num_warps: int) -> int:
     return num_warps
 
 
-def _normalize(name: str) -> str:
-    text = name.strip().lower()
-    m = re.fullmatch(r"(?:sm_?|compute_?)?(\d+)([a-z]?)", text)
-    if m:
-        return f"sm_{m.group(1)}{m.group(2)}"
-    return text
-
-
 def get_target(name: str | Target, *, num_warps: int | None = None) -> Target:
     """The target called ``name``: one of :data:`GPU_TARGETS` or ``"host"``.
 
@@ -203,17 +130,11 @@ def get_target(name: str | Target, *, num_warps: int | None = None) -> Target:
     if isinstance(name, Target):
         return name if num_warps is None else name.with_num_warps(num_warps)
     warps = _check_num_warps(DEFAULT_NUM_WARPS if num_warps is None else num_warps)
-    if not isinstance(name, str):
-        raise CodegenError(f"a target is a name such as 'sm_80' or 'host', got {name!r}")
-    key = _normalize(name)
+    key = canonical_target_name(name)
     if key == HOST:
         return host_target(num_warps=warps)
-    if key not in _GPU_TABLE:
-        choices = [*GPU_TARGETS, HOST]
-        close = difflib.get_close_matches(key, choices, n=3, cutoff=0.6)
-        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise CodegenError(f"unknown target {name!r}.{hint} Supported targets: {', '.join(choices)}.")
-    isa, cuda = _GPU_TABLE[key]
+    info = resolve_gpu_target(key)
+    isa, cuda = info.ptx_isa, info.min_cuda
     return Target(
         name=key,
         triple=NVPTX_TRIPLE,

@@ -129,10 +129,10 @@ def _work(index: int) -> tuple[str, Any]:
 def _rebuild(kernel: Any, options: dict[str, Any], payload: Any) -> Any:
     """The CompiledKernel of a worker's (files, report, cache_path), built as a cache hit is."""
     from eggpu.cache import CacheEntry
-    from eggpu.pipeline import CompileOptions, _from_cache, _specialization
+    from eggpu.pipeline import CompileOptions, _from_cache, _gpu_target_name, _specialization
 
     files, report, cache_path = payload
-    opts = CompileOptions(options.get("target", "sm_90"), options.get("optimize", True),
+    opts = CompileOptions(_gpu_target_name(options.get("target", "sm_90")), options.get("optimize", True),
                           options.get("fast_math", False), options.get("num_warps", 4),
                           tuple(str(r) for r in options.get("rules", ())),
                           _specialization(kernel, options.get("specialize")), bool(options.get("offsets_i32", False)))

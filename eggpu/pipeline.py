@@ -242,9 +242,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     optimize, fast_math = bool(optimize), bool(fast_math)
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
-    opts = CompileOptions(target, optimize, fast_math, num_warps, _rule_paths(rules),
+    opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32))
-    # the target is checked on a miss (_compile_uncached): a hit imports no codegen
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -359,13 +358,17 @@ def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> Compil
         return None
 
 
-def _check_target(target: str) -> None:
-    from eggpu.codegen.target import get_target
+def _gpu_target_name(target: object) -> str:
+    """``target`` in its canonical spelling (``"SM90"`` -> ``"sm_90"``), so that every spelling
+    of one target shares its cache entries and its cost model; ``host`` and unknown names are a
+    clear error (:mod:`eggpu.ir.targets` is the one list of targets)."""
+    from eggpu.ir.targets import HOST, canonical_target_name
 
-    if isinstance(target, str) and target.strip().lower() == "host":
+    name = canonical_target_name(target)
+    if name == HOST:
         raise CompileError("eggpu.compile builds PTX for an NVIDIA target such as 'sm_90'; 'host' is the CPU "
                            "lowering behind ck.run_cpu: compile for a GPU target and call ck.run_cpu(grid, *args)")
-    get_target(target)
+    return name
 
 
 def _files(ck: CompiledKernel) -> dict[str, str]:
@@ -409,8 +412,6 @@ def _param_type(text: str):
 
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
-    # (a cache hit skips this check: only a valid target was ever compiled into the cache)
-    _check_target(opts.target)
     from eggpu.codegen import compile_ptx_module
     from eggpu.codegen.host import written_params
     from eggpu.codegen.ptxas import run_ptxas

@@ -28,13 +28,13 @@ strictly more expensive than each of its children, so following choices never cy
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from eggpu.ir import BlockType, DType, Function
 from eggpu.ir.errors import EggpuError
+from eggpu.ir.targets import resolve_gpu_target
 
 _INT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 2.0, "div": 20.0, "rem": 20.0, "minimum": 1.0, "maximum": 1.0,
@@ -125,19 +125,18 @@ class CostModel:
 
     @classmethod
     def for_target(cls, target: str = "sm_90", calibrated: bool = False) -> CostModel:
-        """The cost model of an NVIDIA target ``sm_XY`` (``sm_70`` and newer).
+        """The cost model of an NVIDIA target (any name :mod:`eggpu.ir.targets` accepts:
+        ``"sm_90"``, ``"SM90"``, ``"90"``; unknown names and ``"host"`` raise CodegenError).
 
         Data-centre parts (sm_80, sm_90, sm_100) run f64 at half the f32 rate; consumer parts
         (sm_86, sm_89, sm_120...) at 1/32 or 1/64, which the model reflects in ``f64_factor``.
         ``calibrated``: scale the per-lane costs by the SASS-fitted :data:`CALIBRATION` table of
         ``target`` (unchanged when the table has no entry for it).
         """
-        m = re.fullmatch(r"sm_(\d+)a?", target)
-        if not m or int(m.group(1)) < 70:
-            raise EggpuError(f"unknown target {target!r}: expected an NVIDIA target like 'sm_90' (sm_70 or newer)")
-        cc = int(m.group(1))
+        info = resolve_gpu_target(target)
+        target = info.name
         model = cls(target=target)
-        if cc not in (70, 80, 90, 100):
+        if not info.full_rate_f64:
             model = replace(model, f64_factor=32.0, f64_transcendental_factor=64.0)
         if calibrated and target in CALIBRATION:
             model = model.scaled(CALIBRATION[target])

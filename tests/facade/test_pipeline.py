@@ -382,3 +382,13 @@ def test_a_single_rule_path_is_one_file_not_its_characters(tmp_path: Path) -> No
     for given in (str(rules), rules, [rules]):
         ck = eggpu.compile(k, rules=given, cache=False)
         assert "mine-one-path" in ck.report["optimizer"]["rules_rejected"]
+
+
+def test_every_spelling_of_a_target_compiles_and_shares_one_cache_entry(cache_dir: Path) -> None:
+    # the cost model used to refuse "SM90"/"90" that codegen accepted (two lists of targets)
+    va = get("vector_add")
+    first = eggpu.compile(va.fn.Kernel[tl.f32](256), target="SM90")
+    assert first.target == "sm_90" and first.report["cache"] == "miss"
+    assert not first.report["optimizer"]["fell_back"]
+    again = eggpu.compile(va.fn.Kernel[tl.f32](256), target="compute_90")
+    assert again.report["cache"] == "hit" and again.ptx == first.ptx
