@@ -149,9 +149,12 @@ def test_cost_model_orders_the_usual_suspects():
 
 def test_cost_model_targets():
     assert CostModel.for_target("sm_80").f64_factor < CostModel.for_target("sm_89").f64_factor
-    for bad in ("sm_50", "gfx90a", "90"):
+    for bad in ("sm_50", "gfx90a", "sm_91"):
         with pytest.raises(EggpuError, match="target"):
             CostModel.for_target(bad)
+    # every spelling of a target (eggpu.ir.targets) prices programs the same way
+    for alias in ("90", "SM90", "compute_90"):
+        assert CostModel.for_target(alias) == CostModel.for_target("sm_90")
 
 
 def test_function_cost_counts_every_op():
