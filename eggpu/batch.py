@@ -19,11 +19,14 @@ Where the work runs:
   13.2 already imported here: a child forked after that hangs on its first e-graph; egglog 14
   forks cleanly), workers run in threads (compilation is thread-safe, but z3 and LLVM run one
   thread at a time, so threads gain little);
-* ``executor=`` any :class:`concurrent.futures.Executor` (a thread pool, a process pool, a
-  cluster engine's executor): each instance is submitted as ``executor.submit(eggpu.compile,
-  instance, **options)``, so the executor's workers must be able to receive the instance (a
-  process pool pickles it: a failure to do so is reported for that instance). The executor is
-  not shut down.
+* ``executor=`` any :class:`concurrent.futures.Executor`. A ``ThreadPoolExecutor`` runs
+  ``eggpu.compile(instance, **options)`` in this process. Any other executor (a process pool, a
+  Dask ``Client.get_executor()``, Ray's, ...) may run it in another process or on another
+  machine: it is submitted :func:`compile_payload`, the instance travels pickled (a Kernel
+  specialization pickles by reference: its module, class name, dtypes and constexpr values,
+  so its module must be importable on the workers) and the result comes back as artefact texts
+  and report, rebuilt here like a cache hit. A failure to send an instance is reported for that
+  instance. The executor is not shut down.
 
 Progress: with ``progress=None`` a batch that runs longer than :data:`PROGRESS_AFTER` seconds
 reports ``eggpu: compiled k/N (f failed)`` on stderr about once a second and at the end;
@@ -34,6 +37,7 @@ reports ``eggpu: compiled k/N (f failed)`` on stderr about once a second and at 
 from __future__ import annotations
 
 import os
+import pickle
 import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -114,13 +118,21 @@ _JOBS: list[Any] = []  # (instances, options) of the running batch; read by fork
 
 
 def _work(index: int) -> tuple[str, Any]:
-    """In a forked worker: compile instance ``index``; ("ok", (files, report, cache_path)) or
-    ("error", "Type: message")."""
+    """In a forked worker: compile instance ``index`` of the running batch (see
+    :func:`compile_payload`)."""
+    instances, options = _JOBS
+    return compile_payload(instances[index], options)
+
+
+def compile_payload(kernel: Any, options: dict[str, Any]) -> tuple[str, Any]:
+    """In a worker (a forked pool process, a cluster worker): compile ``kernel`` and return what
+    the caller rebuilds the CompiledKernel from, as plain picklable data: ``("ok", (files,
+    report, cache_path))`` (the artefact texts by suffix, the report dict) or ``("error", "Type:
+    message")``. The CompiledKernel itself never crosses the process boundary."""
     from eggpu.pipeline import _files, compile
 
-    instances, options = _JOBS
     try:
-        ck = compile(instances[index], **options)
+        ck = compile(kernel, **options)
     except Exception as e:  # noqa: BLE001 - every failure is reported for its own instance
         return "error", f"{type(e).__name__}: {e}"
     return "ok", (_files(ck), ck.report, ck.cache_path)
@@ -244,9 +256,23 @@ def compile_many(instances: Iterable[Any], workers: int | None = None, *, execut
                 finish(i, _failure(i, k, e))
         return BatchResult(results, time.monotonic() - t0)
 
+    def unpack(i: int, value: tuple[str, Any]) -> Any:
+        status, payload = value
+        if status == "error":
+            return BatchFailure(i, _describe(items[i]), payload)
+        return _rebuild(items[i], options, payload)
+
     if executor is not None:
-        futures = _submit_all(executor, items, lambda k: executor.submit(compile, k, **options))
-        _collect(futures, items, finish, lambda i, value: value)
+        if isinstance(executor, ThreadPoolExecutor):  # same process: the CompiledKernel itself
+            futures = _submit_all(executor, items, lambda k: executor.submit(compile, k, **options))
+            _collect(futures, items, finish, lambda i, value: value)
+        else:  # another process or machine: the instance travels pickled, the result as data
+            def send(k: Any) -> Future:
+                pickle.dumps(k)  # an instance that cannot travel fails here with its own message
+                return executor.submit(compile_payload, k, options)
+
+            futures = _submit_all(executor, items, send)
+            _collect(futures, items, finish, unpack)
         return BatchResult(results, time.monotonic() - t0)
 
     global _JOBS
@@ -261,13 +287,6 @@ def compile_many(instances: Iterable[Any], workers: int | None = None, *, execut
     try:
         with pool:
             futures = {i: pool.submit(_work, i) for i in range(len(items))}
-
-            def unpack(i: int, value: tuple[str, Any]) -> Any:
-                status, payload = value
-                if status == "error":
-                    return BatchFailure(i, _describe(items[i]), payload)
-                return _rebuild(items[i], options, payload)
-
             _collect(futures, items, finish, unpack)
     finally:
         _JOBS = []
@@ -315,4 +334,4 @@ def _collect(futures: dict[int, Any], items: list[Any], finish: Callable[[int, A
         finish(i, item)
 
 
-__all__ = ["PROGRESS_AFTER", "BatchFailure", "BatchResult", "compile_many"]
+__all__ = ["PROGRESS_AFTER", "BatchFailure", "BatchResult", "compile_many", "compile_payload"]

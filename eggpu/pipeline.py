@@ -70,13 +70,13 @@ class CompiledKernel:
     id: str
     entry_point: str
     target: str
-    ptx: str
-    llvm_ir: str
-    ir_text: str
-    source: str
+    ptx: str = field(repr=False)
+    llvm_ir: str = field(repr=False)
+    ir_text: str = field(repr=False)
+    source: str = field(repr=False)
     params: tuple[Param, ...]
     num_threads: int
-    report: dict[str, Any]
+    report: dict[str, Any] = field(repr=False)
     options: CompileOptions
     cache_path: str | None = None
     _ir: Any = field(default=None, repr=False)

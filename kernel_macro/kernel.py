@@ -447,6 +447,64 @@ class Kernel:
         args = ", ".join(f"{k.lower()}={_python_const(v)}" for k, v in self.consts.items())
         return f"{type(self).__name__}{dt}({args})"
 
+    # ------------------------------------------------------------ pickling
+
+    def __reduce__(self) -> tuple:
+        """Pickled by reference, so a worker process (a process pool, a Dask or Ray cluster)
+        rebuilds the same specialization: the kernel's module and class name, the dtype names and
+        the constexpr values. The worker imports that module, so the class must be reachable
+        there under its name (defined at module level, not inside a function); a class that is
+        not reachable so in this process cannot be pickled and the error says why."""
+        cls = type(self)
+        _check_reachable(cls)
+        consts = tuple(("dtype", v.name) if isinstance(v, DType) else ("value", v) for v in self._const_values)
+        return (_rebuild_kernel, (cls.__module__, cls.__qualname__, tuple(d.name for d in self._dtypes), consts))
+
+    def __copy__(self) -> Kernel:
+        return self  # a specialization is an immutable value
+
+    def __deepcopy__(self, memo: dict) -> Kernel:
+        return self
+
+
+def _find_class(module: str, qualname: str) -> Any:
+    """The object named ``qualname`` in the already imported or importable ``module``."""
+    import importlib
+
+    obj: Any = sys.modules.get(module) or importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _check_reachable(cls: type) -> None:
+    import pickle
+
+    where = f"{cls.__module__}.{cls.__qualname__}"
+    problem = None
+    fn_qualname = getattr(getattr(cls, "_spec", None) and cls._spec.fn, "__qualname__", "")  # type: ignore[attr-defined]
+    if "<locals>" in cls.__qualname__ or "<locals>" in fn_qualname:
+        problem = "it is defined inside a function"
+    else:
+        try:
+            found = _find_class(cls.__module__, cls.__qualname__)
+        except (ImportError, AttributeError):
+            found = None
+        if found is not cls:
+            problem = f"{where} does not name it (the module defines another object under that name, or none)"
+    if problem is not None:
+        raise pickle.PicklingError(
+            f"{cls._spec.name}: cannot send kernel class {cls.__qualname__} to another process: {problem}; "  # type: ignore[attr-defined]
+            f"define the @kernel at module level in an importable module"
+        )
+
+
+def _rebuild_kernel(module: str, qualname: str, dtypes: tuple[str, ...], consts: tuple[tuple[str, Any], ...]) -> Kernel:
+    """Unpickle a :class:`Kernel` specialization (see :meth:`Kernel.__reduce__`)."""
+    cls = _find_class(module, qualname)
+    values = [BY_NAME[v] if kind == "dtype" else v for kind, v in consts]
+    return cls._create(tuple(BY_NAME[d] for d in dtypes), values, {})
+
 
 # ---------------------------------------------------------------- Dispatch
 
