@@ -62,6 +62,7 @@ import z3
 
 from eggpu.ir import Block, BlockType, Function, Operation, Value
 from eggpu.ir.dtypes import DType, i32
+from eggpu.ir.ops import Trait
 
 from . import z3ops
 from .z3ops import Enc
@@ -235,7 +236,7 @@ class _Eval:
         if name in _BLOCK_OPS:
             return self._block_op(op, v, idx)
         args = [self.at(o, idx) for o in op.operands]
-        if len(args) == 2 and op.opdef.has("commutative"):
+        if len(args) == 2 and op.opdef.has(Trait.COMMUTATIVE):
             # Canonical operand order (by z3's structural hash, deterministic across runs):
             # commutative ops are commutative in the z3 encoding too, so both programs get the
             # same term for a swapped pair.

@@ -58,6 +58,7 @@ import z3
 
 from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32
+from eggpu.ir.ops import Trait
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
 #: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
@@ -604,7 +605,7 @@ Z3_OPS: dict[str, Encoder] = {
 def result_dtype(op: str, dtype: DType, attrs: Mapping[str, Any]) -> DType | None:
     """Element dtype of the op's result given its dtype argument (None = pointer)."""
     o = OPS[op]
-    if o.has("comparison"):
+    if o.has(Trait.COMPARISON):
         return bool_
     if op in ("cast", "bitcast"):
         return attrs["dtype"]
@@ -749,7 +750,7 @@ def eval_concrete(op: str, dtype: DType, attrs: Mapping[str, Any], *values: Any,
             args.append(from_python(v, None if i == 0 else odt, mode))
         else:
             args.append(from_python(v, dtype, mode))
-    if o.has("leaf"):
+    if o.has(Trait.LEAF):
         args = []
     enc = encode(op, dtype, attrs, args, mode)
     d = z3.simplify(enc.defined)

@@ -1,0 +1,262 @@
+"""Type rules of the op table (:mod:`eggpu.ir.ops`): each takes the operand types and the
+attributes and returns the result types, or raises IRError naming the op and what is wrong.
+Dtype families are checked by :func:`eggpu.ir.ops.check_family` before a rule runs."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .dtypes import DType, bool_, f32, i32
+from .errors import IRError
+from .types import BlockType
+
+
+def fail(op: str, msg: str) -> IRError:
+    """The IRError of op ``op``: ``"op: msg"``."""
+    return IRError(f"{op}: {msg}")
+
+
+def same_type(name: str):
+    def rule(ts: Sequence[BlockType], attrs: dict[str, Any]) -> tuple[BlockType, ...]:
+        for t in ts[1:]:
+            if t != ts[0]:
+                raise fail(name, f"operands must have one type, got {', '.join(map(str, ts))}")
+        return (ts[0],)
+
+    return rule
+
+
+def compare_type(name: str):
+    def rule(ts, attrs):
+        same_type(name)(ts, attrs)
+        return (BlockType(bool_, ts[0].shape),)
+
+    return rule
+
+
+def where_type(ts, attrs):
+    c, a, b = ts
+    if c.elem != bool_:
+        raise fail("where", f"condition must be bool, got {c}")
+    if a != b:
+        raise fail("where", f"branches must have one type, got {a} and {b}")
+    if c.shape != a.shape:
+        raise fail("where", f"condition shape {c.shape} differs from value shape {a.shape}")
+    return (a,)
+
+
+def const_type(ts, attrs):
+    dt = attrs["dtype"]
+    if not isinstance(dt, DType):
+        raise fail("const", f"dtype attribute must be a DType, got {dt!r}")
+    v = attrs["value"]
+    if isinstance(v, bool):
+        ok = dt.is_bool or dt.is_int
+    elif isinstance(v, int):
+        ok = (dt.is_int and dt.min <= v <= dt.max) or dt.is_float or (dt.is_bool and v in (0, 1))
+    elif isinstance(v, float):
+        ok = dt.is_float
+    else:
+        ok = False
+    if not ok:
+        raise fail("const", f"value {v!r} is not a {dt} constant")
+    return (BlockType(dt, ()),)
+
+
+def index_type(name):
+    def rule(ts, attrs):
+        if attrs["axis"] not in (0, 1, 2):
+            raise fail(name, f"axis must be 0, 1 or 2, got {attrs['axis']}")
+        return (BlockType(i32, ()),)
+
+    return rule
+
+
+def arange_type(ts, attrs):
+    start, end = attrs["start"], attrs["end"]
+    if not (isinstance(start, int) and isinstance(end, int)) or end <= start:
+        raise fail("arange", f"needs integer start < end, got start={start} end={end}")
+    return (BlockType(i32, (end - start,)),)
+
+
+def splat_type(ts, attrs):
+    (t,) = ts
+    if not t.is_scalar:
+        raise fail("splat", f"operand must be a scalar, got {t}")
+    shape = tuple(attrs["shape"])
+    if not shape or any((not isinstance(s, int)) or s < 1 for s in shape):
+        raise fail("splat", f"shape must be non-empty positive integers, got {shape}")
+    return (BlockType(t.elem, shape),)
+
+
+def broadcast_type(ts, attrs):
+    (t,) = ts
+    shape = tuple(attrs["shape"])
+    if len(shape) != t.rank:
+        raise fail("broadcast", f"rank mismatch: {t} to shape {shape}")
+    for s, d in zip(t.shape, shape):
+        if s != d and s != 1:
+            raise fail("broadcast", f"cannot broadcast {t} to shape {shape}")
+    return (BlockType(t.elem, shape),)
+
+
+def expand_dims_type(ts, attrs):
+    (t,) = ts
+    axis = attrs["axis"]
+    if not 0 <= axis <= t.rank:
+        raise fail("expand_dims", f"axis {axis} out of range for {t}")
+    s = list(t.shape)
+    s.insert(axis, 1)
+    return (BlockType(t.elem, tuple(s)),)
+
+
+def reshape_type(ts, attrs):
+    (t,) = ts
+    shape = tuple(attrs["shape"])
+    n = 1
+    for s in shape:
+        n *= s
+    if n != t.numel or not shape:
+        raise fail("reshape", f"cannot reshape {t} to shape {shape}")
+    return (BlockType(t.elem, shape),)
+
+
+def trans_type(ts, attrs):
+    (t,) = ts
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(t.rank)) or t.rank < 2:
+        raise fail("trans", f"perm {perm} is not a permutation of the axes of {t}")
+    return (BlockType(t.elem, tuple(t.shape[p] for p in perm)),)
+
+
+def cast_type(ts, attrs):
+    (t,) = ts
+    dt = attrs["dtype"]
+    if t.is_pointer:
+        raise fail("cast", "cannot cast a pointer")
+    return (BlockType(dt, t.shape),)
+
+
+def bitcast_type(ts, attrs):
+    (t,) = ts
+    dt = attrs["dtype"]
+    if t.is_pointer or t.dtype.bits != dt.bits:
+        raise fail("bitcast", f"bitcast needs equal widths, got {t.elem} to {dt}")
+    return (BlockType(dt, t.shape),)
+
+
+def addptr_type(ts, attrs):
+    p, o = ts
+    if not p.is_pointer:
+        raise fail("addptr", f"first operand must be a pointer, got {p}")
+    if not (isinstance(o.elem, DType) and o.elem.is_int):
+        raise fail("addptr", f"offset must be an integer, got {o}")
+    if p.shape != o.shape:
+        raise fail("addptr", f"pointer shape {p.shape} differs from offset shape {o.shape}")
+    return (p,)
+
+
+def gather_type(ts, attrs):
+    src, idx = ts
+    axis = attrs["axis"]
+    if src.is_pointer:
+        raise fail("gather", f"cannot gather pointers, got {src}")
+    if not (isinstance(idx.elem, DType) and idx.elem.is_int):
+        raise fail("gather", f"index must be an integer block, got {idx}")
+    if src.rank == 0 or idx.rank != src.rank or not (isinstance(axis, int) and 0 <= axis < src.rank):
+        raise fail("gather", f"needs a source and an index of one rank and an axis in range, got {src}, {idx}, "
+                              f"axis={axis}")
+    for d, (s, i) in enumerate(zip(src.shape, idx.shape)):
+        if d != axis and s != i:
+            raise fail("gather", f"index shape {idx.shape} must equal the source shape {src.shape} except "
+                                  f"along axis {axis}")
+    return (BlockType(src.elem, idx.shape),)
+
+
+def reduce_type(name, index_result=False):
+    def rule(ts, attrs):
+        (t,) = ts
+        axis = attrs["axis"]
+        if t.is_scalar or not 0 <= axis < t.rank:
+            raise fail(name, f"axis {axis} out of range for {t}")
+        shape = t.shape[:axis] + t.shape[axis + 1 :]
+        return (BlockType(i32 if index_result else t.elem, shape),)
+
+    return rule
+
+
+#: ``dot``'s ``precision`` values; the first is the default (an absent attribute).
+DOT_PRECISIONS = ("ieee", "tf32")
+
+
+def dot_type(ts, attrs):
+    a, b = ts[0], ts[1]
+    prec = attrs.get("precision", DOT_PRECISIONS[0])
+    if prec not in DOT_PRECISIONS:
+        raise fail("dot", f"precision must be one of {', '.join(map(repr, DOT_PRECISIONS))}, got {prec!r}")
+    if prec == "tf32" and a.elem != f32:
+        raise fail("dot", f"precision 'tf32' needs f32 operands, got {a.elem}")
+    if a.rank != 2 or b.rank != 2 or a.shape[1] != b.shape[0]:
+        raise fail("dot", f"needs [M,K] x [K,N] blocks, got {a} and {b}")
+    if a.elem != b.elem:
+        raise fail("dot", f"operands must share a dtype, got {a.elem} and {b.elem}")
+    acc_dt = f32 if a.dtype.is_float else i32
+    out = BlockType(acc_dt, (a.shape[0], b.shape[1]))
+    if len(ts) == 3 and ts[2] != out:
+        raise fail("dot", f"accumulator must be {out}, got {ts[2]}")
+    return (out,)
+
+
+def _check_mask(name, p, m):
+    if m.elem != bool_ or m.shape != p.shape:
+        raise fail(name, f"mask must be bool with the pointer's shape {p.shape}, got {m}")
+
+
+def load_type(ts, attrs):
+    p = ts[0]
+    if not p.is_pointer:
+        raise fail("load", f"operand must be a pointer, got {p}")
+    out = BlockType(p.dtype, p.shape)
+    if len(ts) >= 2:
+        _check_mask("load", p, ts[1])
+    if len(ts) == 3 and ts[2] != out:
+        raise fail("load", f"other must be {out}, got {ts[2]}")
+    return (out,)
+
+
+def store_type(ts, attrs):
+    p, v = ts[0], ts[1]
+    if not p.is_pointer:
+        raise fail("store", f"first operand must be a pointer, got {p}")
+    if v != BlockType(p.dtype, p.shape):
+        raise fail("store", f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
+    if len(ts) == 3:
+        _check_mask("store", p, ts[2])
+    return ()
+
+
+def atomic_type(name):
+    def rule(ts, attrs):
+        p, v = ts[0], ts[1]
+        if not p.is_pointer:
+            raise fail(name, f"first operand must be a pointer, got {p}")
+        if v != BlockType(p.dtype, p.shape):
+            raise fail(name, f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
+        if len(ts) == 3:
+            _check_mask(name, p, ts[2])
+        return (v,)
+
+    return rule
+
+
+def cas_type(ts, attrs):
+    p, c, v = ts
+    out = BlockType(p.dtype, p.shape) if p.is_pointer else None
+    if out is None or c != out or v != out:
+        raise fail("atomic_cas", f"needs pointer, compare and value of one element type, got {ts}")
+    return (out,)
+
+
+def no_check(ts, attrs):  # for/if/yield: checked structurally by the verifier
+    return ()

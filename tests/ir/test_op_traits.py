@@ -1,0 +1,32 @@
+"""Traits and dtype families of the op table are enums: a misspelled one fails loudly."""
+
+from __future__ import annotations
+
+import pytest
+
+from eggpu.ir.ops import OPS, Family, OpDef, Trait, _family_ok, same_type
+
+
+def test_trait_queries_take_enum_members_and_reject_misspellings() -> None:
+    assert OPS["lt"].has(Trait.COMPARISON) and OPS["lt"].has("comparison")
+    assert not OPS["add"].has(Trait.COMPARISON)
+    with pytest.raises(ValueError, match="'comparisn' is not a valid Trait"):
+        OPS["lt"].has("comparisn")
+    assert all(isinstance(t, Trait) for op in OPS.values() for t in op.traits)
+    assert all(isinstance(op.family, Family) for op in OPS.values())
+
+
+def test_a_row_with_an_unknown_trait_or_family_fails_where_it_is_written() -> None:
+    with pytest.raises(ValueError, match="'elementwize' is not a valid Trait"):
+        OpDef(name="bad", arity=(1, 1), traits=frozenset({"elementwize"}), type_rule=same_type("bad"))
+    with pytest.raises(ValueError, match="'floats' is not a valid Family"):
+        OpDef(name="bad", arity=(1, 1), traits=frozenset(), type_rule=same_type("bad"), family="floats")
+    with pytest.raises(ValueError, match="'integer' is not a valid Family"):
+        _family_ok("integer", None)  # type: ignore[arg-type]
+
+
+def test_every_elementwise_op_states_its_reference_in_its_row() -> None:
+    # no reference is patched in after the table: each elementwise row names its own (addptr's
+    # pointer arithmetic is the interpreter's own rule)
+    missing = [n for n, op in OPS.items() if op.has(Trait.ELEMENTWISE) and op.reference is None]
+    assert missing == ["addptr"]
