@@ -26,11 +26,12 @@ import struct
 from dataclasses import dataclass
 from typing import Any
 
-from .dtypes import BY_NAME, DType, bool_, i32
+from .dtypes import BY_NAME, DType
 from .errors import IRError, IRParseError
 from .facts import Facts, parse_fact
 from .graph import Block, Function, Loc, Operation, Value
-from .ops import CONTROL, get, result_types
+from .ops import get, result_types
+from .structure import CONTROL_OPS, RegionShape, StructureError, control_regions
 from .types import BlockType, PointerType
 from .verifier import verify
 
@@ -369,34 +370,68 @@ class _Parser:
                 raise self.error(close, f"region of '{region_of[0]}' must end with yield")
 
     def parse_op(self, region_of: tuple[str, tuple[BlockType, ...]] | None) -> Operation:
-        result_toks: list[_Tok] = []
-        if self.peek().kind == "value":
-            while True:
-                result_toks.append(self.expect_kind("value", "a result name"))
-                if not self.at(","):
-                    break
-                self.next()
-            self.expect("=", "'=' after the result names")
+        """``%r, ... = name(%a, ...) {attrs} : types {regions} loc(...)``, checked as it is read."""
+        result_toks = self.parse_result_names()
         result_names = [self.declare(t) for t in result_toks]
         name_tok = self.expect_kind("ident", "an operation name")
         try:
             opdef = get(name_tok.text)
         except IRError as e:
             raise self.error(name_tok, str(e)) from None
-        self.expect("(", f"'(' after {name_tok.text}")
-        operand_toks: list[_Tok] = []
-        operands: list[Value] = []
+        operand_toks, operands = self.parse_operands(name_tok.text)
+        attrs: dict[str, Any] = {}
+        if self.at("{") and (opdef.num_regions == 0 or (self.peek(1).kind in ("ident", "string") and self.at("=", 2))):
+            attrs = self.parse_attrs()
+        types_tok, types = self.parse_result_types()
+        if len(types) != len(result_toks):
+            where = result_toks[0] if result_toks else types_tok
+            raise self.error(where, f"{len(result_toks)} result name(s) but {len(types)} result type(s)")
+        expected = self.expected_types(opdef.name, name_tok, operands, attrs)
+        shapes: tuple[RegionShape, ...] = ()
+        if opdef.name == "yield":
+            self.check_yield(region_of, name_tok, types_tok, operands, types)
+        elif opdef.name in CONTROL_OPS:
+            shapes = self.control_shapes(opdef.name, operand_toks, operands, types_tok, types)
+        elif tuple(types) != expected:
+            if len(types) != len(expected):
+                raise self.error(types_tok, f"{opdef.name} has {len(expected)} result(s), the text gives {len(types)}")
+            raise self.error(types_tok, f"type mismatch: {opdef.name} gives {_types(expected)}, "
+                                        f"the text says {_types(types)}")
+        regions = self.parse_regions(opdef.name, shapes)
+        loc = self.parse_loc() if self.at("loc") and self.at("(", 1) else None
+        op = Operation(opdef.name, tuple(operands), attrs, tuple(types), tuple(regions), loc)
+        for rname, r in zip(result_names, op.results):
+            self.bind(rname, r)
+        return op
+
+    def parse_result_names(self) -> list[_Tok]:
+        """``%a, %b =`` before an op (none for an op without results)."""
+        toks: list[_Tok] = []
+        if self.peek().kind == "value":
+            while True:
+                toks.append(self.expect_kind("value", "a result name"))
+                if not self.at(","):
+                    break
+                self.next()
+            self.expect("=", "'=' after the result names")
+        return toks
+
+    def parse_operands(self, opname: str) -> tuple[list[_Tok], list[Value]]:
+        self.expect("(", f"'(' after {opname}")
+        toks: list[_Tok] = []
+        values: list[Value] = []
         while not self.at(")"):
             tok = self.expect_kind("value", "an operand (%name)")
-            operand_toks.append(tok)
-            operands.append(self.lookup(tok))
+            toks.append(tok)
+            values.append(self.lookup(tok))
             if not self.at(","):
                 break
             self.next()
         self.expect(")", "',' or ')' in the operand list")
-        attrs: dict[str, Any] = {}
-        if self.at("{") and (opdef.num_regions == 0 or (self.peek(1).kind in ("ident", "string") and self.at("=", 2))):
-            attrs = self.parse_attrs()
+        return toks, values
+
+    def parse_result_types(self) -> tuple[_Tok, list[BlockType]]:
+        """``: t1, t2`` (none when there is no ':'); the token where the types start, for errors."""
         types: list[BlockType] = []
         types_tok = self.peek()
         if self.at(":"):
@@ -406,75 +441,49 @@ class _Parser:
             while self.at(","):
                 self.next()
                 types.append(self.parse_type())
-        if len(types) != len(result_toks):
-            where = result_toks[0] if result_toks else types_tok
-            raise self.error(where, f"{len(result_toks)} result name(s) but {len(types)} result type(s)")
+        return types_tok, types
 
+    def expected_types(self, opname: str, name_tok: _Tok, operands: list[Value],
+                       attrs: dict[str, Any]) -> tuple[BlockType, ...]:
         try:
-            expected = result_types(opdef.name, [v.type for v in operands], attrs)
+            return result_types(opname, [v.type for v in operands], attrs)
         except IRError as e:
             raise self.error(name_tok, str(e)) from None
         except (TypeError, ValueError, KeyError, IndexError, AttributeError) as e:
             # a type rule tripped over an attribute of the wrong kind (e.g. axis=1.5)
-            raise self.error(name_tok, f"{opdef.name}: invalid attributes {_attrs_text(attrs)} ({e})") from None
-        is_control = CONTROL in opdef.traits
-        if opdef.name == "yield":
-            if region_of is None:
-                raise self.error(name_tok, "yield outside a for/while/if region")
-            if types:
-                raise self.error(types_tok, "yield has no results")
-            got = tuple(v.type for v in operands)
-            if got != region_of[1]:
-                raise self.error(name_tok, f"yield of {_types(got)} in a region of '{region_of[0]}' "
-                                           f"that must yield {_types(region_of[1])}")
-        elif not is_control and tuple(types) != expected:
-            if len(types) != len(expected):
-                raise self.error(types_tok, f"{opdef.name} has {len(expected)} result(s), the text gives {len(types)}")
-            raise self.error(types_tok, f"type mismatch: {opdef.name} gives {_types(expected)}, "
-                                        f"the text says {_types(types)}")
-        yield_types: tuple[BlockType, ...] = ()
-        region_yields: list[tuple[BlockType, ...]] | None = None  # per region, when they differ
-        region_args: list[tuple[BlockType, ...] | None] = []
-        if opdef.name == "for":
-            for tok, v, what in zip(operand_toks, operands, ("lo", "hi", "step")):
-                if v.type != BlockType(i32, ()):
-                    raise self.error(tok, f"for: {what} must be an i32 scalar, got {v.type}")
-            carried = tuple(v.type for v in operands[3:])
-            if tuple(types) != carried:
-                raise self.error(types_tok, f"for: result types {_types(types)} must match the carried "
-                                            f"values {_types(carried)}")
-            yield_types = carried
-            region_args = [(BlockType(i32, ()), *carried)]
-        elif opdef.name == "if":
-            if operands[0].type != BlockType(bool_, ()):
-                raise self.error(operand_toks[0], f"if: condition must be a bool scalar, got {operands[0].type}")
-            yield_types = tuple(types)
-            region_args = [(), ()]
-        elif opdef.name == "while":
-            carried = tuple(v.type for v in operands)
-            if tuple(types) != carried:
-                raise self.error(types_tok, f"while: result types {_types(types)} must match the carried "
-                                            f"values {_types(carried)}")
-            region_args = [carried, carried]
-            region_yields = [(BlockType(bool_, ()),), carried]
-        else:
-            region_args = [None] * opdef.num_regions
+            raise self.error(name_tok, f"{opname}: invalid attributes {_attrs_text(attrs)} ({e})") from None
 
+    def check_yield(self, region_of: tuple[str, tuple[BlockType, ...]] | None, name_tok: _Tok, types_tok: _Tok,
+                    operands: list[Value], types: list[BlockType]) -> None:
+        if region_of is None:
+            raise self.error(name_tok, "yield outside a for/while/if region")
+        if types:
+            raise self.error(types_tok, "yield has no results")
+        got = tuple(v.type for v in operands)
+        if got != region_of[1]:
+            raise self.error(name_tok, f"yield of {_types(got)} in a region of '{region_of[0]}' "
+                                       f"that must yield {_types(region_of[1])}")
+
+    def control_shapes(self, opname: str, operand_toks: list[_Tok], operands: list[Value], types_tok: _Tok,
+                       types: list[BlockType]) -> tuple[RegionShape, ...]:
+        """The regions of a for/while/if by the one structure rule; errors point at the operand
+        or the result types at fault."""
+        try:
+            return control_regions(opname, [v.type for v in operands], types)
+        except StructureError as e:
+            at = operand_toks[e.operand] if e.operand is not None else types_tok
+            raise self.error(at, str(e)) from None
+
+    def parse_regions(self, opname: str, shapes: tuple[RegionShape, ...]) -> list[Block]:
         regions: list[Block] = []
-        for k, want_args in enumerate(region_args):
+        for k, shape in enumerate(shapes):
             if k:
                 if not self.at("else"):
-                    raise self.error(self.peek(), f"{opdef.name} needs {len(region_args)} regions: "
+                    raise self.error(self.peek(), f"{opname} needs {len(shapes)} regions: "
                                                   f"expected 'else', got {_describe(self.peek())}")
                 self.next()
-            want_yield = region_yields[k] if region_yields is not None else yield_types
-            regions.append(self.parse_region(opdef.name, want_args, want_yield))
-        loc = self.parse_loc() if self.at("loc") and self.at("(", 1) else None
-
-        op = Operation(opdef.name, tuple(operands), attrs, tuple(types), tuple(regions), loc)
-        for rname, r in zip(result_names, op.results):
-            self.bind(rname, r)
-        return op
+            regions.append(self.parse_region(opname, shape.args, shape.yields))
+        return regions
 
     def parse_region(self, opname: str, want_args: tuple[BlockType, ...] | None,
                      yield_types: tuple[BlockType, ...]) -> Block:

@@ -9,10 +9,10 @@ yields a bool scalar and the body the carried types); ``yield`` only ends a regi
 
 from __future__ import annotations
 
-from .dtypes import bool_, i32
 from .errors import IRError
 from .graph import Block, Function, Operation, Value
 from .ops import get, result_types
+from .structure import CONTROL_OPS, StructureError, control_regions, types_text
 from .types import BlockType
 
 
@@ -46,12 +46,8 @@ def _verify_block(fn: Function, blk: Block, visible: set[int], top: bool,
             got = tuple(v.type for v in op.operands)
             if yield_types is not None and got != yield_types:
                 raise _err(fn, op, f"yields {_types(got)} but the region must yield {_types(yield_types)}")
-        elif op.op == "for":
-            _verify_for(fn, op, scope)
-        elif op.op == "if":
-            _verify_if(fn, op, scope)
-        elif op.op == "while":
-            _verify_while(fn, op, scope)
+        elif op.op in CONTROL_OPS:
+            _verify_control(fn, op, scope)
         else:
             if op.regions:
                 raise _err(fn, op, "only for/while/if own regions")
@@ -67,48 +63,19 @@ def _verify_block(fn: Function, blk: Block, visible: set[int], top: bool,
         raise _err(fn, None, "a region must end with yield")
 
 
-def _types(ts) -> str:
-    return "(" + ", ".join(map(str, ts)) + ")"
+_types = types_text
 
 
-def _verify_for(fn: Function, op: Operation, scope: set[int]) -> None:
-    if len(op.operands) < 3 or len(op.regions) != 1:
-        raise _err(fn, op, "needs lo, hi, step operands and one body region")
-    for v, what in zip(op.operands[:3], ("lo", "hi", "step")):
-        if v.type != BlockType(i32, ()):
-            raise _err(fn, op, f"{what} must be an i32 scalar, got {v.type}")
-    carried = tuple(v.type for v in op.operands[3:])
-    body = op.regions[0]
-    want_args = (BlockType(i32, ()),) + carried
-    got_args = tuple(a.type for a in body.args)
-    if got_args != want_args:
-        raise _err(fn, op, f"body arguments {_types(got_args)} must be {_types(want_args)}")
-    if tuple(r.type for r in op.results) != carried:
-        raise _err(fn, op, "results must match the carried values")
-    _verify_block(fn, body, scope, top=False, yield_types=carried)
-
-
-def _verify_while(fn: Function, op: Operation, scope: set[int]) -> None:
-    if len(op.regions) != 2:
-        raise _err(fn, op, "needs a condition region and a body region")
-    carried = tuple(v.type for v in op.operands)
-    for r, what in zip(op.regions, ("condition", "body")):
-        got_args = tuple(a.type for a in r.args)
-        if got_args != carried:
-            raise _err(fn, op, f"{what} arguments {_types(got_args)} must be the carried values {_types(carried)}")
-    if tuple(r.type for r in op.results) != carried:
-        raise _err(fn, op, "results must match the carried values")
-    _verify_block(fn, op.regions[0], scope, top=False, yield_types=(BlockType(bool_, ()),))
-    _verify_block(fn, op.regions[1], scope, top=False, yield_types=carried)
-
-
-def _verify_if(fn: Function, op: Operation, scope: set[int]) -> None:
-    if len(op.operands) != 1 or len(op.regions) != 2:
-        raise _err(fn, op, "needs one condition and two regions")
-    if op.operands[0].type != BlockType(bool_, ()):
-        raise _err(fn, op, f"condition must be a bool scalar, got {op.operands[0].type}")
-    rts = tuple(r.type for r in op.results)
-    for r in op.regions:
-        if r.args:
-            raise _err(fn, op, "if regions take no arguments")
-        _verify_block(fn, r, scope, top=False, yield_types=rts)
+def _verify_control(fn: Function, op: Operation, scope: set[int]) -> None:
+    """for/while/if against the one structure rule (:mod:`eggpu.ir.structure`)."""
+    try:
+        shapes = control_regions(op.op, [v.type for v in op.operands], [r.type for r in op.results])
+    except StructureError as e:
+        raise _err(fn, op, str(e).partition(": ")[2]) from None
+    if len(op.regions) != len(shapes):
+        raise _err(fn, op, f"needs {len(shapes)} region(s), has {len(op.regions)}")
+    for k, (region, shape) in enumerate(zip(op.regions, shapes)):
+        got_args = tuple(a.type for a in region.args)
+        if got_args != shape.args:
+            raise _err(fn, op, f"region {k} arguments {_types(got_args)} must be {_types(shape.args)}")
+        _verify_block(fn, region, scope, top=False, yield_types=shape.yields)
