@@ -413,10 +413,10 @@ def _param_type(text: str):
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx_module
-    from eggpu.codegen.host import written_params
     from eggpu.codegen.ptxas import run_ptxas
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
+    from eggpu.ir.effects import written_params
     from eggpu.ir.errors import ToolchainError
 
     times: dict[str, float] = {}

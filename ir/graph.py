@@ -143,7 +143,35 @@ class Function:
     def op_count(self) -> int:
         return sum(1 for _ in self.walk())
 
+    def clone(self) -> Function:
+        """A structurally identical, independent copy: fresh values, operations and blocks;
+        attributes (shallow-copied dicts), names, types, locations and facts kept."""
+        mapping: dict[int, Value] = {}
+        params = [Value(p.type, None, p.index, p.name) for p in self.params]
+        new = Function(self.name, params, Block(), self.grid_rank, self.facts)
+        for old, p in zip(self.params, params):
+            p.owner = new
+            mapping[id(old)] = p
+        new.body = _clone_block(self.body, mapping)
+        return new
+
     def __str__(self) -> str:
         from .printer import print_function
 
         return print_function(self)
+
+
+def _clone_block(blk: Block, mapping: dict[int, Value]) -> Block:
+    nb = Block([Value(a.type, None, a.index, a.name) for a in blk.args], [])
+    for old, a in zip(blk.args, nb.args):
+        a.owner = nb
+        mapping[id(old)] = a
+    for op in blk.ops:
+        regions = tuple(_clone_block(r, mapping) for r in op.regions)
+        nop = Operation(op.op, tuple(mapping[id(v)] for v in op.operands), dict(op.attrs),
+                        tuple(r.type for r in op.results), regions, op.loc)
+        for old, r in zip(op.results, nop.results):
+            r.name = old.name
+            mapping[id(old)] = r
+        nb.ops.append(nop)
+    return nb

@@ -403,9 +403,7 @@ class Kernel:
             fn = lower_kernel(self._spec.fn, self.name, params, self.consts, b)
             if deps.opaque is None:
                 _IR_CACHE[key] = (deps.digest, fn)
-        from .irclone import clone_function
-
-        return clone_function(fn)
+        return fn.clone()
 
     def interpret(self, grid: Any, *args: Any) -> Any:
         """Run the IR with the numpy interpreter (pointer arguments are numpy arrays, written in place)."""

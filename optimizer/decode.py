@@ -242,34 +242,8 @@ def decode(encoding: Encoding, typed: TypedGraph, let_classes: dict[str, int],
 
 
 def clone(fn: Function) -> Function:
-    """A structural copy of ``fn`` (same ops in the same order; pure duplicates may be shared)."""
-    b = Builder(fn.name, [(p.name or f"arg{i}", p.type) for i, p in enumerate(fn.params)], grid_rank=fn.grid_rank)
-    vmap: dict[int, Value] = {id(o): n for o, n in zip(fn.params, b.params)}
-
-    def copy_block(blk: Block) -> None:
-        for op in blk.ops:
-            b.loc = op.loc
-            args = [vmap[id(v)] for v in op.operands]
-            if op.op == "yield":
-                b.yield_(*args)
-                continue
-            regions = []
-            for r in op.regions:
-                with b.region([a.type for a in r.args]) as nb:
-                    for old, new in zip(r.args, nb.args):
-                        vmap[id(old)] = new
-                    copy_block(r)
-                regions.append(nb)
-            b.loc = op.loc
-            new_op = b.create(op.op, args, dict(op.attrs), regions, [r.type for r in op.results])
-            for old, new in zip(op.results, new_op.results):
-                vmap[id(old)] = new
-                if old.name is not None and new.name is None:
-                    new.name = old.name
-
-    copy_block(fn.body)
-    b.function.facts = fn.facts
-    return b.function
+    """A structural copy of ``fn`` (:meth:`eggpu.ir.Function.clone`, the one cloner)."""
+    return fn.clone()
 
 
 __all__ = ["DecodeError", "Decoder", "clone", "decode"]
