@@ -263,7 +263,9 @@ def _engine(prepared: PreparedRules, rules: Sequence[Any] | None) -> tuple[str, 
 
 def _load_egraph(program: str) -> Any:
     """A new e-graph with the schema and ``program`` loaded."""
-    from egglog.bindings import EGraph
+    from .egglog_bindings import bindings
+
+    EGraph = bindings().EGraph
 
     from .isolate import pin_egglog_threads
     from .saturate import run_commands
