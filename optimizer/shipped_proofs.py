@@ -158,9 +158,9 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
            "entries": doc_entries}
     digest = _accepted_digest(loaded.program())
     if digest is not None and _egglog_run(loaded.program(), "<shipped rules>") is None:
-        from importlib.metadata import version
+        from eggpu.ir.versions import version_of
 
-        doc["egglog"] = version("egglog")
+        doc["egglog"] = version_of("egglog")
         doc["egglog_accepted"] = [digest]
     target = out or path()
     target.write_text(json.dumps(doc, sort_keys=True, indent=0) + "\n")

@@ -136,6 +136,9 @@ def test_update_keeps_current_entries_and_proves_only_what_changed(tmp_path, mon
 def _installed_egglog() -> str:
     from importlib.metadata import version
 
+    from eggpu.ir.versions import version_of
+
+    assert version_of("egglog") == version("egglog")  # what the digest uses, without importlib.metadata
     return version("egglog")
 
 
