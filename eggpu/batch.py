@@ -45,7 +45,7 @@ from concurrent.futures import Executor, Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from eggpu.ir.errors import CompileError, EggpuError
+from eggpu.ir.errors import CompileError, EggpuError, unknown_keyword
 
 #: seconds after which a batch with ``progress=None`` starts reporting on stderr
 PROGRESS_AFTER = 2.0
@@ -231,7 +231,7 @@ def compile_many(instances: Iterable[Any], workers: int | None = None, *, execut
     docstring); never raises for a failing instance. ``workers`` must be a positive integer."""
     from eggpu.pipeline import compile
 
-    items = list(instances)
+    items = _instances(instances)
     if workers is None:
         workers = os.cpu_count() or 1
     if not isinstance(workers, int) or isinstance(workers, bool) or workers < 1:
@@ -293,6 +293,22 @@ def compile_many(instances: Iterable[Any], workers: int | None = None, *, execut
     return BatchResult(results, time.monotonic() - t0)
 
 
+def _instances(instances: Any) -> list[Any]:
+    """``instances`` as a list; a single kernel instance, a string or a non-iterable is a
+    CompileError (each element is checked by ``eggpu.compile`` as its own failure)."""
+    if isinstance(instances, str | bytes) or hasattr(instances, "ir") or not hasattr(instances, "__iter__"):
+        from eggpu.ir.launch_args import short_repr
+
+        what = (f"one kernel instance ({_describe(instances)}); pass a list" if hasattr(instances, "ir")
+                else f"{type(instances).__name__} {short_repr(instances)}")
+        raise CompileError(f"compile_many: instances must be an iterable of kernel instances "
+                           f"(a list, a generator), got {what}")
+    try:
+        return list(instances)
+    except Exception as e:  # noqa: BLE001 - the user's generator raised
+        raise CompileError(f"compile_many: iterating over instances raised {type(e).__name__}: {e}") from None
+
+
 def _check_options(compile: Callable[..., Any], options: dict[str, Any]) -> None:
     """Unknown option names fail the call once, not every instance."""
     import inspect
@@ -300,7 +316,8 @@ def _check_options(compile: Callable[..., Any], options: dict[str, Any]) -> None
     allowed = [n for n in inspect.signature(compile).parameters if n != "kernel"]
     for name in options:
         if name not in allowed:
-            raise CompileError(f"compile_many: unknown option {name!r} (eggpu.compile takes {', '.join(allowed)})")
+            raise CompileError(unknown_keyword("compile_many", name, ["workers", "executor", "progress"]
+                                              + [a for a in allowed if a != "progress"]))
 
 
 def _submit_all(executor: Executor, items: list[Any], submit: Callable[[Any], Future]) -> dict[int, Any]:

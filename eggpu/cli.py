@@ -91,7 +91,7 @@ def _parser() -> argparse.ArgumentParser:
     c = sub.add_parser("compile", help="compile FILE.py::NAME to PTX, LLVM IR or tensor IR")
     _kernel_args(c)
     c.add_argument("--emit", choices=("ptx", "llvm", "ir"), default="ptx")
-    c.add_argument("-o", "--output", help="write here instead of stdout")
+    c.add_argument("-o", "--output", help="write here instead of stdout (- is stdout)")
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("rules", help="rewrite-rule tools")
@@ -133,7 +133,7 @@ def load_kernel_function(spec: str) -> Any:
         raise UsageError(f"expected FILE.py::NAME, got {spec!r}")
     path = Path(file)
     if not path.is_file():
-        raise UsageError(f"no such file: {file}")
+        raise UsageError(_not_a_file(path))
     mod_name = f"_eggpu_cli_{path.stem}"
     spec_ = importlib.util.spec_from_file_location(mod_name, path)
     if spec_ is None or spec_.loader is None:
@@ -161,10 +161,26 @@ def load_kernel_function(spec: str) -> Any:
     return obj
 
 
+def _not_a_file(path: Path) -> str:
+    """Why ``path`` (not a regular file) cannot be a kernel file: it is missing, a directory, or
+    something else (a device or FIFO is never opened: reading it could block or never end)."""
+    import stat
+
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return f"no such file: {path}"
+    if stat.S_ISDIR(mode):
+        return f"{path} is a directory; name a Python file in it (FILE.py::NAME)"
+    kind = ("a character device" if stat.S_ISCHR(mode) else "a block device" if stat.S_ISBLK(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a socket" if stat.S_ISSOCK(mode) else "not a regular file")
+    return f"{path} is {kind}, not a Python file (only regular files are read)"
+
+
 def parse_const(text: str) -> tuple[str, Any]:
-    if "=" not in text:
+    name, eq, raw = text.partition("=")
+    if not eq or not name.strip():
         raise UsageError(f"constexpr must be NAME=VALUE, got {text!r}")
-    name, raw = text.split("=", 1)
     low = raw.strip().lower()
     if low in ("true", "false"):
         return name.strip(), low == "true"
@@ -219,11 +235,13 @@ def _instance_from_args(a: argparse.Namespace) -> Any:
 def cmd_compile(a: argparse.Namespace) -> int:
     from eggpu.pipeline import compile as eggpu_compile
 
+    if a.output is not None and not a.output.strip():  # checked before the (slow) compile
+        raise UsageError(f"-o needs a file name, got {a.output!r} (leave -o out, or write -o -, for stdout)")
     inst = _instance_from_args(a)
     ck = eggpu_compile(inst, a.target, optimize=not a.no_opt, fast_math=a.fast_math, num_warps=a.num_warps,
                        rules=a.rules)
     text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
-    if a.output:
+    if a.output not in (None, "-"):
         try:
             Path(a.output).write_text(text)
         except OSError as e:

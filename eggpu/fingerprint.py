@@ -25,12 +25,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import sys
 import time
 from collections.abc import Iterable
 from pathlib import Path
+
+from eggpu.ir import versions
 
 #: files whose times are this close to "now" are not trusted to a memo (see the module docstring)
 RACY_SECONDS = 2.0
@@ -49,25 +49,9 @@ def source_files(dirs: Iterable[Path]) -> list[Path]:
 
 
 def library_versions(names: Iterable[str] = LIBRARIES) -> list[str]:
-    """``name=version`` (``name=absent`` when not installed) for each distribution, from the
-    first ``name-version.dist-info`` folder on ``sys.path``."""
-    wanted = {re.sub(r"[-_.]+", "_", n).lower(): n for n in names}
-    found: dict[str, str] = {}
-    for entry in sys.path:
-        try:
-            listing = os.listdir(entry or ".")
-        except OSError:
-            continue
-        for item in listing:
-            if not item.endswith(".dist-info"):
-                continue
-            dist, _, ver = item[: -len(".dist-info")].partition("-")
-            key = re.sub(r"[-_.]+", "_", dist).lower()
-            if key in wanted and wanted[key] not in found and ver:
-                found[wanted[key]] = ver
-        if len(found) == len(wanted):
-            break
-    return [f"{n}={found.get(n, 'absent')}" for n in names]
+    """``name=version`` for each of ``names`` (default: the libraries in the fingerprint); see
+    :func:`eggpu.ir.versions.library_versions`."""
+    return versions.library_versions(names)
 
 
 def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
-from eggpu.ir.errors import CompileError, EggpuError, KernelError
+from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
@@ -120,8 +120,17 @@ class CompiledKernel:
 
         check_launch(self.name, self.facts, [p.name for p in self.params], list(args), grid, LaunchError)
 
-    def run_cpu(self, grid: int | Sequence[int], *args: Any) -> None:
-        """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place."""
+    def _no_keywords(self, method: str, kwargs: dict[str, Any]) -> None:
+        if kwargs:
+            from eggpu.ir.errors import LaunchError
+
+            raise LaunchError(f"{self.name}: {method} takes the launch arguments positionally "
+                              f"({', '.join(p.name for p in self.params)}), got keyword {', '.join(map(repr, kwargs))}")
+
+    def run_cpu(self, grid: int | Sequence[int], *args: Any, **kwargs: Any) -> None:
+        """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place.
+        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError)."""
+        self._no_keywords("run_cpu", kwargs)
         # Checked here as well as by the host kernel so a bad call fails before the JIT build.
         g = normalize_grid(self.name, grid)
         check_args(self.name, self.params, args)
@@ -134,10 +143,12 @@ class CompiledKernel:
             self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm)
         self._host.run(grid, *args)
 
-    def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True) -> None:
-        """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not)."""
+    def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
+        """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).
+        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError)."""
         from eggpu.runtime import CudaRuntime
 
+        self._no_keywords("launch", kwargs)
         g = normalize_grid(self.name, grid)
         checked = check_args(self.name, self.params, args, written=self.report.get("written_params", ()))
         self._check_facts(g, [{"device": a.value, "host": None}.get(a.kind, v) for a, v in zip(checked, args)])
@@ -213,6 +224,7 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
     return parts, deps.opaque
 
 
+@checked_call("eggpu.compile")
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
@@ -239,6 +251,11 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
         if not _is_flag(flag):
             raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
+    if not _is_flag(offsets_i32):
+        raise CompileError(f"offsets_i32 must be True or False, got {_short_repr(offsets_i32)}")
+    if progress is not None and progress is not False and not callable(progress):
+        raise CompileError(f"progress must be None or a function called with each stage's name, "
+                           f"got {_short_repr(progress)}")
     optimize, fast_math = bool(optimize), bool(fast_math)
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")

@@ -6,6 +6,11 @@ re-exports it as ``eggpu.EggpuError`` and friends.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+
 
 class EggpuError(Exception):
     """Base of every error eggpu raises on purpose (a user mistake or a clear limit)."""
@@ -54,3 +59,41 @@ class ToolchainError(EggpuError):
 
 class LaunchError(EggpuError):
     """Launch arguments do not match a kernel's ``arg_types`` or no GPU is available."""
+
+
+def checked_call(what: str, error: type[EggpuError] = CompileError) -> Callable[[F], F]:
+    """Decorate a public function so that an unknown keyword argument or too many positional
+    ones raise ``error`` naming ``what`` (e.g. ``"eggpu.compile"``), the argument and the closest
+    known keyword, instead of Python's raw TypeError. The check is two set operations per call
+    (nothing is imported or inspected on the hot path)."""
+    import functools
+
+    def wrap(fn: F) -> F:
+        code = fn.__code__
+        n_pos = code.co_argcount
+        names = code.co_varnames[:n_pos + code.co_kwonlyargcount]
+        accepts_kwargs = bool(code.co_flags & 0x08)  # **kwargs: anything goes
+        known = frozenset(names)
+
+        @functools.wraps(fn)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if len(args) > n_pos and not code.co_flags & 0x04:  # no *args
+                raise error(f"{what} takes at most {n_pos} positional arguments ({', '.join(names[:n_pos])}), "
+                            f"got {len(args)}")
+            if not accepts_kwargs and not known.issuperset(kwargs):
+                raise error(unknown_keyword(what, next(k for k in kwargs if k not in known), names))
+            return fn(*args, **kwargs)
+
+        return call  # type: ignore[return-value]
+
+    return wrap
+
+
+def unknown_keyword(what: str, name: str, known: Iterable[str]) -> str:
+    """The message for an unknown keyword ``name`` of ``what``, with the closest known one."""
+    import difflib
+
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{what}: unknown keyword argument {name!r}{hint} (known: {', '.join(known)})"

@@ -97,8 +97,14 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     place), scalar parameters take Python or numpy numbers converted to the parameter dtype
     (floats are rejected for integer parameters, out-of-range values are rejected).
     Raises :class:`InterpreterError` for bad arguments, arguments that break ``fn.facts``, out-of-bounds accesses and ``for`` loops
-    with step 0.
+    with step 0; for a ``fn`` that is not an IR :class:`Function` too (a ``@kernel`` instance runs
+    with ``instance.interpret(grid, ...)``).
     """
+    if not isinstance(fn, Function):
+        what = type(fn).__name__
+        hint = (f"; call {fn.name}.interpret(grid, ...) on the kernel instance, or pass its .ir()"
+                if hasattr(fn, "ir") and isinstance(getattr(fn, "name", None), str) else "")
+        raise InterpreterError(f"interpret runs an IR Function (a kernel instance's .ir()), got a {what}{hint}")
     dims, rank = launch_args.normalize_grid(fn.name, grid, InterpreterError)
     with np.errstate(all="ignore"):
         params = _bind_args(fn, args)

@@ -329,7 +329,10 @@ class JITFunction:
         values, options = self._bind(args, dict(kwargs))
         kernel, runtime = self._specialize(values)
         if callable(grid):
-            grid = grid({**values, **options})
+            grid = self._call_grid(grid, {**values, **options})
+        from eggpu.ir.launch_args import normalize_grid
+
+        normalize_grid(self.__name__, grid, LaunchError)  # before anything reads it
         mode = _device()
         if mode == "interpret":
             kernel.interpret(grid, *runtime)
@@ -349,6 +352,19 @@ class JITFunction:
                         f"(no CUDA GPU, or EGGPU_JIT_DEVICE=cpu); pass numpy arrays")
             ck.run_cpu(grid, *runtime)
         return ck
+
+
+    def _call_grid(self, grid: Any, meta: dict[str, Any]) -> Any:
+        """``grid(meta)``; whatever it raises becomes a LaunchError naming the kernel (and the
+        missing name for a KeyError: usually a constexpr not passed to the launch)."""
+        try:
+            out = grid(meta)
+        except KeyError as e:
+            raise LaunchError(f"{self.__name__}: the grid function raised KeyError: {e} (it reads meta[{e}]; "
+                              f"the launch passed {', '.join(sorted(meta)) or 'nothing'})") from None
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is the user's mistake
+            raise LaunchError(f"{self.__name__}: the grid function raised {type(e).__name__}: {e}") from None
+        return out
 
 
 def cdiv(x: int, y: int) -> int:

@@ -407,6 +407,12 @@ class Kernel:
 
     def interpret(self, grid: Any, *args: Any) -> Any:
         """Run the IR with the numpy interpreter (pointer arguments are numpy arrays, written in place)."""
+        if not isinstance(self, Kernel):  # called on the class: Kadd.interpret(grid, ...)
+            from eggpu.ir.launch_args import short_repr  # (imports numpy: not on a cache hit's path)
+
+            raise LaunchError(f"interpret is called on a kernel instance: construct the Kernel class with its "
+                              f"constexpr values first (e.g. Kadd(1024).interpret(grid, *args)); it was called on "
+                              f"the class with {short_repr(self)} in place of the instance")
         want = self.arg_types
         if len(args) != len(want):
             raise LaunchError(

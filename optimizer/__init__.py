@@ -263,7 +263,9 @@ def _engine(prepared: PreparedRules, rules: Sequence[Any] | None) -> tuple[str, 
 
 def _load_egraph(program: str) -> Any:
     """A new e-graph with the schema and ``program`` loaded."""
-    from egglog.bindings import EGraph
+    from .egglog_bindings import bindings
+
+    EGraph = bindings().EGraph
 
     from .isolate import pin_egglog_threads
     from .saturate import run_commands
@@ -308,6 +310,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     used instead of reading the files again (the compile pipeline passes the bytes its cache key
     hashed)."""
     from .analyses import fact_seeds
+    from .budget import Budget, observe_tail
     from .decode import Decoder, clone
     from .encode import encode
     from .extract import TypedGraph, mark_original, read_egraph
@@ -334,6 +337,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         times["encode"] = time.perf_counter() - t
 
         t = time.perf_counter()
+        # Limits.seconds bounds the whole e-graph phase: loading, steps, copy-back, extraction
+        budget = Budget(limits.seconds)
         sel = None
         if subset_rules:
             from .rule_subset import program_constructors
@@ -352,7 +357,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
             if seeds:
                 run_commands(eg, seeds, "seeding the analyses from the launch facts")
             rep = saturate(eg, prepared.rulesets, limits,
-                           read_view=lambda g: read_egraph(g, enc.let_types))
+                           read_view=lambda g: read_egraph(g, enc.let_types), budget=budget)
             view = rep.view
             run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
             clean = True
@@ -376,6 +381,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         dec = Decoder(enc, typed, view.lets)
         dec.prepare()
         times["extract"] = time.perf_counter() - t
+        observe_tail(len(view.nodes), budget.now() - rep.tail_start)  # prices the next run's reserve
 
         t = time.perf_counter()
         new_fn = dec.run()

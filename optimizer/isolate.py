@@ -81,7 +81,9 @@ def pin_egglog_threads() -> None:
     had = os.environ.get("RAYON_NUM_THREADS")
     os.environ["RAYON_NUM_THREADS"] = "1"
     try:
-        from egglog.bindings import EGraph
+        from .egglog_bindings import bindings
+
+        EGraph = bindings().EGraph
 
         EGraph()  # builds egglog's global thread pool (once per process)
     finally:

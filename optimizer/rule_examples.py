@@ -651,7 +651,9 @@ class FireBench:
     """One e-graph with the schema and ``rules``, each in a ruleset of its own (``fire_N``)."""
 
     def __init__(self, rules: Iterable[Rule]):
-        from egglog.bindings import EGraph
+        from .egglog_bindings import bindings
+
+        EGraph = bindings().EGraph
 
         from .schema import schema_text
 

@@ -637,17 +637,23 @@ def env_paths() -> list[str]:
 
 
 def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = True) -> LoadedRules:
-    """Parse (label, text) sources together: names unique across all, rulesets declared somewhere."""
+    """Parse (label, text) sources together: names unique across all, rulesets declared somewhere.
+    The same sources parsed by an earlier process are read back from :mod:`.parsed_rules`."""
+    from . import parsed_rules
+
     all_rules: list[Rule] = []
     declared: list[str] = []
     errors: list[str] = []
     seen: dict[str, Rule] = {}
-    for label, text in sources:
+    cached = parsed_rules.get(sources)
+    parsed: list[tuple[list[Rule], list[str]]] = []
+    for i, (label, text) in enumerate(sources):
         try:
-            rules, decl = parse_rules(text, label)
+            rules, decl = cached[i] if cached is not None else parse_rules(text, label)
         except RuleError as e:
             errors.append(str(e))
             continue
+        parsed.append((rules, decl))
         declared += decl
         for r in rules:
             if r.name in seen:
@@ -665,6 +671,8 @@ def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = 
                           f"(declare it with (ruleset {r.ruleset}))")
     if errors:
         raise RuleError(_join_errors(errors))
+    if cached is None and sources:
+        parsed_rules.put(sources, parsed)
     loaded = LoadedRules(all_rules, rulesets, tuple(label for label, _ in sources))
     if validate_egglog and all_rules:
         _validate_with_egglog(loaded)
@@ -672,7 +680,9 @@ def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = 
 
 
 def _egglog_run(text: str, label: str) -> str | None:
-    from egglog.bindings import EGraph
+    from .egglog_bindings import bindings
+
+    EGraph = bindings().EGraph
 
     from .schema import schema_text
 
@@ -692,11 +702,15 @@ def _validate_with_egglog(loaded: LoadedRules) -> None:
     A program egglog accepted once is remembered on disk (an empty marker named by the sha256 of
     the schema, the program and egglog's version, in the proof cache's ``egglog-accepted/``
     folder, read and written only through :mod:`eggpu.ir.cachefs`), so a new process does not
-    pay for building a throw-away e-graph again.
+    pay for building a throw-away e-graph again; the shipped rule program's digest comes with
+    the package (``rules/proofs.json``, :mod:`.shipped_proofs`), so a fresh install does not either.
     """
+    from . import shipped_proofs
     from .proof_cache import ProofCache
 
     digest = _accepted_digest(loaded.program())
+    if digest is not None and shipped_proofs.egglog_accepted(digest):  # the shipped rules, checked at build time
+        return
     cache = ProofCache() if digest is not None else None
     if cache is not None and cache.has_marker(digest):
         return
@@ -715,13 +729,13 @@ def _validate_with_egglog(loaded: LoadedRules) -> None:
 
 def _accepted_digest(program: str) -> str | None:
     import hashlib
-    from importlib.metadata import PackageNotFoundError, version
+
+    from eggpu.ir.versions import version_of
 
     from .schema import schema_text
 
-    try:
-        egglog_version = version("egglog")
-    except PackageNotFoundError:
+    egglog_version = version_of("egglog")  # (importlib.metadata would cost ~45 ms to import)
+    if egglog_version is None:
         return None
     return hashlib.sha256("\0".join((schema_text(), program, egglog_version)).encode()).hexdigest()
 

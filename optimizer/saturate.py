@@ -31,8 +31,11 @@ is *small*: at most :data:`CALM_NODES` e-nodes before the step and at most :data
 matches in the previous one (the library kernels stay under 121 e-nodes and 41 matches; an
 exploding e-graph grows its matches ~10x per iteration, so the step after a small one is small
 too). Every other step — all of them for an input of more than :data:`CALM_NODES` e-nodes —
-runs in a ``fork()`` of this process (:mod:`.isolate`) that is killed at
-``Limits.seconds * 1.15 + 0.05`` s and may grow to at most ``Limits.memory_mb`` MiB resident.
+runs in a ``fork()`` of this process (:mod:`.isolate`) that is killed in time for the caller to
+end its whole e-graph phase (steps, copying the result back, extraction) by
+``Limits.hard_seconds`` (``1.2 * seconds``; :mod:`.budget`) and may grow to at most
+``Limits.memory_mb`` MiB resident. Steps are not started, and a child's e-graph is not sent
+back, when the time to copy it back and extract from it would not fit in that bound.
 The child sends back the final e-graph (read by the caller's ``read_view``) and its counters.
 If it is killed or runs out of memory, the run stops with ``TIME_LIMIT`` or ``MEMORY_LIMIT``
 and the e-graph is the one from before the fork (the last in-process step), with ``detail``
@@ -75,6 +78,7 @@ from typing import Any
 from eggpu.ir.errors import EggpuError
 
 from . import isolate
+from .budget import SLACK, Budget
 from .schema import CONSTRUCTORS
 
 
@@ -128,8 +132,9 @@ class Limits:
 
     @property
     def hard_seconds(self) -> float:
-        """When an isolated hot run is killed, in seconds after the run started."""
-        return self.seconds * 1.15 + 0.05
+        """When the whole e-graph phase (steps, copying the child's e-graph back, extraction)
+        is over at the latest, in seconds after it started (:mod:`.budget`)."""
+        return self.seconds * (1 + SLACK)
 
 
 @dataclass
@@ -154,6 +159,7 @@ class SaturationReport:
     detail: str = ""
     view: Any = None
     child_rss_mb: float = 0.0
+    tail_start: float = 0.0  # budget clock when the steps ended and the tail (copy-back, extraction) began
 
 
 def run_commands(eg: Any, text_or_cmds: str | Sequence[Any], what: str) -> list[Any]:
@@ -241,15 +247,18 @@ class _State:
     last_step: float = 0.0  # seconds the last step took
     last_matches: int = 0  # matches of the last step
     hot: bool = False  # the e-graph turned hot (back-off steps from now on)
+    prev: tuple | None = None  # with keep_view: (done, nodes, hits, view) before the last kept step
 
 
-def _limit_reached(st: _State, limits: Limits, t0: float) -> bool:
+def _limit_reached(st: _State, limits: Limits, budget: Budget) -> bool:
     """Set ``st.reason`` and return True when the iteration or time limit stops the run. A step
-    that would end well past the time limit, judging by the previous one, is not started."""
+    that would end well past the time limit, judging by the previous one, is not started, nor
+    one that would leave too little of the hard bound to copy the e-graph back and extract
+    from it (:meth:`Budget.hard_left`)."""
     if st.done >= limits.iterations:
         st.reason = StopReason.ITERATION_LIMIT
         return True
-    elapsed = time.monotonic() - t0
+    elapsed = budget.elapsed()
     if elapsed > limits.seconds:
         st.reason = StopReason.TIME_LIMIT
         st.detail = f"{elapsed:.2f} s spent (limit {limits.seconds:g} s) after iteration {st.done}"
@@ -259,10 +268,17 @@ def _limit_reached(st: _State, limits: Limits, t0: float) -> bool:
         st.detail = (f"iteration {st.done + 1} was not started: after {elapsed:.2f} s, a step as long as "
                      f"the last one ({st.last_step:.2f} s) would end past the limit of {limits.seconds:g} s")
         return True
+    left = budget.hard_left(st.nodes)
+    if left < st.last_step:
+        st.reason = StopReason.TIME_LIMIT
+        st.detail = (f"iteration {st.done + 1} was not started: after {elapsed:.2f} s, a step as long as the "
+                     f"last one ({st.last_step:.2f} s) would leave too little of the {limits.hard_seconds:.2f} s "
+                     f"bound to copy back and extract {st.nodes} e-nodes ({budget.tail(st.nodes):.2f} s)")
+        return True
     return False
 
 
-def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int], list[Any]], t0: float,
+def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int], list[Any]], budget: Budget,
                hot_check: Callable[[Any, _State, float], bool] | None,
                keep_view: Callable[[Any], Any] | None = None) -> bool:
     """Run checked steps until a limit stops the run (``st.reason`` set; returns False) or
@@ -279,9 +295,9 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
     if keep_view is not None and st.view is None:
         st.view = keep_view(eg)
     while True:
-        if _limit_reached(st, limits, t0):
+        if _limit_reached(st, limits, budget):
             return False
-        now = time.monotonic()
+        now = budget.now()
         k = min(limits.step, limits.iterations - st.done)
         if keep_view is None:
             run_commands(eg, push, "pushing the e-graph")
@@ -298,6 +314,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
             st.detail = (f"iteration {st.done + 1} grew the e-graph to {new_nodes} e-nodes "
                          f"(limit {limits.nodes}) and was rolled back")
             return False
+        if keep_view is not None:
+            st.prev = (st.done, st.nodes, dict(st.hits), st.view)
         st.done += k
         unchanged = False
         if keep_view is not None:
@@ -307,7 +325,7 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
             unchanged = (hot_check is None and new_nodes == st.nodes and before is not None and st.view is not None
                          and getattr(before, "n_classes", None) == getattr(st.view, "n_classes", 0))
         st.nodes = new_nodes
-        st.last_step = time.monotonic() - now
+        st.last_step = budget.now() - now
         matches = 0
         if report is not None:
             for name, n in report.num_matches_per_rule.items():
@@ -329,10 +347,10 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
             return True
 
 
-def _is_hot(limits: Limits, t0: float) -> Callable[[Any, _State, float], bool]:
+def _is_hot(limits: Limits, budget: Budget) -> Callable[[Any, _State, float], bool]:
     def hot(report: Any, st: _State, matches: float) -> bool:
         return (matches > limits.matches // 4 or st.nodes > max(64, limits.nodes // 8)
-                or time.monotonic() - t0 > limits.seconds / 4)
+                or budget.elapsed() > limits.seconds / 4)
 
     return hot
 
@@ -407,24 +425,31 @@ def _view_from_wire(wire: Any) -> Any:
 
 
 def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequence[str] = ("ranges",),
-             analysis_repeat: int = 2, read_view: Callable[[Any], Any] | None = None) -> SaturationReport:
+             analysis_repeat: int = 2, read_view: Callable[[Any], Any] | None = None,
+             budget: Budget | None = None) -> SaturationReport:
     """Run ``rulesets`` on ``eg`` within ``limits`` (see the module docstring).
+
+    ``budget`` is the time budget of the caller's whole e-graph phase (:mod:`.budget`; default:
+    one of ``limits.seconds`` starting now): steps, the child's deadline and the decision to use
+    its result all leave the time the caller needs afterwards to copy the e-graph back and
+    extract from it. ``report.tail_start`` is the budget's clock when that tail began.
 
     The e-graph is left with ``report.pushes`` extra ``push`` levels (one per kept in-process
     step) so the caller can ``(pop n)`` back to its own checkpoint. When hot steps ran in a child
     process, ``eg`` holds the e-graph from before them and ``report.view`` the child's final
     one: callers that read the result must pass ``read_view`` (called on the final e-graph,
     in the child when there is one) and use ``report.view``."""
-    t0 = time.monotonic()
+    budget = budget or Budget(limits.seconds)
     nodes = term_nodes(eg)
     st = _State(0, nodes)
 
-    def finish(**extra: Any) -> SaturationReport:
+    def finish(tail_start: float | None = None, **extra: Any) -> SaturationReport:
         rep = SaturationReport(st.reason or StopReason.ITERATION_LIMIT, st.done, st.nodes, 0.0, st.hits,
                                st.rolled_back, st.pushes, detail=st.detail, **extra)
+        rep.tail_start = budget.now() if tail_start is None else tail_start
         if read_view is not None and rep.view is None:
             rep.view = read_view(eg)
-        rep.seconds = time.monotonic() - t0
+        rep.seconds = budget.elapsed()
         return rep
 
     if limits.iterations == 0:
@@ -439,47 +464,78 @@ def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequenc
         return finish()
     plain = _programs(eg, rulesets, analysis, analysis_repeat, None)
     backoff = _programs(eg, rulesets, analysis, analysis_repeat, limits.matches)
-    is_hot = _is_hot(limits, t0)
+    is_hot = _is_hot(limits, budget)
     if read_view is None or not (limits.isolate and isolate.AVAILABLE):
         # everything in this process (not interruptible); without read_view the caller reads
         # ``eg``, so overshooting steps are undone with push/pop
-        if not _run_steps(eg, st, limits, plain, t0, is_hot):
+        if not _run_steps(eg, st, limits, plain, budget, is_hot):
             return finish()
-        if _limit_reached(st, limits, t0):
+        if _limit_reached(st, limits, budget):
             return finish(hot=True)
-        _run_steps(eg, st, limits, backoff, t0, None, read_view)
+        _run_steps(eg, st, limits, backoff, budget, None, read_view)
         return finish(hot=True, view=st.view)
 
     # small and calm: plain steps here; from the first step that is not provably small, in a child
-    if nodes <= CALM_NODES and not _run_steps(eg, st, limits, plain, t0, _stays_in_process(is_hot)):
+    if nodes <= CALM_NODES and not _run_steps(eg, st, limits, plain, budget, _stays_in_process(is_hot)):
         return finish()
-    if _limit_reached(st, limits, t0):  # not worth a fork
+    if _limit_reached(st, limits, budget):  # not worth a fork
         return finish(hot=st.hot)
+    return _saturate_in_child(eg, st, limits, budget, plain, backoff, is_hot, read_view, finish)
 
+
+def _saturate_in_child(eg: Any, st: _State, limits: Limits, budget: Budget, plain: Callable[[int], list[Any]],
+                       backoff: Callable[[int], list[Any]], is_hot: Callable[[Any, _State, float], bool],
+                       read_view: Callable[[Any], Any], finish: Callable[..., SaturationReport]) -> SaturationReport:
+    """The steps of :func:`saturate` from the first one that is not provably small, in a forked
+    child killed when the parent, keeping its own (calm) e-graph, would just end by the budget's
+    hard end. The child sends its e-graph only if there is time left to copy it back and extract
+    from it; otherwise (and when it is killed) the calm e-graph is used."""
     calm = _State(st.done, st.nodes, dict(st.hits), 0, st.rolled_back)
 
     def child() -> Any:
         # no push/pop here: in a forked child egglog's push of a large e-graph waits for rayon pool
         # workers that only exist in the parent (it hung until the deadline); keep views instead
-        if not st.hot and _run_steps(eg, st, limits, plain, t0, is_hot, read_view):
+        if not st.hot and _run_steps(eg, st, limits, plain, budget, is_hot, read_view):
             st.hot = True
-        if st.hot and st.reason is None and not _limit_reached(st, limits, t0):
-            _run_steps(eg, st, limits, backoff, t0, None, read_view)
+        if st.hot and st.reason is None and not _limit_reached(st, limits, budget):
+            _run_steps(eg, st, limits, backoff, budget, None, read_view)
         view = st.view if st.view is not None else read_view(eg)
-        return (st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, st.hot, _view_to_wire(view))
+        n = len(getattr(view, "nodes", ()))
+        sent = budget.now()
+        if sent + budget.tail(n) > budget.hard_end and st.prev is not None:
+            # the last step's e-graph came too late to copy back and extract: the one before it?
+            done, nodes, hits, pview = st.prev
+            pn = len(getattr(pview, "nodes", ()))
+            if pview is not None and sent + budget.tail(pn) <= budget.hard_end:
+                st.reason = StopReason.TIME_LIMIT
+                st.detail = (f"iteration {st.done} ended at {sent - budget.start:.2f} s with {n} e-nodes, too many "
+                             f"to copy back and extract within {limits.hard_seconds:.2f} s; using the e-graph "
+                             f"after iteration {done} ({nodes} e-nodes)")
+                st.done, st.nodes, st.hits, view, n = done, nodes, hits, pview, pn
+        if sent + budget.tail(n) > budget.hard_end:  # the parent could not copy it back in time
+            return ("late", st.done, n, sent - budget.start)
+        return ("ok", st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail, st.hot,
+                _view_to_wire(view), sent)
 
-    out = isolate.run_forked(child, deadline=t0 + limits.hard_seconds, memory_mb=limits.memory_mb)
-    if out.status == "ok":
-        done, n, hits, rolled_back, reason, detail, hot, wire = out.value
+    # run_forked wants a time.monotonic() deadline; the budget's clock may be another one (tests)
+    kill = time.monotonic() + (budget.kill_at(calm.nodes) - budget.now())
+    out = isolate.run_forked(child, deadline=kill, memory_mb=limits.memory_mb)
+    if out.status == "ok" and out.value[0] == "ok":
+        done, n, hits, rolled_back, reason, detail, hot, wire, sent = out.value[1:]
         st.done, st.nodes, st.hits, st.rolled_back, st.reason, st.detail = done, n, hits, rolled_back, reason, detail
-        return finish(hot=hot, isolated=True, view=_view_from_wire(wire), child_rss_mb=out.max_rss_mb)
+        return finish(tail_start=sent, hot=hot, isolated=True, view=_view_from_wire(wire),
+                      child_rss_mb=out.max_rss_mb)
     if out.status in ("error", "crashed"):
         raise SaturationError(f"saturation failed in its child process: {out.detail}")
-    # killed or out of memory: keep the calm e-graph (this process's, untouched by the child)
+    # killed, out of memory or too late: keep the calm e-graph (this process's, untouched by the child)
     st.done, st.nodes, st.hits, st.rolled_back = calm.done, calm.nodes, calm.hits, calm.rolled_back
-    if out.status == "timeout":
-        st.reason = StopReason.TIME_LIMIT
-        what = f"was killed at the hard time limit ({limits.hard_seconds:.2f} s)"
+    st.reason = StopReason.TIME_LIMIT
+    if out.status == "ok":
+        _, late_done, late_nodes, at = out.value
+        what = (f"finished iteration {late_done} at {at:.2f} s, too late to copy its {late_nodes} e-nodes "
+                f"back and extract within {limits.hard_seconds:.2f} s")
+    elif out.status == "timeout":
+        what = f"was killed at the hard time limit ({limits.hard_seconds:.2f} s, less the time to extract)"
     else:
         st.reason = StopReason.MEMORY_LIMIT
         what = f"exceeded its memory limit ({limits.memory_mb} MiB)"

@@ -3,7 +3,8 @@
 A fresh install would otherwise prove the ~200 shipped rules before its first compile (tens of
 seconds, minutes on a loaded machine). ``rules/proofs.json`` holds their verdicts::
 
-    {"format": 1, "semantics": "2", "z3": "4.x.y", "entries": {proof-cache key: verdict}}
+    {"format": 1, "semantics": "2", "z3": "4.x.y", "entries": {proof-cache key: verdict},
+     "egglog": "14.x", "egglog_accepted": [digest]}
 
 Each key is the proof cache's key (:func:`.rule_verifier._cache_key`): the sha256 of the rule's
 canonical text, kind and ruleset, the schema, verifier and semantics versions and the z3 version.
@@ -13,6 +14,12 @@ again (and lands in the user's proof cache). Nothing here is trusted blindly: en
 checked for shape, and a file that is corrupt or not eggpu's is ignored with one
 :class:`~eggpu.ir.cachefs.CacheWarning` (the rules are then proved as if it did not exist).
 ``eggpu rules check --no-cache`` re-proves everything on demand.
+
+``egglog_accepted`` lists the digests (:func:`.rules_loader._accepted_digest`: the schema, the
+rule program and egglog's version) of the shipped rule program that egglog accepted when the
+file was generated, so a fresh install skips building a throw-away e-graph to check it (as the
+``egglog-accepted/`` markers of the proof cache do after a first run). Another egglog version,
+an edited rule or any extra rule file gives another digest, which is checked as before.
 
 Regenerate after editing a shipped rule (a test fails until you do)::
 
@@ -34,6 +41,7 @@ FORMAT = 1
 GENERATION_TIMEOUT_MS = 30_000
 
 _loaded: dict[str, Any] | None = None
+_accepted: frozenset[str] = frozenset()
 
 
 def path() -> Path:
@@ -51,6 +59,7 @@ def _warn(problem: str) -> None:
 
 
 def _parse(raw: bytes) -> dict[str, Any]:
+    global _accepted
     from .proof_cache import _valid_verdict
 
     try:
@@ -66,6 +75,9 @@ def _parse(raw: bytes) -> dict[str, Any]:
     if len(good) != len(entries):
         _warn(f"{len(entries) - len(good)} malformed entries")
         return {}
+    accepted = doc.get("egglog_accepted", [])
+    if isinstance(accepted, list) and all(isinstance(d, str) and len(d) == 64 for d in accepted):
+        _accepted = frozenset(accepted)
     return good
 
 
@@ -88,10 +100,17 @@ def get(key: str) -> Any | None:
     return entries().get(key)
 
 
+def egglog_accepted(digest: str) -> bool:
+    """Whether egglog accepted the rule program of this digest when the file was generated."""
+    entries()
+    return digest in _accepted
+
+
 def _reset() -> None:
     """Forget the loaded file (tests)."""
-    global _loaded
+    global _loaded, _accepted
     _loaded = None
+    _accepted = frozenset()
 
 
 def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS, progress: bool = True,
@@ -107,9 +126,10 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
 
     from . import z3ops
     from .rule_verifier import UNKNOWN, _cache_key, verify_rules
-    from .rules_loader import load_rules
+    from .rules_loader import _accepted_digest, _egglog_run, load_rules
 
-    rules = load_rules([], shipped=True, env=False).rules
+    loaded = load_rules([], shipped=True, env=False)
+    rules = loaded.rules
     kept = {}
     if update:
         old = entries()
@@ -136,6 +156,12 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
         doc_entries[_cache_key(r, timeout_ms)] = v.to_json()
     doc = {"format": FORMAT, "semantics": z3ops.SEMANTICS_VERSION, "z3": z3.get_version_string(),
            "entries": doc_entries}
+    digest = _accepted_digest(loaded.program())
+    if digest is not None and _egglog_run(loaded.program(), "<shipped rules>") is None:
+        from eggpu.ir.versions import version_of
+
+        doc["egglog"] = version_of("egglog")
+        doc["egglog_accepted"] = [digest]
     target = out or path()
     target.write_text(json.dumps(doc, sort_keys=True, indent=0) + "\n")
     _reset()

@@ -105,7 +105,7 @@ def test_bad_arguments_fail_the_call() -> None:
     kernels = _batch()
     with pytest.raises(eggpu.CompileError, match="workers must be a positive integer, got 0"):
         eggpu.compile_many(kernels, workers=0)
-    with pytest.raises(eggpu.CompileError, match="unknown option 'optimise'"):
+    with pytest.raises(eggpu.CompileError, match=r"compile_many: unknown keyword argument 'optimise'; did you mean 'optimize'\?"):
         eggpu.compile_many(kernels, optimise=False)
     with pytest.raises(eggpu.CompileError, match="executor must be a concurrent.futures.Executor, got int"):
         eggpu.compile_many(kernels, executor=3)

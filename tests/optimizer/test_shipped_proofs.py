@@ -128,3 +128,51 @@ def test_update_keeps_current_entries_and_proves_only_what_changed(tmp_path, mon
         return [(x["key"], x["status"]) for x in entry["results"]]
 
     assert statuses(new[dropped]) == statuses(current[dropped])  # the re-proved one: same verdicts
+
+
+# ---------------------------------------------------------------------- egglog's acceptance of the shipped program
+
+
+def _installed_egglog() -> str:
+    from importlib.metadata import version
+
+    from eggpu.ir.versions import version_of
+
+    assert version_of("egglog") == version("egglog")  # what the digest uses, without importlib.metadata
+    return version("egglog")
+
+
+def test_the_shipped_program_digest_is_current(fresh_shipped):
+    from eggpu.optimizer.rules_loader import _accepted_digest
+
+    doc = json.loads(shipped_proofs.path().read_bytes())
+    if doc.get("egglog") != _installed_egglog():
+        pytest.skip(f"rules/proofs.json was generated with egglog {doc.get('egglog')}, this is {_installed_egglog()}")
+    digest = _accepted_digest(load_rules(env=False).program())
+    assert shipped_proofs.egglog_accepted(digest), f"the egglog_accepted digest is stale; {REGENERATE} --update"
+    assert not shipped_proofs.egglog_accepted("0" * 64)
+
+
+def test_a_fresh_cache_does_not_run_egglog_on_the_shipped_rules_but_does_on_extra_ones(tmp_path, monkeypatch,
+                                                                                          fresh_shipped):
+    """The shipped program was checked by egglog at build time; with one more rule file the
+    program differs and egglog checks it (and a rule egglog rejects is still reported)."""
+    from eggpu.optimizer import rules_loader
+    from eggpu.optimizer.rules_loader import load_sources
+
+    doc = json.loads(shipped_proofs.path().read_bytes())
+    if doc.get("egglog") != _installed_egglog():
+        pytest.skip("rules/proofs.json was generated with another egglog")
+    monkeypatch.setenv("EGGPU_PROOF_CACHE_DIR", str(tmp_path / "proofs"))  # no egglog-accepted markers
+    runs = []
+    real = rules_loader._egglog_run
+    monkeypatch.setattr(rules_loader, "_egglog_run", lambda text, label: runs.append(label) or real(text, label))
+    shipped = [(str(p), p.read_text()) for p in sorted(shipped_proofs.path().parent.glob("*.egg"))]
+    load_sources(shipped)
+    assert runs == []
+    extra = ('(rewrite (Mul t x (Const t 3)) (Add t x (Add t x x)) :when ((IsInt t)) :name "t-mul3")\n')
+    load_sources([*shipped, ("mine.egg", extra)])
+    assert runs == ["<rules>"]
+    bad = '(rewrite (Mul t x (Const t 3)) (Add t x "three") :when ((IsInt t)) :name "t-bad")\n'
+    with pytest.raises(Exception, match="t-bad"):
+        load_sources([*shipped, ("bad.egg", bad)])
