@@ -105,63 +105,62 @@ def decode_rule_text(data: bytes, file: str) -> str:
                         f"rule files must be UTF-8") from None
 
 
+#: one token of a rule file; every character belongs to exactly one (``bad``: a '"' that opens
+#: no complete string literal)
+_TOKEN = re.compile(r'(?P<nl>\n)|(?P<ws>[^\S\n]+)|(?P<comment>;[^\n]*)|(?P<open>\()|(?P<close>\))'
+                    r'|(?P<string>"(?:\\.|[^"\\])*")|(?P<atom>[^\s();"][^\s();]*)|(?P<bad>")', re.DOTALL)
+
+
 def read_all(text: str, file: str = "<string>") -> list[SList]:
     """Read every top-level form of ``text``; RuleError ``file:line: problem`` on bad syntax
     (also for lists nested deeper than :data:`MAX_NESTING`)."""
-    forms: list[SList] = []
-    stack: list[tuple[list[Sx], int, int]] = []
-    i, n, line = 0, len(text), 1
-    while i < n:
-        c = text[i]
-        if c == "\n":
-            line += 1
-            i += 1
-        elif c.isspace():
-            i += 1
-        elif c == ";":
-            while i < n and text[i] != "\n":
-                i += 1
-        elif c == "(":
-            if len(stack) >= MAX_NESTING:
-                raise RuleError(f"{file}:{line}: lists nested deeper than {MAX_NESTING} levels")
-            stack.append(([], line, i))
-            i += 1
-        elif c == ")":
-            if not stack:
-                raise RuleError(f"{file}:{line}: unbalanced ')'")
-            items, l0, s0 = stack.pop()
-            node = SList(tuple(items), l0, i + 1, s0)
-            i += 1
-            if stack:
-                stack[-1][0].append(node)
-            else:
-                forms.append(node)
-        else:
-            l0 = line
-            if c == '"':
-                j = i + 1
-                while j < n and text[j] != '"':
-                    if text[j] == "\\":
-                        j += 1
-                    if j < n and text[j] == "\n":
-                        line += 1
-                    j += 1
-                if j >= n:
-                    raise RuleError(f"{file}:{l0}: unterminated string literal")
-                j += 1
-            else:
-                j = i
-                while j < n and not text[j].isspace() and text[j] not in "();":
-                    j += 1
-            atom = Atom(text[i:j], l0)
-            i = j
-            if not stack:
-                raise RuleError(f"{file}:{l0}: unexpected text {excerpt(atom.text)} outside a command "
-                                f"(a rule file holds (rewrite ...), (birewrite ...), (rule ...) and (ruleset ...))")
-            stack[-1][0].append(atom)
-    if stack:
-        raise RuleError(f"{file}:{stack[-1][1]}: unbalanced '(' (not closed)")
-    return forms
+    reader = _FormReader(file)
+    for m in _TOKEN.finditer(text):
+        reader.token(m.lastgroup or "", m.group(), m.start())
+    return reader.finish()
+
+
+class _FormReader:
+    """The state of :func:`read_all`: the forms read so far and the open lists."""
+
+    def __init__(self, file: str):
+        self.file, self.line = file, 1
+        self.forms: list[SList] = []
+        self.stack: list[tuple[list[Sx], int, int]] = []  # (items, line, offset) of each open list
+
+    def error(self, line: int, problem: str) -> RuleError:
+        return RuleError(f"{self.file}:{line}: {problem}")
+
+    def token(self, kind: str, text: str, at: int) -> None:
+        if kind == "open":
+            if len(self.stack) >= MAX_NESTING:
+                raise self.error(self.line, f"lists nested deeper than {MAX_NESTING} levels")
+            self.stack.append(([], self.line, at))
+        elif kind == "close":
+            self.close(at)
+        elif kind in ("string", "atom"):
+            self.atom(Atom(text, self.line))
+        elif kind == "bad":
+            raise self.error(self.line, "unterminated string literal")
+        self.line += text.count("\n")  # newlines, and those inside string literals
+
+    def close(self, at: int) -> None:
+        if not self.stack:
+            raise self.error(self.line, "unbalanced ')'")
+        items, l0, s0 = self.stack.pop()
+        node = SList(tuple(items), l0, at + 1, s0)
+        (self.stack[-1][0] if self.stack else self.forms).append(node)
+
+    def atom(self, atom: Atom) -> None:
+        if not self.stack:
+            raise self.error(atom.line, f"unexpected text {excerpt(atom.text)} outside a command "
+                                        f"(a rule file holds (rewrite ...), (birewrite ...), (rule ...) and (ruleset ...))")
+        self.stack[-1][0].append(atom)
+
+    def finish(self) -> list[SList]:
+        if self.stack:
+            raise self.error(self.stack[-1][1], "unbalanced '(' (not closed)")
+        return self.forms
 
 
 # ------------------------------------------------------------------ vocabulary
