@@ -288,20 +288,7 @@ class _RuleChecker:
     def expr(self, node: Sx, expected: str | None, *, allow_functions: bool = False) -> tuple[Sx, str | None]:
         """Check ``node`` against ``expected`` (None = infer); returns (rewritten node, sort)."""
         if isinstance(node, Atom):
-            t = node.text
-            if node.is_string:
-                sort: str | None = "String"
-            elif _INT_RE.match(t):
-                sort = "i64"
-            elif float_literal(t) is not None:
-                raise _Fail(node.line, f"float literal {t} is only allowed as the value of ConstF")
-            else:
-                self._var(node, expected)
-                sort = self.sorts.get(t, expected)
-                return node, sort
-            if expected is not None and sort != expected:
-                raise _Fail(node.line, f"expected a {expected}, got the {sort} literal {t}")
-            return node, sort
+            return node, self._atom_sort(node, expected)
         if not node.items:
             raise _Fail(node.line, "empty list ()")
         head = node.items[0]
@@ -315,17 +302,7 @@ class _RuleChecker:
             sort = "DT"
             new: Sx = node
         elif h in CONSTRUCTORS:
-            info = CONSTRUCTORS[h]
-            want = info.arg_sorts
-            if len(args) != len(want):
-                raise _Fail(node.line, f"{h} takes {len(want)} arguments ({' '.join(want)}), got {len(args)}")
-            out = [head]
-            for k, (a, s) in enumerate(zip(args, want)):
-                if h == "ConstF" and k == 1:
-                    out.append(self._constf_value(a))
-                else:
-                    out.append(self.expr(a, s, allow_functions=allow_functions)[0])
-            new, sort = SList(tuple(out), node.line), "Term"
+            new, sort = self._constructor(node, head, args, allow_functions), "Term"
         elif h in RANGE_FUNCTIONS:
             if not allow_functions:
                 raise _Fail(node.line, f"{h} may only appear in guards and rule actions")
@@ -344,6 +321,34 @@ class _RuleChecker:
         if expected is not None and sort != expected:
             raise _Fail(node.line, f"expected a {expected}, got a {sort}: {excerpt(node)}")
         return new, sort
+
+    def _atom_sort(self, node: Atom, expected: str | None) -> str | None:
+        """The sort of a literal or variable (a variable's is inferred or recorded here)."""
+        t = node.text
+        if node.is_string:
+            sort: str | None = "String"
+        elif _INT_RE.match(t):
+            sort = "i64"
+        elif float_literal(t) is not None:
+            raise _Fail(node.line, f"float literal {t} is only allowed as the value of ConstF")
+        else:
+            self._var(node, expected)
+            return self.sorts.get(t, expected)
+        if expected is not None and sort != expected:
+            raise _Fail(node.line, f"expected a {expected}, got the {sort} literal {t}")
+        return sort
+
+    def _constructor(self, node: SList, head: Atom, args: tuple[Sx, ...], allow_functions: bool) -> SList:
+        """A constructor application with each argument checked against its sort (ConstF's
+        value is a float literal)."""
+        h, want = head.text, CONSTRUCTORS[head.text].arg_sorts
+        if len(args) != len(want):
+            raise _Fail(node.line, f"{h} takes {len(want)} arguments ({' '.join(want)}), got {len(args)}")
+        out: list[Sx] = [head]
+        for k, (a, s) in enumerate(zip(args, want)):
+            is_float_value = h == "ConstF" and k == 1
+            out.append(self._constf_value(a) if is_float_value else self.expr(a, s, allow_functions=allow_functions)[0])
+        return SList(tuple(out), node.line)
 
     def _constf_value(self, a: Sx) -> Sx:
         if isinstance(a, Atom) and not a.is_string:
