@@ -5,7 +5,7 @@ Only the ``host`` mode emits them; the PTX is unchanged. Before every global ``l
 by the thread and its mask lane true; masked-off lanes are never checked, exactly as they are
 never accessed) against the buffer of the pointer parameter the address derives from:
 
-* **Provenance.** :func:`pointer_origins` follows a pointer operand back through the IR
+* **Provenance.** :func:`eggpu.ir.effects.pointer_origins` follows a pointer operand back through the IR
   (``addptr``, the shape ops, ``where``, ``for`` carried values, ``if`` results) to the pointer
   parameters it may derive from. With one origin (the usual case, and the interpreter's rule:
   a pointer stays in the buffer of its base parameter, even if arithmetic makes it point into
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from eggpu.ir.graph import Function, Operation, Value
+from eggpu.ir.effects import pointer_origins
+from eggpu.ir.graph import Function, Operation
 
 from .emitter import I8, I32, I64, Emitter, is_const_false
 
@@ -53,61 +54,6 @@ class BoundsCheck:
     verb: str  # "reads", "writes", "updates" (the interpreter's words)
     params: tuple[str, ...]  # the pointer parameters the address may derive from, in parameter order
     shape: tuple[int, ...]  # the access's block shape; () for a scalar access
-
-
-def pointer_origins(fn: Function) -> dict[int, tuple[str, ...]]:
-    """``id(pointer operand)`` -> names of the pointer parameters it may derive from (in
-    parameter order), for the pointer operand of every load, store and atomic of ``fn``."""
-    producers: dict[int, list[Value]] = {}  # block argument / control-flow result -> sources
-
-    def visit(blk) -> None:
-        for op in blk.ops:
-            if op.op == "for":
-                body = op.regions[0]
-                inits = op.operands[3:]
-                ys = body.ops[-1].operands if body.ops and body.ops[-1].op == "yield" else ()
-                for i, a in enumerate(body.args[1:]):
-                    producers[id(a)] = [inits[i]] + ([ys[i]] if i < len(ys) else [])
-                for i, r in enumerate(op.results):
-                    producers[id(r)] = [inits[i]] + ([ys[i]] if i < len(ys) else [])
-            elif op.op == "while":
-                ys = op.regions[1].ops[-1].operands if op.regions[1].ops else ()
-                for i, init in enumerate(op.operands):
-                    srcs = [init] + ([ys[i]] if i < len(ys) else [])
-                    for reg in op.regions:
-                        producers[id(reg.args[i])] = srcs
-                    producers[id(op.results[i])] = srcs
-            elif op.op == "if":
-                for i, r in enumerate(op.results):
-                    producers[id(r)] = [reg.ops[-1].operands[i] for reg in op.regions
-                                        if reg.ops and reg.ops[-1].op == "yield"]
-            for reg in op.regions:
-                visit(reg)
-
-    visit(fn.body)
-    order = {id(p): i for i, p in enumerate(fn.params)}
-    names = {id(p): p.name or f"arg{i}" for i, p in enumerate(fn.params)}
-    out: dict[int, tuple[str, ...]] = {}
-    for op in fn.walk():
-        if op.op not in ("load", "store") and not op.op.startswith("atomic_"):
-            continue
-        root = op.operands[0]
-        found: set[int] = set()
-        seen: set[int] = set()
-        stack = [root]
-        while stack:
-            v = stack.pop()
-            if id(v) in seen or not v.type.is_pointer:
-                continue
-            seen.add(id(v))
-            if id(v) in names:
-                found.add(id(v))
-            elif id(v) in producers:
-                stack.extend(producers[id(v)])
-            elif isinstance(v.owner, Operation):
-                stack.extend(v.owner.operands)
-        out[id(root)] = tuple(names[k] for k in sorted(found, key=order.__getitem__))
-    return out
 
 
 class BoundsChecker:

@@ -36,3 +36,12 @@ def test_clone_is_identical_and_independent() -> None:
     new_ops[0].attrs["end"] = 8  # mutating the copy leaves the original alone
     assert old_ops[0].attrs["end"] == 4
     assert {id(v) for op in new_ops for v in op.operands}.isdisjoint({id(v) for op in old_ops for v in op.results})
+
+
+def test_pointer_origins_name_the_parameters_behind_each_access() -> None:
+    from eggpu.ir.effects import pointer_origins
+
+    fn = parse_function(TEXT)
+    accesses = {op.op: op.operands[0] for op in fn.walk() if op.op in ("load", "store")}
+    origins = pointer_origins(fn)
+    assert origins[id(accesses["load"])] == ("x",) and origins[id(accesses["store"])] == ("y",)
