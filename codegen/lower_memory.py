@@ -39,6 +39,7 @@ from . import scalar_ops as S
 from .analysis import chunk_uniform, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, to_i1
+from .predicated import predicated_store
 
 ALIGN_ASSUMPTION = "align16"
 PARAM_ALIGN = 16
@@ -171,7 +172,7 @@ def lower_store(lw, op: Operation) -> list[LV]:
     n = lay.per
     if w == 1:
         for j in range(n):
-            em.gstore(ptrs[j], vals[j], masks[j])
+            _gstore(em, ptrs[j], vals[j], masks[j])
         return []
     if _uniform(lw, op, 2, w):
         for j0 in range(0, n, w):
@@ -187,6 +188,14 @@ def lower_store(lw, op: Operation) -> list[LV]:
     for g in _groups(n, w, dt):
         _store_group(em, g, w, dt, ptrs, vals, masks)
     return []
+
+
+def _gstore(em: Emitter, ptr: ir.Value, val: ir.Value, mask: ir.Value | None) -> None:
+    """GPU thread-level store of one element where ``mask``: one predicated ``st.global``
+    (:mod:`eggpu.codegen.predicated`, no branch for LLVM to sink the value's computation into)
+    when the mask is not constant, else :meth:`Emitter.gstore`."""
+    if mask is None or is_const_true(mask) or is_const_false(mask) or not predicated_store(em.b, ptr, [val], mask):
+        em.gstore(ptr, val, mask)
 
 
 def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:
