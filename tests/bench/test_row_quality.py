@@ -70,3 +70,17 @@ def test_main_measures_a_row_kernel_beside_triton(tmp_path: Path) -> None:
         assert m["sass"] > m["loop_sass"] > 0 and m["registers"] > 0, m  # the tile loop is found
         assert len(m["loops"]) >= 1
     assert "| row_argmax | triton |" in (tmp_path / "row_quality.md").read_text()
+
+
+def test_write_docs_replaces_its_section_and_keeps_the_rest(tmp_path: Path) -> None:
+    from bench.row_quality import BEGIN, END, write_docs
+
+    md = tmp_path / "performance.md"
+    md.write_text("# head\n\ntext before\n")
+    m = {"sass": 7, "registers": 3, "spills": 0, "loops": [5], "loop_sass": 5, "ptx_math": {}}
+    write_docs({"k": {"sm_80": {"triton": m}}}, "cmd one", md)
+    write_docs({"k": {"sm_80": {"triton": dict(m, sass=9)}}}, "cmd two", md)
+    text = md.read_text()
+    assert text.startswith("# head\n\ntext before\n")
+    assert text.count(BEGIN) == 1 and text.count(END) == 1
+    assert "cmd two" in text and "cmd one" not in text and "| k | triton | 9 |" in text
