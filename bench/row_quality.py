@@ -15,7 +15,9 @@ and reports:
 
 Variants: ``eggpu`` (default, IEEE ``div.rn``/libdevice ``expf``), ``eggpu_fast_math``
 (``fast_math=True``), ``triton`` (``ASTSource`` with only the constexprs: the information eggpu
-gets) and ``triton_launch`` (as Triton's launcher specializes the benchmark's arguments). No GPU
+gets) and ``triton_launch`` (as Triton's launcher specializes the benchmark's arguments);
+``eggpu_launch`` and ``eggpu_fast_math_launch`` are eggpu with the same launch facts (aligned
+pointers, ``div16`` integers, i32 offsets), the twins of ``triton_launch``. No GPU
 is needed. Results go to ``row_quality.json`` and ``row_quality.md`` in ``--out``; ``--docs
 docs/performance.md`` also replaces that report's row-quality section.
 """
@@ -36,7 +38,7 @@ from .tools import find_tool, parse_sass, ptx_math_ops, ptx_target, versions
 
 ROW_KERNELS = tuple(e.key for e in SUITE if e.family == "rows")
 TARGETS = ("sm_80", "sm_90")
-VARIANTS = ("eggpu", "eggpu_fast_math", "triton", "triton_launch")
+VARIANTS = ("eggpu", "eggpu_fast_math", "eggpu_launch", "eggpu_fast_math_launch", "triton", "triton_launch")
 
 _ADDR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*)$")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
@@ -103,13 +105,19 @@ def measure_ptx(ptx: str, target: str) -> dict[str, Any]:
             "opcodes": sass.opcodes}
 
 
-def eggpu_ptx(entry: Entry, target: str, fast_math: bool) -> str:
+def eggpu_ptx(entry: Entry, target: str, fast_math: bool, launch: bool = False) -> str:
+    """eggpu's PTX; ``launch``: with the specialization facts its launcher makes for the
+    benchmark's arguments (:func:`bench.quality.eggpu_launch_facts`, the twin of ``triton_launch``)."""
     import eggpu
     from eggpu.ir.dtypes import parse_dtype
     from eggpu.kernels import get
 
+    from .quality import eggpu_launch_facts
+
     inst = get(entry.kernel).kernel(parse_dtype(entry.dtype), consts_for(entry))
-    return eggpu.compile(inst, target=target, fast_math=fast_math, cache=False).ptx
+    spec = eggpu_launch_facts(inst, entry) if launch else None
+    return eggpu.compile(inst, target=target, fast_math=fast_math, cache=False, specialize=spec,
+                         offsets_i32=launch).ptx
 
 
 def triton_ptx(entry: Entry, target: str, launch: bool) -> str:
@@ -135,6 +143,10 @@ def variant_ptx(entry: Entry, target: str, variant: str) -> str:
         return eggpu_ptx(entry, target, False)
     if variant == "eggpu_fast_math":
         return eggpu_ptx(entry, target, True)
+    if variant == "eggpu_launch":
+        return eggpu_ptx(entry, target, False, launch=True)
+    if variant == "eggpu_fast_math_launch":
+        return eggpu_ptx(entry, target, True, launch=True)
     if variant in ("triton", "triton_launch"):
         return triton_ptx(entry, target, variant == "triton_launch")
     raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
@@ -176,7 +188,7 @@ NOTES = """\
 What the variants mean: `eggpu` is the default (IEEE `div.rn.f32`, libdevice's accurate `expf`);
 `eggpu_fast_math` is `fast_math=True` (`div.full.f32`, `exp` = `ex2.approx(x * log2 e)`, FP
 contraction); `triton` gets only the constexprs (what eggpu gets), `triton_launch` the launcher's
-specialization. Triton's defaults are approximate: `div.full.f32` and a bare `ex2.approx`, so the
+specialization, and `eggpu*_launch` the same launch facts for eggpu. Triton's defaults are approximate: `div.full.f32` and a bare `ex2.approx`, so the
 like-for-like comparison with `triton` is `eggpu_fast_math`. In the default column the IEEE
 division's slow path (a called subroutine of ~100 SASS instructions, outside the loops) and
 libdevice's range reduction are the difference. ptxas unrolls layer norm's first (sum) loop 4x in

@@ -64,7 +64,7 @@ def test_main_measures_a_row_kernel_beside_triton(tmp_path: Path) -> None:
     assert main(["--kernels", "row_argmax", "--targets", "sm_80", "--out", str(tmp_path)]) == 0
     doc = json.loads((tmp_path / "row_quality.json").read_text())
     row = doc["results"]["row_argmax"]["sm_80"]
-    for variant in ("eggpu", "eggpu_fast_math", "triton", "triton_launch"):
+    for variant in ("eggpu", "eggpu_fast_math", "eggpu_launch", "eggpu_fast_math_launch", "triton", "triton_launch"):
         m = row[variant]
         assert "error" not in m, m
         assert m["sass"] > m["loop_sass"] > 0 and m["registers"] > 0, m  # the tile loop is found
