@@ -39,11 +39,13 @@ def _as_int(b: ir.IRBuilder, v: ir.Value) -> tuple[ir.Value, int] | None:
     return b.bitcast(v, ir.IntType(bits)), bits
 
 
-def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], mask: ir.Value) -> bool:
-    """Emit ``@mask st.global[.vN].bW [ptr], {vals}`` and return True, or return False (nothing
-    emitted) when the element type or vector length has no such instruction; the caller then
-    branches around an ordinary store. ``ptr`` is a global (``addrspace(1)``) pointer to the
-    first element; ``mask`` an ``i1``."""
+def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], mask: ir.Value,
+                     offset: int = 0) -> bool:
+    """Emit ``@mask st.global[.vN].bW [ptr+offset], {vals}`` and return True, or return False
+    (nothing emitted) when the element type or vector length has no such instruction; the caller
+    then branches around an ordinary store. ``ptr`` is a global (``addrspace(1)``) pointer,
+    ``offset`` a byte offset from it (an immediate: stores of consecutive elements share one
+    address register, as ptxas folds them for plain stores); ``mask`` an ``i1``."""
     n = len(vals)
     regs = [_as_int(b, v) for v in vals]
     if any(r is None for r in regs) or len({r[1] for r in regs}) != 1:  # type: ignore[index]
@@ -54,7 +56,8 @@ def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], m
     ops = [r[0] for r in regs]  # type: ignore[index]
     vec = "" if n == 1 else f".v{n}"
     data = "$0" if n == 1 else "{" + ", ".join(f"${i}" for i in range(n)) + "}"
-    text = f"@${n + 1} st.global{vec}.b{bits} [${n}], {data};"
+    addr = f"${n}+{offset}" if offset else f"${n}"
+    text = f"@${n + 1} st.global{vec}.b{bits} [{addr}], {data};"
     constraints = ",".join([_REG[bits]] * n + ["l", "b", "~{memory}"])
     fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops] + [ptr.type, ir.IntType(1)])
     b.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), [*ops, ptr, mask])

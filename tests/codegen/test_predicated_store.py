@@ -92,3 +92,51 @@ def test_host_masked_stores_match_the_interpreter(dt, n):
     x = (rng.standard_normal(n) * 4).astype(dt.np)
     y = (rng.standard_normal(n) + 3).astype(dt.np)
     run_compare(masked_copy_kernel(dt), ((n + 127) // 128,), [x, y, np.zeros(n, dt.np), n])
+
+
+def offset_store_kernel(base_param: bool, block: int = 256):
+    """o[base + i] = x[base + i] where base + i < n; base is program_id * block (a multiple of
+    the chunk width) or the runtime integer ``start`` (no known divisibility)."""
+    b = Builder(f"offset_store_{base_param}", [("x", pointer(f32)), ("o", pointer(f32)), ("n", scalar(i32)),
+                                               ("start", scalar(i32))])
+    base = b.param("start") if base_param else b.op("mul", b.op("program_id", axis=0), b.const(block, i32))
+    offs = b.op("add", b.op("splat", base, shape=(block,)), b.op("arange", start=0, end=block))
+    m = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
+
+    def at(name):
+        return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
+
+    b.effect("store", at("o"), b.op("load", at("x"), m), m)
+    return b.finish()
+
+
+def _stores(ptx: str) -> list[tuple[str, str]]:
+    return re.findall(r"st\.global\.b32\s+\[(%rd\d+)(\+\d+)?\]", ptx)
+
+
+def test_consecutive_elements_of_a_chunk_share_one_address_register():
+    """With 256 elements on 128 threads each thread owns chunks of 2 consecutive elements; at a
+    base that is a multiple of 2 the second store is ``[a+4]`` off the first's register."""
+    from eggpu.codegen import compile_ptx
+
+    ptx, _ = compile_ptx(offset_store_kernel(False), "sm_90", assume_aligned=False)
+    st = _stores(ptx)
+    assert len(st) == 2 and st[0][0] == st[1][0] and {st[0][1], st[1][1]} == {"", "+4"}, st
+
+
+def test_no_shared_address_when_the_offset_may_wrap_inside_a_chunk():
+    """``start + i`` in i32 may wrap between the two elements of a chunk (start odd, near 2**31):
+    then they are not adjacent in memory, so each store keeps its own address."""
+    from eggpu.codegen import compile_ptx
+
+    ptx, _ = compile_ptx(offset_store_kernel(True), "sm_90", assume_aligned=False)
+    st = _stores(ptx)
+    assert len(st) == 2 and st[0][0] != st[1][0] and not any(off for _, off in st), st
+
+
+@pytest.mark.parametrize("base_param", (False, True))
+@pytest.mark.parametrize("n", (1, 1000, 1001))
+def test_offset_stores_match_the_interpreter(base_param, n):
+    x = np.arange(n, dtype=np.float32) + 0.5
+    start = 3 if base_param else 0
+    run_compare(offset_store_kernel(base_param), ((n + 255) // 256,), [x, np.zeros(n, np.float32), n, start])
