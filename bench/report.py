@@ -571,6 +571,12 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
         from .naive_bench import markdown as naive_markdown
 
         L.append(naive_markdown(json.loads(naive.read_text())) + "\n")
+    rowq = REPO_RESULTS / "row_quality.json"
+    if rowq.exists():  # the section `python -m bench.row_quality --docs` maintains, kept likewise
+        from .row_quality import markdown as rowq_markdown
+
+        doc = json.loads(rowq.read_text())
+        L.append(rowq_markdown(doc["results"], doc["command"]) + "\n")
     L.append(METHOD)
     return "\n".join(L) + "\n"
 

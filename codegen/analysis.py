@@ -368,3 +368,28 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
             return False
         return (_chunk_aligned(facts.get(a), shape, w, 1) and _chunk_aligned(facts.get(b), b.type.shape or shape, w, 0))
     return False
+
+
+def chunk_contiguous(ptr: Value, w: int, facts: AddressAnalysis) -> bool:
+    """Whether the pointer block ``ptr`` addresses ``w`` consecutive elements on every run of
+    ``w`` lanes that starts at a multiple of ``w`` along the last dimension (``w`` dividing it):
+    the address of lane ``k*w + i`` is that of lane ``k*w`` plus ``i`` elements. No alignment is
+    needed, so the stores of such a run can share one address register with immediate offsets.
+
+    Proven for ``addptr(p, o)`` with ``p`` constant along the last dimension and ``o`` equal to
+    ``A + i`` on the run, ``A`` a multiple of ``w`` (:func:`_chunk_aligned`): the run cannot
+    straddle an integer wrap-around of ``o`` (one happens at a multiple of ``w``), and the
+    sign-extended offset is added to the 64-bit address.
+    """
+    shape = ptr.type.shape
+    if not shape or w < 1 or shape[-1] % w:
+        return False
+    op = ptr.owner
+    if not isinstance(op, Operation) or op.op != "addptr":
+        return False
+    p, o = op.operands
+    pf = facts.get(p)
+    if pf is None or (shape[-1] > 1 and pf.strides[-1].const != 0):
+        return False
+    return _chunk_aligned(facts.get(o), shape, w, 1)
+

@@ -36,9 +36,10 @@ from eggpu.ir.dtypes import DType
 from eggpu.ir.graph import Operation
 
 from . import scalar_ops as S
-from .analysis import chunk_uniform, vector_width
+from .analysis import chunk_contiguous, chunk_uniform, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, to_i1
+from .predicated import predicated_store
 
 ALIGN_ASSUMPTION = "align16"
 PARAM_ALIGN = 16
@@ -170,8 +171,11 @@ def lower_store(lw, op: Operation) -> list[LV]:
     w = _width(lw, op)
     n = lay.per
     if w == 1:
+        # consecutive elements of a chunk store through the chunk's first address + offsets
+        v = lay.vec if lay.vec > 1 and chunk_contiguous(op.operands[0], lay.vec, lw.facts) else 1
+        size = _elem_bytes(dt)
         for j in range(n):
-            em.gstore(ptrs[j], vals[j], masks[j])
+            _gstore(em, ptrs[j], vals[j], masks[j], ptrs[j - j % v], (j % v) * size)
         return []
     if _uniform(lw, op, 2, w):
         for j0 in range(0, n, w):
@@ -187,6 +191,19 @@ def lower_store(lw, op: Operation) -> list[LV]:
     for g in _groups(n, w, dt):
         _store_group(em, g, w, dt, ptrs, vals, masks)
     return []
+
+
+def _gstore(em: Emitter, ptr: ir.Value, val: ir.Value, mask: ir.Value | None, base: ir.Value | None = None,
+            offset: int = 0) -> None:
+    """GPU thread-level store of one element at ``ptr`` where ``mask``: one predicated
+    ``st.global`` at ``base + offset`` bytes (``base + offset == ptr``; :mod:`eggpu.codegen.predicated`,
+    no branch for LLVM to sink the value's computation into) when the mask is not constant,
+    else :meth:`Emitter.gstore`."""
+    if base is None:
+        base, offset = ptr, 0
+    if (mask is None or is_const_true(mask) or is_const_false(mask)
+            or not predicated_store(em.b, base, [val], mask, offset)):
+        em.gstore(ptr, val, mask)
 
 
 def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:

@@ -4,8 +4,15 @@ Semantics (op table): integer sums wrap; f16/bf16 accumulate in f32 and round on
 max/min are minimumNumber/maximumNumber folds (NaN ignored unless every element is NaN);
 arg-reductions return the i32 index of the *first* extreme element, ignoring NaN (-0.0 ties
 +0.0; an all-NaN slice gives 0). Every combine used here is associative and commutative
-(arg-reductions select the maximum of a total order on ``(class, value, -index)``), so any
-reduction tree gives the same result; only float sums depend on the order.
+(arg-reductions select the maximum of a total order on ``(value, -index)``), so any reduction
+tree gives the same result; only float sums depend on the order.
+
+Float arg-reductions keep NaN out of the combine: an element is lifted to ``(x, i)``, or, when
+``x`` is NaN (or the slot is not owned), to the identity ``(-inf, INT32_MAX)`` (``+inf`` for
+argmin). Every real element then wins against a NaN one: by value, or on a tie with a real
+``-inf`` by its smaller index. The combine is one ordered compare chain, ``b > a or (b == a and
+b.index < a.index)``, and two selects; a final index of ``INT32_MAX`` (every element NaN)
+becomes 0. This is the op table's result on every input, NaN, -0.0/+0.0 and ties included.
 
 Three strategies:
 
@@ -33,7 +40,7 @@ from eggpu.ir.dtypes import DType, f32, i32
 from eggpu.ir.graph import Operation
 
 from . import scalar_ops as S
-from .emitter import I1, I32, WARP, Emitter
+from .emitter import I32, WARP, Emitter
 from .layout import LV, ravel, unravel
 from .lower_shape import smem_elem, store_to_smem
 
@@ -68,6 +75,8 @@ class Combiner:
 
         if self.kind == "sum":
             v = k(self.acc_type, -0.0 if dt.is_float else 0)
+        elif dt.is_float and self.is_arg:
+            v = k(self.acc_type, float("-inf") if self.kind == "argmax" else float("inf"))
         elif dt.is_float:
             v = k(self.acc_type, float("nan"))  # the identity of minimumNumber/maximumNumber
         elif self.kind in ("max", "argmax"):
@@ -79,7 +88,14 @@ class Combiner:
     def lift(self, v: ir.Value, index: ir.Value | None) -> State:
         """An element (register value of ``dt``) and its index along the axis, as a state."""
         x = S.wide(self.em, v, self.dt)
-        return (x, index) if self.is_arg else (x,)
+        if not self.is_arg:
+            return (x,)
+        if self.acc.is_float:  # NaN is lifted to the identity (see the module docs)
+            b = self.em.b
+            nan = b.fcmp_unordered("uno", x, x)
+            ident = self.identity(x)
+            return (b.select(nan, ident[0], x), b.select(nan, ident[1], index))
+        return (x, index)
 
     def combine(self, a: State, b: State) -> State:
         em = self.em
@@ -95,12 +111,8 @@ class Combiner:
         av, ai = a
         bv, bi = b
         first = bb.icmp_signed("<", bi, ai)
-        if dt.is_float:
-            wins = bb.or_(bb.fcmp_ordered(op, bv, av), bb.and_(bb.fcmp_ordered("==", bv, av), first))
-            a_nan = bb.fcmp_unordered("uno", av, av)
-            b_nan = bb.fcmp_unordered("uno", bv, bv)
-            b_num = bb.xor(b_nan, em.kt(b_nan, I1, 1))
-            take = bb.or_(bb.and_(b_num, bb.or_(a_nan, wins)), bb.and_(bb.and_(b_nan, a_nan), first))
+        if dt.is_float:  # no NaN in a state: lift() maps it to the identity
+            take = bb.or_(bb.fcmp_ordered(op, bv, av), bb.and_(bb.fcmp_ordered("==", bv, av), first))
         else:
             cmp = bb.icmp_signed if dt.is_signed else bb.icmp_unsigned
             take = bb.or_(cmp(op, bv, av), bb.and_(bb.icmp_unsigned("==", bv, av), first))
@@ -115,6 +127,9 @@ class Combiner:
     def finish(self, s: State) -> ir.Value:
         """The op's result value from a final state."""
         if self.is_arg:
+            if self.acc.is_float:  # only NaN elements (or none owned): the op table says 0
+                b = self.em.b
+                return b.select(b.icmp_unsigned("==", s[1], self.em.k(s[1], INT32_MAX)), self.em.k(s[1], 0), s[1])
             return s[1]
         return S.narrow(self.em, s[0], self.dt)
 

@@ -1,0 +1,64 @@
+"""Predicated global stores on the GPU: one ``@p st.global`` instead of a branch around a store.
+
+Why. A masked store written as ``if (mask) store v`` lets LLVM sink the computation of ``v``
+into the conditional block; ptxas then keeps one branch per element around the whole
+computation (it cannot if-convert a block holding the ``div.rn.f32`` slow-path call). In the
+softmax output loop that was a ``BSSY``/``BRA``/``BSYNC`` region per element with the ``exp``
+and the division inside. Emitted as a single inline-asm instruction, ``@p st.global.b32 [a], r;``
+(as Triton does), the value is computed for every lane (computing it for a masked-off lane is
+harmless: the IR's ops are total) and only the store is predicated; there is no branch.
+
+Semantics are unchanged: the store happens exactly where the mask is true, with the same
+address, width and alignment as the plain ``store`` (the caller's vector alignment is what it
+proved for the unmasked form). The asm is ``sideeffect`` with a ``memory`` clobber, so LLVM
+neither removes it nor moves other memory accesses across it. Element widths PTX stores from
+registers directly (16, 32 and 64 bits; 8-bit values go through a 16-bit register with
+``st.global.b8``, which stores its low byte) and vectors of 2 or 4 elements (2 for 64-bit) use
+it; anything else keeps the branch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llvmlite import ir
+
+_REG = {8: "h", 16: "h", 32: "r", 64: "l"}  # inline-asm constraint of the register holding the value
+
+
+def _as_int(b: ir.IRBuilder, v: ir.Value) -> tuple[ir.Value, int] | None:
+    """``v`` as an integer register of its width (8-bit widened to 16) and the stored width."""
+    t = v.type
+    if isinstance(t, ir.IntType):
+        if t.width == 8:
+            return b.zext(v, ir.IntType(16)), 8
+        return (v, t.width) if t.width in _REG else None
+    bits = {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(t))
+    if bits is None:
+        return None
+    return b.bitcast(v, ir.IntType(bits)), bits
+
+
+def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], mask: ir.Value,
+                     offset: int = 0) -> bool:
+    """Emit ``@mask st.global[.vN].bW [ptr+offset], {vals}`` and return True, or return False
+    (nothing emitted) when the element type or vector length has no such instruction; the caller
+    then branches around an ordinary store. ``ptr`` is a global (``addrspace(1)``) pointer,
+    ``offset`` a byte offset from it (an immediate: stores of consecutive elements share one
+    address register, as ptxas folds them for plain stores); ``mask`` an ``i1``."""
+    n = len(vals)
+    regs = [_as_int(b, v) for v in vals]
+    if any(r is None for r in regs) or len({r[1] for r in regs}) != 1:  # type: ignore[index]
+        return False
+    bits = regs[0][1]  # type: ignore[index]
+    if n not in (1, 2, 4) or (bits == 64 and n == 4) or (bits == 8 and n != 1):
+        return False
+    ops = [r[0] for r in regs]  # type: ignore[index]
+    vec = "" if n == 1 else f".v{n}"
+    data = "$0" if n == 1 else "{" + ", ".join(f"${i}" for i in range(n)) + "}"
+    addr = f"${n}+{offset}" if offset else f"${n}"
+    text = f"@${n + 1} st.global{vec}.b{bits} [{addr}], {data};"
+    constraints = ",".join([_REG[bits]] * n + ["l", "b", "~{memory}"])
+    fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops] + [ptr.type, ir.IntType(1)])
+    b.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), [*ops, ptr, mask])
+    return True
