@@ -1,0 +1,237 @@
+"""Per-specialization launch plans: the per-call work of ``ck.launch`` done once per compiled kernel.
+
+A :class:`LaunchPlan` is built the first time a :class:`~eggpu.pipeline.CompiledKernel` is
+launched. It precomputes, per parameter, what a valid argument looks like (the pointee dtype and
+the device-array typestrs that name it, whether the kernel writes through a pointer, a scalar's
+range and ctypes type, the specialization facts to check and the alignment the PTX assumes), a
+ctypes ``Structure`` that packs every argument in one object, and the grid bound of the
+``offsets_i32`` fact. A launch is then one loop over the arguments and one ``cuLaunchKernel``.
+
+The plan never decides an error itself. Anything it does not recognize at once (a host numpy
+array, whose launch copies it anyway; a numpy scalar it cannot convert; a wrong dtype; a
+violated fact; an odd grid) sends the whole launch down the general path,
+:meth:`CompiledKernel._launch_checked`, which runs every check in the documented order
+(grid, arguments, specialization facts, alignment assumptions) and raises the same errors as
+before. So the fast path only ever accepts launches the general path accepts, with the same
+values.
+
+Device buffers are taken by address, never copied: objects with ``__cuda_array_interface__``
+(CuPy, Numba, PyTorch) and tensors exposing ``data_ptr()`` with ``is_cuda`` (PyTorch; read this
+way because torch builds its ``__cuda_array_interface__`` dict in Python at every access).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from eggpu.ir.device_buffers import device_tensor
+from eggpu.ir.facts import I32_SPAN, parse_fact
+
+if TYPE_CHECKING:
+    from eggpu.pipeline import CompiledKernel
+
+__all__ = ["LaunchPlan"]
+
+_CTYPES = {
+    "bool": ctypes.c_bool, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+    "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+    "u64": ctypes.c_uint64, "f16": ctypes.c_uint16, "bf16": ctypes.c_uint16, "f32": ctypes.c_float,
+    "f64": ctypes.c_double,
+}
+"""The ctypes field of each scalar dtype in the packed arguments (f16/bf16 as their bits)."""
+
+_F32_OVERFLOW = 3.4028235677973366e38
+"""Half an ulp above f32's largest value: a finite double below it in magnitude rounds to a finite f32."""
+
+_SLOW = object()
+
+
+class _Slot:
+    """What one parameter accepts, precomputed (see the module docstring)."""
+
+    __slots__ = ("name", "pointer", "dtype", "np_dtype", "typestrs", "torch_name", "written", "align",
+                 "lo", "hi", "divs", "eq1", "kind")
+
+    def __init__(self, param: Any, ck: CompiledKernel, written: frozenset[str], assumptions: dict[str, str]):
+        t = param.type
+        self.name = param.name
+        self.pointer = bool(t.is_pointer)
+        self.dtype = t.dtype
+        self.np_dtype = t.dtype.np
+        self.typestrs = frozenset({self.np_dtype.str, self.np_dtype.str.replace("<", "=")})
+        self.torch_name = t.dtype.name
+        self.written = param.name in written
+        facts = ck.facts.of(param.name)
+        parsed = [parse_fact(f) for f in facts]
+        aligns = [k for kind, k in parsed if kind == "align"]
+        if assumptions.get(param.name) == "align16":
+            aligns.append(16)
+        self.align = tuple(aligns)
+        self.divs = tuple(k for kind, k in parsed if kind == "div")
+        self.eq1 = any(kind == "eq" for kind, _ in parsed)
+        d = t.dtype
+        self.kind = "ptr" if self.pointer else "bool" if d.is_bool else "int" if d.is_int else d.name
+        self.lo, self.hi = (d.min, d.max) if d.is_int and not d.is_bool else (0, 0)
+
+
+class LaunchPlan:
+    """The launch path of one compiled kernel (module docstring). Thread-safe: a launch keeps
+    its packed arguments in objects of its own."""
+
+    def __init__(self, ck: CompiledKernel):
+        self.ck = ck
+        report = ck.report
+        written = frozenset(report.get("written_params", ()))
+        assumptions = dict(report.get("assumptions", {}))
+        self.slots = tuple(_Slot(p, ck, written, assumptions) for p in ck.params)
+        self.nargs = len(self.slots)
+        block = ck.facts.block
+        self.max_programs = I32_SPAN // block if block else None
+        fields = [(f"a{i}", ctypes.c_uint64 if s.pointer else _CTYPES[s.dtype.name]) for i, s in enumerate(self.slots)]
+        self.packed = type(f"{ck.name}_args", (ctypes.Structure,), {"_fields_": fields})
+        self.offsets = tuple(getattr(self.packed, f).offset for f, _ in fields)
+        self.pointers = ctypes.c_void_p * max(self.nargs, 1)
+        self.num_threads = ck.num_threads
+        self.shared = ck.dynamic_shared_bytes
+        self._rt: Any = None
+        self._fn: Any = None
+
+    # ------------------------------------------------------------------ per call
+
+    def launch(self, grid: Any, args: Sequence[Any], synchronize: bool = True) -> None:
+        """Launch ``args`` on ``grid`` (the semantics of ``CompiledKernel.launch``)."""
+        g = _grid(grid)
+        if g is None or len(args) != self.nargs:
+            return self.ck._launch_checked(grid, args, synchronize)
+        mp = self.max_programs
+        if mp is not None and (g[0] > mp or g[1] > mp or g[2] > mp):
+            return self.ck._launch_checked(grid, args, synchronize)
+        values = []
+        for s, a in zip(self.slots, args):
+            v = self._pointer(s, a) if s.pointer else self._scalar(s, a)
+            if v is _SLOW:
+                return self.ck._launch_checked(grid, args, synchronize)
+            values.append(v)
+        from eggpu.runtime import CudaRuntime
+
+        rt = CudaRuntime.get()
+        if rt is not self._rt:
+            self._bind(rt)
+        if not (g[0] and g[1] and g[2]):
+            return None  # a 0 axis runs no program
+        packed = self.packed(*values)
+        base = ctypes.addressof(packed)
+        ptrs = self.pointers(*[base + o for o in self.offsets])
+        cu = rt.cu
+        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, 0,
+                              ctypes.addressof(ptrs), 0)
+        if (r[0] if type(r) is tuple else r) != 0:
+            rt._check(r, "cuLaunchKernel")
+        if synchronize:
+            rt._check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+        return None
+
+    def _bind(self, rt: Any) -> None:
+        """Load the function on ``rt`` (and opt in to its dynamic shared memory) once."""
+        ck = self.ck
+        fn = rt.function(ck.ptx, ck.entry_point)
+        if self.shared:
+            rt.opt_in_shared(ck.ptx, ck.entry_point, fn, self.shared)
+        self._fn, self._rt = fn, rt
+
+    @staticmethod
+    def _pointer(s: _Slot, a: Any) -> Any:
+        """The device address of ``a`` for pointer slot ``s``, or _SLOW."""
+        iface = None if type(a).__module__ == "numpy" else _cuda_array_interface(a)
+        if iface is not None:
+            if iface.get("typestr") not in s.typestrs:
+                return _SLOW
+            strides = iface.get("strides")
+            if strides is not None:
+                from eggpu.runtime import _c_contiguous
+
+                if not _c_contiguous(tuple(iface["shape"]), strides, s.np_dtype.itemsize):
+                    return _SLOW
+            addr = int(iface["data"][0])
+        else:
+            t = device_tensor(a)
+            if t is None or t[1] != s.torch_name or not t[2]:
+                return _SLOW  # a host array (copied by the general path) or a wrong dtype/layout
+            addr = t[0]
+        for k in s.align:
+            if addr % k:
+                return _SLOW
+        return addr
+
+    @staticmethod
+    def _scalar(s: _Slot, a: Any) -> Any:
+        """``a`` as the ctypes value of scalar slot ``s`` with its facts checked, or _SLOW."""
+        t = type(a)
+        kind = s.kind
+        if kind == "int" and (t is int or t is bool):
+            v = int(a)
+            if not s.lo <= v <= s.hi:
+                return _SLOW
+        elif (kind == "f32" and t is float and -_F32_OVERFLOW < a < _F32_OVERFLOW) or (kind == "f64" and t is float) \
+                or (kind == "bool" and t is bool):
+            return a
+        else:
+            v = _convert(s, a)
+            if v is _SLOW or kind != "int":
+                return v
+        for k in s.divs:
+            if v % k:
+                return _SLOW
+        if s.eq1 and v != 1:
+            return _SLOW
+        return v
+
+
+def _cuda_array_interface(a: Any) -> dict[str, Any] | None:
+    """``a.__cuda_array_interface__`` unless ``a`` is a torch-style tensor (read by ``data_ptr()``,
+    much faster) or has none."""
+    if getattr(a, "is_cuda", None) is True and callable(getattr(a, "data_ptr", None)):
+        return None
+    iface = getattr(a, "__cuda_array_interface__", None)
+    return iface if isinstance(iface, dict) else None
+
+
+def _convert(s: _Slot, a: Any) -> Any:
+    """The general scalar conversion (numpy scalars, ints for float parameters, f16/bf16):
+    :func:`eggpu.runtime.convert_scalar`, as a ctypes value; _SLOW when it refuses ``a``."""
+    import numpy as np
+
+    from eggpu.ir.errors import LaunchError
+    from eggpu.runtime import convert_scalar
+
+    try:
+        v = convert_scalar("", s.name, s.dtype, a)
+    except LaunchError:
+        return _SLOW
+    if s.kind in ("f16", "bf16"):
+        return int(np.asarray(v).view(np.uint16))
+    return v.item()
+
+
+def _grid(grid: Any) -> tuple[int, int, int] | None:
+    """``grid`` as three axes when it is plainly valid (ints in CUDA's limits), else None (the
+    general path normalizes it or reports it)."""
+    t = type(grid)
+    if t is int:
+        return (grid, 1, 1) if 0 <= grid < I32_SPAN else None
+    if t is tuple or t is list:
+        n = len(grid)
+        if n == 1:
+            x, y, z = grid[0], 1, 1
+        elif n == 2:
+            x, y, z = grid[0], grid[1], 1
+        elif n == 3:
+            x, y, z = grid
+        else:
+            return None
+        if type(x) is int and type(y) is int and type(z) is int and 0 <= x < I32_SPAN and 0 <= y <= 65535 \
+                and 0 <= z <= 65535:
+            return x, y, z
+    return None
