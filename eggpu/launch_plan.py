@@ -23,11 +23,13 @@ way because torch builds its ``__cuda_array_interface__`` dict in Python at ever
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.device_buffers import device_tensor
 from eggpu.ir.facts import I32_SPAN, parse_fact
+from eggpu.runtime import CudaRuntime, _c_contiguous, convert_scalar
 
 if TYPE_CHECKING:
     from eggpu.pipeline import CompiledKernel
@@ -77,8 +79,8 @@ class _Slot:
 
 
 class LaunchPlan:
-    """The launch path of one compiled kernel (module docstring). Thread-safe: a launch keeps
-    its packed arguments in objects of its own."""
+    """The launch path of one compiled kernel (module docstring). Thread-safe: each thread packs
+    into a buffer of its own, which the driver has copied by the time ``cuLaunchKernel`` returns."""
 
     def __init__(self, ck: CompiledKernel):
         self.ck = ck
@@ -93,6 +95,10 @@ class LaunchPlan:
         self.packed = type(f"{ck.name}_args", (ctypes.Structure,), {"_fields_": fields})
         self.offsets = tuple(getattr(self.packed, f).offset for f, _ in fields)
         self.pointers = ctypes.c_void_p * max(self.nargs, 1)
+        # the driver copies the parameter values during cuLaunchKernel, so one buffer per thread serves
+        self.buffer = type(f"{ck.name}_buffer", (ctypes.Structure,),
+                           {"_fields_": [("args", self.packed), ("ptrs", self.pointers)]})
+        self._local = threading.local()
         self.num_threads = ck.num_threads
         self.shared = ck.dynamic_shared_bytes
         self._rt: Any = None
@@ -114,24 +120,30 @@ class LaunchPlan:
             if v is _SLOW:
                 return self.ck._launch_checked(grid, args, synchronize)
             values.append(v)
-        from eggpu.runtime import CudaRuntime
-
         rt = CudaRuntime.get()
         if rt is not self._rt:
             self._bind(rt)
         if not (g[0] and g[1] and g[2]):
             return None  # a 0 axis runs no program
-        packed = self.packed(*values)
-        base = ctypes.addressof(packed)
-        ptrs = self.pointers(*[base + o for o in self.offsets])
+        try:
+            packed, params = self._local.buffer
+        except AttributeError:
+            packed, params = self._local.buffer = self._new_buffer()
+        packed.__init__(*values)
         cu = rt.cu
-        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, 0,
-                              ctypes.addressof(ptrs), 0)
+        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, 0, params, 0)
         if (r[0] if type(r) is tuple else r) != 0:
             rt._check(r, "cuLaunchKernel")
         if synchronize:
             rt._check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
         return None
+
+    def _new_buffer(self) -> tuple[Any, int]:
+        """(the packed-arguments structure, the address of the kernel-parameter pointer array into it)."""
+        buf = self.buffer()
+        base = ctypes.addressof(buf)
+        buf.ptrs = self.pointers(*[base + o for o in self.offsets])
+        return buf.args, base + type(buf).ptrs.offset
 
     def _bind(self, rt: Any) -> None:
         """Load the function on ``rt`` (and opt in to its dynamic shared memory) once."""
@@ -144,22 +156,19 @@ class LaunchPlan:
     @staticmethod
     def _pointer(s: _Slot, a: Any) -> Any:
         """The device address of ``a`` for pointer slot ``s``, or _SLOW."""
-        iface = None if type(a).__module__ == "numpy" else _cuda_array_interface(a)
-        if iface is not None:
-            if iface.get("typestr") not in s.typestrs:
-                return _SLOW
-            strides = iface.get("strides")
-            if strides is not None:
-                from eggpu.runtime import _c_contiguous
-
-                if not _c_contiguous(tuple(iface["shape"]), strides, s.np_dtype.itemsize):
-                    return _SLOW
-            addr = int(iface["data"][0])
-        else:
+        if getattr(a, "is_cuda", None) is True:  # a CUDA tensor: read through data_ptr() (PyTorch's protocol)
             t = device_tensor(a)
             if t is None or t[1] != s.torch_name or not t[2]:
-                return _SLOW  # a host array (copied by the general path) or a wrong dtype/layout
+                return _SLOW
             addr = t[0]
+        else:
+            iface = getattr(a, "__cuda_array_interface__", None)
+            if type(iface) is not dict or iface.get("typestr") not in s.typestrs:
+                return _SLOW  # a host array (copied by the general path), a wrong dtype, anything else
+            strides = iface.get("strides")
+            if strides is not None and not _c_contiguous(tuple(iface["shape"]), strides, s.np_dtype.itemsize):
+                return _SLOW
+            addr = int(iface["data"][0])
         for k in s.align:
             if addr % k:
                 return _SLOW
@@ -189,22 +198,12 @@ class LaunchPlan:
         return v
 
 
-def _cuda_array_interface(a: Any) -> dict[str, Any] | None:
-    """``a.__cuda_array_interface__`` unless ``a`` is a torch-style tensor (read by ``data_ptr()``,
-    much faster) or has none."""
-    if getattr(a, "is_cuda", None) is True and callable(getattr(a, "data_ptr", None)):
-        return None
-    iface = getattr(a, "__cuda_array_interface__", None)
-    return iface if isinstance(iface, dict) else None
-
-
 def _convert(s: _Slot, a: Any) -> Any:
     """The general scalar conversion (numpy scalars, ints for float parameters, f16/bf16):
     :func:`eggpu.runtime.convert_scalar`, as a ctypes value; _SLOW when it refuses ``a``."""
     import numpy as np
 
     from eggpu.ir.errors import LaunchError
-    from eggpu.runtime import convert_scalar
 
     try:
         v = convert_scalar("", s.name, s.dtype, a)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-__all__ = ["TORCH_DTYPES", "device_tensor"]
+__all__ = ["TORCH_DTYPES", "device_tensor", "tensor_key"]
 
 TORCH_DTYPES = {
     "torch.bool": "bool", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
@@ -24,11 +24,9 @@ _DTYPE_NAMES: dict[Any, str | None] = {}
 """Memo of :data:`TORCH_DTYPES` by dtype object (PyTorch's are a few singletons)."""
 
 
-def device_tensor(value: Any) -> tuple[int, str | None, bool] | None:
-    """``(address, eggpu dtype name or None, contiguous)`` of a CUDA tensor read through
-    ``data_ptr()`` (PyTorch's protocol: ``is_cuda``, ``data_ptr()``, ``dtype``, and
-    ``is_contiguous()`` when it has one), or None when ``value`` is not one (a CPU tensor, a
-    numpy array, a CuPy array, anything else)."""
+def tensor_key(value: Any) -> tuple[int, str | None] | None:
+    """``(address, eggpu dtype name or None)`` of a CUDA tensor read through ``data_ptr()``
+    (``is_cuda``, ``data_ptr()``, ``dtype``), or None when ``value`` is not one."""
     if getattr(value, "is_cuda", None) is not True:
         return None
     try:
@@ -37,7 +35,7 @@ def device_tensor(value: Any) -> tuple[int, str | None, bool] | None:
     except (AttributeError, TypeError):
         return None
     try:
-        name = _DTYPE_NAMES[dtype]
+        return address, _DTYPE_NAMES[dtype]
     except (KeyError, TypeError):
         name = TORCH_DTYPES.get(str(dtype))
         if len(_DTYPE_NAMES) < 64:
@@ -45,5 +43,16 @@ def device_tensor(value: Any) -> tuple[int, str | None, bool] | None:
                 _DTYPE_NAMES[dtype] = name
             except TypeError:  # an unhashable dtype object
                 pass
+        return address, name
+
+
+def device_tensor(value: Any) -> tuple[int, str | None, bool] | None:
+    """``(address, eggpu dtype name or None, contiguous)`` of a CUDA tensor read through
+    ``data_ptr()`` (PyTorch's protocol: ``is_cuda``, ``data_ptr()``, ``dtype``, and
+    ``is_contiguous()`` when it has one), or None when ``value`` is not one (a CPU tensor, a
+    numpy array, a CuPy array, anything else)."""
+    key = tensor_key(value)
+    if key is None:
+        return None
     is_contiguous = getattr(value, "is_contiguous", None)
-    return address, name, bool(is_contiguous()) if callable(is_contiguous) else True
+    return key[0], key[1], bool(is_contiguous()) if callable(is_contiguous) else True

@@ -59,7 +59,7 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from eggpu.ir.device_buffers import device_tensor
+from eggpu.ir.device_buffers import device_tensor, tensor_key
 from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u64
 from eggpu.ir.errors import IRError, LaunchError
 from eggpu.ir.facts import I32_SPAN
@@ -93,10 +93,18 @@ def _device_or_none() -> str | None:
         return None
 
 
+_MODES: dict[str, str] = {}  # EGGPU_JIT_DEVICE values -> device modes, as read (auto is resolved each time)
+
+
 def _device() -> str:
-    mode = os.environ.get("EGGPU_JIT_DEVICE", "auto").strip().lower() or "auto"
-    if mode not in _DEVICES:
-        raise LaunchError(f"EGGPU_JIT_DEVICE={mode!r} is not one of {', '.join(_DEVICES)}")
+    raw = os.environ.get("EGGPU_JIT_DEVICE", "auto")
+    mode = _MODES.get(raw)
+    if mode is None:
+        mode = raw.strip().lower() or "auto"
+        if mode not in _DEVICES:
+            raise LaunchError(f"EGGPU_JIT_DEVICE={mode!r} is not one of {', '.join(_DEVICES)}")
+        if len(_MODES) < 32:
+            _MODES[raw] = mode
     if mode == "auto":
         return "gpu" if _gpu_available() else "cpu"
     return mode
@@ -505,7 +513,7 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
         return (t, v.dtype, aligned)
     if mode != "gpu":
         return None
-    tensor = device_tensor(v)
+    tensor = tensor_key(v)
     if tensor is not None:
         return (t, tensor[1], specialized and tensor[0] % 16 == 0)
     iface = getattr(v, "__cuda_array_interface__", None)
