@@ -15,8 +15,10 @@ Both launch paths run up to the driver's launch call, in one process, in interle
 
 Also measured: eggpu's general path (``ck._launch_checked``, what every launch did before the
 launch plan) and ``@eggpu.jit`` without its launch cache (``JITFunction._launch_general``).
-Asynchronous launches (``synchronize=False``; Triton never synchronizes). Results: µs per
-launch (median over batches), written to ``bench/results/launch.json`` with the ratios.
+``ck.launch`` is timed asynchronous (``synchronize=False``; Triton never synchronizes);
+``@eggpu.jit`` launches synchronize after each launch (their default), which the fake driver
+answers at once. Results: CPU µs per launch (median and minimum over batches), written to
+``bench/results/launch.json`` with the ratios to Triton's median.
 
     python -m bench launch [--batches 15] [--per-batch 2000] [--out bench/results/launch.json]
 """
@@ -129,17 +131,19 @@ def _buffers(cls: type) -> list[Any]:
 
 
 def _batches(calls: dict[str, Any], batches: int, per_batch: int) -> dict[str, dict[str, float]]:
-    """µs per call of each callable: ``batches`` interleaved batches of ``per_batch`` calls each."""
+    """µs per call of each callable: ``batches`` interleaved batches of ``per_batch`` calls each,
+    timed in process CPU time (``time.process_time``: every path here is single-threaded host
+    work, and on a shared machine wall time would count other processes' turns)."""
     times: dict[str, list[float]] = {k: [] for k in calls}
     for fn in calls.values():  # warm up (first launch builds plans, loads the module)
         for _ in range(50):
             fn()
     for _ in range(batches):
         for key, fn in calls.items():
-            t0 = time.perf_counter()
+            t0 = time.process_time()
             for _ in range(per_batch):
                 fn()
-            times[key].append((time.perf_counter() - t0) / per_batch * 1e6)
+            times[key].append((time.process_time() - t0) / per_batch * 1e6)
     return {k: {"median_us": round(statistics.median(v), 3), "min_us": round(min(v), 3)} for k, v in times.items()}
 
 

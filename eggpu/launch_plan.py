@@ -53,8 +53,8 @@ _SLOW = object()
 class _Slot:
     """What one parameter accepts, precomputed (see the module docstring)."""
 
-    __slots__ = ("name", "pointer", "dtype", "np_dtype", "typestrs", "torch_name", "written", "align",
-                 "lo", "hi", "divs", "eq1", "kind")
+    __slots__ = ("name", "pointer", "dtype", "np_dtype", "typestrs", "torch_name", "tensor_dtype", "written",
+                 "align", "lo", "hi", "divs", "eq1", "kind")
 
     def __init__(self, param: Any, ck: CompiledKernel, written: frozenset[str], assumptions: dict[str, str]):
         t = param.type
@@ -64,6 +64,7 @@ class _Slot:
         self.np_dtype = t.dtype.np
         self.typestrs = frozenset({self.np_dtype.str, self.np_dtype.str.replace("<", "=")})
         self.torch_name = t.dtype.name
+        self.tensor_dtype: Any = _SLOW  # no tensor dtype object accepted yet
         self.written = param.name in written
         facts = ck.facts.of(param.name)
         parsed = [parse_fact(f) for f in facts]
@@ -135,7 +136,9 @@ class LaunchPlan:
         if (r[0] if type(r) is tuple else r) != 0:
             rt._check(r, "cuLaunchKernel")
         if synchronize:
-            rt._check(cu.cuCtxSynchronize(), "cuCtxSynchronize")
+            r = cu.cuCtxSynchronize()
+            if (r[0] if type(r) is tuple else r) != 0:
+                rt._check(r, "cuCtxSynchronize")
         return None
 
     def _new_buffer(self) -> tuple[Any, int]:
@@ -157,10 +160,21 @@ class LaunchPlan:
     def _pointer(s: _Slot, a: Any) -> Any:
         """The device address of ``a`` for pointer slot ``s``, or _SLOW."""
         if getattr(a, "is_cuda", None) is True:  # a CUDA tensor: read through data_ptr() (PyTorch's protocol)
-            t = device_tensor(a)
-            if t is None or t[1] != s.torch_name or not t[2]:
-                return _SLOW
-            addr = t[0]
+            dtype = getattr(a, "dtype", None)
+            if dtype is not s.tensor_dtype:  # the dtype object last accepted (PyTorch's are singletons)
+                t = device_tensor(a)
+                if t is None or t[1] != s.torch_name or not t[2]:
+                    return _SLOW
+                s.tensor_dtype = dtype
+                addr = t[0]
+            else:
+                is_contiguous = getattr(a, "is_contiguous", None)
+                if callable(is_contiguous) and not is_contiguous():
+                    return _SLOW
+                try:
+                    addr = int(a.data_ptr())
+                except (AttributeError, TypeError):
+                    return _SLOW
         else:
             iface = getattr(a, "__cuda_array_interface__", None)
             if type(iface) is not dict or iface.get("typestr") not in s.typestrs:

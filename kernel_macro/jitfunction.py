@@ -380,7 +380,11 @@ class JITFunction:
             if ck is not None:
                 runtime = [values[i] for i in positions]
                 if mode == "gpu":
-                    ck.launch(grid, *runtime)
+                    plan = ck._plan
+                    if plan is None:
+                        ck.launch(grid, *runtime)
+                    else:
+                        plan.launch(grid, runtime)  # what ck.launch does, without re-packing the arguments
                 else:
                     ck.run_cpu(grid, *runtime)
                 return ck
@@ -424,13 +428,23 @@ class JITFunction:
                 else:
                     values[i] = v
         key: list[Any] = [mode, tuple(sorted(options.items())) if options else ()]
+        append = key.append
         for v, constexpr, specialized in zip(values, self._constexpr, self._specialized):
+            t = type(v)
+            if t is int and not constexpr and _I32_MIN <= v <= _I32_MAX:  # the commonest cases first
+                append((int, i32, (v == 1 or 2 * (v % 16 == 0)) if specialized else 0))
+                continue
+            if t in _TENSOR_TYPES and not constexpr and mode == "gpu":
+                tk = tensor_key(v)
+                if tk is not None:
+                    append((t, tk[1], specialized and tk[0] % 16 == 0))
+                    continue
             if v is _MISSING:
                 return None
             token = _token(v, mode, constexpr, specialized)
             if token is None:
                 return None
-            key.append(token)
+            append(token)
         return tuple(key), values, options
 
     def _prepare_fast(self) -> None:
@@ -480,11 +494,14 @@ class JITFunction:
 
 
 _MISSING = object()
+_TENSOR_TYPES: set[type] = set()  # types seen to be CUDA tensors (data_ptr()); their instances may be CPU ones
 
 
 def _fits(grid: Any, block: int) -> bool:
     """Whether a launch of ``grid`` gets the ``offsets_i32`` fact: every axis an int in
     ``[0, 2**31 / block]`` (an invalid grid never does; the launch reports it)."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int:
+        return 0 <= grid[0] and grid[0] * block <= I32_SPAN
     try:
         dims = (grid,) if isinstance(grid, int) else tuple(grid)
     except TypeError:
@@ -515,6 +532,8 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
         return None
     tensor = tensor_key(v)
     if tensor is not None:
+        if len(_TENSOR_TYPES) < 16:
+            _TENSOR_TYPES.add(t)
         return (t, tensor[1], specialized and tensor[0] % 16 == 0)
     iface = getattr(v, "__cuda_array_interface__", None)
     if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):

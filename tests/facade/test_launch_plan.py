@@ -240,6 +240,11 @@ def test_launch_failure_is_a_launch_error(many):
     with fake_cuda(FakeCudaDriver(fail={"cuLaunchKernel": 701})):
         with pytest.raises(LaunchError, match=r"^cuLaunchKernel failed: CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES \(701\)$"):
             many.launch(1, *good_args())
+    with fake_cuda(FakeCudaDriver(fail={"cuCtxSynchronize": 999})) as cu:
+        many.launch(1, *good_args(), synchronize=False)
+        with pytest.raises(LaunchError, match=r"^cuCtxSynchronize failed: CUDA_ERROR_UNKNOWN \(999\)$"):
+            many.launch(1, *good_args())
+        assert len(cu.launches) == 2
 
 
 def test_plan_follows_the_runtime_it_runs_on(many):
