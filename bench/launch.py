@@ -214,6 +214,10 @@ def worker(a: argparse.Namespace) -> int:
                 out["triton_skipped"] = f"{type(e).__name__}: {e}"[:400]
         out["timings"] = _batches(calls, a.batches, a.per_batch)
         out["fake_driver_launches"] = cu.launch_count
+        if "triton_jit" in calls:  # Triton's launches reached the (stub) driver's cuLaunchKernelEx
+            import ctypes
+
+            out["triton_stub_launches"] = ctypes.c_longlong.in_dll(ctypes.CDLL("libcuda.so.1"), "stub_launches").value
     print(json.dumps(out))
     return 0
 
@@ -253,7 +257,7 @@ def main(argv: list[str]) -> int:
         tri = t["triton_jit"]["median_us"]
         ratios = {k: round(v["median_us"] / tri, 3) for k, v in t.items() if k != "triton_jit"}
         res["ratio_to_triton"] = ratios
-    res["meta"] = {"command": "python -m bench launch " + " ".join(argv), "python": platform.python_version(),
+    res["meta"] = {"command": " ".join(["python -m bench launch", *argv]), "python": platform.python_version(),
                    "machine": platform.machine(), "cpus": os.cpu_count(), "kernel": "add_kernel (bench/launch_kernels.py)",
                    "grid": list(GRID), "n": N, "BLOCK": BLOCK, "batches": a.batches, "per_batch": a.per_batch,
                    "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -27,4 +27,5 @@ def test_launch_benchmark_writes_timings_and_ratios(tmp_path):
     assert res["fake_driver_launches"] >= 5 * (50 + 2 * 20)
     if "triton_skipped" not in res:
         assert set(res["ratio_to_triton"]) == set(t) - {"triton_jit"}
+        assert res["triton_stub_launches"] >= 50 + 2 * 20  # Triton's C launcher reached cuLaunchKernelEx
     assert res["meta"]["command"].startswith("python -m bench launch")
