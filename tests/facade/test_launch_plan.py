@@ -442,3 +442,36 @@ def test_jit_errors_stay_the_same_on_the_cached_path(fast_compile, cu, monkeypat
     with pytest.raises(LaunchError, match=r"^jit_add: parameter x_ptr is a device array, but this launch runs on "
                                           r"the CPU"):
         fn[(4,)](*t, 4096, BLOCK=256)
+
+
+def test_unloadable_cuda_python_is_a_clear_launch_error(monkeypatch):
+    import sys
+    import types
+
+    from eggpu import runtime
+
+    class Unloadable(types.ModuleType):
+        def __getattr__(self, name):
+            raise RuntimeError("undefined symbol: cuGetProcAddress_v2")
+
+    cuda = types.ModuleType("cuda")
+    cuda.__path__ = []
+    monkeypatch.setitem(sys.modules, "cuda", cuda)
+    monkeypatch.setitem(sys.modules, "cuda.bindings", Unloadable("cuda.bindings"))
+    with pytest.raises(LaunchError, match=r"^cuda-python cannot be loaded: RuntimeError: undefined symbol: "
+                                          r"cuGetProcAddress_v2$"):
+        runtime.CudaRuntime()
+    monkeypatch.setitem(sys.modules, "cuda.bindings", None)  # not installed
+    monkeypatch.delitem(sys.modules, "cuda")
+    monkeypatch.setitem(sys.modules, "cuda", None)
+    with pytest.raises(LaunchError, match=r"^launching on a GPU needs cuda-python: pip install 'eggpu\[cuda\]'$"):
+        runtime.CudaRuntime()
+
+
+def test_jit_refuses_a_tensor_of_a_dtype_eggpu_lacks(fast_compile, cu):
+    fn = eggpu.jit(jit_add.fn)
+    t = [TorchLike(0x100000, dtype="complex64"), TorchLike(0x200000), TorchLike(0x300000)]
+    with pytest.raises(LaunchError, match=r"^jit_add: parameter x_ptr: a tests\.facade\.test_launch_plan\.TorchLike has "
+                                          r"dtype torch\.complex64, which eggpu has no dtype for$"):
+        fn[(4,)](*t, 4096, BLOCK=256)
+    assert fast_compile == [] and cu.launches == []
