@@ -60,8 +60,9 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
     array passed for one of them is refused (its results could not be copied back).
 
     Host arrays and scalars follow :mod:`eggpu.ir.launch_args` (the interpreter's rules and
-    wording); a device array (an object with ``__cuda_array_interface__``) needs the pointee
-    dtype and C-contiguous strides and is passed by its data pointer.
+    wording); a device array (a CUDA tensor read through ``data_ptr()``, else an object with
+    ``__cuda_array_interface__``) needs the pointee dtype and C-contiguous strides and is passed
+    by its data pointer.
     """
     from eggpu.ir import launch_args
 
@@ -70,10 +71,11 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
     out = []
     for name, p, a in zip(names, params, args):
         if p.type.is_pointer:
-            if hasattr(a, "__cuda_array_interface__"):
-                out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
-            elif (tensor := launch_args.device_tensor(a)) is not None:
+            if (tensor := launch_args.device_tensor(a)) is not None:  # before the slow (PyTorch) interface below,
+                # which raises for tensors that require grad and for bf16
                 out.append(CheckedArg(p, "device", _tensor_pointer(kernel, name, p.type, a, tensor)))
+            elif hasattr(a, "__cuda_array_interface__"):
+                out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
             else:
                 arr = launch_args.check_host_array(kernel, name, p.type, a, LaunchError, writable=name in written)
                 out.append(CheckedArg(p, "host", arr))
@@ -100,7 +102,7 @@ def _device_pointer(kernel: str, name: str, ptr_type: BlockType, iface: dict[str
 
 def _tensor_pointer(kernel: str, name: str, ptr_type: BlockType, a: Any,
                     tensor: tuple[int, str | None, bool]) -> int:
-    """The data pointer of a CUDA tensor read through ``data_ptr()`` (:func:`eggpu.ir.launch_args.device_tensor`),
+    """The data pointer of a CUDA tensor read through ``data_ptr()`` (:func:`eggpu.ir.device_buffers.device_tensor`),
     once its dtype and layout fit ``ptr_type``."""
     from eggpu.ir import launch_args
 

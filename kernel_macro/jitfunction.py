@@ -246,6 +246,14 @@ class JITFunction:
             return SCALAR, self._numpy_dtype(p, v.dtype, v), v
         if isinstance(v, np.ndarray):
             return POINTER, self._numpy_dtype(p, v.dtype, v), v
+        # a CUDA tensor, read through data_ptr() (PyTorch's protocol) before __cuda_array_interface__,
+        # which torch refuses for tensors that require grad
+        tensor = device_tensor(v)
+        if tensor is not None:
+            if tensor[1] is None:
+                raise LaunchError(f"{name}: parameter {p.name}: {_describe(v)} has dtype "
+                                  f"{getattr(v, 'dtype', None)}, which eggpu has no dtype for")
+            return POINTER, BY_NAME[tensor[1]], v
         if hasattr(v, "__cuda_array_interface__"):
             typestr = v.__cuda_array_interface__.get("typestr")
             try:
@@ -254,12 +262,6 @@ class JITFunction:
                 raise LaunchError(f"{name}: parameter {p.name}: cannot read the dtype of a device array "
                                   f"(typestr {typestr!r})") from None
             return POINTER, self._numpy_dtype(p, npdt, v), v
-        tensor = device_tensor(v)
-        if tensor is not None:  # a CUDA tensor read through data_ptr() (PyTorch's protocol)
-            if tensor[1] is None:
-                raise LaunchError(f"{name}: parameter {p.name}: {_describe(v)} has dtype "
-                                  f"{getattr(v, 'dtype', None)}, which eggpu has no dtype for")
-            return POINTER, BY_NAME[tensor[1]], v
         if hasattr(v, "__dlpack__"):
             try:
                 arr = np.from_dlpack(v)  # a CPU tensor (torch, jax): shares its memory
@@ -484,7 +486,7 @@ class JITFunction:
             import numpy as np
 
             for p, v in zip(kernel._spec.signature.runtime_params, runtime):
-                if (hasattr(v, "__cuda_array_interface__") or device_tensor(v) is not None) \
+                if (device_tensor(v) is not None or hasattr(v, "__cuda_array_interface__")) \
                         and not isinstance(v, np.ndarray):
                     raise LaunchError(
                         f"{self.__name__}: parameter {p.name} is a device array, but this launch runs on the CPU "

@@ -475,3 +475,27 @@ def test_jit_refuses_a_tensor_of_a_dtype_eggpu_lacks(fast_compile, cu):
                                           r"dtype torch\.complex64, which eggpu has no dtype for$"):
         fn[(4,)](*t, 4096, BLOCK=256)
     assert fast_compile == [] and cu.launches == []
+
+
+class GradTensor(TorchLike):
+    """A CUDA tensor that requires grad: PyTorch refuses its ``__cuda_array_interface__``."""
+
+    @property
+    def __cuda_array_interface__(self):
+        raise RuntimeError("Can't get __cuda_array_interface__ on Variable that requires grad.")
+
+
+def test_tensors_are_read_through_data_ptr_on_every_path(many, fast_compile, cu):
+    args = good_args()
+    args[0] = GradTensor(0x10000)
+    many.launch(1, *args)  # the plan
+    args[1] = np.zeros(8, np.float32)
+    many.launch(1, *args)  # the general path (a host array)
+    assert [launch.args[0] for launch in cu.launches] == [0x10000, 0x10000]
+    args[0] = GradTensor(0x10008)  # misaligned: the general path's error, not torch's
+    with pytest.raises(LaunchError, match=r"^many_args: argument 'x_ptr' must be 16-byte aligned"):
+        many.launch(1, *args)
+    t = [GradTensor(0x100000), GradTensor(0x200000), GradTensor(0x300000)]
+    ck = jit_add[(4,)](*t, 4096, BLOCK=256)
+    assert ck.report["specialization"]["x_ptr"] == ["align16"]
+    assert cu.launches[-1].args == (0x100000, 0x200000, 0x300000, 4096)
