@@ -4,8 +4,9 @@ A :class:`LaunchPlan` is built the first time a :class:`~eggpu.pipeline.Compiled
 launched. It precomputes, per parameter, what a valid argument looks like (the pointee dtype and
 the device-array typestrs that name it, whether the kernel writes through a pointer, a scalar's
 range and ctypes type, the specialization facts to check and the alignment the PTX assumes), a
-ctypes ``Structure`` that packs every argument in one object, and the grid bound of the
-``offsets_i32`` fact. A launch is then one loop over the arguments and one ``cuLaunchKernel``.
+ctypes ``Structure`` that packs every argument (one per thread, with the kernel-parameter
+pointer array into it made once), and the grid bound of the ``offsets_i32`` fact. A launch is
+then one loop over the arguments and one ``cuLaunchKernel``.
 
 The plan never decides an error itself. Anything it does not recognize at once (a host numpy
 array, whose launch copies it anyway; a numpy scalar it cannot convert; a wrong dtype; a
@@ -15,9 +16,10 @@ violated fact; an odd grid) sends the whole launch down the general path,
 before. So the fast path only ever accepts launches the general path accepts, with the same
 values.
 
-Device buffers are taken by address, never copied: objects with ``__cuda_array_interface__``
-(CuPy, Numba, PyTorch) and tensors exposing ``data_ptr()`` with ``is_cuda`` (PyTorch; read this
-way because torch builds its ``__cuda_array_interface__`` dict in Python at every access).
+Device buffers are taken by address, never copied: CUDA tensors through ``data_ptr()`` (PyTorch's
+protocol, :mod:`eggpu.ir.device_buffers`: torch builds its ``__cuda_array_interface__`` dict in
+Python at every access, and refuses it for tensors that require grad), other device arrays
+through ``__cuda_array_interface__`` (CuPy, Numba).
 """
 
 from __future__ import annotations
