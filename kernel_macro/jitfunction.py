@@ -526,10 +526,15 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
     if t.__module__ == "numpy":
         import numpy as np
 
-        if t is not np.ndarray:
-            return None  # numpy scalars: the general path
-        aligned = specialized and mode == "cpu" and v.ctypes.data % 16 == 0  # a GPU launch copies it
-        return (t, v.dtype, aligned)
+        if t is np.ndarray:
+            aligned = specialized and mode == "cpu" and v.ctypes.data % 16 == 0  # a GPU launch copies it
+            return (t, v.dtype, aligned)
+        if isinstance(v, np.generic):  # a numpy scalar: its type is its dtype; an integer one gets facts
+            if v.dtype.kind not in "iu" or not specialized:
+                return (t, 0)
+            iv = int(v)
+            return (t, iv == 1 or 2 * (iv % 16 == 0))
+        return None
     if mode != "gpu":
         return None
     tensor = tensor_key(v)

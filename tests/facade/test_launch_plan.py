@@ -382,6 +382,12 @@ def test_jit_cache_separates_what_the_specialization_depends_on(fast_compile, cu
     assert fn[(4,)](*t, 2**40, BLOCK=256).arg_types[3].dtype.name == "i64"
     assert fn[(4,)](*t, 4096, BLOCK=256) is base
     assert len(fast_compile) == 8
+    # numpy scalars: their dtype, and facts on integer ones
+    i16 = fn[(4,)](*t, np.int16(4096), BLOCK=256)
+    assert i16.arg_types[3].dtype.name == "i16" and i16.report["specialization"]["n"] == ["div16"]
+    assert fn[(4,)](*t, np.int16(4000 + 8), BLOCK=256) is not i16
+    assert fn[(4,)](*t, np.int16(32), BLOCK=256) is i16 and len(fast_compile) == 10
+    assert fn[(4,)](*t, np.uint8(1), BLOCK=256).report["specialization"]["n"] == ["eq1"]
 
 
 def test_jit_cache_keeps_bools_and_ints_apart(fast_compile, monkeypatch):
@@ -404,7 +410,8 @@ def test_jit_cache_keeps_bools_and_ints_apart(fast_compile, monkeypatch):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(n=st.sampled_from([1, 2, 16, 17, 32, 4096, 2**31 - 1, 2**31, 2**63]),
+@given(n=st.sampled_from([1, 2, 16, 17, 32, 4096, 2**31 - 1, 2**31, 2**63, np.int64(16), np.int8(1), np.uint16(7),
+                          np.float32(2.5), True, 2.5]),
        offset=st.sampled_from([0, 4, 16]), programs=st.sampled_from([1, 3, 2**23 + 1]))
 def test_jit_cache_picks_what_the_general_path_picks(fast_compile, n, offset, programs):
     t = [TorchLike(0x100000 + offset), TorchLike(0x200000), TorchLike(0x300000)]
