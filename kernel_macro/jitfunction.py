@@ -408,7 +408,7 @@ class JITFunction:
         alignment matters), the constexpr values (with their types: ``1`` and ``True`` differ),
         the launch options and ``mode``; the grid enters through the ``offsets_i32`` fact, by
         value, at lookup. None for anything the general path must see (a missing or duplicate
-        argument, numpy scalars, DLPack tensors, device arrays on the CPU, ...)."""
+        argument, DLPack tensors, device arrays on the CPU, ...)."""
         names = self._names
         if names is None:
             self._prepare_fast()
