@@ -9,6 +9,8 @@
     python -m bench naive [--kernels K ...]      # naive (Inductor-style) + library kernels: cost,
                                                  # PTX lines, SASS (noopt / opt / Triton), rules fired
     python -m bench cost-fit [--write]           # fit optimizer/cost.py's table on those SASS counts
+    python -m bench launch                       # host µs per launch, eggpu vs Triton, fake driver
+                                                 # (bench/results/launch.json)
 
 Sections (``--sections``, default all): ``import``, ``frontend``, ``proofs``, ``compile``,
 ``warm``, ``optimizer``, ``quality``, ``cpu``, ``gpu``. Each is described in
@@ -228,6 +230,10 @@ def main(argv: list[str] | None = None) -> int:
         from . import naive_bench
 
         return naive_bench.main(argv[1:])
+    if argv[:1] == ["launch"]:
+        from . import launch
+
+        return launch.main(argv[1:])
     if argv[:1] == ["cost-fit"]:
         from . import cost_fit
 

@@ -81,6 +81,7 @@ class CompiledKernel:
     cache_path: str | None = None
     _ir: Any = field(default=None, repr=False)
     _host: Any = field(default=None, repr=False)
+    _plan: Any = field(default=None, repr=False, compare=False)
 
     @property
     def ir(self):
@@ -145,16 +146,36 @@ class CompiledKernel:
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).
-        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError)."""
+        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError).
+
+        The per-call work goes through this kernel's :class:`~eggpu.launch_plan.LaunchPlan`
+        (built on the first launch); a launch it does not take at once (host arrays, anything
+        unusual or wrong) runs :meth:`_launch_checked`, which reports every error."""
+        if kwargs:
+            self._no_keywords("launch", kwargs)
+        plan = self._plan
+        if plan is None:
+            from eggpu.launch_plan import LaunchPlan
+
+            plan = self._plan = LaunchPlan(self)
+        plan.launch(grid, args, synchronize)
+
+    def _launch_checked(self, grid: Any, args: Sequence[Any], synchronize: bool = True) -> None:
+        """The general launch path: grid, arguments, specialization facts and alignment
+        assumptions checked in that order (LaunchError naming the kernel and argument), then
+        :meth:`CudaRuntime.launch <eggpu.runtime.CudaRuntime.launch>`."""
         from eggpu.runtime import CudaRuntime
 
-        self._no_keywords("launch", kwargs)
         g = normalize_grid(self.name, grid)
         checked = check_args(self.name, self.params, args, written=self.report.get("written_params", ()))
         self._check_facts(g, [{"device": a.value, "host": None}.get(a.kind, v) for a, v in zip(checked, args)])
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
                                  synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # the launch plan holds ctypes classes and a driver handle: rebuilt where it is launched
+        return {**self.__dict__, "_plan": None}
 
 
 def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[Any]) -> None:

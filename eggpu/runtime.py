@@ -5,7 +5,8 @@ touches a device (count, pointer dtypes, contiguity, scalar kinds and ranges: th
 wording of :mod:`eggpu.ir.launch_args`, shared with the interpreter and the CPU build), so it is
 tested without a GPU. :class:`CudaRuntime` loads PTX with ``cuModuleLoadData`` (the driver
 JIT-compiles it), launches with the kernel's ``.reqntid`` block size, and copies numpy arrays in
-and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``) are passed without copies.
+and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``, or ``data_ptr()`` with
+``is_cuda``) are passed without copies.
 """
 
 from __future__ import annotations
@@ -59,8 +60,9 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
     array passed for one of them is refused (its results could not be copied back).
 
     Host arrays and scalars follow :mod:`eggpu.ir.launch_args` (the interpreter's rules and
-    wording); a device array (an object with ``__cuda_array_interface__``) needs the pointee
-    dtype and C-contiguous strides and is passed by its data pointer.
+    wording); a device array (a CUDA tensor read through ``data_ptr()``, else an object with
+    ``__cuda_array_interface__``) needs the pointee dtype and C-contiguous strides and is passed
+    by its data pointer.
     """
     from eggpu.ir import launch_args
 
@@ -69,7 +71,10 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
     out = []
     for name, p, a in zip(names, params, args):
         if p.type.is_pointer:
-            if hasattr(a, "__cuda_array_interface__"):
+            if (tensor := launch_args.device_tensor(a)) is not None:  # before the slow (PyTorch) interface below,
+                # which raises for tensors that require grad and for bf16
+                out.append(CheckedArg(p, "device", _tensor_pointer(kernel, name, p.type, a, tensor)))
+            elif hasattr(a, "__cuda_array_interface__"):
                 out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
             else:
                 arr = launch_args.check_host_array(kernel, name, p.type, a, LaunchError, writable=name in written)
@@ -93,6 +98,28 @@ def _device_pointer(kernel: str, name: str, ptr_type: BlockType, iface: dict[str
         raise LaunchError(launch_args.contiguity_message(
             kernel, name, strides, shape, fix="pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"))
     return int(iface["data"][0])
+
+
+def _tensor_pointer(kernel: str, name: str, ptr_type: BlockType, a: Any,
+                    tensor: tuple[int, str | None, bool]) -> int:
+    """The data pointer of a CUDA tensor read through ``data_ptr()`` (:func:`eggpu.ir.device_buffers.device_tensor`),
+    once its dtype and layout fit ``ptr_type``."""
+    from eggpu.ir import launch_args
+
+    address, dtype, contiguous = tensor
+    if dtype != ptr_type.dtype.name:
+        text = launch_args.short_repr(str(getattr(a, "dtype", None)))[1:-1]
+        got = f"{dtype} ({text})" if dtype is not None else text
+        raise LaunchError(f"{kernel}: parameter '{name}' ({ptr_type}) expects an array of {ptr_type.dtype}, "
+                          f"got a device tensor of {got}")
+    if not contiguous:
+        stride = getattr(a, "stride", None)
+        steps = tuple(stride()) if callable(stride) else ()
+        item = ptr_type.dtype.np.itemsize
+        raise LaunchError(launch_args.contiguity_message(
+            kernel, name, [st * item for st in steps], tuple(getattr(a, "shape", ())),
+            fix="pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"))
+    return address
 
 
 def _c_contiguous(shape, strides, itemsize) -> bool:
@@ -120,22 +147,26 @@ class CudaRuntime:
 
     _instance: CudaRuntime | None = None
 
-    def __init__(self) -> None:
-        try:
-            from cuda.bindings import driver  # cuda-python >= 12.6
-        except ImportError:
-            try:
-                from cuda import cuda as driver  # older cuda-python
-            except ImportError:
-                raise LaunchError("launching on a GPU needs cuda-python: pip install 'eggpu[cuda]'") from None
+    def __init__(self, driver: Any = None) -> None:
+        """Open device 0 through ``driver`` (cuda-python's driver module, imported when None;
+        tests and benchmarks pass :class:`eggpu.testing.FakeCudaDriver`). Every failure, a
+        missing cuda-python, a missing or broken libcuda, no device, is a LaunchError."""
+        if driver is None:
+            driver = _import_driver()
         self.cu = driver
-        self._check(driver.cuInit(0), "cuInit")
-        count = self._check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
-        if not count:
-            raise LaunchError("no CUDA device found (use ck.run_cpu(...) to run the same lowering on the CPU)")
-        self.device = self._check(driver.cuDeviceGet(0), "cuDeviceGet")
-        self.context = self._check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-        self._check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        try:
+            self._check(driver.cuInit(0), "cuInit")
+            count = self._check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
+            if not count:
+                raise LaunchError("no CUDA device found (use ck.run_cpu(...) to run the same lowering on the CPU)")
+            self.device = self._check(driver.cuDeviceGet(0), "cuDeviceGet")
+            self.context = self._check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
+            self._check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+        except LaunchError:
+            raise
+        except Exception as e:  # cuda-python raises when libcuda.so cannot be loaded or is too old
+            raise LaunchError(f"the CUDA driver cannot be used: {type(e).__name__}: {e} (is an NVIDIA driver "
+                              f"installed? use ck.run_cpu(...) to run the same lowering on the CPU)") from None
         self._modules: dict[tuple[str, str], Any] = {}
         self._dynamic_opt_in: dict[tuple[str, str], int] = {}
 
@@ -146,11 +177,18 @@ class CudaRuntime:
         return cls._instance
 
     def _check(self, result: Any, what: str) -> Any:
+        """The value(s) after the status of a driver call's result; LaunchError naming ``what``
+        and the driver's error (with a hint when the driver cannot start) when it failed."""
         err, *rest = result if isinstance(result, tuple) else (result,)
         if int(err) != 0:
-            _, msg = self.cu.cuGetErrorString(err)
-            text = msg.decode() if isinstance(msg, bytes) else str(msg)
-            raise LaunchError(f"{what} failed: {text} ({int(err)})")
+            try:
+                _, msg = self.cu.cuGetErrorString(err)
+                text = msg.decode() if isinstance(msg, bytes) else str(msg)
+            except Exception:  # an error code the driver cannot name
+                text = "unknown error"
+            hint = ("; no usable CUDA GPU or driver (use ck.run_cpu(...) to run the same lowering on the CPU)"
+                    if what == "cuInit" else "")
+            raise LaunchError(f"{what} failed: {text} ({int(err)}){hint}")
         if not rest:
             return None
         return rest[0] if len(rest) == 1 else tuple(rest)
@@ -233,6 +271,22 @@ class CudaRuntime:
         finally:
             for dptr in allocs:
                 cu.cuMemFree(dptr)
+
+
+def _import_driver() -> Any:
+    """cuda-python's driver module; LaunchError when cuda-python is missing or cannot load."""
+    try:
+        from cuda.bindings import driver  # cuda-python >= 12.6
+    except ImportError:
+        try:
+            from cuda import cuda as driver  # older cuda-python
+        except ImportError:
+            raise LaunchError("launching on a GPU needs cuda-python: pip install 'eggpu[cuda]'") from None
+        except Exception as e:
+            raise LaunchError(f"cuda-python cannot be loaded: {type(e).__name__}: {e}") from None
+    except Exception as e:  # e.g. a binary mismatch while loading the bindings
+        raise LaunchError(f"cuda-python cannot be loaded: {type(e).__name__}: {e}") from None
+    return driver
 
 
 def gpu_available() -> bool:

@@ -6,6 +6,10 @@ Rule helpers (z3 is imported on first use, not by ``import eggpu``):
 * :func:`assert_rule_unsound` — the rule is refuted; returns the counterexample.
 * :func:`assert_rule_fires` / :func:`assert_rule_does_not_fire` — one rule, run alone on an
   e-graph term (egg's ``test_fn!``), does / does not rewrite it.
+
+Launch helpers (no GPU needed): :class:`FakeCudaDriver`, a stand-in for cuda-python's driver
+API that records each kernel launch with its decoded arguments, and :func:`fake_cuda`, which
+routes ``ck.launch`` and ``@eggpu.jit`` launches to one.
 """
 
 from __future__ import annotations
@@ -241,3 +245,232 @@ def assert_rule_does_not_fire(rule: Any, before: Any, after: str | None = None, 
         raise AssertionError(f"{r.location}: rule {r.name!r} fired on {ex.before} ({res.hits} matches"
                              f"{', merged with ' + ex.after if res.merged else ''}) but must not")
     return res
+
+
+# ---------------------------------------------------------------------- a CUDA driver without a GPU
+#
+# * :class:`FakeCudaDriver` — the part of cuda-python's driver API that eggpu's launcher uses,
+#   backed by host memory, recording every kernel launch with its decoded arguments.
+# * :func:`fake_cuda` — a context manager that makes ``ck.launch`` and ``@eggpu.jit`` launches
+#   use one (tests of the launch path, and ``python -m bench launch``).
+
+_CU_ERRORS = {1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 3: "CUDA_ERROR_NOT_INITIALIZED",
+              35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 100: "CUDA_ERROR_NO_DEVICE", 218: "CUDA_ERROR_INVALID_PTX",
+              500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", 999: "CUDA_ERROR_UNKNOWN"}
+
+
+class FakeLaunch:
+    """One recorded ``cuLaunchKernel``: ``entry`` (the PTX symbol), ``grid`` and ``block`` (3-tuples),
+    ``shared`` (dynamic shared memory bytes) and ``args``: each kernel parameter decoded by its
+    PTX type (``.u64`` pointers and unsigned integers as ints, ``.sNN`` as signed ints, ``.f32`` /
+    ``.f64`` as floats, ``.b16`` (f16/bf16) and ``.b8``/``.u8`` as unsigned ints)."""
+
+    __slots__ = ("entry", "grid", "block", "shared", "args")
+
+    def __init__(self, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
+                 args: tuple[Any, ...]):
+        self.entry, self.grid, self.block, self.shared, self.args = entry, grid, block, shared, args
+
+    def __repr__(self) -> str:
+        return f"FakeLaunch({self.entry}, grid={self.grid}, block={self.block}, shared={self.shared}, args={self.args})"
+
+
+class FakeCudaDriver:
+    """A stand-in for ``cuda.bindings.driver`` with no GPU: ``cuInit`` .. ``cuLaunchKernel``.
+
+    Calls return cuda-python's ``(status, value...)`` tuples. Device memory (``cuMemAlloc``) is
+    host memory, 256-byte aligned, so copies in and out round-trip. Modules are PTX text; a
+    function's parameter types are read from its ``.entry`` so each launch's packed arguments
+    are decoded into :attr:`launches` (``record=False`` only counts them in :attr:`launch_count`,
+    for benchmarks). ``on_launch(launch, driver)`` runs at each launch (e.g. to emulate the
+    kernel's effect on device memory, see :meth:`memory`).
+
+    ``fail`` maps a call name (``"cuInit"``, ``"cuLaunchKernel"``, ...) to the CUDA error code it
+    returns (100 is ``CUDA_ERROR_NO_DEVICE``); ``devices`` is what ``cuDeviceGetCount`` reports;
+    ``shared_optin`` the ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` attribute.
+    """
+
+    class CUdevice_attribute:  # noqa: N801 - cuda-python's names
+        CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = "max_shared_memory_per_block_optin"
+
+    class CUfunction_attribute:  # noqa: N801
+        CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "max_dynamic_shared_size_bytes"
+
+    def __init__(self, *, record: bool = True, fail: dict[str, int] | None = None, devices: int = 1,
+                 shared_optin: int = 232448, on_launch: Any = None):
+        self.record = record
+        self.fail = dict(fail or {})
+        self.devices = devices
+        self.shared_optin = shared_optin
+        self.on_launch = on_launch
+        self.launches: list[FakeLaunch] = []
+        self.launch_count = 0
+        self.calls: list[str] = []  # every call but cuLaunchKernel, by name (with ``record``)
+        self.modules: list[str] = []  # PTX texts loaded
+        self._buffers: dict[int, Any] = {}
+
+    def _status(self, name: str, *values: Any) -> tuple[Any, ...]:
+        if self.record:
+            self.calls.append(name)
+        return (self.fail.get(name, 0), *values)
+
+    # context and device
+    def cuInit(self, flags: int) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuInit")
+
+    def cuDeviceGetCount(self) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuDeviceGetCount", self.devices)
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuDeviceGet", f"device{ordinal}")
+
+    def cuDevicePrimaryCtxRetain(self, device: Any) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuDevicePrimaryCtxRetain", f"context({device})")
+
+    def cuCtxSetCurrent(self, context: Any) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuCtxSetCurrent")
+
+    def cuCtxSynchronize(self) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuCtxSynchronize")
+
+    def cuDeviceGetAttribute(self, attr: Any, device: Any) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuDeviceGetAttribute", self.shared_optin)
+
+    def cuGetErrorString(self, err: Any) -> tuple[Any, ...]:  # noqa: N802
+        return 0, _CU_ERRORS.get(int(err), f"CUDA error {int(err)}").encode()
+
+    # modules and functions
+    def cuModuleLoadData(self, image: int) -> tuple[Any, ...]:  # noqa: N802
+        import ctypes
+
+        self.modules.append(ctypes.string_at(image).decode())
+        return self._status("cuModuleLoadData", len(self.modules) - 1)
+
+    def cuModuleGetFunction(self, module: int, name: bytes) -> tuple[Any, ...]:  # noqa: N802
+        entry = name.decode()
+        params = _ptx_params(self.modules[module], entry)
+        if params is None:
+            self.calls.append("cuModuleGetFunction")
+            return 500, None  # CUDA_ERROR_NOT_FOUND
+        return self._status("cuModuleGetFunction", (entry, params))
+
+    def cuFuncSetAttribute(self, fn: Any, attr: Any, value: int) -> tuple[Any, ...]:  # noqa: N802
+        return self._status("cuFuncSetAttribute")
+
+    def cuLaunchKernel(self, fn: Any, gx: int, gy: int, gz: int, bx: int, by: int, bz: int, shared: int,  # noqa: N802
+                       stream: Any, params: int, extra: Any) -> tuple[Any, ...]:
+        code = self.fail.get("cuLaunchKernel", 0)
+        if code:
+            return (code,)
+        self.launch_count += 1
+        if self.record or self.on_launch is not None:
+            launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params))
+            if self.record:
+                self.launches.append(launch)
+            if self.on_launch is not None:
+                self.on_launch(launch, self)
+        return (0,)
+
+    # memory
+    def cuMemAlloc(self, nbytes: int) -> tuple[Any, ...]:  # noqa: N802
+        import ctypes
+
+        buf = ctypes.create_string_buffer(nbytes + 256)
+        addr = (ctypes.addressof(buf) + 255) & ~255
+        self._buffers[addr] = buf
+        return self._status("cuMemAlloc", addr)
+
+    def cuMemFree(self, dptr: int) -> tuple[Any, ...]:  # noqa: N802
+        self._buffers.pop(int(dptr), None)
+        return self._status("cuMemFree")
+
+    def cuMemcpyHtoD(self, dst: int, src: int, nbytes: int) -> tuple[Any, ...]:  # noqa: N802
+        import ctypes
+
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return self._status("cuMemcpyHtoD")
+
+    def cuMemcpyDtoH(self, dst: int, src: int, nbytes: int) -> tuple[Any, ...]:  # noqa: N802
+        import ctypes
+
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return self._status("cuMemcpyDtoH")
+
+    def memory(self, address: int, dtype: Any, count: int) -> Any:
+        """A numpy view of ``count`` elements of ``dtype`` at a device ``address`` from ``cuMemAlloc``."""
+        import ctypes
+
+        import numpy as np
+
+        dt = np.dtype(dtype)
+        return np.frombuffer((ctypes.c_char * (count * dt.itemsize)).from_address(address), dtype=dt)
+
+
+def _ptx_params(ptx: str, entry: str) -> list[tuple[str, int]] | None:
+    """``(kind, bytes)`` of each ``.param`` of ``.entry entry`` (kind ``u``, ``s``, ``f`` or ``b``), or
+    None when the PTX has no such entry."""
+    import re
+
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(([^)]*)\)", ptx)
+    if m is None:
+        return [] if re.search(r"\.entry\s+" + re.escape(entry) + r"\b", ptx) else None
+    out = []
+    for piece in m.group(1).split(","):
+        t = re.search(r"\.param\s+(?:\.align\s+\d+\s+)?\.([usfb]|pred)(\d*)", piece.strip())
+        if t is None:
+            continue
+        kind, bits = t.group(1), t.group(2)
+        if kind == "pred":
+            kind, bits = "u", "8"
+        size = int(bits) // 8
+        arr = re.search(r"\[(\d+)\]", piece)
+        out.append((kind if arr is None else "b", size * int(arr.group(1)) if arr else size))
+    return out
+
+
+def _decode_params(kinds: list[tuple[str, int]], params: int) -> tuple[Any, ...]:
+    """The values behind a ``void**`` kernel-parameter array, by PTX parameter kind."""
+    import ctypes
+    import struct
+
+    if not kinds:
+        return ()
+    ptrs = (ctypes.c_void_p * len(kinds)).from_address(params)
+    out: list[Any] = []
+    for (kind, size), p in zip(kinds, ptrs):
+        raw = ctypes.string_at(p, size)
+        if kind == "f" and size in (4, 8):
+            out.append(struct.unpack("<f" if size == 4 else "<d", raw)[0])
+        else:
+            out.append(int.from_bytes(raw, "little", signed=kind == "s"))
+    return tuple(out)
+
+
+def fake_cuda(driver: FakeCudaDriver | None = None) -> Any:
+    """A context manager that routes every GPU launch (``ck.launch``, ``@eggpu.jit`` launches, which
+    then see a GPU) to ``driver`` (a fresh :class:`FakeCudaDriver` when None) and yields it::
+
+        with eggpu.testing.fake_cuda() as cu:
+            ck.launch(4, x_dev, y_dev, out_dev, n)
+        assert cu.launches[0].args == (...)
+
+    The runtime it installs starts with ``cuInit`` etc. as a real one does, so a driver with
+    ``fail={"cuInit": 100}`` raises the LaunchError a machine without a GPU gives.
+    """
+    from contextlib import contextmanager
+
+    @contextmanager
+    def installed():
+        from eggpu.kernel_macro import jitfunction
+        from eggpu.runtime import CudaRuntime
+
+        cu = driver if driver is not None else FakeCudaDriver()
+        saved = CudaRuntime._instance, jitfunction._gpu
+        CudaRuntime._instance = CudaRuntime(cu)
+        jitfunction._gpu = None
+        try:
+            yield cu
+        finally:
+            CudaRuntime._instance, jitfunction._gpu = saved
+
+    return installed()

@@ -189,10 +189,13 @@ def fact_holds(fact: str, value: Any) -> bool:
 
 
 def pointer_address(v: Any) -> int | None:
-    """The address of a host or device buffer argument, or None when it has none we can read."""
+    """The address of a host or device buffer argument (numpy's ``__array_interface__``, a CUDA
+    tensor's ``data_ptr()``, ``__cuda_array_interface__``), or None when it has none we can read."""
     ai = getattr(v, "__array_interface__", None)  # numpy arrays (not imported here: ir.graph needs this module)
     if isinstance(ai, Mapping) and isinstance(ai.get("data"), tuple):
         return int(ai["data"][0])
+    if getattr(v, "is_cuda", None) is True and callable(getattr(v, "data_ptr", None)):
+        return int(v.data_ptr())  # a CUDA tensor (PyTorch's protocol; its __cuda_array_interface__ is slow)
     cai = getattr(v, "__cuda_array_interface__", None)
     if isinstance(cai, Mapping) and isinstance(cai.get("data"), tuple):
         return int(cai["data"][0])

@@ -28,7 +28,8 @@ Messages name the kernel, the parameter (``parameter 'x' (ptr<f32>)``), what it 
 it got (:func:`describe`). A value a message quotes goes through :func:`short_repr`: at most
 :data:`REPR_CHARS` characters (a 300-element list shows its first items, then ``...``; a long int
 its first and last digits and how many digits it has), so an error never quotes a whole argument. :func:`pointer_dtype_message` and :func:`contiguity_message` give
-the wording to launchers that check other kinds of buffers (device arrays) themselves.
+the wording to launchers that check other kinds of buffers (device arrays) themselves;
+:func:`device_tensor` reads a CUDA tensor through PyTorch's ``data_ptr()`` protocol.
 """
 
 from __future__ import annotations
@@ -40,14 +41,15 @@ from typing import Any
 
 import numpy as np
 
+from .device_buffers import TORCH_DTYPES, device_tensor
 from .dtypes import DType, from_numpy
 from .errors import EggpuError
 from .semantics import cast, round_f64
 from .types import BlockType
 
 __all__ = [
-    "GRID_LIMIT", "GRID_MAX", "check_arg_count", "check_host_array", "contiguity_message", "convert_scalar",
-    "describe", "normalize_grid", "np_name", "param_names", "pointer_dtype_message", "short_repr",
+    "GRID_LIMIT", "GRID_MAX", "TORCH_DTYPES", "check_arg_count", "check_host_array", "contiguity_message", "convert_scalar",
+    "describe", "device_tensor", "normalize_grid", "np_name", "param_names", "pointer_dtype_message", "short_repr",
 ]
 
 GRID_LIMIT = 1 << 31

@@ -59,8 +59,10 @@ import os
 from collections.abc import Callable
 from typing import Any
 
-from eggpu.ir.dtypes import DType, bool_, f32, from_numpy, i32, i64, u64
+from eggpu.ir.device_buffers import device_tensor, tensor_key
+from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u64
 from eggpu.ir.errors import IRError, LaunchError
+from eggpu.ir.facts import I32_SPAN
 
 from . import hooks
 from . import language as tl
@@ -83,10 +85,26 @@ def _gpu_available() -> bool:
     return _gpu
 
 
+def _device_or_none() -> str | None:
+    """:func:`_device`, or None where it would raise (the general path reports it in its turn)."""
+    try:
+        return _device()
+    except LaunchError:
+        return None
+
+
+_MODES: dict[str, str] = {}  # EGGPU_JIT_DEVICE values -> device modes, as read (auto is resolved each time)
+
+
 def _device() -> str:
-    mode = os.environ.get("EGGPU_JIT_DEVICE", "auto").strip().lower() or "auto"
-    if mode not in _DEVICES:
-        raise LaunchError(f"EGGPU_JIT_DEVICE={mode!r} is not one of {', '.join(_DEVICES)}")
+    raw = os.environ.get("EGGPU_JIT_DEVICE", "auto")
+    mode = _MODES.get(raw)
+    if mode is None:
+        mode = raw.strip().lower() or "auto"
+        if mode not in _DEVICES:
+            raise LaunchError(f"EGGPU_JIT_DEVICE={mode!r} is not one of {', '.join(_DEVICES)}")
+        if len(_MODES) < 32:
+            _MODES[raw] = mode
     if mode == "auto":
         return "gpu" if _gpu_available() else "cpu"
     return mode
@@ -106,11 +124,14 @@ class JitKernel(Kernel):
         return "__".join(parts)
 
 
+_I32_MIN, _I32_MAX, _I64_MIN, _U64_MAX = -(1 << 31), (1 << 31) - 1, -(1 << 63), (1 << 64) - 1
+
+
 def _int_dtype(v: int) -> DType:
-    """Triton's type of a Python int argument."""
-    if i32.min <= v <= i32.max:
+    """Triton's type of a Python int argument (``v`` within 64 bits)."""
+    if _I32_MIN <= v <= _I32_MAX:
         return i32
-    if 2**63 <= v <= u64.max:
+    if 2**63 <= v <= _U64_MAX:
         return u64
     return i64
 
@@ -150,6 +171,13 @@ class JITFunction:
         self._classes: dict[tuple, type[JitKernel]] = {}
         self._compiled: dict[tuple, Any] = {}
         self._blocks: dict[tuple, int] = {}  # the offsets_i32 block extent per specialization
+        # the launch cache (_launch_key -> (block, runtime positions, {offsets_i32: compiled}))
+        self._fast: dict[tuple, tuple[int, tuple[int, ...], dict[bool, Any]]] = {}
+        self._names: list[str] | None = None
+        self._index: dict[str, int] = {}
+        self._defaults: list[Any] = []
+        self._constexpr: list[bool] = []
+        self._specialized: list[bool] = []
 
     # ------------------------------------------------------------ Python protocol
 
@@ -218,6 +246,14 @@ class JITFunction:
             return SCALAR, self._numpy_dtype(p, v.dtype, v), v
         if isinstance(v, np.ndarray):
             return POINTER, self._numpy_dtype(p, v.dtype, v), v
+        # a CUDA tensor, read through data_ptr() (PyTorch's protocol) before __cuda_array_interface__,
+        # which torch refuses for tensors that require grad
+        tensor = device_tensor(v)
+        if tensor is not None:
+            if tensor[1] is None:
+                raise LaunchError(f"{name}: parameter {p.name}: {_describe(v)} has dtype "
+                                  f"{getattr(v, 'dtype', None)}, which eggpu has no dtype for")
+            return POINTER, BY_NAME[tensor[1]], v
         if hasattr(v, "__cuda_array_interface__"):
             typestr = v.__cuda_array_interface__.get("typestr")
             try:
@@ -290,7 +326,7 @@ class JITFunction:
         not for ``do_not_specialize`` parameters) and ``offsets_i32`` (when the grid allows it)."""
         import numpy as np
 
-        from eggpu.ir.facts import facts_for_args, grid_fits_i32, max_block
+        from eggpu.ir.facts import facts_for_args, max_block
 
         params = kernel._spec.signature.runtime_params
         names = [p.name for p in params]
@@ -302,11 +338,10 @@ class JITFunction:
             kinds = ["" if k == "pointer" and isinstance(v, np.ndarray) else k for k, v in zip(kinds, runtime)]
         facts = facts_for_args(names, kinds, values, skip=self.do_not_specialize)
         out: dict[str, Any] = {"specialize": tuple(sorted(facts.items()))} if facts else {}
-        dims = (grid,) if isinstance(grid, int) else tuple(grid)
         key = (type(kernel), kernel._key())
         if key not in self._blocks:
             self._blocks[key] = max_block(kernel.ir())
-        if all(isinstance(g, int) and g >= 0 for g in dims) and grid_fits_i32(dims, self._blocks[key]):
+        if _fits(grid, self._blocks[key]):
             out["offsets_i32"] = True
         return out
 
@@ -326,6 +361,114 @@ class JITFunction:
         return ck
 
     def _launch(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """``fn[grid](*args, **kwargs)``: the launch cache first (:meth:`_launch_key`), else the
+        general path, whose outcome is remembered under the launch's key."""
+        mode = _device_or_none()
+        if mode is None or mode == "interpret":
+            return self._launch_general(grid, args, kwargs)
+        bound = self._launch_key(args, kwargs, mode)
+        if bound is None:
+            return self._launch_general(grid, args, kwargs)
+        key, values, options = bound
+        try:
+            entry = self._fast.get(key)
+        except TypeError:  # an unhashable constexpr
+            return self._launch_general(grid, args, kwargs)
+        if entry is not None:
+            block, positions, compiled = entry
+            if callable(grid):
+                grid = grid({**dict(zip(self._names, values)), **options})
+            ck = compiled.get(_fits(grid, block))
+            if ck is not None:
+                runtime = [values[i] for i in positions]
+                if mode == "gpu":
+                    plan = ck._plan
+                    if plan is None:
+                        ck.launch(grid, *runtime)
+                    else:
+                        plan.launch(grid, runtime)  # what ck.launch does, without re-packing the arguments
+                else:
+                    ck.run_cpu(grid, *runtime)
+                return ck
+        ck, kernel, grid = self._run_general(grid, args, kwargs)
+        if _device() != mode:  # EGGPU_JIT_DEVICE changed meanwhile (another thread): remember nothing
+            return ck
+        block = self._blocks[(type(kernel), kernel._key())]
+        if entry is None:
+            names = {p.name for p in kernel._spec.signature.runtime_params}
+            entry = (block, tuple(i for i, n in enumerate(self._names) if n in names), {})
+            self._fast[key] = entry
+        entry[2][_fits(grid, block)] = ck
+        return ck
+
+    def _launch_key(self, args: tuple, kwargs: dict[str, Any], mode: str) -> tuple[tuple, list, dict] | None:
+        """``(key, argument values by position, launch options)``, where the key holds all that the
+        general path decides a specialization from (module docstring): each argument's type,
+        dtype and specialization facts (16-divisible or unit ints, 16-byte aligned buffers where
+        alignment matters), the constexpr values (with their types: ``1`` and ``True`` differ),
+        the launch options and ``mode``; the grid enters through the ``offsets_i32`` fact, by
+        value, at lookup. None for anything the general path must see (a missing or duplicate
+        argument, DLPack tensors, device arrays on the CPU, ...)."""
+        names = self._names
+        if names is None:
+            self._prepare_fast()
+            names = self._names
+        if names is None or len(args) > len(names):
+            return None
+        values = list(args) + self._defaults[len(args):] if len(args) < len(names) else list(args)
+        options: dict[str, Any] = {}
+        if kwargs:
+            index = self._index
+            for k, v in kwargs.items():
+                i = index.get(k)
+                if i is None:
+                    if k not in _LAUNCH_OPTIONS:
+                        return None
+                    options[k] = v
+                elif i < len(args):
+                    return None
+                else:
+                    values[i] = v
+        key: list[Any] = [mode, tuple(sorted(options.items())) if options else ()]
+        append = key.append
+        for v, constexpr, specialized in zip(values, self._constexpr, self._specialized):
+            t = type(v)
+            if t is int and not constexpr and _I32_MIN <= v <= _I32_MAX:  # the commonest cases first
+                append((int, i32, (v == 1 or 2 * (v % 16 == 0)) if specialized else 0))
+                continue
+            if t in _TENSOR_TYPES and not constexpr and mode == "gpu":
+                tk = tensor_key(v)
+                if tk is not None:
+                    append((t, tk[1], specialized and tk[0] % 16 == 0))
+                    continue
+            if v is _MISSING:
+                return None
+            token = _token(v, mode, constexpr, specialized)
+            if token is None:
+                return None
+            append(token)
+        return tuple(key), values, options
+
+    def _prepare_fast(self) -> None:
+        """The parameter tables of :meth:`_launch_key` (left unset for signatures it does not
+        handle: ``*args``, keyword-only parameters)."""
+        sig = inspect.signature(self.fn)
+        if any(q.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for q in sig.parameters.values()):
+            return
+        params = self.params
+        self._index = {p.name: i for i, p in enumerate(params)}
+        self._defaults = [q.default if q.default is not inspect.Parameter.empty else _MISSING
+                          for q in sig.parameters.values()]
+        self._constexpr = [p.constexpr for p in params]
+        self._specialized = [p.name not in self.do_not_specialize for p in params]
+        self._names = [p.name for p in params]
+
+    def _launch_general(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
+        """The launch without the launch cache: bind, specialize, compile (cached), run."""
+        return self._run_general(grid, args, kwargs)[0]
+
+    def _run_general(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+        """(compiled kernel, or the Kernel instance when interpreted; Kernel instance; resolved grid)."""
         values, options = self._bind(args, dict(kwargs))
         kernel, runtime = self._specialize(values)
         if callable(grid):
@@ -336,7 +479,7 @@ class JITFunction:
         mode = _device()
         if mode == "interpret":
             kernel.interpret(grid, *runtime)
-            return kernel
+            return kernel, kernel, grid
         compile_options: dict[str, Any] = {"num_warps": options["num_warps"]} if "num_warps" in options else {}
         compile_options.update(self._facts(kernel, runtime, grid, mode))
         ck = self._compile(kernel, compile_options)
@@ -346,12 +489,66 @@ class JITFunction:
             import numpy as np
 
             for p, v in zip(kernel._spec.signature.runtime_params, runtime):
-                if hasattr(v, "__cuda_array_interface__") and not isinstance(v, np.ndarray):
+                if (device_tensor(v) is not None or hasattr(v, "__cuda_array_interface__")) \
+                        and not isinstance(v, np.ndarray):
                     raise LaunchError(
                         f"{self.__name__}: parameter {p.name} is a device array, but this launch runs on the CPU "
                         f"(no CUDA GPU, or EGGPU_JIT_DEVICE=cpu); pass numpy arrays")
             ck.run_cpu(grid, *runtime)
-        return ck
+        return ck, kernel, grid
+
+
+_MISSING = object()
+_TENSOR_TYPES: set[type] = set()  # types seen to be CUDA tensors (data_ptr()); their instances may be CPU ones
+
+
+def _fits(grid: Any, block: int) -> bool:
+    """Whether a launch of ``grid`` gets the ``offsets_i32`` fact: every axis an int in
+    ``[0, 2**31 / block]`` (an invalid grid never does; the launch reports it)."""
+    if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int:
+        return 0 <= grid[0] and grid[0] * block <= I32_SPAN
+    try:
+        dims = (grid,) if isinstance(grid, int) else tuple(grid)
+    except TypeError:
+        return False
+    return all(isinstance(g, int) and 0 <= g and g * block <= I32_SPAN for g in dims)
+
+
+def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
+    """What the general path's specialization reads from argument ``v`` (see
+    :meth:`JITFunction._launch_key`), or None when only the general path may handle ``v``."""
+    t = type(v)
+    if constexpr or v is None or t is str or t is DType:
+        return (0, t, v)
+    if t is int:
+        if not _I64_MIN <= v <= _U64_MAX:
+            return None
+        return (int, _int_dtype(v), (v == 1 or 2 * (v % 16 == 0)) if specialized else 0)
+    if t is float or t is bool:
+        return (t,)
+    if t.__module__ == "numpy":
+        import numpy as np
+
+        if t is np.ndarray:
+            aligned = specialized and mode == "cpu" and v.ctypes.data % 16 == 0  # a GPU launch copies it
+            return (t, v.dtype, aligned)
+        if isinstance(v, np.generic):  # a numpy scalar: its type is its dtype; an integer one gets facts
+            if v.dtype.kind not in "iu" or not specialized:
+                return (t, 0)
+            iv = int(v)
+            return (t, iv == 1 or 2 * (iv % 16 == 0))
+        return None
+    if mode != "gpu":
+        return None
+    tensor = tensor_key(v)
+    if tensor is not None:
+        if len(_TENSOR_TYPES) < 16:
+            _TENSOR_TYPES.add(t)
+        return (t, tensor[1], specialized and tensor[0] % 16 == 0)
+    iface = getattr(v, "__cuda_array_interface__", None)
+    if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):
+        return (t, iface.get("typestr"), specialized and int(iface["data"][0]) % 16 == 0)
+    return None
 
 
     def _call_grid(self, grid: Any, meta: dict[str, Any]) -> Any:
