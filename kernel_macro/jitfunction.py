@@ -377,7 +377,7 @@ class JITFunction:
         if entry is not None:
             block, positions, compiled = entry
             if callable(grid):
-                grid = grid({**dict(zip(self._names, values)), **options})
+                grid = self._call_grid(grid, {**dict(zip(self._names, values)), **options})
             ck = compiled.get(_fits(grid, block))
             if ck is not None:
                 runtime = [values[i] for i in positions]
@@ -497,6 +497,18 @@ class JITFunction:
             ck.run_cpu(grid, *runtime)
         return ck, kernel, grid
 
+    def _call_grid(self, grid: Any, meta: dict[str, Any]) -> Any:
+        """``grid(meta)``; whatever it raises becomes a LaunchError naming the kernel (and the
+        missing name for a KeyError: usually a constexpr not passed to the launch)."""
+        try:
+            out = grid(meta)
+        except KeyError as e:
+            raise LaunchError(f"{self.__name__}: the grid function raised KeyError: {e} (it reads meta[{e}]; "
+                              f"the launch passed {', '.join(sorted(meta)) or 'nothing'})") from None
+        except Exception as e:  # noqa: BLE001 - the user's code: any error is the user's mistake
+            raise LaunchError(f"{self.__name__}: the grid function raised {type(e).__name__}: {e}") from None
+        return out
+
 
 _MISSING = object()
 _TENSOR_TYPES: set[type] = set()  # types seen to be CUDA tensors (data_ptr()); their instances may be CPU ones
@@ -549,19 +561,6 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
     if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):
         return (t, iface.get("typestr"), specialized and int(iface["data"][0]) % 16 == 0)
     return None
-
-
-    def _call_grid(self, grid: Any, meta: dict[str, Any]) -> Any:
-        """``grid(meta)``; whatever it raises becomes a LaunchError naming the kernel (and the
-        missing name for a KeyError: usually a constexpr not passed to the launch)."""
-        try:
-            out = grid(meta)
-        except KeyError as e:
-            raise LaunchError(f"{self.__name__}: the grid function raised KeyError: {e} (it reads meta[{e}]; "
-                              f"the launch passed {', '.join(sorted(meta)) or 'nothing'})") from None
-        except Exception as e:  # noqa: BLE001 - the user's code: any error is the user's mistake
-            raise LaunchError(f"{self.__name__}: the grid function raised {type(e).__name__}: {e}") from None
-        return out
 
 
 def cdiv(x: int, y: int) -> int:
