@@ -374,8 +374,45 @@ def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
 # ---------------------------------------------------------------- the strategy
 
 
+Fragments = list[list[list[ir.Value]]]
+"""The f32 accumulators of a warp's tiles: ``acc[i][j][r]`` is register ``c_r`` of the warp's
+local tile ``(i, j)`` (tile row ``i*wm + wi``, tile column ``j*wn + wj``), a thread-level value."""
+
+
+def warp_coords(em: Emitter, plan: MmaPlan) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``(wi, wj, lane)`` of this thread: its warp's place in the ``wm x wn`` grid (warps beyond
+    the grid repeat warp ``w % (wm*wn)``) and its lane. Pure functions of ``tid``."""
+    b = em.b
+    tid = em.tid()
+    lane = b.and_(tid, em.k(tid, 31))
+    warp = b.lshr(tid, em.k(tid, 5))
+    grid = plan.wm * plan.wn
+    wslot = b.urem(warp, em.k(warp, grid)) if em.num_warps > grid else warp
+    wi = b.udiv(wslot, em.k(wslot, plan.wn))
+    wj = b.urem(wslot, em.k(wslot, plan.wn))
+    return wi, wj, lane
+
+
+def zero_fragments(em: Emitter, plan: MmaPlan) -> Fragments:
+    """Accumulators all 0.0 (a dot without an accumulator)."""
+    zero = em.const(em.thread_type(F32), 0.0)
+    return [[[zero] * 4 for _ in range(plan.tiles_n)] for _ in range(plan.tiles_m)]
+
+
 def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Value]:
     """The tensor-core strategy (see the module docstring); per-slot f32 products."""
+    acc = mma_sync_fragments(lw, op, a, bv, plan, zero_fragments(lw.em, plan))
+    return fragments_to_layout(lw, plan, acc)
+
+
+def mma_sync_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments) -> Fragments:
+    """Steps 1-3 of the module docstring: ``acc + a @ b`` in the mma fragment layout.
+
+    ``acc`` is the C input of the first mma of every tile (each mma adds its 16 products to
+    it), so a caller that passes the running accumulator of a K loop gets the tensor core's
+    summation order: per 16-step, the products are added to the running sum.
+    B fragments of two tile columns come from one ``ldmatrix.x4.trans`` (lanes 16-31 give the
+    rows of the second column); an odd last column uses ``.x2.trans``."""
     em: Emitter = lw.em
     b = em.b
     M, N, K = plan.M, plan.N, plan.K
@@ -389,29 +426,30 @@ def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
     _store_swizzled(lw, bv, base_b, N)
     em.barrier()
 
-    tid = em.tid()
-    lane = b.and_(tid, em.k(tid, 31))
-    warp = b.lshr(tid, em.k(tid, 5))
-    grid = plan.wm * plan.wn
-    wslot = b.urem(warp, em.k(warp, grid)) if em.num_warps > grid else warp
-    wi = b.udiv(wslot, em.k(wslot, plan.wn))
-    wj = b.urem(wslot, em.k(wslot, plan.wn))
+    wi, wj, lane = warp_coords(em, plan)
     # per-lane ldmatrix row addresses (element index of the 8-element row the lane gives)
     a_row = b.add(b.and_(lane, em.k(lane, 7)), b.shl(b.and_(b.lshr(lane, em.k(lane, 3)), em.k(lane, 1)), em.k(lane, 3)))
     a_col = b.shl(b.lshr(lane, em.k(lane, 4)), em.k(lane, 3))  # 0 or 8
-    b_row = b.and_(lane, em.k(lane, 15))  # k row within the step (lanes 16-31 repeat 0-15)
+    b_row = b.and_(lane, em.k(lane, 15))  # k row within the step (lanes 16-31: the second column's)
+    hi_half = b.icmp_unsigned(">=", lane, em.k(lane, 16))
     rows = [b.add(b.mul(b.add(b.mul(em.k(wi, i), em.k(wi, plan.wm)), wi), em.k(wi, MMA_M)), a_row)
             for i in range(plan.tiles_m)]
     cols = [b.mul(b.add(em.k(wj, j * plan.wn), wj), em.k(wj, MMA_N)) for j in range(plan.tiles_n)]
+    # lanes 0-15 address column pair member 2p, lanes 16-31 member 2p+1 (x4); the odd last one: x2
+    pair_cols = [b.select(hi_half, cols[j + 1], cols[j]) for j in range(0, plan.tiles_n - 1, 2)]
 
-    zero = em.const(em.thread_type(F32), 0.0)
-    acc = [[[zero] * 4 for _ in range(plan.tiles_n)] for _ in range(plan.tiles_m)]
+    acc = [[list(c) for c in row] for row in acc]
     for ks in range(K // MMA_K):
         k0 = ks * MMA_K
+        krow = b.add(b_row, em.k(b_row, k0))
         afr = [ldmatrix(em, base_a, et, swizzled_index(em, r, b.add(a_col, em.k(a_col, k0)), K), 4, False)
                for r in rows]
-        bfr = [ldmatrix(em, base_b, et, swizzled_index(em, b.add(b_row, em.k(b_row, k0)), c, N), 2, True)
-               for c in cols]
+        bfr: list = []
+        for c in pair_cols:
+            regs = ldmatrix(em, base_b, et, swizzled_index(em, krow, c, N), 4, True)
+            bfr += [regs[:2], regs[2:]]
+        if plan.tiles_n % 2:
+            bfr.append(ldmatrix(em, base_b, et, swizzled_index(em, krow, cols[-1], N), 2, True))
         if em.is_host:
             afr = [host_fragments_f32(em, dt, f) for f in afr]
             bfr = [host_fragments_f32(em, dt, f) for f in bfr]
@@ -419,13 +457,14 @@ def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
             for j in range(plan.tiles_n):
                 acc[i][j] = mma_m16n8k16(em, dt, afr[i], bfr[j], acc[i][j])
     em.smem_dirty = True
-    return _fragments_to_layout(lw, plan, acc, wi, wj, lane)
+    return acc
 
 
-def _fragments_to_layout(lw, plan: MmaPlan, acc, wi: ir.Value, wj: ir.Value, lane: ir.Value) -> list[ir.Value]:
+def fragments_to_layout(lw, plan: MmaPlan, acc: Fragments) -> list[ir.Value]:
     """The C fragments, through shared memory (row bands), as the result's per-slot values."""
     em: Emitter = lw.em
     b = em.b
+    wi, wj, lane = warp_coords(em, plan)
     M, N = plan.M, plan.N
     cs = N + C_PAD
     g = b.lshr(lane, em.k(lane, 2))
