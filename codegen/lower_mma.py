@@ -11,11 +11,14 @@ Data movement, per ``dot(a[M,K], b[K,N])`` with 16-bit float operands (sm_80+):
    wj+wn, ...``); warps beyond ``wm*wn`` repeat the work of warp ``w % (wm*wn)`` (they
    write the same values);
 3. for each 16-wide step of ``K``: ``ldmatrix.x4`` loads the A fragment of each of the warp's
-   tile rows, ``ldmatrix.x2.trans`` the B fragment of each tile column, and one ``mma.sync``
-   per tile accumulates in f32;
+   tile rows, ``ldmatrix.x4.trans`` the B fragments of two of its tile columns (``.x2.trans``
+   for an odd last one), and one ``mma.sync`` per tile accumulates in f32
+   (:func:`mma_sync_fragments`, which takes the C input of the first step);
 4. the f32 fragments go back to shared memory (row stride ``N + 8`` floats against bank
    conflicts; in row bands when the whole ``M x N`` does not fit) and every thread reads the
-   elements it owns in the blocked layout of the result.
+   elements it owns in the blocked layout of the result (:func:`fragments_to_layout`). In a
+   K loop whose carried accumulator only feeds the dot, :mod:`eggpu.codegen.mma_carry` keeps
+   the fragments as loop-carried registers and runs this step once, after the loop.
 
 Host mode (``run_cpu``) executes the same steps lane by lane in lock-step: ``ldmatrix`` is
 emulated from its definition (lane ``L`` of matrix ``i`` receives elements ``2*(L%4)`` and
