@@ -13,7 +13,11 @@ configuration:
   (``BAR``) in the K loop: the shared-memory traffic per iteration.
 
 Triton is compiled with ``num_stages=1`` (no software pipelining: the same schedule as eggpu's
-K loop today) and with its default ``num_stages=3``; both are recorded. Results go to
+K loop today) and with its default ``num_stages=3``; both are recorded. Every configuration runs
+twice: without launch facts (what ``.specialize(...).ir()`` gives eggpu; Triton gets no
+``attrs``), and with the facts Triton's launcher derives for 16-byte-aligned pointers and sizes
+that are multiples of 16 (eggpu: ``align16``/``div16`` facts; Triton: ``tt.divisibility``),
+where loads vectorize and Triton's ``num_stages=3`` pipelines with ``cp.async``. Results go to
 ``bench/results/mma_static.json``. Usage: ``python -m bench.mma_static [--quick] [--no-write]``
 (``--quick``: 64x64x32 on sm_80 only).
 """
@@ -38,6 +42,8 @@ TILES = ((64, 64, 32), (128, 128, 32))
 TARGETS = ("sm_80", "sm_90")
 NUM_WARPS = 4
 SHAPE = (1000, 1000, 1000)  # M, N, K of the specialization (runtime scalars: only their types matter)
+FACTS = {"a_ptr": ["align16"], "b_ptr": ["align16"], "c_ptr": ["align16"], "M": ["div16"], "N": ["div16"],
+         "K": ["div16"]}
 
 MATMUL_SOURCE = '''
 @jit
@@ -135,7 +141,7 @@ def k_loop(text: str, markers: tuple[str, ...] = ("HMMA", "HGMMA")) -> list[str]
     return [op for op, _ in instrs[best[0]:best[1] + 1]]
 
 
-SHARED_OPS = ("LDS", "LDSM", "STS", "LDGSTS")
+SHARED_OPS = ("LDS", "LDSM", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR")
 
 
 def sass_summary(cubin: bytes) -> dict[str, Any]:
@@ -162,9 +168,13 @@ def _ptxas_fields(ptx: str, target: str) -> tuple[dict[str, Any], bytes]:
             "shared_bytes": rep.shared_bytes}, rep.cubin
 
 
-def eggpu_case(tile: tuple[int, int, int], target: str) -> dict[str, Any]:
-    """Compile the matmul with eggpu's codegen (unoptimized IR: the dot lowering is what is measured)."""
+def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False) -> dict[str, Any]:
+    """Compile the matmul with eggpu's codegen (unoptimized IR: the dot lowering is what is measured).
+
+    ``facts``: the launch facts Triton's launcher derives for 16-aligned pointers and sizes that
+    are multiples of 16 (``align16`` on the pointers, ``div16`` on M, N, K)."""
     from eggpu.codegen import compile_ptx_module
+    from eggpu.ir.facts import Facts
 
     bm, bn, bk = tile
     M, N, K = SHAPE
@@ -173,6 +183,8 @@ def eggpu_case(tile: tuple[int, int, int], target: str) -> dict[str, Any]:
     b = np.zeros((K, N), np.float16)
     c = np.zeros((M, N), np.float32)
     fn = kern.specialize(a, b, c, M, N, K, BM=bm, BN=bn, BK=bk).ir()
+    if facts:
+        fn.facts = fn.facts.merged(Facts.make(FACTS))
     cp = compile_ptx_module(fn, target, num_warps=NUM_WARPS)
     out, cubin = _ptxas_fields(cp.ptx, target)
     out["dot"] = [d["strategy"] for d in cp.lowered.dots]
@@ -180,8 +192,9 @@ def eggpu_case(tile: tuple[int, int, int], target: str) -> dict[str, Any]:
     return out | sass_summary(cubin)
 
 
-def triton_case(tile: tuple[int, int, int], target: str, num_stages: int) -> dict[str, Any]:
-    """Compile the same source with Triton for ``target`` (PTX without a GPU), then ptxas it like eggpu's."""
+def triton_case(tile: tuple[int, int, int], target: str, num_stages: int, facts: bool = False) -> dict[str, Any]:
+    """Compile the same source with Triton for ``target`` (PTX without a GPU), then ptxas it like
+    eggpu's; ``facts``: ``tt.divisibility = 16`` on the pointers and M, N, K (:func:`eggpu_case`)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -190,7 +203,8 @@ def triton_case(tile: tuple[int, int, int], target: str, num_stages: int) -> dic
     kern = matmul_source("triton")
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    src = ASTSource(fn=kern, signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk})
+    attrs = {(i,): [["tt.divisibility", 16]] for i in range(6)} if facts else None
+    src = ASTSource(fn=kern, signature=sig, constexprs={"BM": bm, "BN": bn, "BK": bk}, attrs=attrs)
     sm = int(target[3:])
     ck = triton.compile(src, target=GPUTarget("cuda", sm, 32),
                         options={"num_warps": NUM_WARPS, "num_stages": num_stages, "enable_fp_fusion": False})
@@ -238,38 +252,45 @@ def run(quick: bool = False) -> dict[str, Any]:
     tiles = TILES[:1] if quick else TILES
     targets = TARGETS[:1] if quick else TARGETS
     rows = []
-    for tile in tiles:
-        for target in targets:
-            row: dict[str, Any] = {"tile": list(tile), "target": target, "num_warps": NUM_WARPS}
-            row["eggpu"] = eggpu_case(tile, target)
-            for stages in (1, 3):
-                try:
-                    row[f"triton_stages{stages}"] = triton_case(tile, target, stages)
-                except Exception as e:  # noqa: BLE001 - Triton's own failure is a result to record
-                    row[f"triton_stages{stages}"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
-            t = row["triton_stages1"]
-            e = row["eggpu"]
-            if "registers" in t:
-                row["ratio_registers_vs_triton1"] = round(e["registers"] / t["registers"], 3)
-            if "sass_k_loop" in t and "sass_k_loop" in e and t["sass_k_loop"]:
-                row["ratio_k_loop_sass_vs_triton1"] = round(e["sass_k_loop"] / t["sass_k_loop"], 3)
-            rows.append(row)
+    for facts in (False, True):
+        for tile in tiles:
+            for target in targets:
+                rows.append(_row(tile, target, facts))
     from bench.tools import versions
 
     return {"command": "python -m bench.mma_static" + (" --quick" if quick else ""), "dtype": "f16 -> f32",
             "versions": versions(), "rows": rows}
 
 
+def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]:
+    row: dict[str, Any] = {"tile": list(tile), "target": target, "num_warps": NUM_WARPS,
+                           "facts": "align16 pointers, div16 M/N/K" if facts else "none"}
+    row["eggpu"] = eggpu_case(tile, target, facts)
+    for stages in (1, 3):
+        try:
+            row[f"triton_stages{stages}"] = triton_case(tile, target, stages, facts)
+        except Exception as e:  # noqa: BLE001 - Triton's own failure is a result to record
+            row[f"triton_stages{stages}"] = {"error": f"{type(e).__name__}: {str(e)[:300]}"}
+    t = row["triton_stages1"]
+    e = row["eggpu"]
+    if "registers" in t:
+        row["ratio_registers_vs_triton1"] = round(e["registers"] / t["registers"], 3)
+    if "sass_k_loop" in t and "sass_k_loop" in e and t["sass_k_loop"]:
+        row["ratio_k_loop_sass_vs_triton1"] = round(e["sass_k_loop"] / t["sass_k_loop"], 3)
+    return row
+
+
 def table(res: dict[str, Any]) -> str:
     """A Markdown table of the results."""
     cols = ("registers", "spill_stores", "sass_total", "sass_k_loop", "k_loop_hmma", "k_loop_bar")
-    out = ["| tile | target | compiler | " + " | ".join(cols) + " | K-loop shared ops |",
-           "|---" * (len(cols) + 4) + "|"]
+    out = ["| tile | target | facts | compiler | " + " | ".join(cols) + " | K-loop shared ops |",
+           "|---" * (len(cols) + 5) + "|"]
     for row in res["rows"]:
         for who in ("eggpu", "triton_stages1", "triton_stages3"):
             r = row.get(who, {})
             vals = [str(r.get(c, r.get("error", "-"))) for c in cols]
-            out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {who} | " + " | ".join(vals)
+            out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {row['facts'][:6]} | {who} | "
+                       + " | ".join(vals)
                        + f" | {r.get('k_loop_shared', {})} |")
     return "\n".join(out)
 

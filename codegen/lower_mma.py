@@ -195,11 +195,31 @@ def swizzled_index(em: Emitter, r: ir.Value, c: ir.Value, cols: int) -> ir.Value
 
 
 def _store_swizzled(lw, src: LV, base: ir.Value, cols: int) -> None:
+    """Every thread stores its owned elements of ``src`` at :func:`swizzled_index`. On the GPU a
+    layout chunk (``vec`` consecutive elements of one row, inside one 16-byte swizzle chunk since
+    ``vec`` divides 8 and the row length) is one vector store; the host scatters per element."""
     em = lw.em
     lay = lw.layout(src.type.shape)
     t = em.mem_type(src.type.dtype)
+    elems = lw.elems(src)
+    if em.is_ptx and lay.vec > 1 and cols % lay.vec == 0:
+        b = em.b
+        vt = ir.VectorType(t, lay.vec)
+        for j0 in range(0, lay.per, lay.vec):
+            r, c = lay.coords(em, j0)
+            vec = ir.Constant(vt, ir.Undefined)
+            for i in range(lay.vec):
+                vec = b.insert_element(vec, elems[j0 + i], I32(i))
+            p = b.gep(base, [swizzled_index(em, r, c, cols)], source_etype=t)
+            owned = lay.owned(em, j0)  # ownership is per chunk (numel is a multiple of vec)
+            if owned is None:
+                b.store(vec, p, align=lay.vec * 2)
+            else:
+                with b.if_then(owned):
+                    b.store(vec, p, align=lay.vec * 2)
+        return
     ptrs, vals, masks = [], [], []
-    for j, v in enumerate(lw.elems(src)):
+    for j, v in enumerate(elems):
         r, c = lay.coords(em, j)
         idx = swizzled_index(em, r, c, cols)
         if em.is_ptx:
