@@ -120,25 +120,28 @@ def parse_instructions(text: str) -> tuple[list[tuple[str, str]], dict[str, int]
     return instrs, labels
 
 
+def _innermost(spans: list[tuple[int, int]], contains) -> tuple[int, int] | None:
+    """The smallest loop extent among ``spans`` (``(header, backward branch)`` index pairs) for
+    which ``contains(start, end)`` holds; a header's extent ends at its LAST backward branch
+    (a rotated loop branches back to its header from more than one place)."""
+    last: dict[int, int] = {}
+    for start, end in spans:
+        last[start] = max(end, last.get(start, end))
+    loops = [(s, e) for s, e in last.items() if contains(s, e)]
+    return min(loops, key=lambda se: se[1] - se[0]) if loops else None
+
+
 def k_loop(text: str, markers: tuple[str, ...] = ("HMMA", "HGMMA")) -> list[str]:
-    """Opcodes of the innermost loop containing a tensor-core instruction (``markers``): from the label a backward ``BRA``
-    targets up to and including that branch ([] when no loop contains one of ``markers``)."""
+    """Opcodes of the innermost loop containing a tensor-core instruction (``markers``): from the
+    label backward ``BRA``s target up to the last of them ([] when no loop contains a marker)."""
     instrs, labels = parse_instructions(text)
-    best: tuple[int, int] | None = None
+    spans = []
     for i, (op, rest) in enumerate(instrs):
-        if op != "BRA":
-            continue
-        m = _TARGET.search(rest)
-        if not m or m.group(1) not in labels:
-            continue
-        start = labels[m.group(1)]
-        if start > i or not any(o in markers for o, _ in instrs[start:i + 1]):
-            continue
-        if best is None or i - start < best[1] - best[0]:
-            best = (start, i)
-    if best is None:
-        return []
-    return [op for op, _ in instrs[best[0]:best[1] + 1]]
+        m = _TARGET.search(rest) if op == "BRA" else None
+        if m and m.group(1) in labels and labels[m.group(1)] <= i:
+            spans.append((labels[m.group(1)], i))
+    best = _innermost(spans, lambda s, e: any(o in markers for o, _ in instrs[s:e + 1]))
+    return [] if best is None else [op for op, _ in instrs[best[0]:best[1] + 1]]
 
 
 SHARED_OPS = ("LDS", "LDSM", "STS", "LDGSTS", "LDGDEPBAR", "DEPBAR")
@@ -221,24 +224,21 @@ _PTX_LABEL = re.compile(r"^\s*(\$?\w+):")
 _PTX_BRA = re.compile(r"^\s*(?:@%p\d+\s+)?bra(?:\.uni)?\s+(\$?\w+);")
 
 
-def ptx_loop_shared_ops(ptx: str) -> dict[str, int]:
-    """Shared-memory instructions (``st.shared``, ``ld.shared``, ``ldmatrix``, ``cp.async``) and
-    ``bar.sync`` in the innermost PTX loop containing ``mma.sync`` (empty when none)."""
+def ptx_k_loop(ptx: str) -> list[str]:
+    """The PTX lines of the innermost loop containing ``mma.sync`` (as :func:`k_loop`; [] when none)."""
     lines = ptx.splitlines()
     labels = {m.group(1): i for i, ln in enumerate(lines) if (m := _PTX_LABEL.match(ln))}
-    best: tuple[int, int] | None = None
-    for i, ln in enumerate(lines):
-        m = _PTX_BRA.match(ln)
-        if not m or m.group(1) not in labels:
-            continue
-        s = labels[m.group(1)]
-        if s < i and any("mma.sync" in x for x in lines[s:i]) and (best is None or i - s < best[1] - best[0]):
-            best = (s, i)
-    if best is None:
-        return {}
-    body = lines[best[0]:best[1] + 1]
-    count = Counter()
-    for ln in body:
+    spans = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
+             if (m := _PTX_BRA.match(ln)) and m.group(1) in labels and labels[m.group(1)] < i]
+    best = _innermost(spans, lambda s, e: any("mma.sync" in x for x in lines[s:e]))
+    return [] if best is None else lines[best[0]:best[1] + 1]
+
+
+def ptx_loop_shared_ops(ptx: str) -> dict[str, int]:
+    """Shared-memory instructions (``st.shared``, ``ld.shared``, ``ldmatrix``, ``cp.async``),
+    ``bar.sync`` and ``mma.sync`` in :func:`ptx_k_loop` (empty when there is no such loop)."""
+    count: Counter = Counter()
+    for ln in ptx_k_loop(ptx):
         for key in ("st.shared", "ld.shared", "ldmatrix", "cp.async", "bar.sync", "mma.sync"):
             if key in ln:
                 count[key] += 1
@@ -289,7 +289,7 @@ def table(res: dict[str, Any]) -> str:
         for who in ("eggpu", "triton_stages1", "triton_stages3"):
             r = row.get(who, {})
             vals = [str(r.get(c, r.get("error", "-"))) for c in cols]
-            out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {row['facts'][:6]} | {who} | "
+            out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {'div16' if row['facts'] != 'none' else 'none'} | {who} | "
                        + " | ".join(vals)
                        + f" | {r.get('k_loop_shared', {})} |")
     return "\n".join(out)

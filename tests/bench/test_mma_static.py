@@ -25,6 +25,13 @@ def test_k_loop_is_the_loop_with_hmma():
     assert mma_static.k_loop(SASS.replace("HMMA", "FFMA")) == []
 
 
+def test_a_rotated_loop_extends_to_its_last_back_edge():
+    rotated = SASS.replace("        /*0040*/              @P0 BRA `(.L_x_0) ;\n",
+                           "        /*0040*/              @P0 BRA `(.L_x_0) ;\n        /*0048*/ LDG.E R2, [R4] ;\n"
+                           "        /*0049*/ BRA `(.L_x_0) ;\n")
+    assert mma_static.k_loop(rotated) == ["LDSM", "HMMA", "BRA", "LDG", "BRA"]
+
+
 def test_eggpu_case_has_16_hmma_in_its_k_loop():
     from bench.tools import find_tool
 

@@ -150,15 +150,11 @@ def test_accumulator_read_elsewhere_stays_blocked():
 
 def _k_loop(ptx: str) -> list[str]:
     """The lines of the innermost PTX loop containing mma.sync."""
-    from bench.mma_static import _PTX_BRA, _PTX_LABEL
+    from bench.mma_static import ptx_k_loop
 
-    lines = ptx.splitlines()
-    labels = {m.group(1): i for i, ln in enumerate(lines) if (m := _PTX_LABEL.match(ln))}
-    spans = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
-             if (m := _PTX_BRA.match(ln)) and m.group(1) in labels and labels[m.group(1)] < i]
-    spans = [s for s in spans if any("mma.sync" in x for x in lines[s[0]:s[1]])]
-    s, e = min(spans, key=lambda s: s[1] - s[0])
-    return lines[s:e + 1]
+    body = ptx_k_loop(ptx)
+    assert body, "no loop contains mma.sync"
+    return body
 
 
 def _ptx(kern, dt, tiles, target, nw=4):
@@ -208,3 +204,25 @@ def test_compile_report_says_the_accumulator_is_in_registers():
     ck = eggpu.compile(mm_dot3.specialize(a, b, c, 64, 64, 64, BM=32, BN=32, BK=32), target="sm_80")
     (d,) = ck.report["dot"]
     assert d["strategy"] == "mma_sync" and "accumulator carried in mma registers" in d["reason"], d
+
+
+def test_k_loop_loads_are_whole_vectors_with_launch_facts():
+    """With 16-aligned pointers and M, N, K multiples of 16, the masks ``(rm < M) & (ka < K)``
+    (broadcasts of row and column masks) select whole 4-element chunks: every K-loop load is
+    one predicated 8-byte vector load, with no per-element fallback; without the facts the
+    loads stay scalar (the check can fail)."""
+    from eggpu.ir.facts import Facts
+
+    a, b, c = _inputs("f16", 256, 256, 256, 0)
+    facts = Facts.make({"a_ptr": ["align16"], "b_ptr": ["align16"], "c_ptr": ["align16"], "M": ["div16"],
+                        "N": ["div16"], "K": ["div16"]})
+    loads = {}
+    for with_facts in (True, False):
+        fn = mm_dot3.specialize(a, b, c, 256, 256, 256, BM=64, BN=64, BK=32).ir()
+        if with_facts:
+            fn.facts = fn.facts.merged(facts)
+        body = _k_loop(compile_ptx_module(fn, "sm_80", num_warps=4).ptx)
+        loads[with_facts] = [ln.split()[0] for ln in body if "ld.global" in ln]
+    # 64x32 + 32x64 halves over 128 threads: 16 + 16 per thread, 4 chunks of 4 each
+    assert len(loads[True]) == 8 and set(loads[True]) <= {"ld.global.v4.b16", "ld.global.v2.b32"}, loads[True]
+    assert "ld.global.b16" in loads[False]
