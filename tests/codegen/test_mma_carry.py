@@ -226,3 +226,43 @@ def test_k_loop_loads_are_whole_vectors_with_launch_facts():
     # 64x32 + 32x64 halves over 128 threads: 16 + 16 per thread, 4 chunks of 4 each
     assert len(loads[True]) == 8 and set(loads[True]) <= {"ld.global.v4.b16", "ld.global.v2.b32"}, loads[True]
     assert "ld.global.b16" in loads[False]
+
+
+@eggpu.jit
+def mm_two_carried(a_ptr, b_ptr, c_ptr, n_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The loop carries the accumulator and a step counter; C = A @ B + steps (a blocked use after the loop)."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    steps = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        ka = k + rk
+        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        steps = steps + 1.0
+        acc += tl.dot(a, b)
+    cmask = (rm[:, None] < M) & (rn[None, :] < N)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc + steps, mask=cmask)
+    tl.store(n_ptr + rm[:, None] * N + rn[None, :], acc, mask=cmask)
+
+
+def test_carried_accumulator_beside_another_carried_value():
+    M, N, K, tiles = 40, 24, 50, (32, 16, 16)
+    a, b, c = _inputs("bf16", M, N, K, seed=7)
+    d = np.zeros((M, N), np.float32)
+    fn = mm_two_carried.specialize(a, b, c, d, M, N, K, BM=tiles[0], BN=tiles[1], BK=tiles[2]).ir()
+    hk = build_host(fn, num_warps=2, sm=80)
+    assert hk.lowered.dots[0].get("acc_in_registers")
+    hk.run((2, 2), a, b, c, d, M, N, K)
+    want = _sequential(a, b, np.zeros((M, N), np.float32))
+    np.testing.assert_array_equal(d, want)
+    np.testing.assert_array_equal(c, want + np.float32(4.0))  # ceil(50 / 16) = 4 iterations
+
+
+@pytest.mark.parametrize("kern", [mm_dot3, mm_iadd])
+def test_zero_trip_loop_returns_the_initial_value(kern):
+    """K = 0: the loop never runs; the initial value goes to the fragment registers and back."""
+    hk, _a, _b, c0, c = _run(kern, "f16", (32, 32, 16), 4, 45, 37, 0, seed=11)
+    assert hk.lowered.dots[0].get("acc_in_registers")
+    np.testing.assert_array_equal(c, c0 if kern is mm_iadd else np.zeros_like(c0))
