@@ -7,7 +7,8 @@ values (:class:`~eggpu.codegen.layout.LV`) and dispatches every operation to the
 * ``for``: the trip count of Python's ``range(lo, hi, step)`` is computed once in unsigned
   32-bit arithmetic (no overflow for any bounds; step 0 runs zero times), then a counted loop
   runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
-  owned element slot (blocks);
+  owned element slot (blocks), except a tensor-core accumulator that only the body's ``dot``
+  updates: one phi per mma fragment register (:mod:`eggpu.codegen.mma_carry`);
 * ``while``: a loop head with one phi per carried value slot that runs the condition region
   and branches to the body region or out;
 * ``if``: a branch on the (uniform) condition and phis for the results.
