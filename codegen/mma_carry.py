@@ -11,8 +11,9 @@ where the carried ``acc`` (f32) has no other use in the body, the dot's result n
 thread) instead of the blocked layout:
 
 - before the loop the initial value is converted once: a uniform value (``tl.zeros``) is
-  splatted into the registers, any other value goes through shared memory (every thread stores
-  its blocked elements, a barrier, every lane reads its fragment elements);
+  splatted into the registers, any other value goes through shared memory in the row bands of
+  the result staging (every thread stores its blocked elements of a band, a barrier, every lane
+  reads its fragment elements);
 - in the body the dot's mmas take the carried registers as their C input and yield their D
   registers: no shared-memory round trip and no re-layout per iteration; the shared-memory
   indices of the staging stores and of the ``ldmatrix`` loads (functions of ``tid`` only) are
@@ -145,43 +146,53 @@ def _unflatten(plan: MmaPlan, regs: list[ir.Value]) -> Fragments:
 
 
 def _layout_to_fragments(lw, plan: MmaPlan, elems: list[ir.Value]) -> Fragments:
-    """Blocked-layout f32 elements -> fragment registers through shared memory (rows of
-    ``N + C_PAD`` floats, the whole ``M x N`` at once: :func:`find_carries` checked it fits)."""
+    """Blocked-layout f32 elements -> fragment registers through shared memory: the reverse of
+    :func:`eggpu.codegen.lower_mma.fragments_to_layout`, in the same row bands (rows of
+    ``N + C_PAD`` floats, ``plan.band`` local tile rows of every warp per band; the plan keeps
+    every layout chunk inside one band)."""
     em: Emitter = lw.em
     b = em.b
     M, N = plan.M, plan.N
     cs = N + C_PAD
     lay = lw.layout((M, N))
-    em.smem_begin_write()
-    em.smem_reserve(M * cs * 4)
+    band_rows = plan.band * plan.wm * MMA_M
+    em.smem_reserve(plan.c_bytes)
     base = em.smem_array(0)
-    ptrs, vals, masks = [], [], []
-    for j, v in enumerate(elems):
-        m, n = lay.coords(em, j)
-        idx = b.add(b.mul(m, em.k(m, cs)), n)
-        if em.is_ptx:
-            em.smem_store(base, F32, idx, v, lay.owned(em, j))
-        else:
-            ptrs.append(b.gep(em.spread(base), [idx], source_etype=F32))
-            vals.append(v)
-            masks.append(lay.owned(em, j))
-    if ptrs:
-        em.scatter_slots(ptrs, vals, masks)
-    em.barrier()
     wi, wj, lane = warp_coords(em, plan)
     g = b.lshr(lane, em.k(lane, 2))
     t2 = b.shl(b.and_(lane, em.k(lane, 3)), em.k(lane, 1))
-    idxs = []
-    for i in range(plan.tiles_m):
-        row = b.add(b.mul(b.add(em.k(wi, i * plan.wm), wi), em.k(wi, MMA_M)), g)
-        for j in range(plan.tiles_n):
-            col = b.add(b.mul(b.add(em.k(wj, j * plan.wn), wj), em.k(wj, MMA_N)), t2)
-            for r in range(4):
-                rr = b.add(row, em.k(row, 8)) if r >= 2 else row
-                c = b.add(col, em.k(col, 1)) if r % 2 else col
-                idxs.append(b.add(b.mul(rr, em.k(rr, cs)), c))
-    vals = gather_smem(em, base, F32, idxs) if em.is_host else [em.smem_load(base, F32, i) for i in idxs]
-    em.smem_dirty = True
+    vals: list[ir.Value] = []
+    for first in range(0, plan.tiles_m, plan.band):
+        row0 = first * plan.wm * MMA_M
+        lo, hi = row0 * N, (row0 + band_rows) * N
+        em.smem_begin_write()
+        ptrs, svals, masks = [], [], []
+        for j, v in enumerate(elems):
+            if not (lo <= (j // lay.vec) * lay.stride < hi or band_rows == M):
+                continue
+            m, n = lay.coords(em, j)
+            rel = b.sub(m, em.k(m, row0)) if row0 else m
+            idx = b.add(b.mul(rel, em.k(rel, cs)), n)
+            if em.is_ptx:
+                em.smem_store(base, F32, idx, v, lay.owned(em, j))
+            else:
+                ptrs.append(b.gep(em.spread(base), [idx], source_etype=F32))
+                svals.append(v)
+                masks.append(lay.owned(em, j))
+        if ptrs:
+            em.scatter_slots(ptrs, svals, masks)
+        em.barrier()
+        idxs = []
+        for i in range(first, first + plan.band):
+            row = b.add(b.mul(b.add(em.k(wi, (i - first) * plan.wm), wi), em.k(wi, MMA_M)), g)
+            for j in range(plan.tiles_n):
+                col = b.add(b.mul(b.add(em.k(wj, j * plan.wn), wj), em.k(wj, MMA_N)), t2)
+                for r in range(4):
+                    rr = b.add(row, em.k(row, 8)) if r >= 2 else row
+                    c = b.add(col, em.k(col, 1)) if r % 2 else col
+                    idxs.append(b.add(b.mul(rr, em.k(rr, cs)), c))
+        vals += gather_smem(em, base, F32, idxs) if em.is_host else [em.smem_load(base, F32, i) for i in idxs]
+        em.smem_dirty = True
     return _unflatten(plan, vals)
 
 
@@ -233,8 +244,6 @@ def find_carries(lw, op: Operation, inits: list[LV]) -> dict[int, MmaCarry]:
         plan = plan_mma(lw, dot)
         if isinstance(plan, str):
             continue
-        if not inits[i].is_uniform and plan.M * (plan.N + C_PAD) * 4 > max(lw.smem_limit, plan.ab_bytes):
-            continue  # the initial value's conversion would not fit in shared memory at once
         out[i] = MmaCarry(dot, add, plan)
     return out
 

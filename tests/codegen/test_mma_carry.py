@@ -266,3 +266,14 @@ def test_zero_trip_loop_returns_the_initial_value(kern):
     hk, _a, _b, c0, c = _run(kern, "f16", (32, 32, 16), 4, 45, 37, 0, seed=11)
     assert hk.lowered.dots[0].get("acc_in_registers")
     np.testing.assert_array_equal(c, c0 if kern is mm_iadd else np.zeros_like(c0))
+
+
+@pytest.mark.parametrize("K", [0, 37])
+def test_non_uniform_initial_value_converted_in_bands(K):
+    """128x96 f32 (53 KiB with padding) does not fit the 48 KiB staging at once: the initial C
+    goes into the fragment registers band by band, exactly (K = 0 returns C bit for bit)."""
+    M, N = 130, 100
+    hk, a, b, c0, c = _run(mm_iadd, "f16", (128, 96, 16), 4, M, N, K, seed=K + 1)
+    assert hk.lowered.dots[0].get("acc_in_registers")
+    assert hk.lowered.shared_bytes <= 48 * 1024
+    np.testing.assert_array_equal(c, _sequential(a, b, c0))
