@@ -277,3 +277,14 @@ def test_non_uniform_initial_value_converted_in_bands(K):
     assert hk.lowered.dots[0].get("acc_in_registers")
     assert hk.lowered.shared_bytes <= 48 * 1024
     np.testing.assert_array_equal(c, _sequential(a, b, c0))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kern,dt", [(mm_iadd, "bf16"), (mm_radd_tf32, "f32")])
+def test_ptxas_accepts_other_forms(kern, dt, target):
+    from eggpu.codegen.ptxas import run_ptxas
+
+    cp = _ptx(kern, dt, (64, 64, 32), target)
+    assert cp.lowered.dots[0].get("acc_in_registers")
+    rep = run_ptxas(cp.ptx, target)
+    assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
