@@ -341,7 +341,9 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
     Proven for: constants and splats; ``a < b`` and ``a >= b`` (and ``b > a``, ``b <= a``) where
     ``a`` is ``A + i`` and ``b`` is ``B`` on such a run, ``A`` and ``B`` multiples of ``w`` (then
     ``A + i < B`` iff ``A < B``; in i32 the run cannot straddle a wrap-around, which happens at a
-    multiple of ``w``); ``and``/``or``/``xor``/``not`` of such masks. So a mask like
+    multiple of ``w``); ``and``/``or``/``xor``/``not`` of such masks; ``broadcast`` of a mask
+    whose last dimension is 1 (constant along it) or kept (each run is a source run), and
+    ``expand_dims``/``reshape`` that keep the last dimension. So a mask like
     ``offs < n`` with ``n`` specialized divisible by 16 selects whole vector pieces.
     """
     shape = v.type.shape
@@ -359,6 +361,14 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
         return all(chunk_uniform(o, w, facts, depth + 1) for o in op.operands)
     if name == "not":
         return chunk_uniform(op.operands[0], w, facts, depth + 1)
+    if name in ("broadcast", "expand_dims", "reshape"):
+        src = op.operands[0]
+        sshape = src.type.shape
+        if name == "broadcast" and (not sshape or sshape[-1] == 1):
+            return True  # constant along the last dimension
+        # the last dimension is kept: each run of the result is a run of the source (broadcast
+        # copies whole rows; expand_dims and reshape keep the flat order)
+        return bool(sshape) and sshape[-1] == shape[-1] and chunk_uniform(src, w, facts, depth + 1)
     if name in _FLIP:
         a, b = op.operands
         if name in ("gt", "le"):

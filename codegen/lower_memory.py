@@ -227,17 +227,20 @@ def _load_piece(em: Emitter, piece: range, mt: ir.Type, dt: DType, ptrs, mask, o
         return dflt
     if mask is None or is_const_true(mask):
         return em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+    # one phi of the whole vector (not one per element), so a consumer that re-packs the
+    # elements (the tensor-core staging stores) gets the loaded vector back without byte permutes
+    vt = ir.VectorType(mt, w)
+    dv = ir.Constant(vt, ir.Undefined)
+    for i, d in enumerate(dflt):
+        dv = b.insert_element(dv, d, I32(i))
     entry = b.block
     with b.if_then(mask):
-        loaded = em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+        loaded = b.load(ptrs[j0], typ=vt, align=w * _elem_bytes(dt))
         then = b.block
-    out = []
-    for v, d in zip(loaded, dflt):
-        phi = b.phi(mt)
-        phi.add_incoming(v, then)
-        phi.add_incoming(d, entry)
-        out.append(phi)
-    return out
+    phi = b.phi(vt)
+    phi.add_incoming(loaded, then)
+    phi.add_incoming(dv, entry)
+    return [b.extract_element(phi, I32(i)) for i in range(w)]
 
 
 def _groups(n: int, w: int, dt: DType) -> list[range]:

@@ -11,11 +11,14 @@ Data movement, per ``dot(a[M,K], b[K,N])`` with 16-bit float operands (sm_80+):
    wj+wn, ...``); warps beyond ``wm*wn`` repeat the work of warp ``w % (wm*wn)`` (they
    write the same values);
 3. for each 16-wide step of ``K``: ``ldmatrix.x4`` loads the A fragment of each of the warp's
-   tile rows, ``ldmatrix.x2.trans`` the B fragment of each tile column, and one ``mma.sync``
-   per tile accumulates in f32;
+   tile rows, ``ldmatrix.x4.trans`` the B fragments of two of its tile columns (``.x2.trans``
+   for an odd last one), and one ``mma.sync`` per tile accumulates in f32
+   (:func:`mma_sync_fragments`, which takes the C input of the first step);
 4. the f32 fragments go back to shared memory (row stride ``N + 8`` floats against bank
    conflicts; in row bands when the whole ``M x N`` does not fit) and every thread reads the
-   elements it owns in the blocked layout of the result.
+   elements it owns in the blocked layout of the result (:func:`fragments_to_layout`). In a
+   K loop whose carried accumulator only feeds the dot, :mod:`eggpu.codegen.mma_carry` keeps
+   the fragments as loop-carried registers and runs this step once, after the loop.
 
 Host mode (``run_cpu``) executes the same steps lane by lane in lock-step: ``ldmatrix`` is
 emulated from its definition (lane ``L`` of matrix ``i`` receives elements ``2*(L%4)`` and
@@ -191,22 +194,58 @@ def swizzled_index(em: Emitter, r: ir.Value, c: ir.Value, cols: int) -> ir.Value
     return b.add(b.add(b.mul(r, em.k(r, cols)), b.shl(chunk, em.k(c, 3))), b.and_(c, em.k(c, 7)))
 
 
-def _store_swizzled(lw, src: LV, base: ir.Value, cols: int) -> None:
+def _chunked(lw, shape: tuple[int, ...], cols: int) -> int:
+    """Slots per staging store: the layout chunk ``vec`` on the GPU when it divides the row
+    (``vec`` consecutive elements of one row sit inside one 16-byte swizzle chunk, since ``vec``
+    divides 8), else 1; the host scatters per element."""
+    lay = lw.layout(shape)
+    return lay.vec if lw.em.is_ptx and lay.vec > 1 and cols % lay.vec == 0 else 1
+
+
+def staging_indices(lw, shape: tuple[int, ...], cols: int) -> list[tuple[ir.Value, ir.Value | None]]:
+    """``(swizzled element index, owned mask)`` of every staging store of a ``shape`` operand
+    (one per :func:`_chunked` slots; ownership is per chunk since numel is a multiple of vec).
+    Pure functions of ``tid``: a K loop computes them once, before the loop."""
     em = lw.em
-    lay = lw.layout(src.type.shape)
+    lay = lw.layout(shape)
+    w = _chunked(lw, shape, cols)
+    out = []
+    for j0 in range(0, lay.per, w):
+        r, c = lay.coords(em, j0)
+        out.append((swizzled_index(em, r, c, cols), lay.owned(em, j0)))
+    return out
+
+
+def _store_swizzled(lw, src: LV, base: ir.Value, cols: int,
+                    idxs: list[tuple[ir.Value, ir.Value | None]] | None = None) -> None:
+    """Every thread stores its owned elements of ``src`` at :func:`swizzled_index` (``idxs``:
+    :func:`staging_indices`, computed here when not given). On the GPU a layout chunk is one
+    vector store; the host scatters per element in one lane loop."""
+    em = lw.em
+    b = em.b
+    shape = src.type.shape
     t = em.mem_type(src.type.dtype)
-    ptrs, vals, masks = [], [], []
-    for j, v in enumerate(lw.elems(src)):
-        r, c = lay.coords(em, j)
-        idx = swizzled_index(em, r, c, cols)
-        if em.is_ptx:
-            em.smem_store(base, t, idx, v, lay.owned(em, j))
-        else:
-            ptrs.append(em.b.gep(em.spread(base), [idx], source_etype=t))
-            vals.append(v)
-            masks.append(lay.owned(em, j))
-    if ptrs:
-        em.scatter_slots(ptrs, vals, masks)  # host: one lane loop for the whole block
+    elems = lw.elems(src)
+    w = _chunked(lw, shape, cols)
+    if idxs is None:
+        idxs = staging_indices(lw, shape, cols)
+    if em.is_ptx:
+        vt = ir.VectorType(t, w)
+        for n, (idx, owned) in enumerate(idxs):
+            val = elems[n * w]
+            if w > 1:
+                val = ir.Constant(vt, ir.Undefined)
+                for i in range(w):
+                    val = b.insert_element(val, elems[n * w + i], I32(i))
+            p = b.gep(base, [idx], source_etype=t)
+            if owned is None:
+                b.store(val, p, align=w * 2)
+            else:
+                with b.if_then(owned):
+                    b.store(val, p, align=w * 2)
+        return
+    ptrs = [b.gep(em.spread(base), [idx], source_etype=t) for idx, _ in idxs]
+    em.scatter_slots(ptrs, elems, [m for _, m in idxs])  # host: one lane loop for the whole block
 
 
 # ---------------------------------------------------------------- warp-level primitives
@@ -374,21 +413,15 @@ def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
 # ---------------------------------------------------------------- the strategy
 
 
-def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Value]:
-    """The tensor-core strategy (see the module docstring); per-slot f32 products."""
-    em: Emitter = lw.em
-    b = em.b
-    M, N, K = plan.M, plan.N, plan.K
-    dt = a.type.dtype
-    et = em.mem_type(dt)
-    em.smem_begin_write()
-    em.smem_reserve(plan.ab_bytes)
-    off_b = -(-(M * K * 2) // 16) * 16
-    base_a, base_b = em.smem_array(0), em.smem_array(off_b)
-    _store_swizzled(lw, a, base_a, K)
-    _store_swizzled(lw, bv, base_b, N)
-    em.barrier()
+Fragments = list[list[list[ir.Value]]]
+"""The f32 accumulators of a warp's tiles: ``acc[i][j][r]`` is register ``c_r`` of the warp's
+local tile ``(i, j)`` (tile row ``i*wm + wi``, tile column ``j*wn + wj``), a thread-level value."""
 
+
+def warp_coords(em: Emitter, plan: MmaPlan) -> tuple[ir.Value, ir.Value, ir.Value]:
+    """``(wi, wj, lane)`` of this thread: its warp's place in the ``wm x wn`` grid (warps beyond
+    the grid repeat warp ``w % (wm*wn)``) and its lane. Pure functions of ``tid``."""
+    b = em.b
     tid = em.tid()
     lane = b.and_(tid, em.k(tid, 31))
     warp = b.lshr(tid, em.k(tid, 5))
@@ -396,22 +429,104 @@ def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
     wslot = b.urem(warp, em.k(warp, grid)) if em.num_warps > grid else warp
     wi = b.udiv(wslot, em.k(wslot, plan.wn))
     wj = b.urem(wslot, em.k(wslot, plan.wn))
+    return wi, wj, lane
+
+
+def zero_fragments(em: Emitter, plan: MmaPlan) -> Fragments:
+    """Accumulators all 0.0 (a dot without an accumulator)."""
+    zero = em.const(em.thread_type(F32), 0.0)
+    return [[[zero] * 4 for _ in range(plan.tiles_n)] for _ in range(plan.tiles_m)]
+
+
+def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Value]:
+    """The tensor-core strategy (see the module docstring); per-slot f32 products."""
+    acc = mma_sync_fragments(lw, op, a, bv, plan, zero_fragments(lw.em, plan))
+    return fragments_to_layout(lw, plan, acc)
+
+
+@dataclass
+class MmaAddresses:
+    """Shared-memory element indices of one f16/bf16 mma dot, per thread (pure functions of
+    ``tid``): the staging stores of ``a`` and ``b`` (:func:`staging_indices`) and the
+    ``ldmatrix`` row addresses per 16-step ``ks``: ``a_ld[ks][i]`` (tile row ``i``),
+    ``b_ld[ks][p]`` (tile-column pair ``p``, then the odd last column)."""
+
+    a_store: list[tuple[ir.Value, ir.Value | None]]
+    b_store: list[tuple[ir.Value, ir.Value | None]]
+    a_ld: list[list[ir.Value]]
+    b_ld: list[list[ir.Value]]
+
+
+def mma_addresses(lw, plan: MmaPlan) -> MmaAddresses:
+    """The :class:`MmaAddresses` of ``plan`` (a K loop emits them once, before the loop)."""
+    M, N, K = plan.M, plan.N, plan.K
+    a_store = staging_indices(lw, (M, K), K)
+    b_store = staging_indices(lw, (K, N), N)
+    return MmaAddresses(a_store, b_store, *ldmatrix_indices(lw, plan))
+
+
+def ldmatrix_indices(lw, plan: MmaPlan) -> tuple[list[list[ir.Value]], list[list[ir.Value]]]:
+    """``(a_ld, b_ld)`` of :class:`MmaAddresses`."""
+    em: Emitter = lw.em
+    b = em.b
+    N, K = plan.N, plan.K
+    wi, wj, lane = warp_coords(em, plan)
     # per-lane ldmatrix row addresses (element index of the 8-element row the lane gives)
     a_row = b.add(b.and_(lane, em.k(lane, 7)), b.shl(b.and_(b.lshr(lane, em.k(lane, 3)), em.k(lane, 1)), em.k(lane, 3)))
     a_col = b.shl(b.lshr(lane, em.k(lane, 4)), em.k(lane, 3))  # 0 or 8
-    b_row = b.and_(lane, em.k(lane, 15))  # k row within the step (lanes 16-31 repeat 0-15)
+    b_row = b.and_(lane, em.k(lane, 15))  # k row within the step (lanes 16-31: the second column's)
+    hi_half = b.icmp_unsigned(">=", lane, em.k(lane, 16))
     rows = [b.add(b.mul(b.add(b.mul(em.k(wi, i), em.k(wi, plan.wm)), wi), em.k(wi, MMA_M)), a_row)
             for i in range(plan.tiles_m)]
     cols = [b.mul(b.add(em.k(wj, j * plan.wn), wj), em.k(wj, MMA_N)) for j in range(plan.tiles_n)]
-
-    zero = em.const(em.thread_type(F32), 0.0)
-    acc = [[[zero] * 4 for _ in range(plan.tiles_n)] for _ in range(plan.tiles_m)]
+    # lanes 0-15 address column pair member 2p, lanes 16-31 member 2p+1 (x4); the odd last one: x2
+    b_cols = [b.select(hi_half, cols[j + 1], cols[j]) for j in range(0, plan.tiles_n - 1, 2)]
+    if plan.tiles_n % 2:
+        b_cols.append(cols[-1])
+    a_ld, b_ld = [], []
     for ks in range(K // MMA_K):
         k0 = ks * MMA_K
-        afr = [ldmatrix(em, base_a, et, swizzled_index(em, r, b.add(a_col, em.k(a_col, k0)), K), 4, False)
-               for r in rows]
-        bfr = [ldmatrix(em, base_b, et, swizzled_index(em, b.add(b_row, em.k(b_row, k0)), c, N), 2, True)
-               for c in cols]
+        krow = b.add(b_row, em.k(b_row, k0))
+        a_ld.append([swizzled_index(em, r, b.add(a_col, em.k(a_col, k0)), K) for r in rows])
+        b_ld.append([swizzled_index(em, krow, c, N) for c in b_cols])
+    return a_ld, b_ld
+
+
+def mma_sync_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments,
+                       addr: MmaAddresses | None = None) -> Fragments:
+    """Steps 1-3 of the module docstring: ``acc + a @ b`` in the mma fragment layout.
+
+    ``acc`` is the C input of the first mma of every tile (each mma adds its 16 products to
+    it), so a caller that passes the running accumulator of a K loop gets the tensor core's
+    summation order: per 16-step, the products are added to the running sum.
+    B fragments of two tile columns come from one ``ldmatrix.x4.trans`` (lanes 16-31 give the
+    rows of the second column); an odd last column uses ``.x2.trans``. ``addr``: the
+    shared-memory indices (:func:`mma_addresses`), computed here when not given."""
+    em: Emitter = lw.em
+    M, K = plan.M, plan.K
+    dt = a.type.dtype
+    et = em.mem_type(dt)
+    em.smem_begin_write()
+    em.smem_reserve(plan.ab_bytes)
+    off_b = -(-(M * K * 2) // 16) * 16
+    base_a, base_b = em.smem_array(0), em.smem_array(off_b)
+    _store_swizzled(lw, a, base_a, K, addr.a_store if addr else None)
+    _store_swizzled(lw, bv, base_b, plan.N, addr.b_store if addr else None)
+    em.barrier()
+    # not hoisted: the fragment addresses after the barrier (shorter live ranges, fewer spills)
+    a_ld, b_ld = (addr.a_ld, addr.b_ld) if addr else ldmatrix_indices(lw, plan)
+
+    acc = [[list(c) for c in row] for row in acc]
+    pairs = plan.tiles_n // 2
+    for ks in range(K // MMA_K):
+        afr = [ldmatrix(em, base_a, et, idx, 4, False) for idx in a_ld[ks]]
+        bfr: list = []
+        for p, idx in enumerate(b_ld[ks]):
+            if p < pairs:
+                regs = ldmatrix(em, base_b, et, idx, 4, True)
+                bfr += [regs[:2], regs[2:]]
+            else:
+                bfr.append(ldmatrix(em, base_b, et, idx, 2, True))
         if em.is_host:
             afr = [host_fragments_f32(em, dt, f) for f in afr]
             bfr = [host_fragments_f32(em, dt, f) for f in bfr]
@@ -419,13 +534,14 @@ def dot_mma_sync(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
             for j in range(plan.tiles_n):
                 acc[i][j] = mma_m16n8k16(em, dt, afr[i], bfr[j], acc[i][j])
     em.smem_dirty = True
-    return _fragments_to_layout(lw, plan, acc, wi, wj, lane)
+    return acc
 
 
-def _fragments_to_layout(lw, plan: MmaPlan, acc, wi: ir.Value, wj: ir.Value, lane: ir.Value) -> list[ir.Value]:
+def fragments_to_layout(lw, plan: MmaPlan, acc: Fragments) -> list[ir.Value]:
     """The C fragments, through shared memory (row bands), as the result's per-slot values."""
     em: Emitter = lw.em
     b = em.b
+    wi, wj, lane = warp_coords(em, plan)
     M, N = plan.M, plan.N
     cs = N + C_PAD
     g = b.lshr(lane, em.k(lane, 2))

@@ -16,7 +16,7 @@ Data movement, per ``dot(a[M,K], b[K,N], precision="tf32")`` on sm_80+:
    ``b1 = B[t+4, g]``; and one ``mma.sync`` per tile accumulates in f32 (C fragment as for
    m16n8k16: ``c0,c1 = C[g, 2t..2t+1]``, ``c2,c3 = C[g+8, ...]``);
 4. the f32 fragments go back through shared memory into the result's blocked layout
-   (:func:`eggpu.codegen.lower_mma._fragments_to_layout`, shared with the f16 path).
+   (:func:`eggpu.codegen.lower_mma.fragments_to_layout`, shared with the f16 path).
 
 Host mode (``run_cpu``) runs the same steps lane by lane: the same rounding (integer arithmetic
 on the bits), the same padded stores and per-lane fragment gathers, and the mma from the
@@ -37,12 +37,15 @@ from .lower_mma import (
     MMA_K_TF32,
     MMA_M,
     MMA_N,
+    Fragments,
     MmaPlan,
-    _fragments_to_layout,
+    fragments_to_layout,
     gather_smem,
     host_mma_function,
     row_strides,
     tf32_ab_bytes,
+    warp_coords,
+    zero_fragments,
 )
 
 TF32_HALF_ULP = 0x1000  # half a TF32 ulp in the f32 bit pattern (13 dropped mantissa bits)
@@ -123,6 +126,13 @@ def _host_mma_helper(em: Emitter) -> ir.Function:
 
 def dot_mma_tf32(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Value]:
     """The TF32 tensor-core strategy (see the module docstring); per-slot f32 products."""
+    acc = mma_tf32_fragments(lw, op, a, bv, plan, zero_fragments(lw.em, plan))
+    return fragments_to_layout(lw, plan, acc)
+
+
+def mma_tf32_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments) -> Fragments:
+    """Steps 1-3 of the module docstring: ``acc + a @ b`` in the mma fragment layout (``acc`` is
+    the C input of each tile's first mma, as in :func:`eggpu.codegen.lower_mma.mma_sync_fragments`)."""
     em: Emitter = lw.em
     b = em.b
     M, N, K = plan.M, plan.N, plan.K
@@ -135,13 +145,7 @@ def dot_mma_tf32(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
     _store_padded(lw, bv, base_b, sb)
     em.barrier()
 
-    tid = em.tid()
-    lane = b.and_(tid, em.k(tid, 31))
-    warp = b.lshr(tid, em.k(tid, 5))
-    grid = plan.wm * plan.wn
-    wslot = b.urem(warp, em.k(warp, grid)) if em.num_warps > grid else warp
-    wi = b.udiv(wslot, em.k(wslot, plan.wn))
-    wj = b.urem(wslot, em.k(wslot, plan.wn))
+    wi, wj, lane = warp_coords(em, plan)
     g = b.lshr(lane, em.k(lane, 2))
     t = b.and_(lane, em.k(lane, 3))
     # element index of A[row0 + g, t] / B[t, col0 + g] at k = 0; steps add constants
@@ -153,8 +157,7 @@ def dot_mma_tf32(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
     def plus(v: ir.Value, c: int) -> ir.Value:
         return b.add(v, em.k(v, c)) if c else v
 
-    zero = em.const(em.thread_type(F32), 0.0)
-    acc = [[[zero] * 4 for _ in range(plan.tiles_n)] for _ in range(plan.tiles_m)]
+    acc = [[list(c) for c in row] for row in acc]
     for k0 in range(0, K, MMA_K_TF32):
         afr = [_load_frag(em, base_a, [plus(x, k0), plus(x, 8 * sa + k0), plus(x, k0 + 4), plus(x, 8 * sa + k0 + 4)])
                for x in a_idx]
@@ -163,4 +166,4 @@ def dot_mma_tf32(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan) -> list[ir.Val
             for j in range(plan.tiles_n):
                 acc[i][j] = mma_m16n8k8_tf32(em, afr[i], bfr[j], acc[i][j])
     em.smem_dirty = True
-    return _fragments_to_layout(lw, plan, acc, wi, wj, lane)
+    return acc

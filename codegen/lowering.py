@@ -7,7 +7,8 @@ values (:class:`~eggpu.codegen.layout.LV`) and dispatches every operation to the
 * ``for``: the trip count of Python's ``range(lo, hi, step)`` is computed once in unsigned
   32-bit arithmetic (no overflow for any bounds; step 0 runs zero times), then a counted loop
   runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
-  owned element slot (blocks);
+  owned element slot (blocks), except a tensor-core accumulator that only the body's ``dot``
+  updates: one phi per mma fragment register (:mod:`eggpu.codegen.mma_carry`);
 * ``while``: a loop head with one phi per carried value slot that runs the condition region
   and branches to the body region or out;
 * ``if``: a branch on the (uniform) condition and phis for the results.
@@ -28,6 +29,7 @@ of the shared-memory buffer (``shared_bytes`` bytes, 64-byte aligned, owned by t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -104,6 +106,7 @@ class Lowerer:
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
+        self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
 
     # ------------------------------------------------------------ environment
 
@@ -192,7 +195,7 @@ class Lowerer:
             if op.op == "while":
                 self._while(op)
                 continue
-            handler = TABLE.get(op.op)
+            handler = self.op_overrides.get(id(op)) or TABLE.get(op.op)
             if handler is None:
                 from .lower_ops import UNSUPPORTED
 
@@ -243,11 +246,16 @@ class Lowerer:
         return out
 
     def _for(self, op: Operation) -> None:
+        """A counted loop (module docstring). A carried f32 block that the body only updates with
+        a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`)."""
+        from .mma_carry import find_carries
+
         em, b = self.em, self.em.b
         lo, hi, step = (self.uniform(self.get(v)) for v in op.operands[:3])
         inits = [self.get(v) for v in op.operands[3:]]
         types = [v.type for v in op.operands[3:]]
-        init_vals = self._flatten(inits)
+        carries = find_carries(self, op, inits)
+        init_lists = [carries[i].init(self, lv) if i in carries else self._flatten([lv]) for i, lv in enumerate(inits)]
         trips = self._trip_count(lo, hi, step, op.operands[2])
         pre = b.block
         head = em.new_block("for.head")
@@ -257,36 +265,43 @@ class Lowerer:
         b.position_at_end(head)
         k = b.phi(I32)
         k.add_incoming(I32(0), pre)
-        phis = []
-        for v in init_vals:
-            p = b.phi(v.type)
-            p.add_incoming(v, pre)
-            phis.append(p)
+        phi_lists = []
+        for vals in init_lists:
+            phi_lists.append([])
+            for v in vals:
+                p = b.phi(v.type)
+                p.add_incoming(v, pre)
+                phi_lists[-1].append(p)
         b.cbranch(b.icmp_unsigned("<", k, trips), body, done)
         b.position_at_end(body)
         em.smem_dirty = True
         region = op.regions[0]
         iv = b.add(lo, b.mul(k, step))
         self.bind(region.args[0], LV(region.args[0].type, u=iv))
-        for a, lv in zip(region.args[1:], self._rebuild(types, list(phis))):
-            self.bind(a, lv)
+        for i, (a, t, phis) in enumerate(zip(region.args[1:], types, phi_lists)):
+            if i in carries:
+                carries[i].begin(self, phis)
+                self.bind(a, carries[i].placeholder(self, t))
+            else:
+                self.bind(a, self._rebuild([t], phis)[0])
         self._push_scope()
         yields = self.block(region)
         self.current_op = op
-        new_vals = self._flatten(yields)
+        new_lists = [carries[i].end(self) if i in carries else self._flatten([y]) for i, y in enumerate(yields)]
         self._pop_scope()
         k_next = b.add(k, I32(1))
         latch = b.block
         b.branch(head)
         k.add_incoming(k_next, latch)
-        for p, v in zip(phis, new_vals):
-            if v.type != p.type:
-                raise self.error(f"internal: carried value type {v.type} != {p.type}")
-            p.add_incoming(v, latch)
+        for phis, vals in zip(phi_lists, new_lists):
+            for p, v in zip(phis, vals, strict=True):
+                if v.type != p.type:
+                    raise self.error(f"internal: carried value type {v.type} != {p.type}")
+                p.add_incoming(v, latch)
         b.position_at_end(done)
         em.smem_dirty = True
-        for r, lv in zip(op.results, self._rebuild(types, list(phis))):
-            self.bind(r, lv)
+        for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
+            self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis)[0])
 
     def _trip_count(self, lo: ir.Value, hi: ir.Value, step: ir.Value, step_ir: Value) -> ir.Value:
         """Iterations of ``range(lo, hi, step)`` as u32 (0 for step 0)."""

@@ -151,7 +151,7 @@ def test_ptxas_accepts_mma_ptx(target, dt):
     cp = compile_ptx_module(fn, target)
     assert f"mma.sync.aligned.m16n8k16.row.col.f32.{dt}.{dt}.f32" in cp.ptx
     assert "ldmatrix.sync.aligned.m8n8.x4.shared.b16" in cp.ptx
-    assert "ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in cp.ptx
+    assert "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16" in cp.ptx  # B: two tile columns per load
     rep = run_ptxas(cp.ptx, target)
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
     assert rep.registers <= 128

@@ -89,3 +89,19 @@ def test_predicated_vectors_assemble():
     for t in ("sm_80", "sm_90"):
         r = run_ptxas(compile_ptx_module(fn, get_target(t)).ptx, get_target(t))
         assert r.spills_stores == 0
+
+
+def test_broadcast_and_expand_dims_of_masks():
+    """A column mask broadcast down the rows keeps its runs; a row mask broadcast along the
+    columns is constant on every run; a broadcast of a split mask stays split."""
+    fn, mask = _kernel("lt", "div16")  # offs < n on [1024], uniform on runs of 4
+    facts = AddressAnalysis(fn)
+    b = Builder("t", [("m", scalar(i32))])
+    col = b.op("broadcast", b.op("expand_dims", mask, axis=0), shape=(8, 1024))
+    assert chunk_uniform(col, 4, facts)
+    row = b.op("broadcast", b.op("expand_dims", mask, axis=1), shape=(1024, 8))  # [1024, 1] -> [1024, 8]
+    assert chunk_uniform(row, 4, facts)
+    split = b.op("lt", b.op("arange", start=0, end=1024), b.op("splat", b.const(3, i32), shape=(1024,)))
+    assert not chunk_uniform(split, 4, facts)
+    assert not chunk_uniform(b.op("broadcast", b.op("expand_dims", split, axis=0), shape=(8, 1024)), 4, facts)
+    assert chunk_uniform(b.op("broadcast", b.op("expand_dims", split, axis=1), shape=(1024, 8)), 4, facts)
