@@ -6,7 +6,9 @@ For every naive kernel (:data:`bench.naive.NAIVE`) and every target it records, 
   assembled by ptxas (registers, spills, PTX lines, SASS instruction count via nvdisasm), the
   e-graph cost before and after and the rules that fired;
 - ``triton``: Triton's PTX for the SAME source text (``ASTSource`` with the launch's types and
-  constexprs only, no value or alignment specialization), assembled by the same ptxas.
+  constexprs, plus the launch-time specialization both launchers would make for the bench case:
+  aligned buffers, 16-divisible integers, and eggpu's checked ``offsets_i32``; ``--no-facts``
+  drops it), assembled by the same ptxas.
 
 For the 17 library kernels (:data:`eggpu.kernels.LIBRARY`, default case of each) it records the
 same eggpu variants, and Triton for the ones :mod:`bench.triton_kernels` mirrors. The summary
@@ -51,13 +53,14 @@ def _slim(q: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _eggpu_variant(inst: Any, target: str, optimize: bool) -> dict[str, Any]:
+def _eggpu_variant(inst: Any, target: str, optimize: bool, options: dict[str, Any] | None = None) -> dict[str, Any]:
+    """eggpu's metrics for ``inst`` (``options``: extra compile options, the launch facts)."""
     import eggpu
     from eggpu.optimizer.cost import CostModel
 
     from .cost_fit import features
 
-    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, num_warps=NUM_WARPS)
+    ck = eggpu.compile(inst, target=target, optimize=optimize, cache=False, num_warps=NUM_WARPS, **(options or {}))
     out = _slim(_assemble(ck.ptx, target))
     fn, threads = ck.ir, ck.num_threads
     out["model_cost"] = round(CostModel.for_target(target).function_cost(fn), 2)
@@ -100,11 +103,14 @@ def _row(variants: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress) -> dict[str, Any]:
-    """``{kernel: {target: {variant: metrics}}}`` for the naive suite."""
+def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress,
+                  facts: bool = True) -> dict[str, Any]:
+    """``{kernel: {target: {variant: metrics}}}`` for the naive suite. ``facts``: both compilers
+    get the launch-time specialization of the bench case (:func:`bench.naive.launch_facts`);
+    without, only types and constexprs."""
     from triton.compiler import ASTSource
 
-    from .naive import NAIVE, load, triton_signature
+    from .naive import NAIVE, launch_facts, load, triton_signature
 
     egg, tri = load("eggpu"), load("triton")
     out: dict[str, Any] = {}
@@ -114,12 +120,18 @@ def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, prog
         case = k.make(k.bench_size, np.random.default_rng(0))
         inst = getattr(egg, k.name).specialize(*case.args, **k.consts)
         tfn = getattr(tri, k.name)
-        src = ASTSource(fn=tfn, signature=triton_signature(case, tfn, k.consts), constexprs=dict(k.consts))
+        sig, constexprs = triton_signature(case, tfn, k.consts), dict(k.consts)
+        options, attrs = {}, None
+        if facts:
+            options, attrs, constants = launch_facts(case, tfn, k.consts)
+            sig.update({n: "constexpr" for n in constants})
+            constexprs.update(constants)
+        src = ASTSource(fn=tfn, signature=sig, constexprs=constexprs, attrs=attrs)
         out[k.name] = {}
         for target in targets:
             out[k.name][target] = row = _row({
-                "eggpu_noopt": lambda t=target, i=inst: _eggpu_variant(i, t, False),
-                "eggpu": lambda t=target, i=inst: _eggpu_variant(i, t, True),
+                "eggpu_noopt": lambda t=target, i=inst, o=options: _eggpu_variant(i, t, False, o),
+                "eggpu": lambda t=target, i=inst, o=options: _eggpu_variant(i, t, True, o),
                 "triton": lambda t=target, s=src: _triton_variant(s, t),
             })
             progress(f"  naive {k.name} {target}: " + _line(row))
@@ -225,8 +237,10 @@ def markdown(res: dict[str, Any]) -> str:
          "Twelve kernels written the way PyTorch Inductor generates Triton (`bench/naive_kernels.py`: flattened "
          "index math, broadcast loads through computed indices, `tl.where(mask, x, 0.0)`, masks combined with "
          "themselves, casts, persistent and looped reductions), compiled from the same source text by "
-         "`@eggpu.jit` (optimize off / on) and `@triton.jit` (types and constexprs only, no launch "
-         "specialization), assembled by the same ptxas; SASS counted with nvdisasm. The library kernels (default "
+         "`@eggpu.jit` (optimize off / on) and `@triton.jit` (types, constexprs and "
+         + ("the launch-time specialization both launchers make: 16-byte aligned buffers, 16-divisible integers, "
+            "eggpu's checked `offsets_i32`" if meta.get("launch_facts") else "no launch specialization")
+         + "), assembled by the same ptxas; SASS counted with nvdisasm. The library kernels (default "
          "case, default dtype) are measured the same way.\n"]
     goal_rows = []
     for target, s in summ.items():
@@ -337,6 +351,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--targets", nargs="*", default=list(TARGETS), help="default: %(default)s")
     ap.add_argument("--kernels", nargs="*", help="naive and/or library kernel names (default: all)")
     ap.add_argument("--no-library", action="store_true", help="only the naive suite")
+    ap.add_argument("--no-facts", action="store_true",
+                    help="naive suite without launch-time specialization (types and constexprs only)")
     ap.add_argument("--out", default=DEFAULT_OUT, help="JSON output (default %(default)s)")
     ap.add_argument("--docs", default="docs/performance.md", help="report to update (default %(default)s)")
     ap.add_argument("--no-docs", action="store_true", help="do not update the report")
@@ -354,9 +370,9 @@ def main(argv: list[str]) -> int:
     targets = tuple(a.targets)
     res: dict[str, Any] = {"meta": {"date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
                                     "command": " ".join(["python -m bench naive", *argv]), "targets": list(targets),
-                                    "num_warps": NUM_WARPS}}
+                                    "num_warps": NUM_WARPS, "launch_facts": not a.no_facts}}
     _progress("naive kernels ...")
-    res["naive"] = measure_naive(targets, a.kernels)
+    res["naive"] = measure_naive(targets, a.kernels, facts=not a.no_facts)
     if not a.no_library:
         _progress("library kernels ...")
         res["library"] = measure_library(targets, a.kernels)
