@@ -192,7 +192,7 @@ def triton_signature(case: Case, fn: Any, consts: dict[str, int]) -> dict[str, s
     return {n: sig[n] for n in names}
 
 
-def launch_facts(case: Case, fn: Any, consts: dict[str, int]) -> tuple[dict[str, Any], dict, dict[str, int]]:
+def launch_facts(case: Case, names: list[str], consts: dict[str, int]) -> tuple[dict[str, Any], dict, dict[str, int]]:
     """The launch-time specialization of ``case``, as both compilers' launchers make it on a GPU:
     ``(eggpu compile options, Triton attrs, Triton constants)``.
 
@@ -200,11 +200,11 @@ def launch_facts(case: Case, fn: Any, consts: dict[str, int]) -> tuple[dict[str,
     addresses): eggpu ``align16``, Triton ``tt.divisibility = 16``. An integer argument divisible
     by 16 gets ``div16`` / ``tt.divisibility = 16``; one equal to 1 gets ``eq1`` / becomes a Triton
     constexpr. eggpu also gets ``offsets_i32`` when the grid allows it (the check its launcher
-    makes; Triton assumes i32 offsets unconditionally).
+    makes; Triton assumes i32 offsets unconditionally). ``names``: the kernel's parameter names
+    in order (:func:`param_names`).
     """
     from eggpu.ir.facts import facts_for_args, grid_fits_i32
 
-    names = list(fn.arg_names)
     runtime = [n for n in names if n not in consts]
     specialize: dict[str, tuple[str, ...]] = {}
     attrs: dict[tuple[int, ...], list] = {}
@@ -227,4 +227,11 @@ def launch_facts(case: Case, fn: Any, consts: dict[str, int]) -> tuple[dict[str,
     return options, attrs, constants
 
 
-__all__ = ["BY_NAME", "NAIVE", "Case", "NaiveKernel", "launch_facts", "load", "triton_signature"]
+def param_names(jit_fn: Any) -> list[str]:
+    """The parameter names of a kernel of either backend, in order."""
+    import inspect
+
+    return list(inspect.signature(jit_fn.fn).parameters)
+
+
+__all__ = ["BY_NAME", "NAIVE", "Case", "NaiveKernel", "launch_facts", "load", "param_names", "triton_signature"]

@@ -110,7 +110,7 @@ def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, prog
     without, only types and constexprs."""
     from triton.compiler import ASTSource
 
-    from .naive import NAIVE, launch_facts, load, triton_signature
+    from .naive import NAIVE, launch_facts, load, param_names, triton_signature
 
     egg, tri = load("eggpu"), load("triton")
     out: dict[str, Any] = {}
@@ -123,7 +123,7 @@ def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, prog
         sig, constexprs = triton_signature(case, tfn, k.consts), dict(k.consts)
         options, attrs = {}, None
         if facts:
-            options, attrs, constants = launch_facts(case, tfn, k.consts)
+            options, attrs, constants = launch_facts(case, param_names(tfn), k.consts)
             sig.update({n: "constexpr" for n in constants})
             constexprs.update(constants)
         src = ASTSource(fn=tfn, signature=sig, constexprs=constexprs, attrs=attrs)
