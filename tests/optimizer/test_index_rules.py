@@ -315,3 +315,55 @@ def test_extraction_is_never_priced_above_the_input(name, monkeypatch):
     assert not res.fell_back and res.reason == "" and res.validation.ok
     assert res.cost_after < res.cost_before
     assert seen and all(ex.cost <= ex.candidates["original"] * (1 + 1e-9) for ex in seen)
+
+
+# ---------------------------------------------------------------- where(m, load(p, m, o), o)
+
+def _where_of_load(load_mask: str, where_mask: str, other: str = "0.0", fallback: str = "0.0") -> str:
+    """out = where(<where_mask>, load(x, <load_mask>, other), fallback) with a = offs < n and
+    b = offs < 100 (masks: "a", "b", "ab" for a & b)."""
+    return f"""kernel k(%x: ptr<f32>, %y: ptr<f32>, %n: i32) grid=1 {{
+  %0 = arange() {{end=128, start=0}} : i32[128]
+  %sn = splat(%n) {{shape=(128)}} : i32[128]
+  %a = lt(%0, %sn) : bool[128]
+  %c = const() {{dtype=i32, value=100}} : i32
+  %sc = splat(%c) {{shape=(128)}} : i32[128]
+  %b = lt(%0, %sc) : bool[128]
+  %ab = and(%a, %b) : bool[128]
+  %p = splat(%x) {{shape=(128)}} : ptr<f32>[128]
+  %q = addptr(%p, %0) : ptr<f32>[128]
+  %z = const() {{dtype=f32, value={other}}} : f32
+  %o = splat(%z) {{shape=(128)}} : f32[128]
+  %f = const() {{dtype=f32, value={fallback}}} : f32
+  %fo = splat(%f) {{shape=(128)}} : f32[128]
+  %1 = load(%q, %{load_mask}, %o) : f32[128]
+  %2 = where(%{where_mask}, %1, %fo) : f32[128]
+  %r = splat(%y) {{shape=(128)}} : ptr<f32>[128]
+  %s = addptr(%r, %0) : ptr<f32>[128]
+  store(%s, %2)
+}}"""
+
+
+@pytest.mark.parametrize(("load_mask", "where_mask", "other", "fallback", "folds"), [
+    ("a", "a", "0.0", "0.0", True),            # where(m, load(p, m, 0), 0) is the load
+    ("ab", "a", "0.0", "0.0", True),           # Inductor: where(m, load(p, m & xmask, 0), 0)
+    ("ab", "b", "-inf", "-inf", True),         # either operand of the and, any fallback equal to other
+    ("a", "a", "0.0", "-inf", False),          # a different fallback is a real selection
+    ("a", "ab", "0.0", "0.0", False),          # a narrower selection than the load's mask
+    ("a", "a", "-0.0", "0.0", False),          # -0.0 is not 0.0
+])
+def test_a_where_around_a_masked_load_with_the_same_fallback_folds(load_mask, where_mask, other, fallback, folds):
+    fn = parse_function(_where_of_load(load_mask, where_mask, other, fallback))
+    res = optimize(fn)
+    assert not res.fell_back and res.validation.ok, res.reason
+    wheres = [o for o in res.function.walk() if o.op == "where"]
+    assert (not wheres) == folds, str(res.function)
+    rng = np.random.default_rng(3)
+    for n in (1, 77, 128):
+        x = rng.standard_normal(128).astype(np.float32)
+        outs = []
+        for f in (fn, res.function):
+            y = np.full(128, 5.0, np.float32)
+            interpret(f, 1, x, y, n)
+            outs.append(y)
+        np.testing.assert_array_equal(outs[0].view(np.uint32), outs[1].view(np.uint32))
