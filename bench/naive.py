@@ -192,4 +192,46 @@ def triton_signature(case: Case, fn: Any, consts: dict[str, int]) -> dict[str, s
     return {n: sig[n] for n in names}
 
 
-__all__ = ["BY_NAME", "NAIVE", "Case", "NaiveKernel", "load", "triton_signature"]
+def launch_facts(case: Case, names: list[str], consts: dict[str, int]) -> tuple[dict[str, Any], dict, dict[str, int]]:
+    """The launch-time specialization of ``case``, as both compilers' launchers make it on a GPU:
+    ``(eggpu compile options, Triton attrs, Triton constants)``.
+
+    Every buffer is taken as 16-byte aligned (device allocations are; the harness has no device
+    addresses): eggpu ``align16``, Triton ``tt.divisibility = 16``. An integer argument divisible
+    by 16 gets ``div16`` / ``tt.divisibility = 16``; one equal to 1 gets ``eq1`` / becomes a Triton
+    constexpr. eggpu also gets ``offsets_i32`` when the grid allows it (the check its launcher
+    makes; Triton assumes i32 offsets unconditionally). ``names``: the kernel's parameter names
+    in order (:func:`param_names`).
+    """
+    from eggpu.ir.facts import facts_for_args, grid_fits_i32
+
+    runtime = [n for n in names if n not in consts]
+    specialize: dict[str, tuple[str, ...]] = {}
+    attrs: dict[tuple[int, ...], list] = {}
+    constants: dict[str, int] = {}
+    for n, a in zip(runtime, case.args, strict=True):
+        if isinstance(a, np.ndarray):
+            specialize[n] = ("align16",)
+            attrs[(names.index(n),)] = [["tt.divisibility", 16]]
+            continue
+        fact = facts_for_args([n], ["int"], [a]).get(n, ())
+        if fact:
+            specialize[n] = fact
+        if fact == ("eq1",):
+            constants[n] = 1
+        elif fact == ("div16",):
+            attrs[(names.index(n),)] = [["tt.divisibility", 16]]
+    options: dict[str, Any] = {"specialize": specialize}
+    if grid_fits_i32(case.grid, max(consts.values()) if consts else 1):
+        options["offsets_i32"] = True
+    return options, attrs, constants
+
+
+def param_names(jit_fn: Any) -> list[str]:
+    """The parameter names of a kernel of either backend, in order."""
+    import inspect
+
+    return list(inspect.signature(jit_fn.fn).parameters)
+
+
+__all__ = ["BY_NAME", "NAIVE", "Case", "NaiveKernel", "launch_facts", "load", "param_names", "triton_signature"]

@@ -57,7 +57,8 @@ class OptimizeResult:
     (encode, saturate, extract, decode, validate); ``validation`` is the translation-validation
     result; ``rules_used`` are the names of the rules given to egglog, ``rules_rejected`` maps
     the others to their verdict (``refuted``, ``unknown``, or ``fast_math`` when proved but not
-    enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized;
+    enabled); ``fell_back``/``reason`` say whether and why the input was returned unoptimized
+    (``reason`` alone, with ``fell_back`` False: extraction found only costlier programs);
     ``extraction`` names the extraction method(s) that won (``tree``, ``greedy-dag``);
     ``stop_detail`` says more about the stop where the reason alone does not (a rolled-back
     step, the isolated saturation process killed at its time or memory limit: see :mod:`.saturate`).
@@ -391,7 +392,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         return fall_back(f"{type(e).__name__}: {e}")
 
     cost_after = model.function_cost(new_fn)
-    if cost_after > cost_before:
+    if cost_after > cost_before:  # DAG extraction is greedy: never hand back a costlier program
+        result.reason = f"the extracted program is costlier than the input ({cost_after:.2f} > {cost_before:.2f}): kept the input"
         new_fn = clone(fn)
         cost_after = cost_before
     result.function = new_fn

@@ -6,9 +6,12 @@ costs ``numel`` times its per-lane cost (a block op runs once per lane), so ``ad
 into ``splat(a + b)`` is a win. Relative per-lane costs (sm_90 defaults):
 
 * integer ``add``/``sub``/logic/shifts/compares/``select``: 1; integer ``mul``: 2 (so
-  ``x * 8 -> x << 3`` is a strict win); integer ``div``/``rem``: 20 (a multi-instruction
-  sequence); 64-bit integer arithmetic costs twice its 32-bit counterpart (emulated with pairs of
-  32-bit instructions).
+  ``x * 8 -> x << 3`` is a strict win); signed ``div``/``rem``: 20 (a multi-instruction
+  sequence), unsigned ones ``unsigned_divrem`` times that (16: no sign fix-up, so rewriting a
+  signed division of non-negative operands to the unsigned one is a strict win); 64-bit integer
+  arithmetic costs twice its 32-bit counterpart (emulated with pairs of 32-bit instructions).
+* ``cast``: ``cast_lane``, except between integers of the same width (``i32 <-> u32``), which
+  is a rename of the same bits and costs ``shape_lane`` (nearly free, strictly positive).
 * float ``add``/``mul``/``fma``/``min``/``max``: 1 (f64: ``f64_factor`` times); IEEE ``div`` and
   ``sqrt``: 8; transcendentals (``exp``, ``log``, ``rsqrt``, ``sin``, ``tanh``, ``erf``...): 4-16,
   times ``f64_transcendental_factor`` for f64 (software sequences).
@@ -116,6 +119,7 @@ class CostModel:
     dot_mac: float = 0.25
     memory_lane: float = 10.0
     cast_lane: float = 1.0
+    unsigned_divrem: float = 0.8
     select_lane: float = 1.0
     addptr_lane: float = 2.0
     reduce_factor: float = 1.0
@@ -188,6 +192,8 @@ class CostModel:
         base = self.int_arith.get(op)
         if base is None:
             raise EggpuError(f"cost model: no integer cost for op {op!r}")
+        if op in ("div", "rem") and dtype.is_unsigned:
+            base *= self.unsigned_divrem
         return base * (self.int64_factor if dtype.bits == 64 else 1.0)
 
     def op_cost(self, op: str, operand_types: Sequence[BlockType], result_types: Sequence[BlockType],
@@ -201,6 +207,8 @@ class CostModel:
         if op == "arange":
             return self.arange_lane * result_types[0].numel
         if op in _SHAPE_OPS:
+            return self.shape_lane * result_types[0].numel
+        if op == "cast" and _same_width_ints(operand_types[0].dtype, result_types[0].dtype):
             return self.shape_lane * result_types[0].numel
         if op in ("trans", "gather"):
             return self.trans_lane * result_types[0].numel
@@ -244,6 +252,11 @@ class CostModel:
             cost = self.op_cost(op.op, [v.type for v in op.operands], [r.type for r in op.results], op.attrs)
             total += cost / max(numel, 1) * math.ceil(numel / max(threads, 1))
         return total
+
+
+def _same_width_ints(a: DType, b: DType) -> bool:
+    """Whether a cast from ``a`` to ``b`` only renames bits: two integer dtypes of one width."""
+    return isinstance(a, DType) and isinstance(b, DType) and a.is_int and b.is_int and a.bits == b.bits
 
 
 __all__ = ["CostModel"]

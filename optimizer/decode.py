@@ -221,11 +221,41 @@ class Decoder:
             b.yield_(*args)
             return
         else:
+            args = drop_true_mask(op.op, args)
             new_op = b.create(op.op, args, dict(op.attrs), result_types_=[r.type for r in op.results])
         for old, new in zip(op.results, new_op.results):
             self.vmap[id(old)] = new
             if old.name is not None and new.name is None:
                 new.name = old.name
+
+
+#: memory op -> index of its optional mask operand (a load's ``other`` follows its mask)
+MASK_OPERAND = {"load": 1, "store": 2}
+
+
+def is_all_true(v: Value) -> bool:
+    """Whether ``v`` is the constant ``true`` on every lane: a bool ``const`` 1, or a ``splat``,
+    ``broadcast``, ``expand_dims`` or ``reshape`` of one (how an extracted proved-true mask looks)."""
+    while True:
+        op = v.owner
+        if not isinstance(op, Operation) or getattr(v.type.dtype, "name", None) != "bool":
+            return False
+        if op.op == "const":
+            return bool(op.attrs.get("value"))
+        if op.op not in ("splat", "broadcast", "expand_dims", "reshape"):
+            return False
+        v = op.operands[0]
+
+
+def drop_true_mask(name: str, args: list[Value]) -> list[Value]:
+    """The operands of memory op ``name`` without a mask the optimizer proved all-true (and
+    without a load's ``other``, which such a mask never selects): ``load(p, true, o)`` is
+    ``load(p)`` and ``store(p, v, true)`` is ``store(p, v)``. Translation validation checks the
+    dropped mask is true on every lane (:mod:`eggpu.optimizer.validate`)."""
+    j = MASK_OPERAND.get(name)
+    if j is None or len(args) <= j or not is_all_true(args[j]):
+        return args
+    return args[:j]
 
 
 def decode(encoding: Encoding, typed: TypedGraph, let_classes: dict[str, int],

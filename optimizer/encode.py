@@ -173,6 +173,7 @@ class _Encoder:
             else:
                 for r in op.results:
                     region.local_leaves[self.leaf(r).id] = i
+                self.lines.extend(self.masked_load_facts(op, local, region))
         # Roots: pure values of this block needed by a non-pure op here or by any nested op.
         for i, op in enumerate(blk.ops):
             if op.opdef.is_pure and not op.regions:
@@ -195,6 +196,20 @@ class _Encoder:
                             inner_outer.add(self.leaf(v).id)
             for sub in op.regions:
                 self.block(sub, region, inner_outer)
+
+    def masked_load_facts(self, op: Operation, local: dict[int, Value], region: Region) -> list[str]:
+        """What a masked load with ``other`` says about its own value: ``load(p, m, o)`` equals
+        ``where(m, load(p, m, o), o)`` on every lane (masked-off lanes read ``o``; the IR's
+        semantics). Asserted as a ``union``, so Inductor's ``tl.where(m, tl.load(p, m, other=0.0),
+        0.0)`` and ``where(a, load(p, a & b, o), o)`` (rule ``where-where-and-inner``) fold to
+        the load. Translation validation checks every such fold like any rewrite."""
+        if op.op != "load" or len(op.operands) != 3 or op.results[0].type.is_pointer:
+            return []
+        _ptr, mask, other = op.operands
+        value = self.leaf(op.results[0]).term()
+        dt = DTYPE_CONSTRUCTORS[op.results[0].type.dtype]
+        m, o = self.operand_term(mask, local, region), self.operand_term(other, local, region)
+        return [f"(union {value} (Where ({dt}) {m} {value} {o}))"]
 
     def operand_term(self, v: Value, local: dict[int, Value], region: Region) -> str:
         if id(v) in local:

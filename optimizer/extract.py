@@ -14,11 +14,13 @@ Pipeline:
    dtype arguments and attributes. A node whose type cannot be computed is not extractable;
    an integer constant outside its dtype's range is not extractable either.
 3. :func:`extract` picks one typed node per needed slot for a region's roots. Costs come from
-   the :class:`~eggpu.optimizer.cost.CostModel` on the node's operand and result types. Two
+   the :class:`~eggpu.optimizer.cost.CostModel` on the node's operand and result types. Three
    candidates are computed and the one with the lower DAG cost (every chosen slot paid once) is
    kept: a tree-cost fixpoint (Bellman-Ford style; strictly positive costs of non-leaf nodes
-   make it acyclic) and a greedy DAG extraction (each slot carries the set of slots its choice
-   needs, shared slots paid once). Leaves the region may not use (opaque values of other regions
+   make it acyclic), a greedy DAG extraction (each slot carries the set of slots its choice
+   needs, shared slots paid once) and the input program itself (so a region is never priced
+   above its input); then a bounded hill-climb switches single slots while the DAG cost
+   strictly drops (:func:`improve_locally`). Leaves the region may not use (opaque values of other regions
    or defined after the point of use) are excluded by a leaf filter. The final choice is checked
    to be acyclic; a cycle raises instead of producing a wrong program. On cost ties, nodes of the
    input program win (:func:`mark_original`), so equal-cost rewrites do not churn the program.
@@ -501,12 +503,72 @@ def extract(tg: TypedGraph, roots: Sequence[int | Slot], leaf_ok: LeafFilter = l
     dag = greedy_dag_extract(tg, ids, leaf_ok)
     if all(r in dag for r in ids):
         cands["greedy-dag"] = (dag, dag_cost(dag, ids))
-    method = min(cands, key=lambda k: cands[k][1])
+    orig = original_choice(tg, ids, leaf_ok, tree)
+    cands["original"] = (orig, dag_cost(orig, ids))
+    method = min(cands, key=lambda k: cands[k][1])  # on ties the first: the input only when cheaper
     choice, c = cands[method]
     if c == INF:
         raise ExtractionError("extraction produced no acyclic program")
+    choice, c2 = improve_locally(tg, ids, leaf_ok, choice, c)
+    if c2 < c:
+        method, c = f"{method}+local", c2
     _topo(choice, ids)  # acyclicity check (raises)
     return Extraction(choice, ids, method, c, {k: v[1] for k, v in cands.items()})
+
+
+def original_choice(tg: TypedGraph, roots: Sequence[int], leaf_ok: LeafFilter,
+                    base: Mapping[int, TNode]) -> dict[int, TNode]:
+    """``base`` with every slot that holds a node of the input program (:func:`mark_original`)
+    choosing it (the cheapest, when several): the input program itself, as a candidate, so
+    extraction never prices a region above its input (greedy DAG extraction can: a rewrite that
+    is cheaper as a tree, e.g. a hoisted address, may keep a shared value alive as well)."""
+    _region, tns = _candidates(tg, roots, leaf_ok)
+    choice = dict(base)
+    picked: dict[int, TNode] = {}
+    for tn in tns:
+        if tn.node.original and (tn.slot not in picked or tn.cost < picked[tn.slot].cost):
+            picked[tn.slot] = tn
+    choice.update(picked)
+    return choice
+
+
+#: bound on the work of :func:`improve_locally`: DAG cost evaluations times nodes per evaluation
+LOCAL_SEARCH_WORK = 1_500_000
+
+
+def improve_locally(tg: TypedGraph, roots: Sequence[int], leaf_ok: LeafFilter, choice: Mapping[int, TNode],
+                    cost: float) -> tuple[dict[int, TNode], float]:
+    """Hill-climb on DAG cost: for each chosen slot, switch to another of its typed nodes when
+    that strictly lowers the cost of the whole choice (every slot paid once; a switch that makes
+    a cycle costs INF and is refused). Rounds repeat until none improves or the work bound
+    :data:`LOCAL_SEARCH_WORK` is spent; the result is never costlier than ``choice``."""
+    _region, tns = _candidates(tg, roots, leaf_ok)
+    alts: dict[int, list[TNode]] = {}
+    for tn in tns:
+        alts.setdefault(tn.slot, []).append(tn)
+    best = dict(choice)
+    work = 0
+    improved = True
+    while improved and work < LOCAL_SEARCH_WORK:
+        improved = False
+        in_use = _topo(best, roots)
+        size = max(len(in_use), 1)
+        for cur in in_use:
+            s = cur.slot
+            for alt in alts.get(s, ()):
+                if alt is best[s] or any(ch not in best for ch in alt.children):
+                    continue
+                if work >= LOCAL_SEARCH_WORK:
+                    break
+                old = best[s]
+                best[s] = alt
+                c = dag_cost(best, roots)
+                work += size
+                if c < cost * (1 - 1e-12):
+                    cost, improved = c, True
+                else:
+                    best[s] = old
+    return best, cost
 
 
 __all__ = [

@@ -9,6 +9,8 @@ same nesting. :func:`validate` checks the skeleton, then proves with z3 that, la
   address and the same value (compare/value for ``atomic_cas``);
 * every ``load`` has the same mask, the same address where the mask is on and the same
   ``other`` where it is off;
+* a mask the optimized op no longer has (the decoder drops masks extracted as all-true, and a
+  load's ``other`` with them) must be defined and true on every lane of the original;
 * every ``for`` gets the same bounds, step and initial values, every ``if`` the same condition
   and every ``yield`` the same values.
 
@@ -65,6 +67,7 @@ from eggpu.ir.dtypes import DType, i32
 from eggpu.ir.ops import Trait
 
 from . import z3ops
+from .decode import MASK_OPERAND
 from .z3ops import Enc
 
 TRUE = z3.BoolVal(True)
@@ -650,7 +653,7 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     parent_b = {id(o): _parent_key(o, ops_b) for o, _ in ops_b}
     parent_a = {id(o): _parent_key(o, ops_a) for o, _ in ops_a}
     for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
-        if (ob.op != oa.op or len(ob.operands) != len(oa.operands) or dict(ob.attrs) != dict(oa.attrs)
+        if (ob.op != oa.op or not _operand_counts_match(ob, oa) or dict(ob.attrs) != dict(oa.attrs)
                 or [r.type for r in ob.results] != [r.type for r in oa.results]
                 or [len(r.args) for r in ob.regions] != [len(r.args) for r in oa.regions]):
             raise _Mismatch(f"{_describe(ob, k)} does not correspond to {_describe(oa, k)} of the optimized function")
@@ -676,9 +679,14 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     unknown: list[str] = []
     for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
         for j, role, mask_j, on in _obligations(ob, k):
-            vb, va = ob.operands[j], oa.operands[j]
+            vb = ob.operands[j]
             shape = vb.type.shape
             idx, rng = lane_vars("i", shape)
+            if j >= len(oa.operands):  # a mask the optimizer dropped as all-true (and the load's other)
+                if role == "mask":
+                    _check_dropped_mask(ck, eb.at(vb, idx), rng, f"{_describe(ob, k)} mask", unknown, failures)
+                continue  # `other` is never selected under a mask that is true on every lane
+            va = oa.operands[j]
             xb, xa = eb.at(vb, idx), ea.at(va, idx)
             ck.checks += 1
             if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
@@ -711,6 +719,26 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     if unknown:
         return Validation("unknown", "; ".join(unknown), ck.checks, ck.solver_calls, secs)
     return Validation("valid", "", ck.checks, ck.solver_calls, secs)
+
+
+def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
+    """Same operand count, or ``oa`` is ``ob`` without its mask (and a load's ``other``): the
+    decoder drops a mask extracted as all-true (:func:`eggpu.optimizer.decode.drop_true_mask`)."""
+    if len(ob.operands) == len(oa.operands):
+        return True
+    j = MASK_OPERAND.get(ob.op)
+    return j is not None and len(oa.operands) == j < len(ob.operands)
+
+
+def _check_dropped_mask(ck: _Checker, m: Any, rng: Any, what: str, unknown: list[str], failures: list[str]) -> None:
+    """The original mask ``m`` must be defined and true on every lane (``rng``) for the optimized
+    op to go unmasked; a lane where it is not is a counterexample."""
+    ck.checks += 1
+    r, _ = ck.solve(z3.And(rng, z3.Not(z3.And(m.defined, m.value))))
+    if r == z3.unknown:
+        unknown.append(f"{what}: solver gave up proving the dropped mask all-true ({ck.timeout_ms} ms budget)")
+    elif r != z3.unsat:
+        failures.append(f"{what}: dropped by the optimizer but not true on every lane")
 
 
 def _parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int, int]:
