@@ -25,10 +25,11 @@ This package imports egglog and z3 lazily: ``import eggpu.optimizer`` is cheap.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -310,12 +311,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     contents as ``(label, bytes)`` pairs already read with :func:`eggpu.rules.read_rule_sources`,
     used instead of reading the files again (the compile pipeline passes the bytes its cache key
     hashed)."""
-    from .analyses import fact_seeds
-    from .budget import Budget, observe_tail
-    from .decode import Decoder, clone
+    from .decode import clone
     from .encode import encode
-    from .extract import TypedGraph, mark_original, read_egraph
-    from .saturate import run_commands, saturate
 
     limits = limits or Limits()
     model = CostModel.for_target(target)
@@ -333,12 +330,49 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         return result
 
     try:
-        t = time.perf_counter()
-        enc = encode(fn)
-        times["encode"] = time.perf_counter() - t
+        with _timed(times, "encode"):
+            enc = encode(fn)
+        rep, budget = _saturate_stage(fn, enc, prepared, limits, subset_rules, result)
+        new_fn = _extract_stage(enc, rep, budget, model, result)
+    except Exception as e:  # any failure after the rules loaded: keep the input program
+        return fall_back(f"{type(e).__name__}: {e}")
 
-        t = time.perf_counter()
-        # Limits.seconds bounds the whole e-graph phase: loading, steps, copy-back, extraction
+    cost_after = model.function_cost(new_fn)
+    if cost_after > cost_before:  # DAG extraction is greedy: never hand back a costlier program
+        result.reason = f"the extracted program is costlier than the input ({cost_after:.2f} > {cost_before:.2f}): kept the input"
+        new_fn = clone(fn)
+        cost_after = cost_before
+    result.function = new_fn
+    result.cost_after = cost_after
+    if not validate:
+        return result
+    problem = _validate_stage(fn, new_fn, fast_math, result)
+    return fall_back(problem) if problem else result
+
+
+@contextlib.contextmanager
+def _timed(times: dict[str, float], stage: str) -> Iterator[None]:
+    """Adds the time spent in the block to ``times[stage]`` (also when it raises)."""
+    t = time.perf_counter()
+    try:
+        yield
+    finally:
+        times[stage] += time.perf_counter() - t
+
+
+def _saturate_stage(fn: Function, enc: Any, prepared: PreparedRules, limits: Limits, subset_rules: bool,
+                    result: OptimizeResult) -> tuple[Any, Any]:
+    """Load the program (and its launch facts) into the rule set's cached e-graph, saturate
+    under ``limits`` (:class:`~eggpu.optimizer.budget.Budget`: Limits.seconds bounds the whole
+    e-graph phase, copy-back and extraction included) and restore the base e-graph. Returns the
+    saturation report (its ``view`` is the e-graph read back) and the budget; records the stop
+    and rule hits in ``result``."""
+    from .analyses import fact_seeds
+    from .budget import Budget
+    from .extract import read_egraph
+    from .saturate import run_commands, saturate
+
+    with _timed(result.times, "saturate"):
         budget = Budget(limits.seconds)
         sel = None
         if subset_rules:
@@ -359,61 +393,53 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
                 run_commands(eg, seeds, "seeding the analyses from the launch facts")
             rep = saturate(eg, prepared.rulesets, limits,
                            read_view=lambda g: read_egraph(g, enc.let_types), budget=budget)
-            view = rep.view
             run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
             clean = True
         finally:
             if not clean:  # unknown push depth or a panicked egglog: never reuse this e-graph
                 _egraphs().pop(program, None)
-        times["saturate"] = time.perf_counter() - t
-        result.stop_reason = rep.stop_reason
-        result.stop_detail = rep.detail
-        result.rule_hits = rep.rule_hits
-        result.egraph_nodes = rep.nodes
-        result.iterations = rep.iterations
+    result.stop_reason = rep.stop_reason
+    result.stop_detail = rep.detail
+    result.rule_hits = rep.rule_hits
+    result.egraph_nodes = rep.nodes
+    result.iterations = rep.iterations
+    return rep, budget
 
-        t = time.perf_counter()
+
+def _extract_stage(enc: Any, rep: Any, budget: Any, model: CostModel, result: OptimizeResult) -> Function:
+    """The cheapest program of the saturated e-graph, decoded back to IR."""
+    from .budget import observe_tail
+    from .decode import Decoder
+    from .extract import TypedGraph, mark_original
+
+    view = rep.view
+    with _timed(result.times, "extract"):
         mark_original(view, enc.structure)
         seeds: dict[int, list] = {}
         for name, c in view.lets.items():
             seeds.setdefault(c, []).append(enc.let_types[name])
         leaf_types = {lid: leaf.type for lid, leaf in enc.leaves.items()}
-        typed = TypedGraph(view, seeds, leaf_types, model)
-        dec = Decoder(enc, typed, view.lets)
+        dec = Decoder(enc, TypedGraph(view, seeds, leaf_types, model), view.lets)
         dec.prepare()
-        times["extract"] = time.perf_counter() - t
-        observe_tail(len(view.nodes), budget.now() - rep.tail_start)  # prices the next run's reserve
-
-        t = time.perf_counter()
+    observe_tail(len(view.nodes), budget.now() - rep.tail_start)  # prices the next run's reserve
+    with _timed(result.times, "decode"):
         new_fn = dec.run()
-        times["decode"] = time.perf_counter() - t
-        result.extraction = ",".join(sorted({ex.method for ex in dec.extractions}))
-    except Exception as e:  # any failure after the rules loaded: keep the input program
-        return fall_back(f"{type(e).__name__}: {e}")
+    result.extraction = ",".join(sorted({ex.method for ex in dec.extractions}))
+    return new_fn
 
-    cost_after = model.function_cost(new_fn)
-    if cost_after > cost_before:  # DAG extraction is greedy: never hand back a costlier program
-        result.reason = f"the extracted program is costlier than the input ({cost_after:.2f} > {cost_before:.2f}): kept the input"
-        new_fn = clone(fn)
-        cost_after = cost_before
-    result.function = new_fn
-    result.cost_after = cost_after
 
-    if validate:
-        from .validate import validate as tv
+def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: OptimizeResult) -> str | None:
+    """Translation validation of ``new_fn`` against ``fn``; the reason to fall back, or None."""
+    from .validate import validate as tv
 
-        t = time.perf_counter()
+    with _timed(result.times, "validate"):
         try:
             with _Z3_LOCK:
                 v = tv(fn, new_fn, fast_math=fast_math)
         except Exception as e:  # a bug in validation must never let an unchecked program through
-            times["validate"] = time.perf_counter() - t
-            return fall_back(f"validation raised {type(e).__name__}: {e}")
-        times["validate"] = time.perf_counter() - t
-        result.validation = v
-        if not v.ok:
-            return fall_back(f"translation validation: {v}")
-    return result
+            return f"validation raised {type(e).__name__}: {e}"
+    result.validation = v
+    return None if v.ok else f"translation validation: {v}"
 
 
 def __getattr__(name: str) -> Any:

@@ -184,18 +184,20 @@ class _Encoder:
                     region.roots.append(v)
         # Nested regions, after this block's own leaves are known.
         for i, op in enumerate(blk.ops):
-            if not op.regions:
-                continue
-            inner_outer = set(region.outer_leaves)
-            inner_outer.update(lid for lid, pos in region.local_leaves.items() if pos < i)
-            # Pure values of this block used inside become leaves there (materialized here first).
-            for sub in op.regions:
-                for inner in sub.walk():
-                    for v in inner.operands:
-                        if id(v) in local:
-                            inner_outer.add(self.leaf(v).id)
-            for sub in op.regions:
-                self.block(sub, region, inner_outer)
+            if op.regions:
+                inner_outer = self.leaves_visible_inside(op, i, region, local)
+                for sub in op.regions:
+                    self.block(sub, region, inner_outer)
+
+    def leaves_visible_inside(self, op: Operation, i: int, region: Region, local: dict[int, Value]) -> set[int]:
+        """Leaf ids the regions of ``op`` (the ``i``-th op of ``region``'s block) may use: the
+        block's outer leaves, its leaves defined before ``op``, and this block's pure values
+        used inside (they become leaves there, materialized here first)."""
+        inner_outer = set(region.outer_leaves)
+        inner_outer.update(lid for lid, pos in region.local_leaves.items() if pos < i)
+        used_inside = (v for sub in op.regions for inner in sub.walk() for v in inner.operands)
+        inner_outer.update(self.leaf(v).id for v in used_inside if id(v) in local)
+        return inner_outer
 
     def masked_load_facts(self, op: Operation, local: dict[int, Value], region: Region) -> list[str]:
         """What a masked load with ``other`` says about its own value: ``load(p, m, o)`` equals

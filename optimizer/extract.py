@@ -87,6 +87,23 @@ class EGraphView:
         return len(self.nodes)
 
 
+def _row_attrs(eg: Any, info: Any, ins: Sequence[Any], first: int, dt_of: dict[Any, DType]) -> dict[str, Any]:
+    """The attributes of one constructor row (its inputs from ``first`` on, in the
+    constructor's attribute order); an optional attribute holding its default is left out."""
+    attrs: dict[str, Any] = {}
+    for (aname, kind), v in zip(info.attrs, ins[first:]):
+        if kind in ("i64", "bits"):
+            attrs[aname] = eg.value_to_i64(v)
+        elif kind == "DT":
+            attrs[aname] = dt_of[v]
+        else:
+            value = decode_attr(kind, eg.value_to_string(v))
+            if value != ATTR_DEFAULTS.get(aname):  # (an optional attribute's default is left out)
+                attrs[aname] = value
+    return attrs
+
+
+
 def read_egraph(eg: Any, let_names: Iterable[str] | None = None) -> EGraphView:
     """Copy the ``Term`` part of an ``egglog.bindings.EGraph`` (after a run: canonical ids)."""
     fz = eg.freeze()
@@ -118,21 +135,9 @@ def read_egraph(eg: Any, let_names: Iterable[str] | None = None) -> EGraphView:
                 continue
             ins = row.inputs
             dts = tuple(dt_of[ins[i]] for i in range(nd))
-            attrs: dict[str, Any] = {}
+            attrs = _row_attrs(eg, info, ins, nd, dt_of)
             leaf = None
-            k = nd
-            for aname, kind in info.attrs:
-                v = ins[k]
-                if kind in ("i64", "bits"):
-                    raw = eg.value_to_i64(v)
-                    attrs[aname] = raw
-                elif kind == "DT":
-                    attrs[aname] = dt_of[v]
-                else:
-                    attrs[aname] = decode_attr(kind, eg.value_to_string(v))
-                    if attrs[aname] == ATTR_DEFAULTS.get(aname):  # an optional attribute's default
-                        del attrs[aname]
-                k += 1
+            k = nd + len(info.attrs)
             children = tuple(cid(ins[i]) for i in range(k, len(sorts)))
             if info.op is None:
                 leaf = attrs.pop("id")
@@ -430,21 +435,13 @@ def tree_extract(tg: TypedGraph, roots: Sequence[int | Slot], leaf_ok: LeafFilte
     while work:
         nxt: list[TNode] = []
         for tn in work:
-            total = tn.cost
-            for c in tn.children:
-                cc = cost.get(c)
-                if cc is None:
-                    total = INF
-                    break
-                total += cc
-            if total == INF:
+            if any(c not in cost for c in tn.children):
                 continue
+            total = sum((cost[c] for c in tn.children), tn.cost)  # the same order as adding one by one
             if total < cost.get(tn.slot, INF) * (1 - 1e-12):
                 best[tn.slot] = tn
                 cost[tn.slot] = total
-                for p in tg.parents.get(tn.slot, ()):
-                    if id(p) in allowed and p.slot in region:
-                        nxt.append(p)
+                nxt.extend(p for p in tg.parents.get(tn.slot, ()) if id(p) in allowed and p.slot in region)
         work = nxt
     return best
 
@@ -468,26 +465,30 @@ def greedy_dag_extract(tg: TypedGraph, roots: Sequence[int | Slot], leaf_ok: Lea
                 continue
             if any(s in sets[c] for c in ch):
                 continue  # would make the choice depend on itself
-            if not ch:
-                merged = {s: tn.cost}
-            else:
-                biggest = max(ch, key=lambda c: len(sets[c]))
-                merged = dict(sets[biggest])
-                for c in ch:
-                    if c != biggest:
-                        merged.update(sets[c])
-                merged[s] = tn.cost
+            merged = _union_of_sets(sets, ch)
+            merged[s] = tn.cost
             t = sum(merged.values())
             if t < total.get(s, INF) * (1 - 1e-12):
                 updates += 1
                 best[s] = tn
                 sets[s] = merged
                 total[s] = t
-                for p in tg.parents.get(s, ()):
-                    if id(p) in allowed and p.slot in region:
-                        nxt.append(p)
+                nxt.extend(p for p in tg.parents.get(s, ()) if id(p) in allowed and p.slot in region)
         work = nxt
     return best
+
+
+def _union_of_sets(sets: dict[int, dict[int, float]], children: Sequence[int]) -> dict[int, float]:
+    """The slots (with their costs) the children's choices need together: a copy of the largest
+    child set updated with the others (cheaper than merging into an empty dict)."""
+    if not children:
+        return {}
+    biggest = max(children, key=lambda c: len(sets[c]))
+    merged = dict(sets[biggest])
+    for c in children:
+        if c != biggest:
+            merged.update(sets[c])
+    return merged
 
 
 def extract(tg: TypedGraph, roots: Sequence[int | Slot], leaf_ok: LeafFilter = lambda _i: True) -> Extraction:
