@@ -30,7 +30,7 @@ _LOOP_ATTEMPTS = 6
 
 def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     """Lower ``node`` into ``gen``'s current block (see the module docstring)."""
-    from .frontend import _MISSING, Undefined, _has_tensor
+    from .frontend_common import _MISSING, Undefined, _has_tensor
 
     if node.orelse:
         raise gen.error(node.orelse[0], "while ... else is not supported in a kernel",
