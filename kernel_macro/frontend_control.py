@@ -15,6 +15,7 @@ from eggpu.ir.dtypes import i32, promote
 from eggpu.ir.graph import Operation, Value
 from eggpu.ir.types import BlockType, PointerType
 
+from .block_pointers import BlockPointer, hidden_offset
 from .builtins import SIGNATURES
 from .diagnostics import did_you_mean
 from .frontend_common import (
@@ -122,6 +123,9 @@ class ControlFlow:
     def _plan_merge(self, node: ast.AST, n: str, a: Any, c: Any):
         """The leaves (then value, else value, type) to yield for a variable, and a function that
         rebuilds the variable's value from the if's results (tuples merge element by element)."""
+        if isinstance(a, BlockPointer) and a.same_layout(c, _same):  # branches advanced it differently
+            leaves, rebuild = self._plan_merge(node, n, a.offsets, c.offsets)
+            return leaves, lambda it: a.with_offsets(rebuild(it))
         if isinstance(a, tuple) and isinstance(c, tuple) and len(a) == len(c):
             parts = [self._plan_merge(node, n, x, y) for x, y in zip(a, c)]
             leaves = [leaf for p in parts for leaf in p[0]]
@@ -259,6 +263,9 @@ class ControlFlow:
         loc = self.b.loc
         line = f.source.loc(node).line
         assigned = [n for n in self._assigned_names(node) if n != target]
+        packed = self._unpack_block_pointers(before, assigned)
+        assigned = [n for n in assigned if n not in packed] + [
+            hidden_offset(n, d) for n, bp in packed.items() for d in range(len(bp.offsets))]
         plan: dict[str, tuple] = {}
         for n in assigned:
             v = before.get(n, _MISSING)
@@ -272,7 +279,7 @@ class ControlFlow:
                 plan[n] = ("const", v)
         counter = BlockType(i32, ()) if wide_trips is None else wide_trips.type
         for _attempt in range(6):
-            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter)
+            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter, packed)
             new_plan = self._join_loop(node, plan, end_scope)
             if new_plan == plan:
                 break
@@ -304,12 +311,15 @@ class ControlFlow:
                 before[n] = Undefined(
                     f"{n} is assigned inside the for loop at line {line} and is not available after it",
                     f"assign {n} before the loop so that it becomes a loop-carried value")
+        for n, bp in packed.items():
+            before[n] = bp.with_offsets(tuple(before[hidden_offset(n, d)] for d in range(len(bp.offsets))))
         before[target] = Undefined(
             f"{target} is the variable of the for loop at line {line} and is not available after it",
             "keep the value you need in a variable assigned before the loop")
 
     def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
-                   variable: Callable[[Tensor], Tensor], counter: BlockType):
+                   variable: Callable[[Tensor], Tensor], counter: BlockType,
+                   packed: dict[str, BlockPointer] | None = None):
         """The loop body region (args: the counter, then the carried values), the scope at its end,
         and, for a wide loop (a counter wider than i32, lowered as a ``while``), the next counter."""
         f = self.frame
@@ -320,6 +330,8 @@ class ControlFlow:
             scope[target] = variable(Tensor(blk.args[0]))  # the i32 iv, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
+            for n, bp in (packed or {}).items():
+                scope[n] = bp.with_offsets(tuple(scope[hidden_offset(n, d)] for d in range(len(bp.offsets))))
             f.scope = scope
             f.loop_depth += 1
             try:
@@ -327,11 +339,37 @@ class ControlFlow:
             finally:
                 f.loop_depth -= 1
             end_scope = f.scope
+            for n, bp in (packed or {}).items():
+                self._repack_block_pointer(node, n, bp, end_scope)
             next_k = None
             if counter.dtype != i32:
                 next_k = self.b.op("add", blk.args[0], self.b.const(1, counter.dtype))
         f.scope = before
         return blk, end_scope, next_k
+
+    @staticmethod
+    def _unpack_block_pointers(scope: dict[str, Any], assigned: list[str]) -> dict[str, BlockPointer]:
+        """Block pointers among the loop's ``assigned`` variables: their offsets go into hidden
+        variables of ``scope`` so that they are carried like scalars (block_pointers.py)."""
+        packed = {n: v for n in assigned if isinstance(v := scope.get(n), BlockPointer)}
+        for n, bp in packed.items():
+            for d, o in enumerate(bp.offsets):
+                scope[hidden_offset(n, d)] = o
+        return packed
+
+    def _repack_block_pointer(self, node: ast.For, n: str, bp: BlockPointer, end_scope: dict[str, Any]) -> None:
+        """Move the offsets of block pointer ``n`` at the end of the body into its hidden variables."""
+        end = end_scope.get(n)
+        if isinstance(end, Undefined):
+            raise self.error(node, f"{n} may be undefined after an iteration of this loop: {end.problem}", end.hint)
+        if not bp.same_layout(end, _same):
+            raise self.error(self._last_assignment(node, n),
+                             f"the block pointer {n} is {describe(end)} after an iteration of the loop, not the "
+                             f"same block pointer moved by tl.advance",
+                             "in a runtime loop only tl.advance may change a block pointer; make a new variable "
+                             "for a different one")
+        for d, o in enumerate(end.offsets):
+            end_scope[hidden_offset(n, d)] = o
 
     def _join_loop(self, node: ast.For, plan: dict[str, tuple], end_scope: dict[str, Any]) -> dict[str, tuple]:
         new: dict[str, tuple] = {}

@@ -79,6 +79,9 @@ def describe(v: Any) -> str:
         return f"the compile-time {type(v).__name__} {v!r}"
     if isinstance(v, tuple):
         return f"a tuple of {len(v)}"
+    described = getattr(v, "described", None)  # values defined elsewhere (block pointers) name themselves
+    if isinstance(described, str):
+        return described
     return f"a {type(v).__name__}"
 
 

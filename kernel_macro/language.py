@@ -354,8 +354,10 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     (converted to the pointee dtype; undefined when ``other`` is None). ``ptr`` and ``mask``
     broadcast against each other. ``cache_modifier`` (``""``, ``".ca"``, ``".cg"``, ``".cv"``) and
     ``eviction_policy`` (``""``, ``"evict_first"``, ``"evict_last"``) are Triton's cache hints:
-    checked, and without effect on the result. ``boundary_check``/``padding_option`` (block
-    pointers) and ``volatile=True`` are not supported."""
+    checked, and without effect on the result. On a block pointer (``tl.make_block_ptr``),
+    ``boundary_check`` lists the dimensions to bound-check and ``padding_option`` (``""``,
+    ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
+    allowed. ``volatile=True`` is not supported."""
     raise _outside("load")
 
 
@@ -363,7 +365,7 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
 def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
           eviction_policy: str = "") -> Any:
     """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
-    ``mask`` is true. ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
+    ``mask`` is true (on a block pointer: where the ``boundary_check`` dimensions are in bounds). ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
     ``eviction_policy`` are hints without effect on the result."""
     raise _outside("store")
 
@@ -620,6 +622,7 @@ def static_assert(condition: Any, msg: str = "") -> Any:
 
 # Triton's scans, shuffles and random numbers (declared in language_triton.py)
 from .language_triton import (  # noqa: E402
+    advance,
     associative_scan,
     cat,
     cumprod,
@@ -629,6 +632,7 @@ from .language_triton import (  # noqa: E402
     histogram,
     interleave,
     join,
+    make_block_ptr,
     pair_uniform_to_normal,
     philox,
     philox_impl,
@@ -655,7 +659,7 @@ __all__ = [
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
     # memory
-    "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "load", "store", "make_block_ptr", "advance", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",

@@ -9,15 +9,15 @@ are refused by the language functions themselves (:mod:`eggpu.kernel_macro.compa
 
 from __future__ import annotations
 
-_NO_BLOCK_PTR = ("eggpu has no block pointers or tensor descriptors; use pointer arithmetic "
+_NO_BLOCK_PTR = ("eggpu has no tensor descriptors; use tl.make_block_ptr, or pointer arithmetic "
                  "(ptr + offsets) with tl.load/tl.store and a mask")
 _NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
 
 UNSUPPORTED: dict[str, str] = {
     "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
     "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
-    # block pointers and descriptors
-    "make_block_ptr": _NO_BLOCK_PTR, "advance": _NO_BLOCK_PTR, "make_tensor_descriptor": _NO_BLOCK_PTR,
+    # tensor descriptors
+    "make_tensor_descriptor": _NO_BLOCK_PTR,
     "load_tensor_descriptor": _NO_BLOCK_PTR, "store_tensor_descriptor": _NO_BLOCK_PTR,
     "tensor_descriptor": _NO_BLOCK_PTR,
     # atomics
