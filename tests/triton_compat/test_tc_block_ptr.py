@@ -94,7 +94,7 @@ def tile_matmul(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
     a_bp = tl.make_block_ptr(a_ptr, (M, K), (sam, sak), (pid_m * BM, 0), (BM, BK), (1, 0))
     b_bp = tl.make_block_ptr(b_ptr, (K, N), (sbk, sbn), (0, pid_n * BN), (BK, BN), (1, 0))
     acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
+    for _k in range(0, K, BK):
         a = tl.load(a_bp, boundary_check=(0, 1), padding_option="zero")
         b = tl.load(b_bp, boundary_check=(0, 1), padding_option="zero")
         acc = tl.dot(a, b, acc)
