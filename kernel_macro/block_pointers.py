@@ -17,6 +17,14 @@ the scalar pointer ``base``. It never reaches the IR: ``tl.load``/``tl.store`` o
 effect on the result. In a runtime ``for`` loop a block pointer variable advanced by the body is
 loop-carried through its offsets (the frontend carries them as scalars); its base, shape,
 strides and block shape must stay the same.
+
+Triton's device-side **tensor descriptors** (``tl.make_tensor_descriptor(base, shape, strides,
+block_shape, padding_option="zero")``, ``desc.load(offsets)``, ``desc.store(offsets, value)``,
+``tl.load_tensor_descriptor``/``tl.store_tensor_descriptor``) are lowered the same way: a load
+reads the ``block_shape`` tile at ``offsets`` with every dimension bound-checked and out-of-bounds
+elements filled by the padding (0, or NaN), a store writes the in-bounds elements. As in Triton
+the last stride must be the compile-time 1. (eggpu does not use the TMA unit: the descriptor is
+a frontend value, not an argument, and host-side ``TensorDescriptor`` arguments are not supported.)
 """
 
 from __future__ import annotations
@@ -223,4 +231,76 @@ def store(s: Any, a: dict[str, Any]) -> None:
     return s.store(ptrs, value, mask)
 
 
-IMPLS = {"make_block_ptr": make_block_ptr, "advance": advance}
+class TensorDescriptor:
+    """A device-side tensor descriptor: a tile-less block pointer (see the module docstring)."""
+
+    __slots__ = ("layout", "padding")
+
+    def __init__(self, layout: BlockPointer, padding: str):
+        self.layout = layout  # offsets unused: a descriptor is read at the offsets of each access
+        self.padding = padding
+
+    @property
+    def block_shape(self) -> tuple[int, ...]:
+        return self.layout.block_shape
+
+    @property
+    def described(self) -> str:
+        return f"a tensor descriptor of block_shape {list(self.block_shape)} to {self.layout.base.dtype}"
+
+
+METHODS = {"load": "load_tensor_descriptor", "store": "store_tensor_descriptor"}
+"""Methods of a tensor descriptor in a kernel (``desc.load(offsets)``) and the functions they are."""
+
+
+def make_tensor_descriptor(s: Any, a: dict[str, Any]) -> TensorDescriptor:
+    fn = "make_tensor_descriptor"
+    bs = a["block_shape"]
+    n = len(bs) if isinstance(bs, tuple) else 1
+    pad = a["padding_option"]
+    if pad not in ("zero", "nan"):
+        raise SemanticError(f"tl.{fn}: padding_option={pad!r} is not one of 'zero', 'nan'", arg="padding_option")
+    args = {**a, "offsets": (0,) * n, "order": tuple(range(n - 1, -1, -1))}
+    try:
+        layout = make_block_ptr(s, args)
+    except SemanticError as e:
+        raise SemanticError(e.problem.replace("tl.make_block_ptr", f"tl.{fn}"), e.hint, e.arg) from None
+    last = layout.strides[-1]
+    if not (isinstance(last, int) and last == 1):
+        raise SemanticError(f"tl.{fn}: the last stride must be the compile-time 1, got {describe(last)}",
+                            "tensor descriptors address contiguous rows: pass strides=[..., 1]", arg="strides")
+    if pad == "nan" and not layout.base.dtype.is_float:
+        raise SemanticError(f"tl.{fn}: padding_option='nan' needs a float tensor, got {layout.base.type}",
+                            arg="padding_option")
+    return TensorDescriptor(layout, pad)
+
+
+def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
+    if not isinstance(desc, TensorDescriptor):
+        raise SemanticError(f"tl.{fn} needs a tensor descriptor (from tl.make_tensor_descriptor), got "
+                            f"{describe(desc)}", arg="desc")
+    n = len(desc.block_shape)
+    offsets = (offsets,) if isinstance(offsets, int | Tensor) and not isinstance(offsets, bool) else offsets
+    if not isinstance(offsets, tuple) or len(offsets) != n:
+        shown = f"{len(offsets)} entries" if isinstance(offsets, tuple) else describe(offsets)
+        raise SemanticError(f"tl.{fn}: offsets must have one entry per dimension ({n}), got {shown}", arg="offsets")
+    for x in offsets:
+        if not (isinstance(x, int) and not isinstance(x, bool)) and not (
+                isinstance(x, Tensor) and not x.is_block and not x.is_pointer and x.dtype.is_int):
+            raise SemanticError(f"tl.{fn}: every offset must be an integer scalar, got {describe(x)}", arg="offsets")
+    return desc.layout.with_offsets(tuple(_offset(s, o) for o in offsets))
+
+
+def load_tensor_descriptor(s: Any, a: dict[str, Any]) -> Tensor:
+    bp = _descriptor_at(a["desc"], a["offsets"], "load_tensor_descriptor", s)
+    ptrs, mask = pointers_and_mask(s, bp, tuple(range(len(bp.block_shape))))
+    return s.load(ptrs, mask, 0 if a["desc"].padding == "zero" else float("nan"))
+
+
+def store_tensor_descriptor(s: Any, a: dict[str, Any]) -> None:
+    bp = _descriptor_at(a["desc"], a["offsets"], "store_tensor_descriptor", s)
+    return store(s, {"ptr": bp, "value": a["value"], "mask": None, "boundary_check": tuple(range(len(bp.block_shape)))})
+
+
+IMPLS = {"make_block_ptr": make_block_ptr, "advance": advance, "make_tensor_descriptor": make_tensor_descriptor,
+         "load_tensor_descriptor": load_tensor_descriptor, "store_tensor_descriptor": store_tensor_descriptor}

@@ -48,6 +48,8 @@ from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
 from . import language as tl
+from .block_pointers import METHODS as DESCRIPTOR_METHODS
+from .block_pointers import TensorDescriptor
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_calls import Calls
 from .frontend_common import (
@@ -55,6 +57,7 @@ from .frontend_common import (
     _CMPOPS,
     _IR_HINT,
     _LANG_MODULES,
+    _LIBDEVICE_MODULE,
     _MATH_MODULE,
     _MISSING,
     _RET,
@@ -68,8 +71,15 @@ from .frontend_common import (
 )
 from .frontend_control import ControlFlow
 from .frontend_ops import Semantic, SemanticError, Tensor, describe
+from .frontend_values import BlockTypeValue
 from .signature import _closure_vars
-from .unsupported import MATH_UNSUPPORTED_HINT, TENSOR_METHODS, UNSUPPORTED, unsupported_reason
+from .unsupported import (
+    LIBDEVICE_UNSUPPORTED_HINT,
+    MATH_UNSUPPORTED_HINT,
+    TENSOR_METHODS,
+    UNSUPPORTED,
+    unsupported_reason,
+)
 
 
 class CodeGenerator(ControlFlow, Calls):
@@ -79,6 +89,7 @@ class CodeGenerator(ControlFlow, Calls):
                  consts: dict[str, Any], binding: dict[Any, DType]):
         self.b = Builder(name, list(params))
         self.sem = Semantic(self.b)
+        self.scalar_lists = False  # while lowering the arguments of a call that takes lists of runtime scalars
         self.binding = binding
         self.name = name
         scope: dict[str, Any] = dict(consts)
@@ -320,6 +331,8 @@ class CodeGenerator(ControlFlow, Calls):
                 return v.lang_dtype
             if attr == "shape":
                 return v.shape
+            if attr == "type":  # Triton: a scalar's type is its dtype (pointer type), a block's a block type
+                return BlockTypeValue(v.lang_dtype, v.shape) if v.is_block else v.lang_dtype
             if attr == "T":
                 return self.sem.trans(v, ())
             if attr == "to" or attr in TENSOR_METHODS:
@@ -327,22 +340,30 @@ class CodeGenerator(ControlFlow, Calls):
             if attr in UNSUPPORTED:
                 raise self.error(node, f"the tensor method x.{attr}() is not supported by eggpu: {UNSUPPORTED[attr]}",
                                  col=self._attr_col(node))
-            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "shape", "T"], prefix="x.")
+            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "type", "shape", "T"], prefix="x.")
             raise self.error(node, f"blocks have no attribute {attr!r}", dym or f"blocks support {_TENSOR_ATTRS}",
+                             col=self._attr_col(node))
+        if isinstance(v, TensorDescriptor):
+            if attr in DESCRIPTOR_METHODS:
+                return BoundMethod(v, DESCRIPTOR_METHODS[attr])  # type: ignore[arg-type]
+            if attr == "block_shape":
+                return v.block_shape
+            raise self.error(node, f"tensor descriptors have no attribute {attr!r}",
+                             "they have desc.load(offsets), desc.store(offsets, value) and desc.block_shape",
                              col=self._attr_col(node))
         if isinstance(v, types.ModuleType):
             base = ast.unparse(node.value)
-            if v.__name__ in _LANG_MODULES or v.__name__ == _MATH_MODULE:
+            if v.__name__ in _LANG_MODULES or v.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE):
                 return self._language_attribute(node, v, base, attr)
             if not hasattr(v, attr):
                 dym = did_you_mean(attr, [a for a in dir(v) if not a.startswith("_")], prefix=f"{base}.")
                 raise self.error(node, f"module {v.__name__} has no attribute {attr!r}", dym or None,
                                  col=self._attr_col(node))
             return self._outer_value(node, f"{base}.{attr}", getattr(v, attr))
-        if isinstance(v, DType | tl.PointerAnnotation | type):
+        if isinstance(v, DType | tl.PointerAnnotation | BlockTypeValue | type):
             if attr.startswith("_") or not hasattr(v, attr):
-                raise self.error(node, f"{describe(v) if not isinstance(v, type) else v.__name__} has no "
-                                 f"attribute {attr!r}", col=self._attr_col(node))
+                shown = v.__name__ if isinstance(v, type) else describe(v) if isinstance(v, DType) else f"the type {v}"
+                raise self.error(node, f"{shown} has no attribute {attr!r}", col=self._attr_col(node))
             return self._outer_value(node, attr, getattr(v, attr))
         raise self.error(node, f"cannot read attribute {attr!r} of {describe(v)}", col=self._attr_col(node))
 
@@ -351,13 +372,14 @@ class CodeGenerator(ControlFlow, Calls):
         names = mod.__all__
         if attr in names:
             return getattr(mod, attr)
-        is_math = mod.__name__ == _MATH_MODULE
+        is_math = mod.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE)
+        hint = LIBDEVICE_UNSUPPORTED_HINT if mod.__name__ == _LIBDEVICE_MODULE else MATH_UNSUPPORTED_HINT
         reason = unsupported_reason(attr)
         if reason is not None:
             raise self.error(node, f"{base}.{attr} is not supported by eggpu: {reason}", col=self._attr_col(node))
         dym = did_you_mean(attr, names, prefix=f"{base}.")
         if is_math:
-            raise self.error(node, f"{base}.{attr} is not supported by eggpu", dym or MATH_UNSUPPORTED_HINT,
+            raise self.error(node, f"{base}.{attr} is not supported by eggpu", dym or hint,
                              col=self._attr_col(node))
         raise self.error(node, f"{base}.{attr} is not part of the kernel language",
                          dym or "see eggpu.language.__all__ for the available names",
@@ -375,6 +397,8 @@ class CodeGenerator(ControlFlow, Calls):
 
     def _list(self, node: ast.List) -> tuple:
         vals = tuple(self._call_args(node.elts))
+        if self.scalar_lists and all(not isinstance(v, Tensor) or not v.is_block for v in vals):
+            return vals  # shapes/offsets of block pointers and tensor descriptors (frontend_calls.py)
         for v in vals:
             if _has_tensor(v):
                 raise self.error(node, "lists of runtime values are not supported in a kernel",

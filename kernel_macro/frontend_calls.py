@@ -31,6 +31,11 @@ from .frontend_common import (
 from .frontend_ops import SemanticError, Tensor, describe
 from .signature import _closure_vars
 
+_SCALAR_LIST_FUNCTIONS = frozenset({
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor"})
+"""Functions whose list arguments may hold runtime scalars (Triton's ``shape=[M, N]``,
+``desc.load([off_m, 0])``); elsewhere a list literal holds compile-time values only."""
+
 
 class Calls:
     """Call lowering; mixed into :class:`~eggpu.kernel_macro.frontend.CodeGenerator`."""
@@ -51,12 +56,17 @@ class Calls:
 
     def _call(self, node: ast.Call) -> Any:
         fobj = self.expr(node.func)
-        args = self._call_args(node.args)
-        kwargs: dict[str, Any] = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise self.error(kw, "**kwargs in calls is not supported in a kernel", "pass keywords explicitly")
-            kwargs[kw.arg] = self.expr(kw.value)
+        name = fobj.name if isinstance(fobj, BoundMethod) else getattr(fobj, "__eggpu_builtin__", None)
+        saved, self.scalar_lists = self.scalar_lists, name in _SCALAR_LIST_FUNCTIONS
+        try:
+            args = self._call_args(node.args)
+            kwargs: dict[str, Any] = {}
+            for kw in node.keywords:
+                if kw.arg is None:
+                    raise self.error(kw, "**kwargs in calls is not supported in a kernel", "pass keywords explicitly")
+                kwargs[kw.arg] = self.expr(kw.value)
+        finally:
+            self.scalar_lists = saved
         builtin = getattr(fobj, "__eggpu_builtin__", None)
         if builtin is not None:
             return self._call_builtin(node, builtin, args, kwargs)

@@ -20,6 +20,7 @@ _MISSING = object()
 _RET = "$ret"  # hidden variable holding an inlined helper's return value
 _LANG_MODULES = frozenset({"eggpu.language", "eggpu.kernel_macro.language"})
 _MATH_MODULE = tl.math.__name__
+_LIBDEVICE_MODULE = tl.libdevice.__name__  # Triton's tl.extra.cuda.libdevice / triton.language.extra.libdevice
 _MAX_UNROLL = 4096
 _IR_HINT = "the operand types do not fit this operation; check dtypes and block shapes"
 
@@ -128,7 +129,7 @@ _UNSUPPORTED: dict[type, tuple[str, str]] = {
 if hasattr(ast, "TryStar"):
     _UNSUPPORTED[ast.TryStar] = _UNSUPPORTED[ast.Try]
 
-_TENSOR_ATTRS = "x.to(dtype), x.dtype, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"
+_TENSOR_ATTRS = "x.to(dtype), x.dtype, x.type, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"
 _MATH_FOLDABLE = "math"  # math.* functions fold on compile-time numbers
 
 

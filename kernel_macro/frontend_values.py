@@ -62,6 +62,30 @@ class Tensor:
         return f"Tensor({self.type})"
 
 
+class BlockTypeValue:
+    """``x.type`` of a block in a kernel (Triton's ``tl.block_type``): ``element_ty`` (the dtype,
+    or ``tl.Pointer[T]`` for a block of pointers), ``scalar`` (the same) and ``shape``."""
+
+    __slots__ = ("element_ty", "shape")
+
+    def __init__(self, element_ty: Any, shape: tuple[int, ...]):
+        self.element_ty = element_ty
+        self.shape = shape
+
+    @property
+    def scalar(self) -> Any:
+        return self.element_ty
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BlockTypeValue) and (self.element_ty, self.shape) == (other.element_ty, other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self.element_ty, self.shape))
+
+    def __repr__(self) -> str:
+        return f"<{list(self.shape)}, {self.element_ty}>"
+
+
 def is_number(v: Any) -> bool:
     """A Python int/float/bool literal (compile-time number)."""
     return isinstance(v, int | float) and not isinstance(v, Tensor)

@@ -160,3 +160,24 @@ def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shap
 def advance(base: Any, offsets: Any) -> Any:
     """The block pointer ``base`` moved by ``offsets`` (one per dimension, in elements)."""
     raise _outside("advance")
+
+
+@_builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any, padding_option: str = "zero") -> Any:
+    """A device-side tensor descriptor (Triton's): ``desc.load(offsets)`` reads the ``block_shape``
+    tile at ``offsets`` of the tensor of ``shape`` and ``strides`` (the last one 1) at ``base``,
+    filling out-of-bounds elements with 0 (``padding_option="nan"``: NaN); ``desc.store(offsets,
+    value)`` writes its in-bounds elements."""
+    raise _outside("make_tensor_descriptor")
+
+
+@_builtin
+def load_tensor_descriptor(desc: Any, offsets: Any) -> Any:
+    """``desc.load(offsets)``."""
+    raise _outside("load_tensor_descriptor")
+
+
+@_builtin
+def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> Any:
+    """``desc.store(offsets, value)``."""
+    raise _outside("store_tensor_descriptor")

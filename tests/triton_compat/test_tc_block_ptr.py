@@ -193,3 +193,80 @@ def test_block_pointer_reassigned_in_loop_is_an_error():
     with pytest.raises(eggpu.EggpuError, match="the block pointer bp is .* not the same block pointer moved by "
                        "tl.advance"):
         k[(1,)](np.zeros(16, np.float32), 16, B=16)
+
+
+# ---------------------------------------------------------------- device-side tensor descriptors
+
+
+@eggpu.jit
+def desc_scale(x_ptr, y_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr, PAD: tl.constexpr):
+    x_desc = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                       padding_option=PAD)
+    y_desc = tl.make_tensor_descriptor(y_ptr, [M, N], [N, 1], [BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    x = x_desc.load([pm * BM, pn * BN])
+    y_desc.store([pm * BM, pn * BN], x * 3)
+    # the padding of the tile past the end, in the last program: one row below the tensor
+    if (pm == tl.num_programs(0) - 1) & (pn == 0):
+        below = tl.load_tensor_descriptor(x_desc, [M, 0])
+        tl.store(y_ptr + M * N + tl.arange(0, BN), tl.sum(below, axis=0))
+
+
+@pytest.mark.parametrize("pad", ["zero", "nan"])
+@pytest.mark.parametrize("m,n", [(1, 1), (10, 781), (33, 17)])
+def test_tensor_descriptor_load_store_ragged(run_both, m, n, pad):
+    rng = np.random.default_rng(m + n)
+    x = rng.standard_normal((m, n)).astype(np.float32)
+    y = np.full(m * n + 32, -1.0, np.float32)
+    grid = (triton_cdiv(m, 16), triton_cdiv(n, 32))
+    for res in run_both(desc_scale, grid, x, y, m, n, BM=16, BN=32, PAD=pad).values():
+        np.testing.assert_array_equal(res[1][:m * n].reshape(m, n), 3 * x)
+        np.testing.assert_array_equal(res[1][m * n:], np.full(32, 0.0 if pad == "zero" else np.nan, np.float32))
+
+
+@eggpu.jit
+def desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [K, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [N, 1], [BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [N, 1], [BM, BN])
+    off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc = tl.dot(a_desc.load([off_m, k * BK]), b_desc.load([k * BK, off_n]), acc)
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+def test_tensor_descriptor_matmul_ragged(run_both):
+    m, n, k = 33, 17, 45
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    grid = (triton_cdiv(m, 16), triton_cdiv(n, 16))
+    ref = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16).astype(np.float32)
+    for res in run_both(desc_matmul, grid, a, b, c, m, n, k, BM=16, BN=16, BK=16).values():
+        np.testing.assert_allclose(res[2].astype(np.float32), ref, rtol=1e-2, atol=1e-2)
+
+
+def _desc_body(src: str):
+    return _body("d = tl.make_tensor_descriptor(x_ptr, [n], [1], [B])\n    " + src)
+
+
+@pytest.mark.parametrize("src,message", [
+    ("tl.make_tensor_descriptor(x_ptr, [n], [n], [B])", "the last stride must be the compile-time 1, got a scalar"),
+    ("tl.make_tensor_descriptor(x_ptr, [n], [1], [B], padding_option='one')",
+     "tl.make_tensor_descriptor: padding_option='one' is not one of 'zero', 'nan'"),
+    ("tl.make_tensor_descriptor(x_ptr, [n, n], [n, 1], [B])",
+     "tl.make_tensor_descriptor: shape has 2 entries but block_shape has 1"),
+    ("d.load([0, 0])", "tl.load_tensor_descriptor: offsets must have one entry per dimension (1), got 2 entries"),
+    ("d.store([0.5], 1.0)", "tl.store_tensor_descriptor: every offset must be an integer scalar, got the"),
+    ("tl.load_tensor_descriptor(bp, [0])", "tl.load_tensor_descriptor needs a tensor descriptor (from "
+     "tl.make_tensor_descriptor), got a block pointer"),
+    ("d.gather([0])", "tensor descriptors have no attribute 'gather'"),
+    ("tl.store(x_ptr, d)", "tl.store cannot store a tensor descriptor of block_shape [16] to f32"),
+])
+def test_tensor_descriptor_misuse(src, message):
+    k = _desc_body(src)
+    with pytest.raises(eggpu.EggpuError) as ei:
+        k[(1,)](np.zeros(16, np.float32), 16, B=16)
+    assert message in str(ei.value) and "^" in str(ei.value)
