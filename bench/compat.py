@@ -238,6 +238,35 @@ def _attention_bwd_preprocess(k: ModuleType, launch: Launch, rng: np.random.Gene
     return [("delta", delta, ref, 1e-3, 1e-3)]
 
 
+def _attention_bwd(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    """The tutorial's causal backward: K pre-scaled by sm_scale / ln 2, M and Delta from the forward."""
+    z, h, n_ctx, d = 1, 2, 128, 16
+    bm1, bn1, bm2, bn2, slice_factor = 32, 128, 128, 32, 2  # the tutorial's blocks (Triton's dot needs >= 16)
+    q, kk, v, do = ((0.5 * rng.standard_normal((z, h, n_ctx, d))).astype(np.float16) for _ in range(4))
+    sm_scale = 0.5
+    o, lse = _attention_ref(q, kk, v, True, sm_scale)  # lse: the forward's M (log2 units)
+    m = lse.reshape(z * h, n_ctx).astype(np.float32)
+    delta = (o.astype(np.float16).astype(np.float32) * do.astype(np.float32)).sum(axis=-1).reshape(z * h, n_ctx)
+    arg_k = (kk.astype(np.float32) * (sm_scale * 1.4426950408889634)).astype(np.float16)
+    dq, dk, dv = (np.zeros_like(q) for _ in range(3))
+    strides = [st // 2 for st in q.strides]
+    launch(k._attn_bwd, (n_ctx // bn1, 1, z * h), q, arg_k, v, sm_scale, do, dq, dk, dv, m, delta, *strides, h, n_ctx,
+           BLOCK_M1=bm1, BLOCK_N1=bn1, BLOCK_M2=bm2, BLOCK_N2=bn2, BLK_SLICE_FACTOR=slice_factor, HEAD_DIM=d)
+    # numpy: P = softmax(causal(Q K^T * s)); dV = P^T dO; dP = dO V^T; dS = P (dP - Delta); dQ = s dS K; dK = s dS^T Q
+    qf, kf, vf, dof = (x.astype(np.float32) for x in (q, kk, v, do))
+    s = (qf @ np.swapaxes(kf, -1, -2)) * sm_scale
+    s = np.where(np.tril(np.ones((n_ctx, n_ctx), bool)), s, -np.inf)
+    p = np.exp(s - s.max(axis=-1, keepdims=True))
+    p /= p.sum(axis=-1, keepdims=True)
+    ref_dv = np.swapaxes(p, -1, -2) @ dof
+    dp = dof @ np.swapaxes(vf, -1, -2)
+    ds = p * (dp - delta.reshape(z, h, n_ctx)[..., None])
+    ref_dq = sm_scale * ds @ kf
+    ref_dk = sm_scale * np.swapaxes(ds, -1, -2) @ qf
+    return [("dv", dv.astype(np.float32), ref_dv, 2e-2, 2e-2), ("dk", dk.astype(np.float32), ref_dk, 2e-2, 2e-2),
+            ("dq", dq.astype(np.float32), ref_dq, 2e-2, 2e-2)]
+
+
 def _asin(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
     if k.LIBDEVICE_ERROR is not None:
         raise k.LIBDEVICE_ERROR
@@ -289,6 +318,7 @@ CASES: tuple[Case, ...] = (
     Case("_layer_norm_bwd_dwdb", "05 layer norm bwd dw/db", _layer_norm_bwd_dwdb),
     Case("_attn_fwd", "06 fused attention fwd", _attention_fwd),
     Case("_attn_bwd_preprocess", "06 attention bwd preprocess", _attention_bwd_preprocess),
+    Case("_attn_bwd", "06 fused attention bwd", _attention_bwd),
     Case("asin_kernel", "07 libdevice asin", _asin),
     Case("grouped_matmul_kernel", "08 grouped GEMM", _grouped_gemm),
     Case("matmul_kernel_with_block_pointers", "08 block-pointer matmul", _block_pointer_matmul),
