@@ -228,6 +228,26 @@ def _attention_fwd(k: ModuleType, launch: Launch, rng: np.random.Generator) -> l
     return out
 
 
+def _attention_fwd_tma(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    """Triton 3.9's tutorial 06 forward: host TensorDescriptor arguments, autotuned (first config: 64x32)."""
+    out: list[Check] = []
+    z, h, n_ctx, d = 1, 2, 128, 32
+    for causal in (False, True):
+        q, kk, v = ((0.5 * rng.standard_normal((z, h, n_ctx, d))).astype(np.float16) for _ in range(3))
+        o = np.zeros_like(q)
+        m = np.zeros((z, h, n_ctx), np.float32)
+        y_dim = z * h * n_ctx
+        descs = [k.TensorDescriptor(x, shape=[y_dim, d], strides=[d, 1], block_shape=[1, 1]) for x in (q, kk, v, o)]
+        desc_q, desc_k, desc_v, desc_o = descs
+        grid = lambda meta: (math.ceil(n_ctx / meta["BLOCK_M"]), z * h, 1)  # noqa: E731
+        launch(k._attn_fwd_tma, grid, 0.5, m, z, h, desc_q, desc_k, desc_v, desc_o, N_CTX=n_ctx, HEAD_DIM=d,
+               FP8_OUTPUT=False, STAGE=3 if causal else 1)
+        ref_o, ref_m = _attention_ref(q, kk, v, causal, 0.5)
+        tag = "causal" if causal else "full"
+        out += [(f"{tag} out", o.astype(np.float32), ref_o, 2e-2, 2e-2), (f"{tag} M", m, ref_m, 1e-3, 1e-3)]
+    return out
+
+
 def _attention_bwd_preprocess(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
     z, h, n_ctx, d, bm = 2, 3, 48, 16, 16
     o = rng.standard_normal((z, h, n_ctx, d)).astype(np.float16)
@@ -317,6 +337,7 @@ CASES: tuple[Case, ...] = (
     Case("_layer_norm_bwd_dx_fused", "05 layer norm bwd dx", _layer_norm_bwd_dx),
     Case("_layer_norm_bwd_dwdb", "05 layer norm bwd dw/db", _layer_norm_bwd_dwdb),
     Case("_attn_fwd", "06 fused attention fwd", _attention_fwd),
+    Case("_attn_fwd_tma", "06 attention fwd (descriptors)", _attention_fwd_tma),
     Case("_attn_bwd_preprocess", "06 attention bwd preprocess", _attention_bwd_preprocess),
     Case("_attn_bwd", "06 fused attention bwd", _attention_bwd),
     Case("asin_kernel", "07 libdevice asin", _asin),
@@ -378,6 +399,7 @@ def _triton_launch(compiled: list[str]) -> Launch:
 
     def launch(fn: Any, grid: Any, *args: Any, **kwargs: Any) -> None:
         options: dict[str, Any] = {}
+        cfg = None
         if hasattr(fn, "configs"):  # an Autotuner: the first config, as eggpu without a GPU
             cfg = fn.configs[0]
             kwargs = {**kwargs, **cfg.kwargs}
@@ -385,12 +407,16 @@ def _triton_launch(compiled: list[str]) -> Launch:
             fn = fn.fn
         names = list(fn.arg_names)
         values = {**dict(zip(names, args)), **kwargs}
-        consts = {n: v for n, v in values.items() if n in kwargs}
+        if cfg is not None and cfg.pre_hook is not None:
+            cfg.pre_hook({**values, **cfg.all_kwargs()})
+        consts = {n: v for n, v in values.items() if n in kwargs and fn.params[names.index(n)].is_constexpr}
         sig: dict[str, str] = {}
         for n in names:
             v = values[n]
             if n in consts:
                 sig[n] = "constexpr"
+            elif hasattr(v, "block_shape") and hasattr(v, "base"):  # a host TensorDescriptor
+                sig[n] = f"tensordesc<{_TRITON_TYPES[v.base.dtype.name]}{list(v.block_shape)}>"
             elif isinstance(v, np.ndarray):
                 sig[n] = "*" + _TRITON_TYPES[v.dtype.name]
             elif isinstance(v, float):
@@ -405,12 +431,26 @@ def _triton_launch(compiled: list[str]) -> Launch:
     return launch
 
 
+class _HostDescriptors:
+    """The Triton module with a host ``TensorDescriptor`` that holds numpy arrays (Triton's needs
+    torch tensors; only its fields matter to a compile): the kernels are Triton's text unchanged."""
+
+    def __init__(self, mod: ModuleType):
+        from eggpu.kernel_macro.descriptors import TensorDescriptor
+
+        self._mod = mod
+        self.TensorDescriptor = TensorDescriptor
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._mod, name)
+
+
 def triton_compiles(case: Case) -> str | None:
     """None when Triton compiles every launch of ``case`` to PTX, else why not (one line)."""
     compiled: list[str] = []
     try:
-        mod = load("triton")
-        case.run(mod, _triton_launch(compiled), np.random.default_rng(0))
+        mod = _HostDescriptors(load("triton"))
+        case.run(mod, _triton_launch(compiled), np.random.default_rng(0))  # type: ignore[arg-type]
     except Exception as e:  # noqa: BLE001
         return _first_line(e, last=True)
     return None

@@ -3,7 +3,8 @@
 This file is never imported as a normal module: :func:`bench.compat.load` executes it with
 ``BACKEND`` set first, ``"eggpu"`` or ``"triton"``. The only lines that differ between the two are
 the imports below (``import triton`` -> ``import eggpu as triton``, ``triton.language`` ->
-``eggpu.language``, ``triton.language.extra.libdevice`` -> ``eggpu.language.extra.libdevice``);
+``eggpu.language``, ``triton.language.extra.libdevice`` -> ``eggpu.language.extra.libdevice``,
+``triton.tools.tensor_descriptor`` -> ``eggpu.tools.tensor_descriptor``);
 every kernel, decorator (``@triton.jit``, ``@triton.autotune``, ``triton.Config``) and helper is
 the same text for both compilers. :data:`bench.compat.CASES` launches each kernel on numpy arrays
 and compares with numpy.
@@ -17,6 +18,7 @@ places); where a tutorial has several versions over Triton's history, the commen
 if BACKEND == "triton":  # pragma: no cover - depends on the loader
     import triton
     import triton.language as tl
+    from triton.tools.tensor_descriptor import TensorDescriptor  # noqa: F401 - used by bench/compat.py
 
     try:
         from triton.language.extra import libdevice
@@ -27,6 +29,7 @@ if BACKEND == "triton":  # pragma: no cover - depends on the loader
 else:
     import eggpu as triton
     import eggpu.language as tl
+    from eggpu.tools.tensor_descriptor import TensorDescriptor  # noqa: F401 - used by bench/compat.py
 
     try:
         from eggpu.language.extra import libdevice
@@ -343,6 +346,95 @@ def _attn_fwd(Q, K, V, sm_scale, M, Out, stride_qz, stride_qh, stride_qm, stride
     m_ptrs = M + off_hz * N_CTX + offs_m
     tl.store(m_ptrs, m_i)
     tl.store(O_block_ptr, acc.to(Out.type.element_ty))
+
+
+@triton.jit
+def _attn_fwd_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype: tl.constexpr, start_m, qk_scale,
+                        BLOCK_M: tl.constexpr, HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr,
+                        offs_m: tl.constexpr, offs_n: tl.constexpr, N_CTX: tl.constexpr):
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    offsetkv_y = offset_y + lo
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([offsetkv_y, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            mask = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(mask, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        l_ij = tl.sum(p, 1)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + l_ij
+        acc = acc * alpha[:, None]
+        v = desc_v.load([offsetkv_y, 0])
+        p = p.to(dtype)
+        acc = tl.dot(p, v, acc)
+        m_i = m_ij
+        offsetkv_y += BLOCK_N
+    return acc, l_i, m_i
+
+
+def _tma_pre_hook(nargs):
+    BLOCK_M = nargs["BLOCK_M"]
+    BLOCK_N = nargs["BLOCK_N"]
+    HEAD_DIM = nargs["HEAD_DIM"]
+    nargs["desc_q"].block_shape = [BLOCK_M, HEAD_DIM]
+    nargs["desc_v"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_k"].block_shape = [BLOCK_N, HEAD_DIM]
+    nargs["desc_o"].block_shape = [BLOCK_M, HEAD_DIM]
+
+
+configs_tma = [
+    triton.Config({'BLOCK_M': BM, 'BLOCK_N': BN}, num_stages=s, num_warps=w, pre_hook=_tma_pre_hook)
+    for BM in [64, 128]
+    for BN in [32, 64, 128]
+    for s in [2, 3, 4, 6]
+    for w in [4, 8]
+]
+
+
+@triton.autotune(configs=configs_tma, key=["N_CTX", "HEAD_DIM", "FP8_OUTPUT"])
+@triton.jit
+def _attn_fwd_tma(sm_scale, M, Z, H, desc_q, desc_k, desc_v, desc_o, N_CTX, HEAD_DIM: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, FP8_OUTPUT: tl.constexpr, STAGE: tl.constexpr):
+    dtype = tl.float8e5 if FP8_OUTPUT else tl.float16
+    tl.static_assert(BLOCK_N <= HEAD_DIM)
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    off_z = off_hz // H
+    off_h = off_hz % H
+    offset_y = off_z + off_h * N_CTX
+    qo_offset_y = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _attn_fwd_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m, qk_scale,
+                                            BLOCK_M, HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _attn_fwd_inner_tma(acc, l_i, m_i, q, desc_k, desc_v, offset_y, dtype, start_m, qk_scale,
+                                            BLOCK_M, HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    m_ptrs = M + off_hz * N_CTX + offs_m
+    tl.store(m_ptrs, m_i)
+    desc_o.store([qo_offset_y, 0], acc.to(dtype))
 
 
 @triton.jit

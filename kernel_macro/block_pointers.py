@@ -291,6 +291,18 @@ def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
     return desc.layout.with_offsets(tuple(_offset(s, o) for o in offsets))
 
 
+def descriptor_argument(s: Any, name: str, block_shape: tuple[int, ...], padding: str,
+                        scope: dict[str, Any]) -> TensorDescriptor:
+    """The descriptor of the host ``TensorDescriptor`` argument ``name`` (kernel_macro/descriptors.py),
+    from its hidden parameters in ``scope``."""
+    n = len(block_shape)
+    base = scope[f"{name}__base"]
+    shape = tuple(scope[f"{name}__shape{i}"] for i in range(n))
+    strides = tuple(scope[f"{name}__stride{i}"] for i in range(n - 1)) + (1,)
+    layout = BlockPointer(base, shape, strides, (0,) * n, block_shape, tuple(range(n - 1, -1, -1)))
+    return TensorDescriptor(layout, padding)
+
+
 def load_tensor_descriptor(s: Any, a: dict[str, Any]) -> Tensor:
     bp = _descriptor_at(a["desc"], a["offsets"], "load_tensor_descriptor", s)
     ptrs, mask = pointers_and_mask(s, bp, tuple(range(len(bp.block_shape))))

@@ -47,9 +47,10 @@ from eggpu.ir.errors import CompileError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
+from . import descriptors
 from . import language as tl
 from .block_pointers import METHODS as DESCRIPTOR_METHODS
-from .block_pointers import TensorDescriptor
+from .block_pointers import TensorDescriptor, descriptor_argument
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_calls import Calls
 from .frontend_common import (
@@ -95,6 +96,10 @@ class CodeGenerator(ControlFlow, Calls):
         scope: dict[str, Any] = dict(consts)
         for p in self.b.params:
             scope[p.name] = Tensor(p)
+        for n, v in consts.items():  # host TensorDescriptor arguments (kernel_macro/descriptors.py)
+            spec = descriptors.decode(v)
+            if spec is not None:
+                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope)
         src = Source.of(fn)
         self.frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), scope, is_kernel=True)
         self.stack: list[Frame] = [self.frame]

@@ -270,3 +270,58 @@ def test_tensor_descriptor_misuse(src, message):
     with pytest.raises(eggpu.EggpuError) as ei:
         k[(1,)](np.zeros(16, np.float32), 16, B=16)
     assert message in str(ei.value) and "^" in str(ei.value)
+
+
+# ---------------------------------------------------------------- host-side TensorDescriptor arguments
+
+
+@eggpu.jit
+def host_desc_add(a_desc, c_desc, BM: tl.constexpr, BN: tl.constexpr):
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    c_desc.store([pm * BM, pn * BN], a_desc.load([pm * BM, pn * BN]) + 1)
+
+
+@pytest.mark.parametrize("mode", ["interpret", "cpu"])
+@pytest.mark.parametrize("m,n", [(1, 1), (10, 781), (33, 17)])
+def test_host_tensor_descriptor_arguments(monkeypatch, mode, m, n):
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", mode)
+    a = np.random.default_rng(m + n).standard_normal((m, n)).astype(np.float32)
+    c = np.full((m, n), -1.0, np.float32)
+    host_desc_add[(triton_cdiv(m, 16), triton_cdiv(n, 32))](
+        TensorDescriptor.from_tensor(a, [16, 32]), TensorDescriptor(c, [m, n], [n, 1], [16, 32]), BM=16, BN=32)
+    np.testing.assert_array_equal(c, a + 1)
+
+
+def test_host_tensor_descriptor_specialization():
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    a = np.zeros((40, 24), np.float16)
+    k1 = host_desc_add.specialize(TensorDescriptor.from_tensor(a, [16, 8]), TensorDescriptor.from_tensor(a, [16, 8]),
+                                  BM=16, BN=8)
+    k2 = host_desc_add.specialize(TensorDescriptor.from_tensor(a, [8, 8]), TensorDescriptor.from_tensor(a, [16, 8]),
+                                  BM=16, BN=8)
+    # each descriptor: its array, its shape and all strides but the last (which is 1)
+    assert k1.arg_types == (tl.Pointer[tl.f16], tl.i32, tl.i32, tl.i32) * 2
+    assert type(k1) is type(k2) and k1 != k2  # the block shape is compile-time: another specialization
+    assert k1.ir() is not None
+
+
+@pytest.mark.parametrize("make,message", [
+    (lambda a: __import__("eggpu.tools.tensor_descriptor", fromlist=["x"]).TensorDescriptor(a, [4, 8], [1, 4], [4, 8]),
+     "host_desc_add: parameter a_desc: a tensor descriptor's last stride must be 1, got strides=[1, 4]"),
+    (lambda a: __import__("eggpu.tools.tensor_descriptor", fromlist=["x"]).TensorDescriptor(a, [4, 8], [8, 1], [4]),
+     "host_desc_add: parameter a_desc: a tensor descriptor needs one shape, stride and block_shape entry per "
+     "dimension, got shape=[4, 8], strides=[8, 1], block_shape=[4]"),
+    (lambda a: __import__("eggpu.tools.tensor_descriptor", fromlist=["x"]).TensorDescriptor(a, [4, 8], [8, 1], [4, 8],
+                                                                                          "inf"),
+     "host_desc_add: parameter a_desc: padding='inf' is not 'zero' or 'nan'"),
+])
+def test_host_tensor_descriptor_misuse(make, message):
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    a = np.zeros((4, 8), np.float32)
+    with pytest.raises(eggpu.LaunchError) as ei:
+        host_desc_add[(1, 1)](make(a), TensorDescriptor.from_tensor(a, [4, 8]), BM=4, BN=8)
+    assert str(ei.value) == message
