@@ -18,7 +18,8 @@ Triton) and picks a :class:`Config` for it, once per key:
   config is launched once to compile and warm up, then timed over ``rep`` launches (wall clock;
   a launch synchronizes), or by ``do_bench(kernel_call)`` when given (Triton's hook; it returns
   milliseconds, or a tuple whose first entry is). Benchmark launches write the arguments, so
-  numpy arrays are restored after each (``reset_to_zero`` names are zeroed before each, as Triton);
+  arrays (numpy, CuPy, torch; also those of tensor descriptor arguments) are restored after each
+  (``reset_to_zero`` names are zeroed before each, as Triton);
 * elsewhere (no GPU: ``run_cpu``, or the interpreter) **the first config is used** without
   benchmarking, unless ``do_bench=`` is given, in which case the configs are tuned with it on the
   device the launches run on (useful to test tuning, meaningless as a CPU timing).
@@ -44,6 +45,7 @@ from typing import Any
 
 from eggpu.ir.errors import LaunchError
 
+from . import descriptors
 from .errors import DecoratorArgumentError
 from .jitfunction import JITFunction, _device, _Launcher
 
@@ -150,6 +152,28 @@ def _key_value(v: Any) -> Any:
     return v
 
 
+def _buffers(named: dict[str, Any]) -> list[Any]:
+    """The arrays a launch with these arguments may write: array arguments and the arrays of
+    tensor descriptor arguments (each once)."""
+    out: dict[int, Any] = {}
+    for v in named.values():
+        v = v.base if descriptors.is_host_descriptor(v) else v
+        if hasattr(v, "shape") and (hasattr(v, "copy") or hasattr(v, "clone")) and not isinstance(v, int | float):
+            out.setdefault(id(v), v)
+    return list(out.values())
+
+
+def _snapshot(v: Any) -> Any:
+    return v.clone() if hasattr(v, "clone") else v.copy()  # torch tensors clone; numpy/CuPy arrays copy
+
+
+def _restore(v: Any, saved: Any) -> None:
+    if hasattr(v, "copy_"):
+        v.copy_(saved)  # torch
+    else:
+        v[...] = saved
+
+
 def _default_bench(kernel_call: Callable[[], Any], rep: int) -> float:
     """Milliseconds per launch of ``kernel_call`` (after one warm-up launch that compiles)."""
     kernel_call()
@@ -231,9 +255,8 @@ class Autotuner(_Wrapper):
     def _tune(self, grid: Any, args: tuple, kwargs: dict[str, Any], named: dict[str, Any],
               configs: list[Config]) -> Config:
         """The fastest of ``configs`` for these arguments; arrays are restored after each run."""
-        arrays = {n: v for n, v in named.items() if hasattr(v, "copy") and hasattr(v, "shape")
-                  and not isinstance(v, int | float)}
-        saved = {n: v.copy() for n, v in arrays.items()}
+        arrays = _buffers(named)
+        saved = [_snapshot(v) for v in arrays]
         timings: list[float] = []
         for config in configs:
             def kernel_call(config: Config = config) -> None:
@@ -248,8 +271,8 @@ class Autotuner(_Wrapper):
                 else:
                     t = _default_bench(kernel_call, self.rep)
             finally:
-                for n, v in arrays.items():
-                    v[...] = saved[n]
+                for v, old in zip(arrays, saved):
+                    _restore(v, old)
             timings.append(float(t))
         return configs[min(range(len(configs)), key=timings.__getitem__)]
 

@@ -174,3 +174,24 @@ def test_failing_heuristic_names_itself(monkeypatch):
     x = np.zeros(4, np.float32)
     with pytest.raises(eggpu.LaunchError, match="add_kernel: the heuristic for BLOCK_SIZE failed: KeyError"):
         k[(1,)](x, x, x, 4)
+
+
+def test_tuning_restores_the_arrays_of_descriptor_arguments(monkeypatch):
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", "interpret")
+
+    def block(nargs):  # as Triton's tutorial 06: the config sets the descriptor's block shape
+        nargs["desc"].block_shape = [nargs["B"]]
+
+    @triton.autotune(configs=[triton.Config({"B": 8}, pre_hook=block), triton.Config({"B": 16}, pre_hook=block)],
+                     key=["n"], do_bench=lambda call: (call(), call(), 1.0)[2])
+    @triton.jit
+    def bump(desc, n, B: tl.constexpr):
+        desc.store([tl.program_id(0) * B], desc.load([tl.program_id(0) * B]) + 1)
+
+    x = np.zeros(37, np.float32)
+    desc = TensorDescriptor(x, [37], [1], [1])
+    bump[lambda meta: (triton.cdiv(37, meta["B"]),)](desc, 37)
+    np.testing.assert_array_equal(x, np.ones(37, np.float32))
+    assert desc.block_shape == [8]  # the first config, as all timings are equal
