@@ -14,8 +14,8 @@ the scalar pointer ``base``. It never reaches the IR: ``tl.load``/``tl.store`` o
   for any masked load without ``other``), ``"zero"`` (0) or ``"nan"`` (NaN; float pointees only).
 
 ``order`` is Triton's layout hint (a permutation of the dimensions); it is checked and has no
-effect on the result. In a runtime ``for`` loop a block pointer variable advanced by the body is
-loop-carried through its offsets (the frontend carries them as scalars); its base, shape,
+effect on the result. In a runtime ``for`` or ``while`` loop a block pointer variable advanced by
+the body is loop-carried through its offsets (the frontend carries them as scalars); its base, shape,
 strides and block shape must stay the same.
 
 Triton's device-side **tensor descriptors** (``tl.make_tensor_descriptor(base, shape, strides,

@@ -2,7 +2,8 @@
 
 The variables the body assigns that exist before the loop are carried, with the same typing
 rules as a runtime ``for`` (:meth:`CodeGenerator._join_loop`): a carried variable keeps its
-type, one that starts as a Python literal takes the type it has after an iteration. The
+type, one that starts as a Python literal takes the type it has after an iteration; a block
+pointer is carried through its offsets. The
 condition is evaluated on the carried values at the start of every iteration (the IR ``while``'s
 condition region) and must be a scalar; variables first assigned in the body are not available
 after the loop.
@@ -20,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eggpu.ir.graph import Operation
 from eggpu.ir.types import BlockType
 
+from .block_pointers import BlockPointer, hidden_offset
 from .frontend_ops import SemanticError, Tensor, describe
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -40,6 +42,9 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     loc = gen.b.loc
     line = f.source.loc(node).line
     assigned = gen._assigned_names(node)  # type: ignore[arg-type]
+    packed = gen._unpack_block_pointers(before, assigned)  # block pointers: carried by their offsets
+    assigned = [n for n in assigned if n not in packed] + [
+        hidden_offset(n, d) for n, bp in packed.items() for d in range(len(bp.offsets))]
     plan: dict[str, tuple] = {}
     for n in assigned:
         v = before.get(n, _MISSING)
@@ -52,7 +57,7 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
         else:
             plan[n] = ("const", v)
     for _attempt in range(_LOOP_ATTEMPTS):
-        cond_blk, cond, body_blk, end_scope = _regions(gen, node, plan, before)
+        cond_blk, cond, body_blk, end_scope = _regions(gen, node, plan, before, packed)
         new_plan = gen._join_loop(node, plan, end_scope)  # type: ignore[arg-type]
         if new_plan == plan:
             break
@@ -63,6 +68,7 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     f.scope = before
     gen.b.loc = loc
     if not isinstance(cond, Tensor):
+        _rebuild(before, packed)
         if cond:
             raise gen.error(node.test, f"the condition of this while loop is always true at compile time "
                                        f"({describe(cond)}), so the loop would never end",
@@ -79,6 +85,7 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     op = gen.b.while_(inits, cond_blk, body_blk)
     for n, r in zip(carried, op.results):
         before[n] = Tensor(r)
+    _rebuild(before, packed)
     for n in assigned:
         if n not in plan:
             before[n] = Undefined(
@@ -86,7 +93,14 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
                 f"assign {n} before the loop so that it becomes a loop-carried value")
 
 
-def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before: dict[str, Any]):
+def _rebuild(scope: dict[str, Any], packed: dict[str, BlockPointer]) -> None:
+    """Block pointer variables from their carried offsets (frontend_control._unpack_block_pointers)."""
+    for n, bp in packed.items():
+        scope[n] = bp.with_offsets(tuple(scope[hidden_offset(n, d)] for d in range(len(bp.offsets))))
+
+
+def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before: dict[str, Any],
+             packed: dict[str, BlockPointer]):
     """Build the condition and body regions for one guess of the carried types.
 
     Returns (condition block, condition value: a bool scalar Tensor or a compile-time value,
@@ -98,6 +112,7 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         scope = dict(before)
         for n, a in zip(carried, cond_blk.args):
             scope[n] = Tensor(a)
+        _rebuild(scope, packed)
         f.scope = scope
         gen.b.loc = f.source.loc(node)
         cond = gen.expr(node.test)
@@ -112,6 +127,7 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         scope = dict(before)
         for n, a in zip(carried, body_blk.args):
             scope[n] = Tensor(a)
+        _rebuild(scope, packed)
         f.scope = scope
         f.loop_depth += 1
         try:
@@ -119,6 +135,8 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         finally:
             f.loop_depth -= 1
         end_scope = f.scope
+        for n, bp in packed.items():
+            gen._repack_block_pointer(node, n, bp, end_scope)  # type: ignore[arg-type]
     f.scope = before
     return cond_blk, cond, body_blk, end_scope
 

@@ -325,3 +325,28 @@ def test_host_tensor_descriptor_misuse(make, message):
     with pytest.raises(eggpu.LaunchError) as ei:
         host_desc_add[(1, 1)](make(a), TensorDescriptor.from_tensor(a, [4, 8]), BM=4, BN=8)
     assert str(ei.value) == message
+
+
+@eggpu.jit
+def advance_in_while(x_ptr, y_ptr, n, B: tl.constexpr):
+    """Sums the B-element blocks of x while their first element is below 1000, with a block pointer
+    moved by the while loop."""
+    bp = tl.make_block_ptr(x_ptr, (n,), (1,), (0,), (B,), (0,))
+    acc = tl.zeros((B,), dtype=tl.float32)
+    start = 0
+    while tl.load(x_ptr + start, mask=start < n, other=1.0e9) < 1000.0:
+        acc += tl.load(bp, boundary_check=(0,), padding_option="zero")
+        bp = tl.advance(bp, (B,))
+        start += B
+    tl.store(y_ptr + tl.arange(0, B), acc)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_advance_in_while_loop(run_both, n):
+    x = np.arange(n, dtype=np.float32)
+    blocks = np.zeros(triton_cdiv(n, 16) * 16, np.float32)
+    blocks[:n] = x
+    rows = blocks.reshape(-1, 16)
+    expect = rows[rows[:, 0] < 1000].sum(axis=0)
+    for res in run_both(advance_in_while, (1,), x, np.zeros(16, np.float32), n, B=16).values():
+        np.testing.assert_array_equal(res[1], expect)
