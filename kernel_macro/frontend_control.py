@@ -30,6 +30,8 @@ from .frontend_common import (
 )
 from .frontend_ops import SemanticError, Tensor, describe, is_number
 
+_LOOP_ATTEMPTS = 6  # rounds of carried-type refinement before giving up (a literal widening per round)
+
 
 class ControlFlow:
     """if/for/while lowering; mixed into :class:`~eggpu.kernel_macro.frontend.CodeGenerator`."""
@@ -263,30 +265,10 @@ class ControlFlow:
         loc = self.b.loc
         line = f.source.loc(node).line
         assigned = [n for n in self._assigned_names(node) if n != target]
-        packed = self._unpack_block_pointers(before, assigned)
-        assigned = [n for n in assigned if n not in packed] + [
-            hidden_offset(n, d) for n, bp in packed.items() for d in range(len(bp.offsets))]
-        plan: dict[str, tuple] = {}
-        for n in assigned:
-            v = before.get(n, _MISSING)
-            if v is _MISSING or isinstance(v, Undefined):
-                continue
-            if isinstance(v, Tensor):
-                plan[n] = ("tensor", v.type, False)
-            elif _has_tensor(v):
-                plan[n] = ("tuple", v)
-            else:
-                plan[n] = ("const", v)
+        packed, assigned, plan = self._carry_plan(before, assigned)
         counter = BlockType(i32, ()) if wide_trips is None else wide_trips.type
-        for _attempt in range(6):
-            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter, packed)
-            new_plan = self._join_loop(node, plan, end_scope)
-            if new_plan == plan:
-                break
-            plan = new_plan
-        else:  # pragma: no cover - needs a pathological oscillation
-            raise self.error(node, "cannot determine the types of the loop-carried variables",
-                             "give every variable assigned in the loop its final type before the loop")
+        plan, (blk, next_k), end_scope = self._settle(
+            node, plan, lambda p: self._loop_body(node, target, p, before, variable, counter, packed))
         f.scope = before
         self.b.loc = loc
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
@@ -311,17 +293,28 @@ class ControlFlow:
                 before[n] = Undefined(
                     f"{n} is assigned inside the for loop at line {line} and is not available after it",
                     f"assign {n} before the loop so that it becomes a loop-carried value")
-        for n, bp in packed.items():
-            before[n] = bp.with_offsets(tuple(before[hidden_offset(n, d)] for d in range(len(bp.offsets))))
+        self._rebuild_block_pointers(before, packed)
         before[target] = Undefined(
             f"{target} is the variable of the for loop at line {line} and is not available after it",
             "keep the value you need in a variable assigned before the loop")
 
+    def _settle(self, node: ast.For | ast.While, plan: dict[str, tuple],
+                build: Callable[[dict[str, tuple]], tuple[Any, dict[str, Any]]]) -> tuple[dict[str, tuple], Any, Any]:
+        """Build a loop's regions (``build(plan) -> (regions, scope at the end of the body)``) until
+        the carried types are the same before and after an iteration; returns (plan, regions, scope)."""
+        for _attempt in range(_LOOP_ATTEMPTS):
+            regions, end_scope = build(plan)
+            new_plan = self._join_loop(node, plan, end_scope)  # type: ignore[arg-type]
+            if new_plan == plan:
+                return plan, regions, end_scope
+            plan = new_plan
+        raise self.error(node, "cannot determine the types of the loop-carried variables",  # pragma: no cover
+                         "give every variable assigned in the loop its final type before the loop")
+
     def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
-                   variable: Callable[[Tensor], Tensor], counter: BlockType,
-                   packed: dict[str, BlockPointer] | None = None):
-        """The loop body region (args: the counter, then the carried values), the scope at its end,
-        and, for a wide loop (a counter wider than i32, lowered as a ``while``), the next counter."""
+                   variable: Callable[[Tensor], Tensor], counter: BlockType, packed: dict[str, BlockPointer]):
+        """((the loop body region (args: the counter, then the carried values), for a wide loop (a
+        counter wider than i32, lowered as a ``while``) the next counter), the scope at its end)."""
         f = self.frame
         carried = [n for n, st in plan.items() if st[0] == "tensor"]
         arg_types = [counter] + [plan[n][1] for n in carried]
@@ -330,22 +323,58 @@ class ControlFlow:
             scope[target] = variable(Tensor(blk.args[0]))  # the i32 iv, or lo + k * step (wide loops)
             for n, a in zip(carried, blk.args[1:]):
                 scope[n] = Tensor(a)
-            for n, bp in (packed or {}).items():
-                scope[n] = bp.with_offsets(tuple(scope[hidden_offset(n, d)] for d in range(len(bp.offsets))))
-            f.scope = scope
-            f.loop_depth += 1
-            try:
-                self.visit_body(node.body)
-            finally:
-                f.loop_depth -= 1
-            end_scope = f.scope
-            for n, bp in (packed or {}).items():
-                self._repack_block_pointer(node, n, bp, end_scope)
+            end_scope = self._loop_iteration(node, scope, packed)
             next_k = None
             if counter.dtype != i32:
                 next_k = self.b.op("add", blk.args[0], self.b.const(1, counter.dtype))
         f.scope = before
-        return blk, end_scope, next_k
+        return (blk, next_k), end_scope
+
+    def _loop_iteration(self, node: ast.For | ast.While, scope: dict[str, Any],
+                        packed: dict[str, BlockPointer]) -> dict[str, Any]:
+        """Lower the body of loop ``node`` once in ``scope`` (the carried values bound) and return the
+        scope at its end; block pointers are rebuilt from their carried offsets before and taken
+        apart into them after (:meth:`_unpack_block_pointers`)."""
+        f = self.frame
+        self._rebuild_block_pointers(scope, packed)
+        f.scope = scope
+        f.loop_depth += 1
+        try:
+            self.visit_body(node.body)
+        finally:
+            f.loop_depth -= 1
+        end_scope = f.scope
+        for n, bp in packed.items():
+            self._repack_block_pointer(node, n, bp, end_scope)  # type: ignore[arg-type]
+        return end_scope
+
+    @staticmethod
+    def _rebuild_block_pointers(scope: dict[str, Any], packed: dict[str, BlockPointer]) -> None:
+        """Block pointer variables of ``scope`` from their carried offsets."""
+        for n, bp in packed.items():
+            scope[n] = bp.with_offsets(tuple(scope[hidden_offset(n, d)] for d in range(len(bp.offsets))))
+
+    def _carry_plan(self, before: dict[str, Any], assigned: list[str]
+                    ) -> tuple[dict[str, BlockPointer], list[str], dict[str, tuple]]:
+        """The first guess at a loop's carried variables (for and while loops): the block pointers
+        among ``assigned`` (carried by their offsets, which replace them in the returned list of
+        assigned names), and per variable that exists before the loop ``("tensor", type,
+        flexible)``, ``("tuple", value)`` or ``("const", value)``, refined by :meth:`_join_loop`."""
+        packed = self._unpack_block_pointers(before, assigned)
+        assigned = [n for n in assigned if n not in packed] + [
+            hidden_offset(n, d) for n, bp in packed.items() for d in range(len(bp.offsets))]
+        plan: dict[str, tuple] = {}
+        for n in assigned:
+            v = before.get(n, _MISSING)
+            if v is _MISSING or isinstance(v, Undefined):
+                continue
+            if isinstance(v, Tensor):
+                plan[n] = ("tensor", v.type, False)
+            elif _has_tensor(v):
+                plan[n] = ("tuple", v)
+            else:
+                plan[n] = ("const", v)
+        return packed, assigned, plan
 
     @staticmethod
     def _unpack_block_pointers(scope: dict[str, Any], assigned: list[str]) -> dict[str, BlockPointer]:
