@@ -17,6 +17,8 @@ A case passes when every output matches numpy in both modes; otherwise the repor
 line of the error (eggpu's message names the feature and the source line) or the mismatch.
 
     python -m bench.compat [--only NAME ...] [--triton] [--json OUT.json]
+
+The last run's results are kept in ``bench/results/compat.json`` (``--triton --json`` that file).
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ import numpy as np
 from bench import dual
 
 SOURCE = Path(__file__).with_name("compat_kernels.py")
+_REPO = str(Path(__file__).resolve().parents[1]) + "/"
 MODES = ("interpret", "cpu")
 
 Check = tuple[str, np.ndarray, np.ndarray, float, float]  # name, got, want, rtol, atol
@@ -354,7 +357,8 @@ def _first_line(e: BaseException, last: bool = False) -> str:
     """The error in one line: its first line (eggpu: the located message), or its last (Triton
     prints the source before the message)."""
     text = [ln for ln in str(e).strip().splitlines() if ln.strip()]
-    return f"{type(e).__name__}: {(text[-1] if last else text[0]) if text else ''}"
+    line = (text[-1] if last else text[0]) if text else ""
+    return f"{type(e).__name__}: {line.replace(_REPO, '')}"  # paths relative to the repository
 
 
 def _mismatch(checks: list[Check]) -> str | None:
