@@ -21,6 +21,7 @@ from eggpu.ir.errors import (
 __version__ = "0.1.0"
 
 from eggpu.kernel_macro import hooks as _hooks  # noqa: E402
+from eggpu.kernel_macro.autotune import Config, autotune, heuristics  # noqa: E402
 from eggpu.kernel_macro.jitfunction import cdiv, next_power_of_2  # noqa: E402
 from eggpu.kernel_macro.kernel import jit, kernel  # noqa: E402
 from eggpu.pipeline import CompiledKernel, compile  # noqa: E402
@@ -45,7 +46,7 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'eggpu' has no attribute {name!r}")
 
 __all__ = [
-    "CodegenError", "CompileError", "CompiledKernel", "EggpuError", "IRError", "IRParseError",
+    "CodegenError", "CompileError", "CompiledKernel", "Config", "EggpuError", "IRError", "IRParseError",
     "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",
-    "__version__", "cdiv", "compile", "compile_many", "jit", "kernel", "next_power_of_2",
+    "__version__", "autotune", "cdiv", "compile", "compile_many", "heuristics", "jit", "kernel", "next_power_of_2",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import language as tl
+from .block_pointers import IMPLS as BLOCK_POINTER_IMPLS
 from .compat import IMPLS as COMPAT_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
 from .philox import IMPLS as PHILOX_IMPLS
@@ -66,6 +67,7 @@ IMPLS.update(COMPAT_IMPLS)  # Triton's keywords and Triton-only functions (kerne
 IMPLS.update(SCAN_IMPLS)  # scans and reductions with a combine function (kernel_macro/scans.py)
 IMPLS.update(SHUFFLE_IMPLS)  # gather, join, split, ... (kernel_macro/shuffles.py)
 IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
+IMPLS.update(BLOCK_POINTER_IMPLS)  # tl.make_block_ptr, tl.advance (kernel_macro/block_pointers.py)
 
 COMBINE_FUNCTIONS = frozenset({"reduce", "associative_scan"})
 """Functions whose ``combine_fn`` argument the frontend turns into a callable that inlines it."""

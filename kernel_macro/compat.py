@@ -20,6 +20,7 @@ from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
 
+from . import block_pointers
 from . import language as tl
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
 
@@ -47,21 +48,26 @@ def _not_supported(a: dict[str, Any], name: str, ok: Any, fn: str, why: str, hin
 # ---------------------------------------------------------------- memory
 
 
+_BLOCK_PTR_ONLY = "boundary_check= and padding_option= apply to block pointers (tl.make_block_ptr)"
+
+
 def load(s: Semantic, a: dict[str, Any]) -> Tensor:
-    _not_supported(a, "boundary_check", (), "load", "boundary_check is for block pointers, which eggpu has not",
-                   "use pointer arithmetic and mask=")
-    _not_supported(a, "padding_option", "", "load", "padding_option is for block pointers", "use mask= and other=")
     _choice(a, "cache_modifier", _LOAD_CACHE, "load")
     _choice(a, "eviction_policy", _EVICTION, "load")
     _not_supported(a, "volatile", False, "load", "volatile loads are not available")
+    if isinstance(a["ptr"], block_pointers.BlockPointer):
+        return block_pointers.load(s, a)
+    _not_supported(a, "boundary_check", (), "load", _BLOCK_PTR_ONLY, "use mask= (e.g. mask=offs < n)")
+    _not_supported(a, "padding_option", "", "load", _BLOCK_PTR_ONLY, "use mask= and other=")
     return s.load(a["ptr"], a["mask"], a["other"])
 
 
 def store(s: Semantic, a: dict[str, Any]) -> None:
-    _not_supported(a, "boundary_check", (), "store", "boundary_check is for block pointers, which eggpu has not",
-                   "use pointer arithmetic and mask=")
     _choice(a, "cache_modifier", _STORE_CACHE, "store")
     _choice(a, "eviction_policy", _EVICTION, "store")
+    if isinstance(a["ptr"], block_pointers.BlockPointer):
+        return block_pointers.store(s, a)
+    _not_supported(a, "boundary_check", (), "store", _BLOCK_PTR_ONLY, "use mask= (e.g. mask=offs < n)")
     return s.store(a["ptr"], a["value"], a["mask"])
 
 

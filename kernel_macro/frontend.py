@@ -35,197 +35,71 @@ from __future__ import annotations
 
 import ast
 import builtins as _py
-import inspect
-import math
 import types
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import numpy as np
 
 from eggpu.ir.builder import Builder
-from eggpu.ir.dtypes import DType, bool_, from_numpy, i32, promote
+from eggpu.ir.dtypes import DType, bool_, from_numpy
 from eggpu.ir.errors import CompileError, IRError
-from eggpu.ir.graph import Function, Operation, Value
-from eggpu.ir.types import BlockType, PointerType
+from eggpu.ir.graph import Function
+from eggpu.ir.types import BlockType
 
-from . import compat
+from . import descriptors
 from . import language as tl
-from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
+from .block_pointers import METHODS as DESCRIPTOR_METHODS
+from .block_pointers import TensorDescriptor, descriptor_argument
 from .diagnostics import KernelCompileError, Source, did_you_mean
-from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
+from .frontend_calls import Calls
+from .frontend_common import (
+    _BINOPS,
+    _CMPOPS,
+    _IR_HINT,
+    _LANG_MODULES,
+    _LIBDEVICE_MODULE,
+    _MATH_MODULE,
+    _MISSING,
+    _RET,
+    _TENSOR_ATTRS,
+    _UNARY,
+    _UNSUPPORTED,
+    BoundMethod,
+    Frame,
+    Undefined,
+    _has_tensor,
+)
+from .frontend_control import ControlFlow
+from .frontend_ops import Semantic, SemanticError, Tensor, describe
+from .frontend_values import BlockTypeValue
 from .signature import _closure_vars
-from .unsupported import MATH_UNSUPPORTED_HINT, TENSOR_METHODS, UNSUPPORTED, unsupported_reason
-
-_MISSING = object()
-_RET = "$ret"  # hidden variable holding an inlined helper's return value
-_LANG_MODULES = frozenset({"eggpu.language", "eggpu.kernel_macro.language"})
-_MATH_MODULE = tl.math.__name__
-_MAX_UNROLL = 4096
-_IR_HINT = "the operand types do not fit this operation; check dtypes and block shapes"
-
-
-class Undefined:
-    """Marks a variable that is not available here; reading it raises ``problem``/``hint``."""
-
-    __slots__ = ("problem", "hint")
-
-    def __init__(self, problem: str, hint: str):
-        self.problem = problem
-        self.hint = hint
+from .unsupported import (
+    LIBDEVICE_UNSUPPORTED_HINT,
+    MATH_UNSUPPORTED_HINT,
+    TENSOR_METHODS,
+    UNSUPPORTED,
+    unsupported_reason,
+)
 
 
-class BoundMethod:
-    """``x.to`` on a block, waiting for its call."""
-
-    __slots__ = ("tensor", "name")
-
-    def __init__(self, tensor: Tensor, name: str):
-        self.tensor = tensor
-        self.name = name
-
-
-@dataclass
-class Frame:
-    """One function being lowered (the kernel or an inlined helper)."""
-
-    fn: Any
-    source: Source
-    globals: dict[str, Any]
-    closure: dict[str, Any]
-    scope: dict[str, Any]
-    is_kernel: bool
-    loop_depth: int = 0
-    call_note: str | None = None
-    assigned_cache: dict[int, list[str]] = field(default_factory=dict)
-
-
-_BINOPS: dict[type, str] = {
-    ast.Add: "add", ast.Sub: "sub", ast.Mult: "mul", ast.Div: "truediv", ast.FloorDiv: "floordiv",
-    ast.Mod: "mod", ast.BitAnd: "and", ast.BitOr: "or", ast.BitXor: "xor", ast.LShift: "lshift",
-    ast.RShift: "rshift", ast.Pow: "pow",
-}
-_CMPOPS: dict[type, str] = {
-    ast.Lt: "lt", ast.LtE: "le", ast.Gt: "gt", ast.GtE: "ge", ast.Eq: "eq", ast.NotEq: "ne",
-}
-_UNARY: dict[type, str] = {ast.USub: "neg", ast.UAdd: "pos", ast.Invert: "invert", ast.Not: "not"}
-
-_NESTED_DEF = ("nested function and class definitions are not supported in a kernel",
-               "define the helper at module level (optionally marked @eggpu.jit) and call it; "
-               "calls are inlined")
-_COMPREHENSION = ("comprehensions are not supported in a kernel",
-                  "unroll with `for i in tl.static_range(...)`, or build blocks with tl.arange")
-_UNSUPPORTED: dict[type, tuple[str, str]] = {
-    ast.Break: ("break is not supported in a kernel",
-                "loops run a fixed number of iterations: compute the bound before the loop, or "
-                "guard the rest of the body with an if or a mask"),
-    ast.Continue: ("continue is not supported in a kernel",
-                   "wrap the rest of the loop body in an if (or use a mask)"),
-    ast.FunctionDef: _NESTED_DEF,
-    ast.AsyncFunctionDef: _NESTED_DEF,
-    ast.ClassDef: _NESTED_DEF,
-    ast.Lambda: ("lambda is not supported in a kernel",
-                 "define a helper function at module level (optionally marked @eggpu.jit) and call it"),
-    ast.Global: ("global statements are not supported in a kernel",
-                 "kernels cannot assign module variables: read module-level constants directly and "
-                 "write results with tl.store"),
-    ast.Nonlocal: ("nonlocal statements are not supported in a kernel",
-                   "kernels cannot assign enclosing variables: write results with tl.store"),
-    ast.With: ("with statements are not supported in a kernel",
-               "write the body without the context manager"),
-    ast.AsyncWith: ("async with is not supported in a kernel", "write the body without it"),
-    ast.AsyncFor: ("async for is not supported in a kernel", "use `for i in range(...)`"),
-    ast.Try: ("try statements are not supported in a kernel",
-              "kernels cannot catch exceptions: guard with masks or if statements, and check "
-              "compile-time conditions with tl.static_assert"),
-    ast.Raise: ("raise is not supported in a kernel",
-                "use tl.static_assert(condition, message) for compile-time checks"),
-    ast.Import: ("import statements are not supported in a kernel", "import at module level"),
-    ast.ImportFrom: ("import statements are not supported in a kernel", "import at module level"),
-    ast.Delete: ("del is not supported in a kernel", "just stop using the variable"),
-    ast.Match: ("match statements are not supported in a kernel",
-                "use if/elif/else (compile-time conditions are folded)"),
-    ast.Dict: ("dict literals are not supported in a kernel",
-               "use separate variables (or a tuple) instead"),
-    ast.Set: ("set literals are not supported in a kernel",
-              "use separate variables (or a tuple) instead"),
-    ast.ListComp: _COMPREHENSION,
-    ast.SetComp: _COMPREHENSION,
-    ast.DictComp: _COMPREHENSION,
-    ast.GeneratorExp: _COMPREHENSION,
-    ast.Yield: ("yield is not supported in a kernel",
-                "kernels do not produce values: write results with tl.store(ptr + offs, value)"),
-    ast.YieldFrom: ("yield is not supported in a kernel",
-                    "kernels do not produce values: write results with tl.store(ptr + offs, value)"),
-    ast.Await: ("await is not supported in a kernel", "kernels are not coroutines"),
-    ast.JoinedStr: ("f-strings are not supported in a kernel", "kernels cannot format text"),
-    ast.NamedExpr: ("assignment expressions (:=) are not supported in a kernel",
-                    "assign on a separate line"),
-    ast.Starred: ("starred expressions are only supported as call arguments (f(*shape))",
-                  "unpack explicitly: a, b = t"),
-    ast.Slice: ("slices are only supported as `:` in x[:, None] / x[None, :]",
-                "blocks cannot be sliced; build the block you need with tl.arange and tl.load"),
-}
-if hasattr(ast, "TryStar"):
-    _UNSUPPORTED[ast.TryStar] = _UNSUPPORTED[ast.Try]
-
-_TENSOR_ATTRS = "x.to(dtype), x.dtype, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"
-_MATH_FOLDABLE = "math"  # math.* functions fold on compile-time numbers
-
-
-def _describe_fn(fn: Any) -> str:
-    mod = getattr(fn, "__module__", None) or getattr(type(fn), "__module__", "")
-    name = getattr(fn, "__qualname__", None) or getattr(fn, "__name__", None) or type(fn).__name__
-    return f"{mod}.{name}" if mod and mod != "builtins" else name
-
-
-def _same(a: Any, b: Any) -> bool:
-    """True when two frontend values are the same (identical IR value or equal constant)."""
-    if isinstance(a, Tensor) or isinstance(b, Tensor):
-        return isinstance(a, Tensor) and isinstance(b, Tensor) and a.value is b.value
-    if isinstance(a, tuple) and isinstance(b, tuple):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float) and math.isnan(a):
-        return math.isnan(b)
-    try:
-        return bool(a == b) if not callable(a) else a is b
-    except Exception:  # noqa: BLE001
-        return a is b
-
-
-def _literal_join_dtype(a: Any, b: Any) -> DType:
-    """dtype of a variable that holds the literal ``a`` on one path and ``b`` on another."""
-    da, db = Semantic.default_dtype(a), Semantic.default_dtype(b)
-    return promote(da, db)
-
-
-def _has_tensor(v: Any) -> bool:
-    return isinstance(v, Tensor) or (isinstance(v, tuple) and any(_has_tensor(x) for x in v))
-
-
-def _contains_return(stmts: Sequence[ast.stmt]) -> bool:
-    for s in stmts:
-        for n in ast.walk(s):
-            if isinstance(n, ast.Return):
-                return True
-    return False
-
-
-class CodeGenerator:
+class CodeGenerator(ControlFlow, Calls):
     """Lowers one kernel specialization; use :func:`lower_kernel`."""
 
     def __init__(self, fn: Any, name: str, params: Sequence[tuple[str, BlockType]],
                  consts: dict[str, Any], binding: dict[Any, DType]):
         self.b = Builder(name, list(params))
         self.sem = Semantic(self.b)
+        self.scalar_lists = False  # while lowering the arguments of a call that takes lists of runtime scalars
         self.binding = binding
         self.name = name
         scope: dict[str, Any] = dict(consts)
         for p in self.b.params:
             scope[p.name] = Tensor(p)
+        for n, v in consts.items():  # host TensorDescriptor arguments (kernel_macro/descriptors.py)
+            spec = descriptors.decode(v)
+            if spec is not None:
+                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope)
         src = Source.of(fn)
         self.frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), scope, is_kernel=True)
         self.stack: list[Frame] = [self.frame]
@@ -389,377 +263,6 @@ class CodeGenerator:
             return
         f.scope[_RET] = value
 
-    # ------------------------------------------------------------ if
-
-    def _if(self, node: ast.If, rest: Sequence[ast.stmt]) -> tuple[bool, bool]:
-        """Lower an if statement; returns (terminated, consumed the rest of the block)."""
-        cond = self.expr(node.test)
-        has_return = _contains_return(node.body) or _contains_return(node.orelse)
-        if not isinstance(cond, Tensor):
-            if _has_tensor(cond):
-                raise self.error(node.test, f"cannot use {describe(cond)} as a condition")
-            branch = node.body if cond else node.orelse
-            if has_return:  # the continuation depends on whether the taken branch returns
-                return self.visit_body(list(branch) + list(rest)), True
-            return self.visit_body(branch), False
-        try:
-            c = self.sem.condition(cond)
-        except SemanticError as e:
-            raise self.error(node.test, e.problem, e.hint) from None
-        if has_return:
-            if self.frame.loop_depth:
-                ret = next(n for s in list(node.body) + list(node.orelse) for n in ast.walk(s)
-                           if isinstance(n, ast.Return))
-                self._return(ret)  # raises: return in a loop
-            then = list(node.body) + ([] if node.body and isinstance(node.body[-1], ast.Return) else list(rest))
-            orelse = list(node.orelse) + ([] if node.orelse and isinstance(node.orelse[-1], ast.Return) else list(rest))
-            self._runtime_if(node, c, then, orelse, terminal=True)
-            return True, True
-        self._runtime_if(node, c, node.body, node.orelse, terminal=False)
-        return False, False
-
-    def _runtime_if(self, node: ast.If, cond: Tensor, then: Sequence[ast.stmt], orelse: Sequence[ast.stmt],
-                    terminal: bool) -> None:
-        f = self.frame
-        before = f.scope
-        loc = self.b.loc
-        with self.b.region() as then_blk:
-            f.scope = dict(before)
-            self.visit_body(then)
-            then_scope = f.scope
-        with self.b.region() as else_blk:
-            f.scope = dict(before)
-            self.b.loc = loc
-            self.visit_body(orelse)
-            else_scope = f.scope
-        f.scope = before
-        self.b.loc = loc
-        if terminal:
-            names = [_RET] if not f.is_kernel else []
-        else:
-            names = list(dict.fromkeys(list(then_scope) + list(else_scope)))
-        merged: list[tuple[str, list[tuple[Any, Any, BlockType]], Callable[[Any], Any]]] = []
-        line = f.source.loc(node).line
-        for n in names:
-            a, c = then_scope.get(n, _MISSING), else_scope.get(n, _MISSING)
-            if n == _RET:
-                if not terminal:
-                    continue
-                a = None if a is _MISSING else a
-                c = None if c is _MISSING else c
-                if (a is None) != (c is None):
-                    before[n] = Undefined("not every path returns a value", "")
-                    continue
-            if a is not _MISSING and c is not _MISSING and _same(a, c):
-                before[n] = a
-                continue
-            if a is _MISSING or c is _MISSING or isinstance(a, Undefined) or isinstance(c, Undefined):
-                where = "then" if c is _MISSING or isinstance(c, Undefined) else "else"
-                before[n] = Undefined(
-                    f"{n} is not defined on every path: it is assigned only in the {where} branch of the "
-                    f"if at line {line}",
-                    f"assign {n} before the if (or in both branches)")
-                continue
-            leaves, rebuild = self._plan_merge(node, n, a, c)
-            merged.append((n, leaves, rebuild))
-        flat = [leaf for _, leaves, _ in merged for leaf in leaves]
-        try:
-            then_vals = [self._materialize(a, t) for a, _, t in flat]
-            else_vals = [self._materialize(c, t) for _, c, t in flat]
-        except SemanticError as e:
-            raise self.error(node, e.problem, e.hint) from None
-        then_blk.ops.append(Operation("yield", tuple(then_vals), {}, (), (), loc))
-        else_blk.ops.append(Operation("yield", tuple(else_vals), {}, (), (), loc))
-        op = self.b.if_(cond.value, then_blk, else_blk, [t for _, _, t in flat])
-        results = iter(op.results)
-        for n, _, rebuild in merged:
-            before[n] = rebuild(results)
-
-    def _plan_merge(self, node: ast.AST, n: str, a: Any, c: Any):
-        """The leaves (then value, else value, type) to yield for a variable, and a function that
-        rebuilds the variable's value from the if's results (tuples merge element by element)."""
-        if isinstance(a, tuple) and isinstance(c, tuple) and len(a) == len(c):
-            parts = [self._plan_merge(node, n, x, y) for x, y in zip(a, c)]
-            leaves = [leaf for p in parts for leaf in p[0]]
-            return leaves, lambda it: tuple(p[1](it) for p in parts)
-        if _same(a, c):
-            return [], lambda it: a
-        t = self._merge_type(node, n, a, c)
-        return [(a, c, t)], lambda it: Tensor(next(it))
-
-    def _merge_type(self, node: ast.AST, n: str, a: Any, c: Any) -> BlockType:
-        what = "the return value" if n == _RET else n
-        if isinstance(a, Tensor) and isinstance(c, Tensor):
-            if a.type != c.type:
-                raise self.error(
-                    node, f"{what} has type {a.type} in the then branch but {c.type} in the else branch",
-                    f"convert one side (e.g. {n if n != _RET else 'x'}.to(tl.{promote(a.dtype, c.dtype)})) "
-                    f"so both branches produce one type")
-            return a.type
-        if isinstance(a, Tensor) and is_number(c):
-            return a.type
-        if isinstance(c, Tensor) and is_number(a):
-            return c.type
-        if is_number(a) and is_number(c):
-            return BlockType(_literal_join_dtype(a, c), ())
-        raise self.error(
-            node, f"{what} is {describe(a)} in the then branch but {describe(c)} in the else branch",
-            "a compile-time value cannot depend on a runtime condition; make the condition a "
-            "tl.constexpr, or use blocks/numbers in both branches")
-
-    def _materialize(self, v: Any, t: BlockType) -> Value:
-        if isinstance(v, Tensor):
-            assert v.type == t, (v.type, t)
-            return v.value
-        if isinstance(t.elem, PointerType):
-            raise SemanticError(f"a variable holds a pointer ({t}) on one path and the number {v!r} on another",
-                                "keep pointer variables pointers on every path")
-        return self.sem.literal(v, t.dtype, t.shape).value
-
-    # ------------------------------------------------------------ for
-
-    def _for(self, node: ast.For) -> None:
-        if node.orelse:
-            raise self.error(node.orelse[0], "for ... else is not supported in a kernel",
-                             "move the else body after the loop")
-        it = node.iter
-        if not isinstance(it, ast.Call):
-            raise self.error(it, f"cannot loop over {ast.unparse(it)}",
-                             "loops are `for i in range(lo, hi, step)` (runtime bounds) or "
-                             "`for i in tl.static_range(...)` (unrolled)")
-        fobj = self.expr(it.func)
-        builtin = getattr(fobj, "__eggpu_builtin__", None)
-        is_static = builtin == "static_range"
-        if fobj is not _py.range and builtin not in ("static_range", "range"):
-            raise self.error(it, f"cannot loop over {ast.unparse(it)}",
-                             "loops are `for i in range(lo, hi, step)` (runtime bounds) or "
-                             "`for i in tl.static_range(...)` (unrolled)")
-        if builtin == "range":
-            self._range_hints(it)
-        elif it.keywords:
-            raise self.error(it.keywords[0], f"{ast.unparse(it.func)}() takes no keyword arguments",
-                             "write range(lo, hi, step)")
-        args = [self.expr(a) for a in it.args]
-        if not 1 <= len(args) <= 3:
-            raise self.error(it, f"{ast.unparse(it.func)}() takes 1 to 3 arguments, got {len(args)}")
-        lo, hi, step = (0, args[0], 1) if len(args) == 1 else (args[0], args[1], args[2] if len(args) == 3 else 1)
-        if not isinstance(node.target, ast.Name):
-            raise self.error(node.target, "the loop variable must be a single name", "write `for i in range(...)`")
-        if is_static:
-            self._static_for(node, it, lo, hi, step)
-        else:
-            self._runtime_for(node, it, lo, hi, step)
-
-    def _while(self, node: ast.While) -> None:
-        from .while_loops import lower_while
-
-        lower_while(self, node)
-
-    def _range_hints(self, it: ast.Call) -> None:
-        """Check the keywords of ``tl.range(...)``: Triton's pipelining hints, accepted without effect."""
-        bs = SIGNATURES["range"]
-        hints = bs.params[3:]
-        for kw in it.keywords:
-            if kw.arg not in hints:
-                dym = did_you_mean(kw.arg or "", hints)
-                raise self.error(kw, f"tl.range() got an unexpected keyword argument {kw.arg!r}",
-                                 (f"{dym[:-1]}=? " if dym else "") + f"the signature is {bs.text}")
-            v = self.expr(kw.value)
-            if _has_tensor(v):
-                raise self.error(kw, f"tl.range({kw.arg}=...) needs a compile-time value, got {describe(v)}")
-
-    def _static_for(self, node: ast.For, it: ast.Call, lo: Any, hi: Any, step: Any) -> None:
-        for v, what in ((lo, "start"), (hi, "end"), (step, "step")):
-            if not isinstance(v, int) or isinstance(v, bool):
-                raise self.error(it, f"tl.static_range bounds must be compile-time ints; {what} is {describe(v)}",
-                                 "use range(...) for a loop with runtime bounds")
-        if step == 0:
-            raise self.error(it, "tl.static_range step must not be zero")
-        r = range(lo, hi, step)
-        if len(r) > _MAX_UNROLL:
-            raise self.error(it, f"tl.static_range would unroll {len(r)} iterations (limit {_MAX_UNROLL})",
-                             "use range(...) for long loops")
-        f = self.frame
-        name = node.target.id  # type: ignore[attr-defined]
-        f.loop_depth += 1
-        try:
-            for i in r:
-                f.scope[name] = i
-                self.visit_body(node.body)
-        finally:
-            f.loop_depth -= 1
-
-    def _assigned_names(self, node: ast.For) -> list[str]:
-        key = id(node)
-        hit = self.frame.assigned_cache.get(key)
-        if hit is None:
-            found: dict[str, tuple[int, int]] = {}
-            for s in node.body:
-                for n in ast.walk(s):
-                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store) and n.id not in found:
-                        found[n.id] = (n.lineno, n.col_offset)
-            hit = sorted(found, key=found.__getitem__)
-            self.frame.assigned_cache[key] = hit
-        return hit
-
-    def _runtime_for(self, node: ast.For, it: ast.Call, lo: Any, hi: Any, step: Any) -> None:
-        if isinstance(step, int) and not isinstance(step, bool) and step == 0:
-            raise self.error(it, "range() step must not be zero")
-        try:
-            lo_t, hi_t, step_t, variable, wide_trips = self.sem.loop_bounds(lo, hi, step)
-        except SemanticError as e:
-            raise self.error(it, e.problem, e.hint) from None
-        f = self.frame
-        target = node.target.id  # type: ignore[attr-defined]
-        before = f.scope
-        loc = self.b.loc
-        line = f.source.loc(node).line
-        assigned = [n for n in self._assigned_names(node) if n != target]
-        plan: dict[str, tuple] = {}
-        for n in assigned:
-            v = before.get(n, _MISSING)
-            if v is _MISSING or isinstance(v, Undefined):
-                continue
-            if isinstance(v, Tensor):
-                plan[n] = ("tensor", v.type, False)
-            elif _has_tensor(v):
-                plan[n] = ("tuple", v)
-            else:
-                plan[n] = ("const", v)
-        counter = BlockType(i32, ()) if wide_trips is None else wide_trips.type
-        for _attempt in range(6):
-            blk, end_scope, next_k = self._loop_body(node, target, plan, before, variable, counter)
-            new_plan = self._join_loop(node, plan, end_scope)
-            if new_plan == plan:
-                break
-            plan = new_plan
-        else:  # pragma: no cover - needs a pathological oscillation
-            raise self.error(node, "cannot determine the types of the loop-carried variables",
-                             "give every variable assigned in the loop its final type before the loop")
-        f.scope = before
-        self.b.loc = loc
-        carried = [n for n, st in plan.items() if st[0] == "tensor"]
-        try:
-            inits = [self._materialize(before[n], plan[n][1]) for n in carried]
-            yields = [self._materialize(end_scope[n], plan[n][1]) for n in carried]
-        except SemanticError as e:
-            raise self.error(node, e.problem, e.hint) from None
-        if wide_trips is None:
-            blk.ops.append(Operation("yield", tuple(yields), {}, (), (), loc))
-            results = self.b.for_(lo_t.value, hi_t.value, step_t.value, inits, blk).results
-        else:  # a wide loop: while k < trips over a counter of the loop's unsigned dtype
-            blk.ops.append(Operation("yield", (next_k, *yields), {}, (), (), loc))
-            with self.b.region([a.type for a in blk.args]) as cond_blk:
-                self.b.yield_(self.b.op("lt", cond_blk.args[0], wide_trips.value))
-            zero = self.b.const(0, counter.dtype)
-            results = self.b.while_([zero, *inits], cond_blk, blk).results[1:]
-        for n, r in zip(carried, results):
-            before[n] = Tensor(r)
-        for n in assigned:
-            if n not in plan:
-                before[n] = Undefined(
-                    f"{n} is assigned inside the for loop at line {line} and is not available after it",
-                    f"assign {n} before the loop so that it becomes a loop-carried value")
-        before[target] = Undefined(
-            f"{target} is the variable of the for loop at line {line} and is not available after it",
-            "keep the value you need in a variable assigned before the loop")
-
-    def _loop_body(self, node: ast.For, target: str, plan: dict[str, tuple], before: dict[str, Any],
-                   variable: Callable[[Tensor], Tensor], counter: BlockType):
-        """The loop body region (args: the counter, then the carried values), the scope at its end,
-        and, for a wide loop (a counter wider than i32, lowered as a ``while``), the next counter."""
-        f = self.frame
-        carried = [n for n, st in plan.items() if st[0] == "tensor"]
-        arg_types = [counter] + [plan[n][1] for n in carried]
-        with self.b.region(arg_types) as blk:
-            scope = dict(before)
-            scope[target] = variable(Tensor(blk.args[0]))  # the i32 iv, or lo + k * step (wide loops)
-            for n, a in zip(carried, blk.args[1:]):
-                scope[n] = Tensor(a)
-            f.scope = scope
-            f.loop_depth += 1
-            try:
-                self.visit_body(node.body)
-            finally:
-                f.loop_depth -= 1
-            end_scope = f.scope
-            next_k = None
-            if counter.dtype != i32:
-                next_k = self.b.op("add", blk.args[0], self.b.const(1, counter.dtype))
-        f.scope = before
-        return blk, end_scope, next_k
-
-    def _join_loop(self, node: ast.For, plan: dict[str, tuple], end_scope: dict[str, Any]) -> dict[str, tuple]:
-        new: dict[str, tuple] = {}
-        for n, st in plan.items():
-            end = end_scope.get(n, _MISSING)
-            if isinstance(end, Undefined):
-                raise self.error(node, f"{n} may be undefined after an iteration of this loop: {end.problem}", end.hint)
-            kind = st[0]
-            if kind == "tuple":
-                if not _same(st[1], end):
-                    raise self.error(node, f"the tuple {n} cannot be reassigned in a runtime loop",
-                                     "unpack it into separate variables before the loop")
-                new[n] = st
-            elif kind == "const":
-                v0 = st[1]
-                if _same(v0, end):
-                    new[n] = st
-                elif is_number(v0) and is_number(end):
-                    new[n] = ("tensor", BlockType(_literal_join_dtype(v0, end), ()), True)
-                elif is_number(v0) and isinstance(end, Tensor) and not end.is_pointer:
-                    if isinstance(v0, float) and not end.dtype.is_float:
-                        raise self.error(
-                            node, f"{n} starts as the float literal {v0!r} before the loop but becomes "
-                            f"{end.type} in it",
-                            f"start it with an integer literal, or convert inside the loop: {n} = (...).to(tl.f32)")
-                    new[n] = ("tensor", end.type, True)
-                else:
-                    raise self.error(
-                        node, f"{n} is {describe(v0)} before the loop but {describe(end)} after an iteration",
-                        "a compile-time value cannot change in a runtime loop; use tl.static_range to unroll, "
-                        "or make it a block/scalar before the loop")
-            else:
-                _, t, flexible = st
-                if isinstance(end, Tensor):
-                    if end.type == t:
-                        new[n] = st
-                    elif flexible and not end.is_pointer:
-                        new[n] = ("tensor", end.type, True)
-                    else:
-                        raise self.error(
-                            self._last_assignment(node, n),
-                            f"loop-carried variable {n} has type {t} before the loop but {end.type} "
-                            f"after an iteration",
-                            self._type_change_hint(n, end.type, t))
-                elif is_number(end):
-                    new[n] = st
-                else:
-                    raise self.error(node, f"loop-carried variable {n} has type {t} before the loop but is "
-                                     f"{describe(end)} after an iteration",
-                                     "keep one type for a variable assigned in a loop")
-        return new
-
-    @staticmethod
-    def _last_assignment(node: ast.For, n: str) -> ast.AST:
-        """The statement of the loop body that assigns ``n`` last (for diagnostics)."""
-        best: ast.AST = node
-        for s in ast.walk(node):
-            if isinstance(s, ast.Assign | ast.AugAssign | ast.AnnAssign) and s is not node:
-                targets = s.targets if isinstance(s, ast.Assign) else [s.target]
-                if any(isinstance(x, ast.Name) and x.id == n for t in targets for x in ast.walk(t)):
-                    if (s.lineno, s.col_offset) >= (getattr(best, "lineno", 0), getattr(best, "col_offset", 0)):
-                        best = s
-        return best
-
-    @staticmethod
-    def _type_change_hint(n: str, new: BlockType, old: BlockType) -> str:
-        if isinstance(new.elem, PointerType) or isinstance(old.elem, PointerType):
-            return f"keep {n} the same pointer type and shape in every iteration"
-        shape = "[" + ", ".join(map(str, new.shape)) + "]"
-        return (f"give {n} the loop's type before the loop, e.g. {n} = tl.zeros({shape}, dtype=tl.{new.dtype}), "
-                f"or convert inside the loop with .to(tl.{old.dtype})")
-
     # ------------------------------------------------------------ expressions
 
     def expr(self, node: ast.expr) -> Any:
@@ -833,6 +336,8 @@ class CodeGenerator:
                 return v.lang_dtype
             if attr == "shape":
                 return v.shape
+            if attr == "type":  # Triton: a scalar's type is its dtype (pointer type), a block's a block type
+                return BlockTypeValue(v.lang_dtype, v.shape) if v.is_block else v.lang_dtype
             if attr == "T":
                 return self.sem.trans(v, ())
             if attr == "to" or attr in TENSOR_METHODS:
@@ -840,22 +345,30 @@ class CodeGenerator:
             if attr in UNSUPPORTED:
                 raise self.error(node, f"the tensor method x.{attr}() is not supported by eggpu: {UNSUPPORTED[attr]}",
                                  col=self._attr_col(node))
-            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "shape", "T"], prefix="x.")
+            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "type", "shape", "T"], prefix="x.")
             raise self.error(node, f"blocks have no attribute {attr!r}", dym or f"blocks support {_TENSOR_ATTRS}",
+                             col=self._attr_col(node))
+        if isinstance(v, TensorDescriptor):
+            if attr in DESCRIPTOR_METHODS:
+                return BoundMethod(v, DESCRIPTOR_METHODS[attr])  # type: ignore[arg-type]
+            if attr == "block_shape":
+                return v.block_shape
+            raise self.error(node, f"tensor descriptors have no attribute {attr!r}",
+                             "they have desc.load(offsets), desc.store(offsets, value) and desc.block_shape",
                              col=self._attr_col(node))
         if isinstance(v, types.ModuleType):
             base = ast.unparse(node.value)
-            if v.__name__ in _LANG_MODULES or v.__name__ == _MATH_MODULE:
+            if v.__name__ in _LANG_MODULES or v.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE):
                 return self._language_attribute(node, v, base, attr)
             if not hasattr(v, attr):
                 dym = did_you_mean(attr, [a for a in dir(v) if not a.startswith("_")], prefix=f"{base}.")
                 raise self.error(node, f"module {v.__name__} has no attribute {attr!r}", dym or None,
                                  col=self._attr_col(node))
             return self._outer_value(node, f"{base}.{attr}", getattr(v, attr))
-        if isinstance(v, DType | tl.PointerAnnotation | type):
+        if isinstance(v, DType | tl.PointerAnnotation | BlockTypeValue | type):
             if attr.startswith("_") or not hasattr(v, attr):
-                raise self.error(node, f"{describe(v) if not isinstance(v, type) else v.__name__} has no "
-                                 f"attribute {attr!r}", col=self._attr_col(node))
+                shown = v.__name__ if isinstance(v, type) else describe(v) if isinstance(v, DType) else f"the type {v}"
+                raise self.error(node, f"{shown} has no attribute {attr!r}", col=self._attr_col(node))
             return self._outer_value(node, attr, getattr(v, attr))
         raise self.error(node, f"cannot read attribute {attr!r} of {describe(v)}", col=self._attr_col(node))
 
@@ -864,13 +377,14 @@ class CodeGenerator:
         names = mod.__all__
         if attr in names:
             return getattr(mod, attr)
-        is_math = mod.__name__ == _MATH_MODULE
+        is_math = mod.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE)
+        hint = LIBDEVICE_UNSUPPORTED_HINT if mod.__name__ == _LIBDEVICE_MODULE else MATH_UNSUPPORTED_HINT
         reason = unsupported_reason(attr)
         if reason is not None:
             raise self.error(node, f"{base}.{attr} is not supported by eggpu: {reason}", col=self._attr_col(node))
         dym = did_you_mean(attr, names, prefix=f"{base}.")
         if is_math:
-            raise self.error(node, f"{base}.{attr} is not supported by eggpu", dym or MATH_UNSUPPORTED_HINT,
+            raise self.error(node, f"{base}.{attr} is not supported by eggpu", dym or hint,
                              col=self._attr_col(node))
         raise self.error(node, f"{base}.{attr} is not part of the kernel language",
                          dym or "see eggpu.language.__all__ for the available names",
@@ -888,6 +402,8 @@ class CodeGenerator:
 
     def _list(self, node: ast.List) -> tuple:
         vals = tuple(self._call_args(node.elts))
+        if self.scalar_lists and all(not isinstance(v, Tensor) or not v.is_block for v in vals):
+            return vals  # shapes/offsets of block pointers and tensor descriptors (frontend_calls.py)
         for v in vals:
             if _has_tensor(v):
                 raise self.error(node, "lists of runtime values are not supported in a kernel",
@@ -993,216 +509,6 @@ class CodeGenerator:
             else:
                 raise self.error(it, *bad)
         return v
-
-    # ------------------------------------------------------------ calls
-
-    def _call_args(self, nodes: Sequence[ast.expr]) -> list[Any]:
-        out: list[Any] = []
-        for a in nodes:
-            if isinstance(a, ast.Starred):
-                v = self.expr(a.value)
-                if not isinstance(v, tuple):
-                    raise self.error(a, f"cannot unpack {describe(v)} with *", "only tuples can be unpacked")
-                out.extend(v)
-            else:
-                out.append(self.expr(a))
-        return out
-
-    def _call(self, node: ast.Call) -> Any:
-        fobj = self.expr(node.func)
-        args = self._call_args(node.args)
-        kwargs: dict[str, Any] = {}
-        for kw in node.keywords:
-            if kw.arg is None:
-                raise self.error(kw, "**kwargs in calls is not supported in a kernel", "pass keywords explicitly")
-            kwargs[kw.arg] = self.expr(kw.value)
-        builtin = getattr(fobj, "__eggpu_builtin__", None)
-        if builtin is not None:
-            return self._call_builtin(node, builtin, args, kwargs)
-        if isinstance(fobj, BoundMethod):
-            return self._call_method(node, fobj, args, kwargs)
-        target = getattr(fobj, "__eggpu_jit_target__", None)
-        if isinstance(target, types.FunctionType):  # an @eggpu.jit function: inline its body
-            return self._inline(node, target, args, kwargs)
-        if fobj is tl.constexpr:
-            if len(args) != 1 or kwargs or _has_tensor(args[0]):
-                raise self.error(node, "tl.constexpr(v) takes one compile-time value")
-            return args[0]
-        if fobj is tl.dtype:
-            if len(args) != 1 or kwargs or _has_tensor(args[0]):
-                raise self.error(node, "tl.dtype(name) takes one compile-time dtype name, e.g. tl.dtype('float32')")
-            try:
-                return tl.dtype(args[0])
-            except TypeError as e:
-                raise self.error(node, str(e)) from None
-        if isinstance(fobj, types.BuiltinFunctionType | type) and getattr(fobj, "__module__", None) == "builtins":
-            return self._call_python_builtin(node, fobj, args, kwargs)
-        if isinstance(fobj, types.FunctionType):
-            if (getattr(fobj, "__eggpu_jit__", False) or getattr(fobj, "__eggpu_kernel__", None) is not None
-                    or fobj.__module__ == self.frame.fn.__module__):
-                return self._inline(node, fobj, args, kwargs)
-        return self._call_foreign(node, fobj, args, kwargs)
-
-    def _call_builtin(self, node: ast.Call, name: str, args: list[Any], kwargs: dict[str, Any],
-                      method: bool = False) -> Any:
-        """``tl.<name>(*args, **kwargs)``; ``method``: called as ``x.<name>(...)``, ``args[0]`` is ``x``."""
-        if name in ("static_range", "range"):
-            raise self.error(node, f"tl.{name} can only be used as the iterable of a for loop",
-                             f"write `for i in tl.{name}(lo, hi)`")
-        bs = SIGNATURES[name]
-        shown = f"x.{name}" if method else f"tl.{name}"
-        for kw in node.keywords:
-            if kw.arg not in bs.keywords:
-                dym = did_you_mean(kw.arg, bs.keywords)
-                hint = (f"{dym[:-1]}=? " if dym else "") + f"the signature is {bs.text}"
-                raise self.error(kw, f"{shown}() got an unexpected keyword argument {kw.arg!r}", hint)
-        try:
-            bound = bs.sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
-        bound.apply_defaults()
-        if name in COMBINE_FUNCTIONS:
-            bound.arguments["combine_fn"] = self._combine_callable(node, bound.arguments["combine_fn"])
-        try:
-            return IMPLS[name](self.sem, bound.arguments)
-        except SemanticError as e:
-            raise self.error(self._arg_node(node, bs.params, e.arg, 1 if method else 0), e.problem, e.hint) from None
-        except IRError as e:
-            raise self._located(node, e) from None
-
-    def _combine_callable(self, node: ast.Call, fobj: Any) -> Any:
-        """``combine_fn`` of tl.reduce/tl.associative_scan as a Python callable that inlines it."""
-        target = getattr(fobj, "__eggpu_jit_target__", None)
-        fn = target if isinstance(target, types.FunctionType) else fobj
-        if not isinstance(fn, types.FunctionType):
-            return fobj  # the implementation reports a non-function combine_fn at the argument
-
-        def call(*values: Any) -> Any:
-            return self._inline(node, fn, list(values), {})
-
-        return call
-
-    @staticmethod
-    def _arg_node(node: ast.Call, params: Sequence[str], arg: str | None, skip: int = 0) -> ast.AST:
-        """The argument node of parameter ``arg`` (for the caret); ``skip`` parameters are not in
-        the call's source (the receiver ``x`` of a method call ``x.sum(...)``)."""
-        if arg is None:
-            return node
-        for kw in node.keywords:
-            if kw.arg == arg:
-                return kw
-        if arg in params:
-            i = list(params).index(arg) - skip
-            if 0 <= i < len(node.args) and not any(isinstance(a, ast.Starred) for a in node.args[: i + 1]):
-                return node.args[i]
-        return node
-
-    def _call_method(self, node: ast.Call, m: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if m.name == "to":
-            def to(dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Any:
-                return dtype, fp_downcast_rounding, bitcast
-
-            sig = "x.to(dtype, fp_downcast_rounding=None, bitcast=False)"
-            try:
-                dtype, rounding, bitcast = to(*args, **kwargs)
-            except TypeError as e:
-                raise self.error(node, f"x.to(): {e}", f"the signature is {sig}") from None
-            try:
-                compat.rounding({"fp_downcast_rounding": rounding}, "x.to")
-                return self.sem.cast(m.tensor, dtype, bitcast)
-            except SemanticError as e:
-                raise self.error(node, e.problem, e.hint) from None
-        # x.sum(axis) is tl.sum(x, axis): the receiver is the first argument
-        return self._call_builtin(node, m.name, [m.tensor, *args], kwargs, method=True)
-
-    def _call_python_builtin(self, node: ast.Call, fobj: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        name = getattr(fobj, "__name__", str(fobj))
-        if fobj is _py.print:
-            raise self.error(node, "print() is not supported in a kernel",
-                             "kernels have no stdout: store the values you want to see into an output buffer "
-                             "with tl.store and inspect it after .interpret(...)")
-        if fobj is _py.range:
-            raise self.error(node, "range() can only be used as the iterable of a for loop",
-                             "write `for i in range(lo, hi, step)`")
-        if fobj in (_py.min, _py.max) and not kwargs and len(args) >= 2:
-            if not any(_has_tensor(a) for a in args):
-                return fobj(*args)
-            op = "minimum" if fobj is _py.min else "maximum"
-            acc = args[0]
-            for a in args[1:]:
-                acc = self.sem.binary(op, acc, a)
-            return acc
-        if fobj is _py.abs and len(args) == 1 and not kwargs:
-            return self.sem.abs(args[0])
-        if fobj in (_py.int, _py.float, _py.bool, _py.len, _py.isinstance) and not any(
-                isinstance(a, Tensor) for a in args):
-            try:
-                return fobj(*args, **kwargs)
-            except (TypeError, ValueError) as e:
-                raise self.error(node, f"{name}(): {e}") from None
-        if fobj in (_py.int, _py.float, _py.bool):
-            target = {"int": "tl.i32", "float": "tl.f32", "bool": "tl.bool"}[name]
-            raise self.error(node, f"{name}() of a runtime value is not supported",
-                             f"convert blocks with x.to({target})")
-        hint = f"use tl.{name}" if name in tl.__all__ else (
-            "kernels use the language (eggpu.language) and helper functions only")
-        raise self.error(node, f"the Python builtin {name}() is not supported in a kernel", hint)
-
-    def _call_foreign(self, node: ast.Call, fobj: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        text = ast.unparse(node.func)
-        mod = getattr(fobj, "__module__", None)
-        if mod == _MATH_FOLDABLE and not any(_has_tensor(a) for a in list(args) + list(kwargs.values())):
-            try:
-                return fobj(*args, **kwargs)
-            except (TypeError, ValueError, OverflowError) as e:
-                raise self.error(node, f"{text}(): {e}") from None
-        if isinstance(fobj, DType):
-            raise self.error(node, f"dtypes are not callable ({text}(...))", f"convert with x.to(tl.{fobj})")
-        short = getattr(fobj, "__name__", "")
-        if short in tl.__all__ and callable(getattr(tl, short)):
-            hint = f"use tl.{short}(...) from the kernel language"
-        else:
-            hint = ("mark the helper @eggpu.jit (its body must use only the language) or define it in the "
-                    "kernel's module; compute anything else outside the kernel and pass it as an argument")
-        if isinstance(fobj, types.FunctionType):
-            what = f"{_describe_fn(fobj)} is a plain function of another module"
-        elif callable(fobj):
-            what = f"{_describe_fn(fobj)} is not a kernel function"
-        else:
-            what = f"{describe(fobj)} is not callable"
-        raise self.error(node, f"cannot call {text}() inside a kernel: {what}", hint)
-
-    def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        if any(fr.fn is fn for fr in self.stack):
-            raise self.error(node, f"recursive call of {fn.__name__}() is not supported",
-                             "helpers are inlined; write the recursion as a loop")
-        try:
-            sig = inspect.signature(fn)
-            bound = sig.bind(*args, **kwargs)
-        except TypeError as e:
-            raise self.error(node, f"{fn.__name__}(): {e}") from None
-        bound.apply_defaults()
-        src = Source.of(fn)
-        call_loc = self.frame.source.loc(node)
-        frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), dict(bound.arguments), is_kernel=False,
-                      call_note=f"in {fn.__name__}(), inlined from {self.frame.fn.__name__} at {call_loc}")
-        saved_loc = self.b.loc
-        self.stack.append(frame)
-        self.frame = frame
-        try:
-            self.visit_body(src.tree.body)
-        except KernelCompileError as e:
-            e.note(frame.call_note)  # type: ignore[arg-type]
-            raise
-        finally:
-            self.stack.pop()
-            self.frame = self.stack[-1]
-            self.b.loc = saved_loc
-        ret = frame.scope.get(_RET)
-        if isinstance(ret, Undefined):
-            raise self.error(node, f"{fn.__name__}() does not return a value on every path",
-                             "return a value in both branches of the if, or at the end of the function")
-        return ret
 
 
 def lower_kernel(fn: Any, name: str, params: Sequence[tuple[str, BlockType]], consts: dict[str, Any],

@@ -32,84 +32,10 @@ from typing import Any
 
 from eggpu.ir.builder import Builder
 from eggpu.ir.dtypes import DType, bool_, f32, i8, i16, i32, i64, promote, u32, u64
-from eggpu.ir.graph import Value
-from eggpu.ir.types import BlockType, PointerType
 
+from .frontend_memory import Memory
+from .frontend_values import SemanticError, Tensor, describe, fmt_shape, is_number
 from .language import PointerAnnotation
-
-
-class SemanticError(Exception):
-    """A language-level mistake: ``problem`` (what is wrong), ``hint`` (what to write instead) and
-    ``arg`` (the parameter name of the offending argument of a ``tl`` call, for the caret)."""
-
-    def __init__(self, problem: str, hint: str | None = None, arg: str | None = None):
-        super().__init__(problem)
-        self.problem = problem
-        self.hint = hint
-        self.arg = arg
-
-
-class Tensor:
-    """A frontend value backed by an IR value (scalar or block; numbers or pointers)."""
-
-    __slots__ = ("value",)
-
-    def __init__(self, value: Value):
-        self.value = value
-
-    @property
-    def type(self) -> BlockType:
-        return self.value.type
-
-    @property
-    def shape(self) -> tuple[int, ...]:
-        return self.value.type.shape
-
-    @property
-    def is_pointer(self) -> bool:
-        return isinstance(self.value.type.elem, PointerType)
-
-    @property
-    def is_block(self) -> bool:
-        return bool(self.value.type.shape)
-
-    @property
-    def dtype(self) -> DType:
-        """Element dtype (for pointers: the pointee dtype)."""
-        return self.value.type.dtype
-
-    @property
-    def lang_dtype(self) -> Any:
-        """What ``x.dtype`` means in a kernel: the dtype, or ``tl.Pointer[T]`` for pointers."""
-        return PointerAnnotation(self.dtype) if self.is_pointer else self.dtype
-
-    def __repr__(self) -> str:
-        return f"Tensor({self.type})"
-
-
-def is_number(v: Any) -> bool:
-    """A Python int/float/bool literal (compile-time number)."""
-    return isinstance(v, int | float) and not isinstance(v, Tensor)
-
-
-def describe(v: Any) -> str:
-    """Short text naming a frontend value, for messages."""
-    if isinstance(v, Tensor):
-        return f"a block of type {v.type}" if v.is_block else f"a scalar of type {v.type}"
-    if isinstance(v, DType):
-        return f"the dtype {v}"
-    if v is None:
-        return "None"
-    if isinstance(v, bool | int | float):
-        return f"the compile-time {type(v).__name__} {v!r}"
-    if isinstance(v, tuple):
-        return f"a tuple of {len(v)}"
-    return f"a {type(v).__name__}"
-
-
-def fmt_shape(shape: tuple[int, ...]) -> str:
-    return "[" + ", ".join(map(str, shape)) + "]"
-
 
 _FOLD = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -141,7 +67,7 @@ FLOAT_FUNCTIONS = frozenset({
 })
 
 
-class Semantic:
+class Semantic(Memory):
     """Builds IR for language operations; one per kernel being lowered."""
 
     def __init__(self, builder: Builder):
@@ -724,105 +650,5 @@ class Semantic:
         r = Tensor(self.b.op("dot", a.value, b.value, self.cast(acc_t, out).value, **pa))
         return self.cast(r, acc_t.dtype)
 
-    # ------------------------------------------------------------ memory
 
-    def _pointer(self, ptr: Any, fn: str) -> Tensor:
-        if not isinstance(ptr, Tensor) or not ptr.is_pointer:
-            shown = ptr.type if isinstance(ptr, Tensor) else describe(ptr)
-            raise SemanticError(
-                f"tl.{fn} needs a pointer, got {shown}",
-                f"pass a pointer parameter plus offsets, e.g. tl.{fn}(x_ptr + offs, ...)", arg="ptr",
-            )
-        return ptr
-
-    def _mask(self, mask: Any, fn: str) -> Tensor:
-        if isinstance(mask, bool):
-            return self.const(mask, bool_)
-        if not isinstance(mask, Tensor) or mask.is_pointer or not mask.dtype.is_bool:
-            shown = mask.type if isinstance(mask, Tensor) else describe(mask)
-            raise SemanticError(
-                f"the mask of tl.{fn} must be a bool block, got {shown}",
-                "build a mask with a comparison, e.g. mask = offs < n (or x != 0 from numbers)",
-                arg="mask",
-            )
-        return mask
-
-    def load(self, ptr: Any, mask: Any, other: Any) -> Tensor:
-        p = self._pointer(ptr, "load")
-        if mask is None:
-            if other is not None:
-                raise SemanticError("tl.load got other= without mask= (other fills masked-off lanes)",
-                                    "pass mask=... as well, or drop other=", arg="other")
-            return Tensor(self.b.op("load", p.value))
-        m = self._mask(mask, "load")
-        shape = self.broadcast_shapes(p.shape, m.shape)
-        p, m = self.broadcast_to(p, shape), self.broadcast_to(m, shape)
-        if other is None:
-            return Tensor(self.b.op("load", p.value, m.value))
-        if not isinstance(other, Tensor) and not is_number(other):
-            raise SemanticError(f"other must be a number or a block, got {describe(other)}", arg="other")
-        o = self.broadcast_to(self.convert(other, p.dtype), shape)
-        return Tensor(self.b.op("load", p.value, m.value, o.value))
-
-    def _stored_value(self, p: Tensor, value: Any, fn: str, arg: str) -> Tensor:
-        if not isinstance(value, Tensor) and not is_number(value):
-            raise SemanticError(f"tl.{fn} cannot store {describe(value)}", arg=arg)
-        v = self.convert(value, p.dtype)
-        if v.is_block and not p.is_block:
-            raise SemanticError(
-                f"tl.{fn} got a block value ({v.type}) for a scalar pointer ({p.type})",
-                "add block offsets to the pointer: ptr + tl.arange(0, BLOCK)", arg=arg,
-            )
-        try:
-            return self.broadcast_to(v, p.shape)
-        except SemanticError as e:
-            raise SemanticError(
-                f"tl.{fn}: the value's shape {fmt_shape(v.shape)} does not broadcast to the pointer's "
-                f"shape {fmt_shape(p.shape)}", e.hint, arg=arg,
-            ) from None
-
-    def _mask_for(self, p: Tensor, mask: Any, fn: str) -> Tensor | None:
-        if mask is None:
-            return None
-        m = self._mask(mask, fn)
-        try:
-            return self.broadcast_to(m, p.shape)
-        except SemanticError:
-            raise SemanticError(
-                f"tl.{fn}: the mask's shape {fmt_shape(m.shape)} does not broadcast to the pointer's "
-                f"shape {fmt_shape(p.shape)}", arg="mask",
-            ) from None
-
-    def store(self, ptr: Any, value: Any, mask: Any) -> None:
-        p = self._pointer(ptr, "store")
-        v = self._stored_value(p, value, "store", "value")
-        m = self._mask_for(p, mask, "store")
-        ops = (p.value, v.value) + ((m.value,) if m is not None else ())
-        self.b.effect("store", *ops)
-
-    def atomic(self, kind: str, ptr: Any, val: Any, mask: Any) -> Tensor:
-        """``atomic_add/max/min/xchg``. Unlike ``store``, a scalar pointer broadcasts against a block
-        value (every lane updates the one address, in lane order)."""
-        fn = kind
-        p = self._pointer(ptr, fn)
-        if p.dtype.is_bool and kind != "atomic_xchg":
-            raise SemanticError(f"tl.{fn} needs a numeric pointer, got {p.type}", arg="ptr")
-        shape = p.shape
-        for extra in (val, mask):
-            if isinstance(extra, Tensor) and len(extra.shape) > len(shape):
-                shape = self.broadcast_shapes(shape, extra.shape)
-        p = self.broadcast_to(p, shape)
-        v = self._stored_value(p, val, fn, "val")
-        m = self._mask_for(p, mask, fn)
-        ops = (p.value, v.value) + ((m.value,) if m is not None else ())
-        return Tensor(self.b.op(kind, *ops))
-
-    def atomic_cas(self, ptr: Any, cmp: Any, val: Any) -> Tensor:
-        p = self._pointer(ptr, "atomic_cas")
-        if p.dtype.is_float:
-            raise SemanticError(f"tl.atomic_cas supports integer and bool pointers, got {p.type}",
-                                "compare-and-swap the bits: use an integer pointer of the same width",
-                                arg="ptr")
-        c = self._stored_value(p, cmp, "atomic_cas", "cmp")
-        v = self._stored_value(p, val, "atomic_cas", "val")
-        return Tensor(self.b.op("atomic_cas", p.value, c.value, v.value))
+__all__ = ["FLOAT_FUNCTIONS", "Semantic", "SemanticError", "Tensor", "describe", "fmt_shape", "is_number"]

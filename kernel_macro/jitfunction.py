@@ -20,6 +20,9 @@ torch CUDA tensors)
 ``float``                                              ``tl.float32``
 numpy scalar                                           its dtype
 ``str``, ``None``, a dtype                             a compile-time constant
+a host ``TensorDescriptor`` (:mod:`.descriptors`)      a tensor descriptor: its block shape and
+                                                       padding compile-time, its array, shape and
+                                                       strides hidden runtime parameters
 =====================================================  ==========================================
 
 Beyond the types, a compiled launch is specialized on argument *values* as Triton does, and each
@@ -64,7 +67,7 @@ from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u6
 from eggpu.ir.errors import IRError, LaunchError
 from eggpu.ir.facts import I32_SPAN
 
-from . import hooks
+from . import descriptors, hooks
 from . import language as tl
 from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
@@ -281,13 +284,30 @@ class JITFunction:
             raise LaunchError(f"{self.__name__}: parameter {p.name}: {_describe(v)} has dtype {npdt}, which "
                               f"eggpu has no dtype for") from None
 
+    def _expanded(self, values: dict[str, Any]) -> list[tuple[JitParam, Any]]:
+        """The parameters with their arguments; a host tensor descriptor argument becomes a
+        constexpr (its compile-time part) plus hidden runtime parameters (kernel_macro/descriptors.py)."""
+        out: list[tuple[JitParam, Any]] = []
+        for p in self.params:
+            v = values[p.name]
+            if p.constexpr or p.fixed is not None or not descriptors.is_host_descriptor(v):
+                out.append((p, v))
+                continue
+            why = descriptors.check(self.__name__, p.name, v)
+            if why is not None:
+                raise LaunchError(why)
+            out.append((JitParam(p.name, True), descriptors.encode(v)))
+            out += [(JitParam(n, False), hv) for n, hv in descriptors.hidden_params(p.name, v)]
+        return out
+
     def _specialize(self, values: dict[str, Any]) -> tuple[JitKernel, list[Any]]:
         """The Kernel instance for these bound arguments and the runtime launch values."""
         kinds: dict[str, tuple[str, Any]] = {}
         runtime: list[Any] = []
         consts: list[Any] = []
-        for p in self.params:
-            kind, dt, value = self._kind(p, values[p.name])
+        expanded = self._expanded(values)
+        for p, v in expanded:
+            kind, dt, value = self._kind(p, v)
             kinds[p.name] = (kind, dt)
             if kind == CONSTEXPR:
                 consts.append(value)
@@ -296,12 +316,13 @@ class JITFunction:
         key = tuple((n, k, dt.name if dt is not None else None) for n, (k, dt) in kinds.items())
         cls = self._classes.get(key)
         if cls is None:
-            cls = self._new_class(kinds, key)
+            cls = self._new_class(kinds, key, tuple(p for p, _ in expanded))
             self._classes[key] = cls
         return cls._create((), tuple(consts), {}), runtime
 
-    def _new_class(self, kinds: dict[str, tuple[str, Any]], key: tuple) -> type[JitKernel]:
-        sig = specialized_signature(self.__name__, self.params, kinds)
+    def _new_class(self, kinds: dict[str, tuple[str, Any]], key: tuple,
+                   params: tuple[JitParam, ...]) -> type[JitKernel]:
+        sig = specialized_signature(self.__name__, params, kinds)
         spec = KernelSpec(self.fn, sig, None, None)
         tokens = tuple(("p" if k == POINTER else "") + dt.name for k, dt in kinds.values() if k != CONSTEXPR)
         cls_name = pascal_case(self.__name__)

@@ -354,8 +354,10 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     (converted to the pointee dtype; undefined when ``other`` is None). ``ptr`` and ``mask``
     broadcast against each other. ``cache_modifier`` (``""``, ``".ca"``, ``".cg"``, ``".cv"``) and
     ``eviction_policy`` (``""``, ``"evict_first"``, ``"evict_last"``) are Triton's cache hints:
-    checked, and without effect on the result. ``boundary_check``/``padding_option`` (block
-    pointers) and ``volatile=True`` are not supported."""
+    checked, and without effect on the result. On a block pointer (``tl.make_block_ptr``),
+    ``boundary_check`` lists the dimensions to bound-check and ``padding_option`` (``""``,
+    ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
+    allowed. ``volatile=True`` is not supported."""
     raise _outside("load")
 
 
@@ -363,7 +365,7 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
 def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cache_modifier: str = "",
           eviction_policy: str = "") -> Any:
     """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
-    ``mask`` is true. ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
+    ``mask`` is true (on a block pointer: where the ``boundary_check`` dimensions are in bounds). ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
     ``eviction_policy`` are hints without effect on the result."""
     raise _outside("store")
 
@@ -620,6 +622,7 @@ def static_assert(condition: Any, msg: str = "") -> Any:
 
 # Triton's scans, shuffles and random numbers (declared in language_triton.py)
 from .language_triton import (  # noqa: E402
+    advance,
     associative_scan,
     cat,
     cumprod,
@@ -629,6 +632,9 @@ from .language_triton import (  # noqa: E402
     histogram,
     interleave,
     join,
+    load_tensor_descriptor,
+    make_block_ptr,
+    make_tensor_descriptor,
     pair_uniform_to_normal,
     philox,
     philox_impl,
@@ -640,6 +646,7 @@ from .language_triton import (  # noqa: E402
     randn4x,
     reduce,
     split,
+    store_tensor_descriptor,
     uint_to_uniform_float,
     xor_sum,
 )
@@ -648,14 +655,15 @@ __all__ = [
     # dtypes
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64", "dtype", "PropagateNan", "math",
+    "bfloat16", "float32", "float64", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
     # memory
-    "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
+    "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
     "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
@@ -684,6 +692,25 @@ math = _types.ModuleType(f"{__name__}.math", "Triton's ``tl.math``: the same fun
 for _n in MATH_NAMES:
     setattr(math, _n, globals()[_n])
 math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
+
+# Triton's libdevice namespace (``from triton.language.extra import libdevice``, or
+# ``tl.extra.cuda.libdevice``): the libdevice functions eggpu has, which are the tl.math ones (they
+# lower to libdevice on the GPU). ``from eggpu.language.extra import libdevice`` works because the
+# modules are registered under those names.
+libdevice = _types.ModuleType("eggpu.language.extra.libdevice",
+                              "Triton's ``libdevice``: the libdevice functions eggpu has (the ``tl.math`` ones).")
+for _n in MATH_NAMES:
+    setattr(libdevice, _n, globals()[_n])
+libdevice.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
+_cuda = _types.ModuleType("eggpu.language.extra.cuda", "Triton's ``tl.extra.cuda``: ``libdevice``.")
+_cuda.libdevice = libdevice  # type: ignore[attr-defined]
+extra = _types.ModuleType("eggpu.language.extra", "Triton's ``tl.extra``: ``libdevice`` and ``cuda.libdevice``.")
+extra.__path__ = []  # type: ignore[attr-defined]  # a package, so that `from eggpu.language.extra import libdevice` works
+extra.libdevice = libdevice  # type: ignore[attr-defined]
+extra.cuda = _cuda  # type: ignore[attr-defined]
+for _m, _name in ((extra, "eggpu.language.extra"), (_cuda, "eggpu.language.extra.cuda"),
+                  (libdevice, "eggpu.language.extra.libdevice"), (libdevice, "eggpu.language.extra.cuda.libdevice")):
+    sys.modules.setdefault(_name, _m)
 
 
 def __getattr__(name: str) -> Any:

@@ -141,3 +141,43 @@ def uint_to_uniform_float(x: Any) -> Any:
 def pair_uniform_to_normal(u1: Any, u2: Any) -> Any:
     """Box-Muller: two uniforms to two standard normals."""
     raise _outside("pair_uniform_to_normal")
+
+
+# ---------------------------------------------------------------- block pointers
+
+
+@_builtin
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any, order: Any) -> Any:
+    """A block pointer (Triton's): the ``block_shape`` tile at ``offsets`` of the row-major or
+    strided tensor of ``shape`` and ``strides`` (in elements) starting at the scalar pointer
+    ``base``. ``tl.load``/``tl.store`` of it read/write the tile, checking the dimensions listed in
+    ``boundary_check`` against ``0 <= index < shape``; ``order`` is a layout hint (a permutation
+    of the dimensions) without effect on the result. Lowered to a block of pointers and a mask."""
+    raise _outside("make_block_ptr")
+
+
+@_builtin
+def advance(base: Any, offsets: Any) -> Any:
+    """The block pointer ``base`` moved by ``offsets`` (one per dimension, in elements)."""
+    raise _outside("advance")
+
+
+@_builtin
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any, padding_option: str = "zero") -> Any:
+    """A device-side tensor descriptor (Triton's): ``desc.load(offsets)`` reads the ``block_shape``
+    tile at ``offsets`` of the tensor of ``shape`` and ``strides`` (the last one 1) at ``base``,
+    filling out-of-bounds elements with 0 (``padding_option="nan"``: NaN); ``desc.store(offsets,
+    value)`` writes its in-bounds elements."""
+    raise _outside("make_tensor_descriptor")
+
+
+@_builtin
+def load_tensor_descriptor(desc: Any, offsets: Any) -> Any:
+    """``desc.load(offsets)``."""
+    raise _outside("load_tensor_descriptor")
+
+
+@_builtin
+def store_tensor_descriptor(desc: Any, offsets: Any, value: Any) -> Any:
+    """``desc.store(offsets, value)``."""
+    raise _outside("store_tensor_descriptor")

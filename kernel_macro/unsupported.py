@@ -9,17 +9,15 @@ are refused by the language functions themselves (:mod:`eggpu.kernel_macro.compa
 
 from __future__ import annotations
 
-_NO_BLOCK_PTR = ("eggpu has no block pointers or tensor descriptors; use pointer arithmetic "
-                 "(ptr + offsets) with tl.load/tl.store and a mask")
+_NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
+                       "they are not a type to test or pass as an argument")
 _NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
 
 UNSUPPORTED: dict[str, str] = {
     "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
     "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
-    # block pointers and descriptors
-    "make_block_ptr": _NO_BLOCK_PTR, "advance": _NO_BLOCK_PTR, "make_tensor_descriptor": _NO_BLOCK_PTR,
-    "load_tensor_descriptor": _NO_BLOCK_PTR, "store_tensor_descriptor": _NO_BLOCK_PTR,
-    "tensor_descriptor": _NO_BLOCK_PTR,
+    # tensor descriptors
+    "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # atomics
     "atomic_and": _NO_ATOMIC_BITWISE, "atomic_or": _NO_ATOMIC_BITWISE, "atomic_xor": _NO_ATOMIC_BITWISE,
     # debugging and escape hatches
@@ -27,7 +25,6 @@ UNSUPPORTED: dict[str, str] = {
                     "compile-time values)",
     "device_assert": "eggpu has no runtime assertions; use tl.static_assert for compile-time checks",
     "inline_asm_elementwise": "eggpu has no inline assembly",
-    "extra": "eggpu has no tl.extra (libdevice) functions; the tl.* math functions are available",
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values
@@ -39,6 +36,10 @@ UNSUPPORTED: dict[str, str] = {
     "const": "eggpu has no const pointers",
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",
 }
+
+LIBDEVICE_UNSUPPORTED_HINT = "eggpu's libdevice has " + ", ".join((
+    "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
+    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")) + " (the tl.math functions); eggpu's IR has no other libdevice function"
 
 MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join((
     "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",

@@ -2,7 +2,8 @@
 
 The variables the body assigns that exist before the loop are carried, with the same typing
 rules as a runtime ``for`` (:meth:`CodeGenerator._join_loop`): a carried variable keeps its
-type, one that starts as a Python literal takes the type it has after an iteration. The
+type, one that starts as a Python literal takes the type it has after an iteration; a block
+pointer is carried through its offsets. The
 condition is evaluated on the carried values at the start of every iteration (the IR ``while``'s
 condition region) and must be a scalar; variables first assigned in the body are not available
 after the loop.
@@ -20,17 +21,17 @@ from typing import TYPE_CHECKING, Any
 from eggpu.ir.graph import Operation
 from eggpu.ir.types import BlockType
 
+from .block_pointers import BlockPointer
 from .frontend_ops import SemanticError, Tensor, describe
 
 if TYPE_CHECKING:  # pragma: no cover
     from .frontend import CodeGenerator
 
-_LOOP_ATTEMPTS = 6
 
 
 def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     """Lower ``node`` into ``gen``'s current block (see the module docstring)."""
-    from .frontend import _MISSING, Undefined, _has_tensor
+    from .frontend_common import Undefined
 
     if node.orelse:
         raise gen.error(node.orelse[0], "while ... else is not supported in a kernel",
@@ -39,30 +40,13 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     before = f.scope
     loc = gen.b.loc
     line = f.source.loc(node).line
-    assigned = gen._assigned_names(node)  # type: ignore[arg-type]
-    plan: dict[str, tuple] = {}
-    for n in assigned:
-        v = before.get(n, _MISSING)
-        if v is _MISSING or isinstance(v, Undefined):
-            continue
-        if isinstance(v, Tensor):
-            plan[n] = ("tensor", v.type, False)
-        elif _has_tensor(v):
-            plan[n] = ("tuple", v)
-        else:
-            plan[n] = ("const", v)
-    for _attempt in range(_LOOP_ATTEMPTS):
-        cond_blk, cond, body_blk, end_scope = _regions(gen, node, plan, before)
-        new_plan = gen._join_loop(node, plan, end_scope)  # type: ignore[arg-type]
-        if new_plan == plan:
-            break
-        plan = new_plan
-    else:  # pragma: no cover - needs a pathological oscillation
-        raise gen.error(node, "cannot determine the types of the loop-carried variables",
-                        "give every variable assigned in the loop its final type before the loop")
+    packed, assigned, plan = gen._carry_plan(before, gen._assigned_names(node))  # type: ignore[arg-type]
+    plan, (cond_blk, cond, body_blk), end_scope = gen._settle(
+        node, plan, lambda p: _regions(gen, node, p, before, packed))
     f.scope = before
     gen.b.loc = loc
     if not isinstance(cond, Tensor):
+        gen._rebuild_block_pointers(before, packed)
         if cond:
             raise gen.error(node.test, f"the condition of this while loop is always true at compile time "
                                        f"({describe(cond)}), so the loop would never end",
@@ -79,6 +63,7 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
     op = gen.b.while_(inits, cond_blk, body_blk)
     for n, r in zip(carried, op.results):
         before[n] = Tensor(r)
+    gen._rebuild_block_pointers(before, packed)
     for n in assigned:
         if n not in plan:
             before[n] = Undefined(
@@ -86,11 +71,12 @@ def lower_while(gen: CodeGenerator, node: ast.While) -> None:
                 f"assign {n} before the loop so that it becomes a loop-carried value")
 
 
-def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before: dict[str, Any]):
+def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before: dict[str, Any],
+             packed: dict[str, BlockPointer]):
     """Build the condition and body regions for one guess of the carried types.
 
-    Returns (condition block, condition value: a bool scalar Tensor or a compile-time value,
-    body block, the scope at the end of the body)."""
+    Returns ((condition block, condition value: a bool scalar Tensor or a compile-time value,
+    body block), the scope at the end of the body)."""
     f = gen.frame
     carried = [n for n, st in plan.items() if st[0] == "tensor"]
     arg_types: list[BlockType] = [plan[n][1] for n in carried]
@@ -98,6 +84,7 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         scope = dict(before)
         for n, a in zip(carried, cond_blk.args):
             scope[n] = Tensor(a)
+        gen._rebuild_block_pointers(scope, packed)
         f.scope = scope
         gen.b.loc = f.source.loc(node)
         cond = gen.expr(node.test)
@@ -112,15 +99,9 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         scope = dict(before)
         for n, a in zip(carried, body_blk.args):
             scope[n] = Tensor(a)
-        f.scope = scope
-        f.loop_depth += 1
-        try:
-            gen.visit_body(node.body)
-        finally:
-            f.loop_depth -= 1
-        end_scope = f.scope
+        end_scope = gen._loop_iteration(node, scope, packed)
     f.scope = before
-    return cond_blk, cond, body_blk, end_scope
+    return (cond_blk, cond, body_blk), end_scope
 
 
 def _is_runtime_tuple(v: Any) -> bool:

@@ -4,8 +4,8 @@ kernels of Triton's ``test_core.py`` that use while loops, scans, combine-functi
 joins, gathers, histograms and random numbers — each with only the import and the decorator
 changed (``import eggpu as triton`` / ``import eggpu.language as tl``), launched with
 ``kernel[grid](...)`` and compared with numpy in the interpreter and the compiled CPU lowering.
-(The kernels are re-typed here in the tutorials' structure; see docs/language.md for the count
-over the whole of tutorials 01-08 and test_core.py.)"""
+(The tutorials' kernels are those of the compatibility harness, bench/compat_kernels.py, re-typed
+in the tutorials' structure; ``python -m bench.compat`` gives the count over tutorials 01-08.)"""
 
 from __future__ import annotations
 
@@ -14,21 +14,14 @@ import pytest
 
 import eggpu as triton
 import eggpu.language as tl
+from bench import compat
 
 # ---------------------------------------------------------------- tutorial 04: low-memory dropout
 
 
-@triton.jit
-def _seeded_dropout(x_ptr, output_ptr, n_elements, p, seed, BLOCK_SIZE: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    block_start = pid * BLOCK_SIZE
-    offsets = block_start + tl.arange(0, BLOCK_SIZE)
-    mask = offsets < n_elements
-    x = tl.load(x_ptr + offsets, mask=mask)
-    random = tl.rand(seed, offsets)  # a random number per element, from the seed and the offset
-    x_keep = random > p
-    output = tl.where(x_keep, x / (1 - p), 0.0)
-    tl.store(output_ptr + offsets, output, mask=mask)
+# The tutorials' kernels live in the compatibility harness's dual source file (bench/compat_kernels.py).
+_TUTORIALS = compat.load("eggpu")
+_seeded_dropout = _TUTORIALS._seeded_dropout
 
 
 def _philox_first_word(seed, offsets):
@@ -59,98 +52,9 @@ def test_tutorial_04_seeded_dropout(run_both, n):
 # ---------------------------------------------------------------- tutorial 05: layer norm
 
 
-@triton.jit
-def _layer_norm_fwd_fused(X, Y, W, B, Mean, Rstd, stride, N, eps, BLOCK_SIZE: tl.constexpr):
-    row = tl.program_id(0)
-    Y += row * stride
-    X += row * stride
-    mean = 0
-    _mean = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        a = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        _mean += a
-    mean = tl.sum(_mean, axis=0) / N
-    _var = tl.zeros([BLOCK_SIZE], dtype=tl.float32)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        x = tl.load(X + cols, mask=cols < N, other=0.).to(tl.float32)
-        x = tl.where(cols < N, x - mean, 0.)
-        _var += x * x
-    var = tl.sum(_var, axis=0) / N
-    rstd = 1 / tl.sqrt(var + eps)
-    tl.store(Mean + row, mean)
-    tl.store(Rstd + row, rstd)
-    for off in range(0, N, BLOCK_SIZE):
-        cols = off + tl.arange(0, BLOCK_SIZE)
-        mask = cols < N
-        w = tl.load(W + cols, mask=mask)
-        b = tl.load(B + cols, mask=mask)
-        x = tl.load(X + cols, mask=mask, other=0.).to(tl.float32)
-        x_hat = (x - mean) * rstd
-        y = x_hat * w + b
-        tl.store(Y + cols, y, mask=mask)
-
-
-@triton.jit
-def _layer_norm_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
-                             GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_SIZE_N)
-    mask = cols < N
-    X += row * stride
-    DY += row * stride
-    DX += row * stride
-    lock_id = row % GROUP_SIZE_M
-    Lock += lock_id
-    Count = Lock + GROUP_SIZE_M
-    DW = DW + lock_id * N + cols
-    DB = DB + lock_id * N + cols
-    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
-    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
-    w = tl.load(W + cols, mask=mask).to(tl.float32)
-    mean = tl.load(Mean + row)
-    rstd = tl.load(Rstd + row)
-    xhat = (x - mean) * rstd
-    wdy = w * dy
-    xhat = tl.where(mask, xhat, 0.)
-    wdy = tl.where(mask, wdy, 0.)
-    c1 = tl.sum(xhat * wdy, axis=0) / N
-    c2 = tl.sum(wdy, axis=0) / N
-    dx = (wdy - (xhat * c1 + c2)) * rstd
-    tl.store(DX + cols, dx, mask=mask)
-    partial_dw = (dy * xhat).to(w.dtype)
-    partial_db = (dy).to(w.dtype)
-    while tl.atomic_cas(Lock, 0, 1) == 1:  # the spin lock: a while loop whose condition is an atomic
-        pass
-    count = tl.load(Count)
-    if count == 0:
-        tl.atomic_xchg(Count, 1)
-    else:
-        partial_dw += tl.load(DW, mask=mask)
-        partial_db += tl.load(DB, mask=mask)
-    tl.store(DW, partial_dw, mask=mask)
-    tl.store(DB, partial_db, mask=mask)
-    tl.debug_barrier()
-    tl.atomic_xchg(Lock, 0)
-
-
-@triton.jit
-def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-    pid = tl.program_id(0)
-    cols = pid * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    dw = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    db = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for i in range(0, M, BLOCK_SIZE_M):
-        rows = i + tl.arange(0, BLOCK_SIZE_M)
-        mask = (rows[:, None] < M) & (cols[None, :] < N)
-        offs = rows[:, None] * N + cols[None, :]
-        dw += tl.load(DW + offs, mask=mask, other=0.)
-        db += tl.load(DB + offs, mask=mask, other=0.)
-    sum_dw = tl.sum(dw, axis=0)
-    sum_db = tl.sum(db, axis=0)
-    tl.store(FINAL_DW + cols, sum_dw, mask=cols < N)
-    tl.store(FINAL_DB + cols, sum_db, mask=cols < N)
+_layer_norm_fwd_fused = _TUTORIALS._layer_norm_fwd_fused
+_layer_norm_bwd_dx_fused = _TUTORIALS._layer_norm_bwd_dx_fused
+_layer_norm_bwd_dwdb = _TUTORIALS._layer_norm_bwd_dwdb
 
 
 @pytest.mark.parametrize("m,n", [(10, 781), (3, 1)])

@@ -1,4 +1,5 @@
-"""Triton's tutorials 01 (vector add), 02 (fused softmax) and the kernel of 03 (matmul), written as in Triton
+"""Triton's tutorials 01 (vector add), 02 (fused softmax) and the kernel of 03 (matmul) (02 and 03 from the
+dual source file of bench/compat.py), written as in Triton
 with only the import and the decorator changed (``import eggpu as triton`` would also do), launched
 with ``kernel[grid](...)`` on numpy arrays and compared with numpy on ragged sizes.
 
@@ -14,6 +15,7 @@ import pytest
 import eggpu
 import eggpu as triton
 import eggpu.language as tl
+from bench import compat
 
 # ---------------------------------------------------------------- tutorial 01: vector add
 
@@ -81,32 +83,7 @@ def test_vector_add_specializes_on_dtype_and_constexpr():
 # ---------------------------------------------------------------- tutorial 02: fused softmax
 
 
-@triton.jit
-def softmax_kernel(output_ptr, input_ptr, input_row_stride, output_row_stride, n_rows, n_cols, BLOCK_SIZE: tl.constexpr,
-                   num_stages: tl.constexpr):
-    # starting row of the program
-    row_start = tl.program_id(0)
-    row_step = tl.num_programs(0)
-    for row_idx in tl.range(row_start, n_rows, row_step, num_stages=num_stages):
-        # The stride represents how much we need to increase the pointer to advance 1 row
-        row_start_ptr = input_ptr + row_idx * input_row_stride
-        # The block size is the next power of two greater than n_cols, so we can fit each
-        # row in a single block
-        col_offsets = tl.arange(0, BLOCK_SIZE)
-        input_ptrs = row_start_ptr + col_offsets
-        # Load the row into SRAM, using a mask since BLOCK_SIZE may be > than n_cols
-        mask = col_offsets < n_cols
-        row = tl.load(input_ptrs, mask=mask, other=-float('inf'))
-        # Subtract maximum for numerical stability
-        row_minus_max = row - tl.max(row, axis=0)
-        # Note that exponentiation in Triton is fast but approximate (i.e., think __expf in CUDA)
-        numerator = tl.exp(row_minus_max)
-        denominator = tl.sum(numerator, axis=0)
-        softmax_output = numerator / denominator
-        # Write back output to DRAM
-        output_row_start_ptr = output_ptr + row_idx * output_row_stride
-        output_ptrs = output_row_start_ptr + col_offsets
-        tl.store(output_ptrs, softmax_output, mask=mask)
+softmax_kernel = compat.load("eggpu").softmax_kernel  # the tutorial's kernel (bench/compat_kernels.py)
 
 
 def softmax(x: np.ndarray, num_programs: int):
@@ -132,52 +109,14 @@ def test_tutorial_02_fused_softmax(n_rows, num_programs):
 # ---------------------------------------------------------------- tutorial 03: matrix multiplication (kernel only)
 
 
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
-                  BLOCK_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr, BLOCK_SIZE_K: tl.constexpr,
-                  GROUP_SIZE_M: tl.constexpr, ACTIVATION: tl.constexpr):
-    pid = tl.program_id(axis=0)
-    num_pid_m = tl.cdiv(M, BLOCK_SIZE_M)
-    num_pid_n = tl.cdiv(N, BLOCK_SIZE_N)
-    num_pid_in_group = GROUP_SIZE_M * num_pid_n
-    group_id = pid // num_pid_in_group
-    first_pid_m = group_id * GROUP_SIZE_M
-    group_size_m = min(num_pid_m - first_pid_m, GROUP_SIZE_M)
-    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
-    pid_n = (pid % num_pid_in_group) // group_size_m
-    tl.assume(pid_m >= 0)
-    tl.assume(pid_n >= 0)
-    tl.assume(stride_am > 0)
-    offs_am = (pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)) % M
-    offs_bn = (pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)) % N
-    offs_k = tl.arange(0, BLOCK_SIZE_K)
-    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
-    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
-    accumulator = tl.zeros((BLOCK_SIZE_M, BLOCK_SIZE_N), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BLOCK_SIZE_K)):
-        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_SIZE_K, other=0.0)
-        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_SIZE_K, other=0.0)
-        accumulator = tl.dot(a, b, accumulator)
-        a_ptrs += BLOCK_SIZE_K * stride_ak
-        b_ptrs += BLOCK_SIZE_K * stride_bk
-    if ACTIVATION == "leaky_relu":
-        accumulator = leaky_relu(accumulator)
-    c = accumulator.to(tl.float16)
-    offs_cm = pid_m * BLOCK_SIZE_M + tl.arange(0, BLOCK_SIZE_M)
-    offs_cn = pid_n * BLOCK_SIZE_N + tl.arange(0, BLOCK_SIZE_N)
-    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
-    tl.store(c_ptrs, c, mask=c_mask)
-
-
-@triton.jit
-def leaky_relu(x):
-    return tl.where(x >= 0, x, 0.01 * x)
+# The tutorial's kernel is autotuned in bench/compat_kernels.py, as in the tutorial; the inner @jit
+# function is launched here with explicit blocks.
+matmul_kernel = compat.load("eggpu").matmul_kernel.fn
 
 
 @pytest.mark.parametrize("m,n,k", [(70, 50, 90), (1, 33, 7)])
 def test_tutorial_03_matmul_kernel(monkeypatch, m, n, k):
-    # Interpreted to keep the suite fast (the kernel is the tutorial's, without @triton.autotune).
+    # Interpreted to keep the suite fast (the tutorial's kernel, without its @triton.autotune).
     monkeypatch.setenv("EGGPU_JIT_DEVICE", "interpret")
     rng = np.random.default_rng(m)
     a = rng.standard_normal((m, k)).astype(np.float16)

@@ -1,0 +1,107 @@
+"""Host-side tensor descriptors: Triton's ``TensorDescriptor`` passed as a kernel argument.
+
+``from eggpu.tools.tensor_descriptor import TensorDescriptor`` (Triton: ``from
+triton.tools.tensor_descriptor import TensorDescriptor``) describes a strided tensor for
+block-wise access: ``TensorDescriptor(base, shape, strides, block_shape, padding="zero")`` or
+``TensorDescriptor.from_tensor(array, block_shape)``. Passed to an ``@eggpu.jit`` kernel it
+becomes, in the kernel, the same value as ``tl.make_tensor_descriptor(base, shape, strides,
+block_shape, padding)`` (:mod:`~eggpu.kernel_macro.block_pointers`): ``desc.load(offsets)``,
+``desc.store(offsets, value)``.
+
+A launch specializes on the descriptor as Triton does: ``block_shape``, the padding and the rank
+are compile-time (a constexpr of the parameter's name holding :func:`encode`'s text), and the
+kernel gets hidden runtime parameters ``{name}__base`` (the array), ``{name}__shape{i}`` and
+``{name}__stride{i}`` (all but the last stride, which must be 1). Any object with ``base``,
+``shape``, ``strides`` and ``block_shape`` attributes is taken as a descriptor (so Triton's own
+class works too). eggpu does not use the TMA unit: the descriptor is lowered to pointers + masks.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from typing import Any
+
+MARK = "eggpu.tensor_descriptor:"
+"""Prefix of the constexpr text that stands for a descriptor argument's compile-time part."""
+
+
+class TensorDescriptor:
+    """Triton's host-side tensor descriptor (``triton.tools.tensor_descriptor.TensorDescriptor``)."""
+
+    def __init__(self, base: Any, shape: Any, strides: Any, block_shape: Any, padding: str = "zero"):
+        self.base = base
+        self.shape = list(shape)
+        self.strides = list(strides)
+        self.block_shape = list(block_shape)
+        self.padding = padding
+
+    @staticmethod
+    def from_tensor(tensor: Any, block_shape: Any, padding: str = "zero") -> TensorDescriptor:
+        """The descriptor of a whole array (numpy: strides in elements from its byte strides; a
+        tensor with ``.stride()``, e.g. torch: those)."""
+        stride = getattr(tensor, "stride", None)
+        strides = list(stride()) if callable(stride) else [s // tensor.itemsize for s in tensor.strides]
+        return TensorDescriptor(tensor, list(tensor.shape), strides, block_shape, padding)
+
+    def __repr__(self) -> str:
+        return (f"TensorDescriptor(shape={self.shape}, strides={self.strides}, block_shape={self.block_shape}, "
+                f"padding={self.padding!r})")
+
+
+def is_host_descriptor(v: Any) -> bool:
+    return all(hasattr(v, a) for a in ("base", "shape", "strides", "block_shape")) and not isinstance(v, type)
+
+
+def check(kernel: str, name: str, d: Any) -> str | None:
+    """Why the descriptor ``d`` for parameter ``name`` cannot be launched, or None."""
+    shape, strides, block = list(d.shape), list(d.strides), list(d.block_shape)
+    if not shape or not len(shape) == len(strides) == len(block):
+        return (f"{kernel}: parameter {name}: a tensor descriptor needs one shape, stride and block_shape entry "
+                f"per dimension, got shape={shape}, strides={strides}, block_shape={block}")
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in shape + strides + block):
+        return f"{kernel}: parameter {name}: tensor descriptor shape, strides and block_shape must be ints"
+    if strides[-1] != 1:
+        return f"{kernel}: parameter {name}: a tensor descriptor's last stride must be 1, got strides={strides}"
+    if any(b <= 0 for b in block):
+        return f"{kernel}: parameter {name}: block_shape={block} must be positive"
+    if getattr(d, "padding", "zero") not in ("zero", "nan"):
+        return f"{kernel}: parameter {name}: padding={d.padding!r} is not 'zero' or 'nan'"
+    return None
+
+
+def encode(d: Any) -> str:
+    """The compile-time part of a descriptor (rank, block shape, padding) as constexpr text."""
+    return f"{MARK}{','.join(map(str, d.block_shape))};{getattr(d, 'padding', 'zero')}"
+
+
+def decode(text: str) -> tuple[tuple[int, ...], str] | None:
+    """(block_shape, padding) of :func:`encode`'s text, or None for any other value."""
+    if not isinstance(text, str) or not text.startswith(MARK):
+        return None
+    block, padding = text[len(MARK):].split(";")
+    return tuple(int(b) for b in block.split(",")), padding
+
+
+def hidden_params(name: str, d: Any) -> list[tuple[str, Any]]:
+    """The hidden runtime parameters of descriptor ``d`` for parameter ``name``: (name, value)."""
+    out: list[tuple[str, Any]] = [(f"{name}__base", d.base)]
+    out += [(f"{name}__shape{i}", s) for i, s in enumerate(d.shape)]
+    out += [(f"{name}__stride{i}", s) for i, s in enumerate(list(d.strides)[:-1])]
+    return out
+
+
+def _register() -> None:
+    """``eggpu.tools.tensor_descriptor`` as Triton's ``triton.tools.tensor_descriptor``."""
+    tools = sys.modules.get("eggpu.tools")
+    if tools is None:
+        tools = types.ModuleType("eggpu.tools", "Triton's ``triton.tools``: ``tensor_descriptor``.")
+        tools.__path__ = []  # type: ignore[attr-defined]  # a package, for `from eggpu.tools.x import y`
+        sys.modules["eggpu.tools"] = tools
+    mod = types.ModuleType("eggpu.tools.tensor_descriptor", "Triton's host-side ``TensorDescriptor``.")
+    mod.TensorDescriptor = TensorDescriptor  # type: ignore[attr-defined]
+    tools.tensor_descriptor = mod  # type: ignore[attr-defined]
+    sys.modules.setdefault("eggpu.tools.tensor_descriptor", mod)
+
+
+_register()
