@@ -1,5 +1,12 @@
-"""Deciding one query: the solver portfolio, vacuity, the case split and what happens after a
-timeout (reduced widths and concrete search, a diagnostic only)."""
+"""Deciding one query: the solver portfolio, vacuity, the case split and what happens when the
+budget runs out (reduced widths and concrete search, a diagnostic only).
+
+Every z3 check is bounded by resource units, not the wall clock (:mod:`.rule_budget`), in one
+fresh z3 context per instance; each verdict records the strategy that decided it and the units
+the instance used in all. IEEE ``fp.rem`` is abstracted as one uninterpreted function per float
+sort before any check (:func:`.validate.abstract_fp_rem`: z3's fp.rem procedure ignores limits):
+sound for ``unsat``; a ``sat`` answer over the abstraction is no counterexample, so the concrete
+search (which evaluates the real fp.rem) decides or the verdict is ``unknown``."""
 
 from __future__ import annotations
 
@@ -13,10 +20,12 @@ from eggpu.ir.dtypes import BY_NAME
 
 from . import cex_check, z3ops
 from .rule_analysis import _IllTyped, _Infeasible, _NoMatch, _Unsupported
+from .rule_budget import SIDE_CHECK_UNITS, Check, Session, units
 from .rule_encoding import _build, _env_key, _Instance, _Query
 from .rule_refutation import _refutation
-from .rule_verdicts import PROVED, PROVED_REDUCED, REFUTED, UNKNOWN, DtypeResult
+from .rule_verdicts import ENCODING, PROVED, PROVED_REDUCED, REFUTED, SEARCH, UNKNOWN, DtypeResult
 from .rules_loader import Rule
+from .validate import abstract_fp_rem
 
 REDUCED_WIDTHS = (8, 16)
 SAMPLES = 1000  # concrete full-width cases tried after a timeout
@@ -40,35 +49,33 @@ def _has_fp(formula: z3.ExprRef) -> bool:
     return False
 
 
-def _solve(formula: z3.BoolRef, mode: str, timeout_ms: int) -> tuple[z3.CheckSatResult, z3.Solver]:
-    """Check ``formula`` within ``timeout_ms``. Bit-vector formulas get a small portfolio (half
-    the time with z3's default solver, half with its QF_BV solver: their run times vary a lot
-    between problems); formulas over floats and reals use the default solver throughout."""
-    bv_only = mode == z3ops.EXACT and not _has_fp(formula)
-    s = z3.Solver()
-    first = max(1, timeout_ms // 2) if bv_only else timeout_ms
-    s.set("timeout", first)
+def _first_strategy(formula: z3.ExprRef, mode: str) -> str:
     if mode == z3ops.REAL:
-        s.add(*z3ops.real_axioms(formula))
-    s.add(formula)
-    res = s.check()
-    if res != z3.unknown or not bv_only:
-        return res, s
-    s2 = z3.SolverFor("QF_BV")
-    s2.set("timeout", max(1, timeout_ms - first))
-    s2.add(formula)
-    res2 = s2.check()
-    if res2 == z3.unknown:
-        return res2, s
-    return res2, s2
+        return "z3-real"
+    return "z3-fp" if _has_fp(formula) else "z3"
 
 
-def _vacuous(inst: _Instance) -> bool:
+def _solve(sess: Session, formula: z3.BoolRef, mode: str, timeout_ms: float) -> Check:
+    """Check ``formula`` with a budget of ``timeout_ms`` idle-machine milliseconds. Bit-vector
+    formulas get a small portfolio (half the budget with z3's default solver, half with its QF_BV
+    solver: their costs vary a lot between problems); formulas over floats and reals use the
+    default solver throughout. An ``unknown`` of both reports the units of both."""
+    first = _first_strategy(formula, mode)
+    bv_only = first == "z3"
+    first_ms = timeout_ms / 2 if bv_only else timeout_ms
+    axioms = z3ops.real_axioms(formula) if mode == z3ops.REAL else []
+    c = sess.check(first, units(first, first_ms), [*axioms, formula])
+    if c.result != z3.unknown or not bv_only:
+        return c
+    c2 = sess.check("qf_bv", units("qf_bv", timeout_ms - first_ms), [formula])
+    if c2.result == z3.unknown:
+        return Check(z3.unknown, c.solver, "z3+qf_bv", c.units + c2.units, c.wall_capped or c2.wall_capped)
+    return c2
+
+
+def _vacuous(sess: Session, assume: list[z3.BoolRef]) -> bool:
     """True when the guards and pattern facts alone cannot hold (the rule never fires here)."""
-    s = z3.Solver()
-    s.set("timeout", 1000)
-    s.add(*inst.assume)
-    return s.check() == z3.unsat
+    return sess.check("z3", SIDE_CHECK_UNITS, assume).result == z3.unsat
 
 
 def _reduced_env(env: Mapping[str, DType], width: int) -> dict[str, DType] | None:
@@ -104,50 +111,64 @@ def _has_division(formula: z3.ExprRef) -> bool:
 
 
 CASE_SPLIT_MAX = 65  # most values of one i64 variable proved one by one
+CASE_SPLIT_POOL = 20  # the whole split may spend this many single-case budgets
 _CASE_TACTIC = ("simplify", "propagate-values", "solve-eqs", "simplify", "bit-blast", "sat")
 
 
-def _case_split(q: _Query, mode: str, timeout_ms: int) -> tuple[z3.CheckSatResult, str, int] | None:
+def _split_variable(sess: Session, q: _Query, formula: z3.BoolRef, timeout_ms: float) -> tuple[str, z3.ExprRef] | None:
+    """The first i64 variable (or expression a guard binds a name to) that the assumptions bound
+    to ``0 <= v < CASE_SPLIT_MAX`` and outside of which the query is unsat (egglog panics there
+    do not need the guards)."""
+    assume = z3.And(*q.inst.assume) if q.inst.assume else z3ops.TRUE
+    for name, v in q.inst.ints.items():
+        if z3.is_bv_value(z3.simplify(v)):
+            continue
+        outside = z3.Or(v < 0, v >= CASE_SPLIT_MAX)
+        if sess.check("z3", SIDE_CHECK_UNITS, [assume, outside]).result != z3.unsat:
+            continue
+        if sess.check("z3", units("z3", timeout_ms), [formula, outside]).result != z3.unsat:
+            continue
+        return name, v
+    return None
+
+
+def _case_split(sess: Session, q: _Query, formula: z3.BoolRef, mode: str,
+                timeout_ms: float) -> tuple[z3.CheckSatResult, str, int] | None:
     """Prove ``q`` by fixing one i64 variable that the assumptions bound to a small range
     (``0 <= k <= 64``: shift amounts, ``log2`` results) to each of its values; None when no
     variable qualifies. Returns (unsat = proved / sat / unknown, the variable, the case count).
     Each case is bit-blasted (with every other variable free, a case is a fixed-shape identity
-    such as ``x / 2^5 == x >> 5``, which z3 decides quickly); the whole split shares a budget of
-    ``20 * timeout_ms``."""
+    such as ``x / 2^5 == x >> 5``, which z3 decides quickly) with at most one single-case budget
+    of units; the whole split shares :data:`CASE_SPLIT_POOL` of them, so whether it completes
+    depends on the query alone, never on the machine's load."""
     if mode != z3ops.EXACT or not q.inst.ints:
         return None
-    assume = z3.And(*q.inst.assume) if q.inst.assume else z3ops.TRUE
-    for name, v in q.inst.ints.items():  # a variable, or an expression a guard binds a name to
-        if z3.is_bv_value(z3.simplify(v)):
-            continue
-        s = z3.Solver()
-        s.set("timeout", 1000)
-        outside = z3.Or(v < 0, v >= CASE_SPLIT_MAX)
-        s.add(assume, outside)
-        if s.check() != z3.unsat:
-            continue
-        rest = z3.Solver()  # the values outside the range (egglog panics do not need the guards)
-        rest.set("timeout", timeout_ms)
-        rest.add(q.solver_formula, outside)
-        if rest.check() != z3.unsat:
-            continue
-        deadline = time.perf_counter() + 20 * timeout_ms / 1000
-        for i in range(CASE_SPLIT_MAX):
-            left_ms = int((deadline - time.perf_counter()) * 1000)
-            if left_ms <= 0:
-                return z3.unknown, name, i
-            solver = z3.Then(*_CASE_TACTIC).solver()
-            solver.set("timeout", max(1, min(timeout_ms, left_ms)))
-            solver.add(q.solver_formula, v == i)
-            res = solver.check()
-            if res != z3.unsat:
-                return res, name, i
-        return z3.unsat, name, CASE_SPLIT_MAX
-    return None
+    found = _split_variable(sess, q, formula, timeout_ms)
+    if found is None:
+        return None
+    name, v = found
+    per_case = units("case-split", timeout_ms)
+    pool = CASE_SPLIT_POOL * per_case
+    for i in range(CASE_SPLIT_MAX):
+        if pool <= 0:
+            return z3.unknown, name, i
+        c = sess.check("case-split", min(per_case, pool), [formula, v == i],
+                       make=lambda: sess.solver("case-split", _CASE_TACTIC))
+        pool -= c.units
+        if c.result != z3.unsat:
+            return c.result, name, i
+    return z3.unsat, name, CASE_SPLIT_MAX
 
 
 def _signedness(inst: _Instance) -> dict[str, bool]:
     return {n: t.is_signed for n, t in inst.types.items() if isinstance(t, DType)}
+
+
+def _stamp(r: DtypeResult, strategy: str, sess: Session | None) -> DtypeResult:
+    """``r`` with the deciding strategy and the units its instance used in all."""
+    r.strategy = strategy
+    r.rlimit = sess.used if sess is not None else 0
+    return r
 
 
 def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int,
@@ -162,10 +183,11 @@ def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms
         return _NoMatch(e.kind, str(e) if e.kind == "op" else "")
     except _IllTyped as e:
         key = _env_key(rule, env)
-        return DtypeResult(key, REFUTED, {}, f"the right-hand side is ill-typed: {e}", time.perf_counter() - t0)
+        return _stamp(DtypeResult(key, REFUTED, {}, f"the right-hand side is ill-typed: {e}",
+                                  time.perf_counter() - t0), ENCODING, None)
     except _Unsupported as e:
-        return DtypeResult(_env_key(rule, env), UNKNOWN, None, f"not decidable by the encoding: {e}",
-                           time.perf_counter() - t0)
+        return _stamp(DtypeResult(_env_key(rule, env), UNKNOWN, None, f"not decidable by the encoding: {e}",
+                                  time.perf_counter() - t0), ENCODING, None)
     key = _env_key(rule, env, q.inst)
     if memo is not None:
         h = hash(q.solver_formula.sexpr())
@@ -173,7 +195,8 @@ def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms
         if prev is not None and (isinstance(prev, _NoMatch) or prev.status != REFUTED):  # refutations: re-run
             if isinstance(prev, _NoMatch):
                 return prev
-            return DtypeResult(key, prev.status, prev.counterexample, prev.detail, time.perf_counter() - t0)
+            return DtypeResult(key, prev.status, prev.counterexample, prev.detail, time.perf_counter() - t0,
+                               prev.strategy, prev.rlimit)
         res_ = _verify_instance(rule, env, mode, timeout_ms)
         memo[h] = res_
         return res_
@@ -182,30 +205,42 @@ def _verify_instance(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms
         # cases first (milliseconds) refute most unsound division rules without a timeout
         _, subs = cex_check.search(q.solver_formula, tries=PRE_SEARCH)
         if subs is not None:
-            return _refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width")
-    res, s = _solve(q.solver_formula, mode, timeout_ms)
-    if res == z3.unsat:
-        if q.inst.assume and _vacuous(q.inst):
+            return _stamp(_refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width"),
+                          SEARCH, None)
+    return _decide(rule, env, mode, timeout_ms, q, key, t0)
+
+
+def _decide(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q: _Query, key: str,
+            t0: float) -> DtypeResult | _NoMatch:
+    """Solve the query of one instance (the fp.rem abstraction, then the portfolio)."""
+    sess = Session()
+    formula, rem_abstracted = abstract_fp_rem(q.solver_formula)
+    c = _solve(sess, formula, mode, timeout_ms)
+    if c.result == z3.unsat:
+        if q.inst.assume and _vacuous(sess, [abstract_fp_rem(a)[0] for a in q.inst.assume]):
             return _NoMatch("guard")
-        return DtypeResult(key, PROVED, None, "", time.perf_counter() - t0)
-    if res == z3.sat and q.inst.blocks:
-        return DtypeResult(key, UNKNOWN, None, "reductions, dot and trans are compared by structure only; "
-                           "their operands differ", time.perf_counter() - t0)
-    if res == z3.sat:
-        model = s.model()
-        return _refutation(q, lambda e: model.eval(e, model_completion=True), key, t0, "")
-    return _after_timeout(rule, env, mode, timeout_ms, q, key, t0, s.reason_unknown())
+        return _stamp(DtypeResult(key, PROVED, None, "", time.perf_counter() - t0), c.strategy, sess)
+    if c.result == z3.sat and q.inst.blocks:
+        return _stamp(DtypeResult(key, UNKNOWN, None, "reductions, dot and trans are compared by structure only; "
+                                  "their operands differ", time.perf_counter() - t0), c.strategy, sess)
+    if c.result == z3.sat and not rem_abstracted:
+        model = sess.model(c)
+        return _stamp(_refutation(q, lambda e: model.eval(e, model_completion=True), key, t0, ""), c.strategy, sess)
+    reason = ("z3's model needs values of the uninterpreted stand-in for fp.rem" if c.result == z3.sat
+              else c.reason)
+    return _after_budget(rule, env, mode, timeout_ms, q, key, t0, reason, sess, formula)
 
 
-def _after_timeout(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q: _Query, key: str,
-                   t0: float, reason: str) -> DtypeResult:
-    """z3 timed out at full width: solve narrower integer widths (a model there seeds the search),
-    then search concrete counterexamples at full width; a rule with no counterexample whose
-    narrow proofs all hold is ``proved-reduced-width``, otherwise ``unknown``."""
-    split = _case_split(q, mode, timeout_ms)
+def _after_budget(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q: _Query, key: str,
+                  t0: float, reason: str, sess: Session, formula: z3.BoolRef) -> DtypeResult:
+    """The full-width budget ran out (or z3's model is over the fp.rem abstraction): try the case
+    split; else solve narrower integer widths (a model there seeds the search), then search
+    concrete counterexamples at full width; a rule with no counterexample whose narrow proofs all
+    hold is ``proved-reduced-width`` (a diagnostic, never usable), otherwise ``unknown``."""
+    split = _case_split(sess, q, formula, mode, timeout_ms)
     if split is not None and split[0] == z3.unsat:
-        return DtypeResult(key, PROVED, None, f"full width by case split on {split[1]} ({split[2]} cases)",
-                           time.perf_counter() - t0)
+        return _stamp(DtypeResult(key, PROVED, None, f"full width by case split on {split[1]} ({split[2]} cases)",
+                                  time.perf_counter() - t0), "case-split", sess)
     notes: list[str] = []
     if split is not None:
         notes.append(f"case split on {split[1]}: {split[0]}")
@@ -219,25 +254,29 @@ def _after_timeout(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: 
         except (_Infeasible, _IllTyped, _Unsupported) as e:
             notes.append(f"{w} bits: {e}")
             continue
-        rres, rs = _solve(rq.solver_formula, mode, timeout_ms * 4)
-        if rres == z3.unsat:
+        rformula, rabs = abstract_fp_rem(rq.solver_formula)
+        rc = _solve(sess, rformula, mode, timeout_ms * 4)
+        if rc.result == z3.unsat:
             proved_at.append(w)
-        elif rres == z3.sat:
+        elif rc.result == z3.sat and not rabs:
             notes.append(f"refuted at {w} bits")
             narrow = cex_check.free_constants(rq.solver_formula)
-            m = rs.model()
+            m = sess.model(rc)
             seeds.append(cex_check.lift(m, narrow, wide, _signedness(q.inst)))
             seeds.append(cex_check.lift(m, narrow, wide, {}))
         else:
-            notes.append(f"{w} bits: {rres}")
+            notes.append(f"{w} bits: {rc.result}")
     holds, subs = cex_check.search(q.solver_formula, tries=SAMPLES, seeds=seeds)
     if subs is not None:
-        return _refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width")
+        return _stamp(_refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width"),
+                      SEARCH, sess)
     if widths and len(proved_at) == len(widths) and holds >= 50:
-        return DtypeResult(key, PROVED_REDUCED, None,
-                           f"full width timed out ({reason}); proved at {'/'.join(map(str, proved_at))} bits; "
-                           f"{holds} sampled full-width cases hold", time.perf_counter() - t0)
+        return _stamp(DtypeResult(key, PROVED_REDUCED, None,
+                                  f"full width not decided ({reason}); proved at {'/'.join(map(str, proved_at))} "
+                                  f"bits; {holds} sampled full-width cases hold", time.perf_counter() - t0),
+                      "reduced-width", sess)
     if holds:
         notes.append(f"no counterexample in {holds} concrete full-width cases")
-    return DtypeResult(key, UNKNOWN, None, f"timeout after {timeout_ms} ms ({reason})"
-                       + ("; " + "; ".join(notes) if notes else ""), time.perf_counter() - t0)
+    return _stamp(DtypeResult(key, UNKNOWN, None, f"not decided within {timeout_ms} ms of budget ({reason})"
+                              + ("; " + "; ".join(notes) if notes else ""), time.perf_counter() - t0),
+                  "", sess)

@@ -14,6 +14,9 @@ PROVED = "proved"
 PROVED_REDUCED = "proved-reduced-width"
 REFUTED = "refuted"
 UNKNOWN = "unknown"
+#: ``DtypeResult.strategy`` of verdicts not reached by a z3 strategy
+SEARCH = "concrete-search"
+ENCODING = "encoding"
 USABLE = (PROVED,)  # reduced width + sampling is not a proof: reported, never used
 
 
@@ -23,21 +26,31 @@ USABLE = (PROVED,)  # reduced width + sampling is not a proof: reported, never u
 
 @dataclass
 class DtypeResult:
-    """The verdict of one rule at one dtype assignment (``key``: ``"i32"`` or ``"t=i32,u=f32"``)."""
+    """The verdict of one rule at one dtype assignment (``key``: ``"i32"`` or ``"t=i32,u=f32"``).
+
+    ``strategy`` names what decided it: a z3 strategy of :data:`.rule_budget.UNITS_PER_MS`
+    (``z3``, ``z3-fp``, ``z3-real``, ``qf_bv``, ``case-split``), ``concrete-search`` (a
+    counterexample found by evaluation), ``encoding`` (decided or given up while building the
+    query), ``reduced-width`` (the diagnostic) or ``""`` (nothing decided it: ``unknown``).
+    ``rlimit`` is the z3 resource units the instance used in all checks: deterministic for a given
+    query and z3, unlike ``seconds``."""
 
     key: str
     status: str
     counterexample: dict[str, str] | None = None
     detail: str = ""
     seconds: float = 0.0
+    strategy: str = ""
+    rlimit: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"key": self.key, "status": self.status, "cex": self.counterexample, "detail": self.detail,
-                "seconds": round(self.seconds, 4)}
+                "seconds": round(self.seconds, 4), "strategy": self.strategy, "rlimit": self.rlimit}
 
     @classmethod
     def from_json(cls, d: Mapping[str, Any]) -> DtypeResult:
-        return cls(d["key"], d["status"], d.get("cex"), d.get("detail", ""), d.get("seconds", 0.0))
+        return cls(d["key"], d["status"], d.get("cex"), d.get("detail", ""), d.get("seconds", 0.0),
+                   d.get("strategy", ""), d.get("rlimit", 0))
 
     def format_counterexample(self) -> str:
         if not self.counterexample:

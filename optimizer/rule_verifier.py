@@ -36,11 +36,12 @@ accept), the verifier proves, lane-wise,
   a rewrite ``a -> b``.
 
 Verdicts per dtype: ``proved``, ``refuted`` (with a counterexample in the rule's own variables,
-re-evaluated with the reference semantics — :mod:`.cex_check`), ``unknown`` (timeout or outside
-what the encoding can decide), and ``proved-reduced-width``, a DIAGNOSTIC only: for an integer
-dtype whose full-width proof timed out, the rule was proved at 8 and 16 bits and holds on sampled
-full-width values — which is not a proof, so such a dtype is NOT usable. Before giving up on a
-timeout the verifier tries a full proof by case split: an i64 variable of the rule (a shift
+re-evaluated with the reference semantics — :mod:`.cex_check`), ``unknown`` (the budget ran out or
+outside what the encoding can decide), and ``proved-reduced-width``, a DIAGNOSTIC only: for an
+integer dtype whose full-width proof ran out of budget, the rule was proved at 8 and 16 bits and holds on sampled
+full-width values — which is not a proof, so such a dtype is NOT usable. Budgets are z3 resource
+units, not time (:mod:`.rule_budget`): verdicts do not depend on machine load, and each records
+the strategy that decided it and the units it used. Before giving up the verifier tries a full proof by case split: an i64 variable of the rule (a shift
 amount, a ``log2``) that the guards bound to at most 65 values is fixed to each value in turn and
 each case is proved by bit-blasting (width-independent lemmas in practice: ``x / 2^k == x >> k``
 for each k). Only rules proved for every dtype may fire (:func:`usable_rules`).
@@ -67,9 +68,11 @@ from .rule_analysis import (
     _relation_ok,
     _Unsupported,
 )
+from .rule_budget import BUDGET_VERSION
 from .rule_encoding import _build, _env_key
 from .rule_solving import _verify_instance
 from .rule_verdicts import (
+    ENCODING,
     PROVED,
     PROVED_REDUCED,
     REFUTED,
@@ -123,7 +126,7 @@ def verify_rule(rule: Rule | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
                 _build(rule, env, mode)
             except (_Infeasible, _IllTyped, _Unsupported):
                 continue
-            verdict.results.append(DtypeResult(_env_key(rule, env), UNKNOWN, None, problem))
+            verdict.results.append(DtypeResult(_env_key(rule, env), UNKNOWN, None, problem, strategy=ENCODING))
         verdict.note = problem
     else:
         memo: dict[int, DtypeResult | _NoMatch] = {}
@@ -158,8 +161,10 @@ def _verify_job(args: tuple[Rule, int]) -> dict[str, Any]:
 def _cache_key(rule: Rule, timeout_ms: int) -> str:
     from .proof_cache import rule_key
 
-    # the semantics version: a verdict proved under other op encodings is never reused
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}")
+    # the semantics version: a verdict proved under other op encodings is never reused; the budget
+    # version: nor one reached under other budgets (wall-clock, other rlimit rates)
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}"
+                                 f"|budget={BUDGET_VERSION}")
 
 
 def verify_rules(
