@@ -116,3 +116,27 @@ def test_fp_rem_is_abstracted_sat_over_it_is_no_counterexample():
     (r,) = v.results
     assert r.status == rv.REFUTED and r.strategy == "concrete-search", r
     assert "found by a concrete search" in r.detail and "lhs = " in r.detail
+
+
+def test_rules_check_shows_strategy_and_units(tmp_path):
+    import io
+    import json
+
+    from eggpu.optimizer.rules_cli import check_rules
+
+    f = tmp_path / "s.egg"
+    f.write_text('(rewrite (Sub t x (Neg t y)) (Add t x y) :when ((IsInt t)) :name "sx")\n')
+    out = io.StringIO()
+    check_rules([f], out=out, use_cache=False, shipped=False, as_json=True)
+    dts = json.loads(out.getvalue())["rules"][0]["dtypes"]
+    assert dts and all(d["strategy"] == "z3" and d["rlimit"] > 0 for d in dts)
+    table = io.StringIO()
+    check_rules([f], out=table, use_cache=False, shipped=False, per_dtype=True, progress=False)
+    row = next(ln for ln in table.getvalue().splitlines() if ln.strip().startswith("i32 "))
+    assert f"z3 {next(d['rlimit'] for d in dts if d['key'] == 'i32')} units" in row
+
+
+def test_calibration_measures_every_strategy_it_runs():
+    rates = rb.calibrate(limit=2, min_ms=0.0)
+    assert rates and set(rates) <= set(rb.UNITS_PER_MS)
+    assert all(rate > 0 and n > 0 for rate, n in rates.values())
