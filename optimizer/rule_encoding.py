@@ -94,58 +94,64 @@ class _Instance:
         t = dts[0]
         op = info.op
         if op is None:  # Opaque / OpaquePtr
-            res: Ty = Ptr(t) if node.head == "OpaquePtr" else t
-        elif op == "const":
-            if node.head == "Const" and t.is_float:
-                raise bad(f"Const of float dtype {t} (use ConstF)")
-            if node.head == "ConstF" and not t.is_float:
-                raise bad(f"ConstF of non-float dtype {t}")
-            res = t
-        elif op in ("program_id", "num_programs", "arange"):
-            if t != i32:
-                raise bad(f"{node.head} is i32, not {t}")
-            res = t
-        elif op == "gather":  # a block op over two differently typed blocks: not modelled for rules
-            raise _Unsupported("rules over gather are not supported (its index block has its own dtype)")
+            res: Ty | None = Ptr(t) if node.head == "OpaquePtr" else t
+        elif op in ("const", "program_id", "num_programs", "arange"):
+            res = self._leaf_type(node.head, op, t, bad)
         else:
-            od = OPS[op]
-            if op == "addptr":
-                if not dts[1].is_int:
-                    raise bad(f"addptr offset dtype {dts[1]} is not an integer")
-                want: list[Ty | None] = [Ptr(t), dts[1]]
-                res = Ptr(t)
-            elif op == "where":
-                want = [bool_, None, None]
-                res = None  # type: ignore[assignment]
-            else:
-                if not _family_ok(od.family, t):
-                    raise bad(_family_mismatch(op, od.family, t), kind="op")
-                target = self.dt(attrs[0]) if op in ("cast", "bitcast") else None
-                if op == "bitcast" and target.bits != t.bits:
-                    raise bad(f"bitcast {t} -> {target} changes the width")
-                if op == "dot":
-                    acc = i32 if t.is_int else BY_NAME["f32"]
-                    want = [t, t, acc][: len(operands)]
-                elif op in z3ops.LANE_IDENTITY_OPS or op == "trans":
-                    want = [None]
-                else:
-                    want = [t] * len(operands)
-                attrs_d = {"dtype": target} if target is not None else {}
-                res = z3ops.result_dtype(op, t, attrs_d) if op not in z3ops.LANE_IDENTITY_OPS else None
-            got = []
-            for o, w in zip(operands, want):
-                if w is None:  # shape ops / where branches: data of dtype t, or pointers to t
-                    w2: Ty = expected if (isinstance(expected, Ptr) and expected.pointee == t) else t
-                    if isinstance(o, SList) and CONSTRUCTORS[o.head].op == "addptr":
-                        w2 = Ptr(t)
-                    got.append(self.infer(o, w2, rhs))
-                else:
-                    got.append(self.infer(o, w, rhs))
+            want, res = self._signature(op, t, dts, attrs, len(operands), bad)
+            got = [self._infer_operand(o, w, t, expected, rhs) for o, w in zip(operands, want)]
             if res is None:
                 res = got[-1]
         if expected is not None and res != expected:
             raise bad(f"{node} has type {res}, expected {expected}")
         return res
+
+    @staticmethod
+    def _leaf_type(head: str, op: str, t: DType, bad: type[Exception]) -> Ty:
+        """The type of a constant or a launch-index leaf of dtype ``t``."""
+        if op == "const":
+            if head == "Const" and t.is_float:
+                raise bad(f"Const of float dtype {t} (use ConstF)")
+            if head == "ConstF" and not t.is_float:
+                raise bad(f"ConstF of non-float dtype {t}")
+        elif t != i32:
+            raise bad(f"{head} is i32, not {t}")
+        return t
+
+    def _signature(self, op: str, t: DType, dts: list[DType], attrs: Sequence[Sx], n_operands: int,
+                   bad: type[Exception]) -> tuple[list[Ty | None], Ty | None]:
+        """(the operand types — None: data of dtype t or pointers to t —, the result type — None:
+        the last operand's) of ``op`` at dtype ``t``; raises ``bad`` when ``op`` refuses ``t``."""
+        if op == "gather":  # a block op over two differently typed blocks: not modelled for rules
+            raise _Unsupported("rules over gather are not supported (its index block has its own dtype)")
+        if op == "addptr":
+            if not dts[1].is_int:
+                raise bad(f"addptr offset dtype {dts[1]} is not an integer")
+            return [Ptr(t), dts[1]], Ptr(t)
+        if op == "where":
+            return [bool_, None, None], None
+        od = OPS[op]
+        if not _family_ok(od.family, t):
+            raise bad(_family_mismatch(op, od.family, t), kind="op")
+        target = self.dt(attrs[0]) if op in ("cast", "bitcast") else None
+        if op == "bitcast" and target.bits != t.bits:
+            raise bad(f"bitcast {t} -> {target} changes the width")
+        if op == "dot":
+            want: list[Ty | None] = [t, t, i32 if t.is_int else BY_NAME["f32"]][:n_operands]
+        elif op in z3ops.LANE_IDENTITY_OPS or op == "trans":
+            want = [None]
+        else:
+            want = [t] * n_operands
+        if op in z3ops.LANE_IDENTITY_OPS:
+            return want, None
+        return want, z3ops.result_dtype(op, t, {"dtype": target} if target is not None else {})
+
+    def _infer_operand(self, o: Sx, w: Ty | None, t: DType, expected: Ty | None, rhs: bool) -> Ty:
+        if w is None:  # shape ops / where branches: data of dtype t, or pointers to t
+            w = expected if (isinstance(expected, Ptr) and expected.pointee == t) else t
+            if isinstance(o, SList) and CONSTRUCTORS[o.head].op == "addptr":
+                w = Ptr(t)
+        return self.infer(o, w, rhs)
 
     # -------------------------------------------------------------- i64 expressions
 

@@ -189,64 +189,74 @@ def verify_rules(
     if use_cache and cache is None:
         cache = ProofCache()
     out: dict[str, RuleVerdict] = {}
-    todo: list[Rule] = []
-    total = len(rules)
-    done = 0
-    from . import shipped_proofs
-
-    for r in rules:
-        hit = None
-        if use_cache:
-            k = _cache_key(r, timeout_ms)
-            hit = cache.get(k)
-            if hit is None:  # proved when the package was built (keyed by the exact text: never stale)
-                hit = shipped_proofs.get(k)
-        if hit is not None:
-            v = RuleVerdict.from_json(hit)
-            v.cached = True
-            v.location, v.rule = r.location, r.name
-            out[r.name] = v
-            done += 1
-            if progress:
-                progress(done, total, v)
-        else:
-            todo.append(r)
     new_entries: dict[str, Any] = {}
 
-    def finish(r: Rule, d: dict[str, Any]) -> None:
-        nonlocal done
+    def finish(v: RuleVerdict) -> None:
+        out[v.rule] = v
+        if progress:
+            progress(len(out), len(rules), v)
+
+    todo = []
+    for r in rules:
+        hit = _known_verdict(r, cache, timeout_ms) if use_cache else None
+        if hit is not None:
+            finish(hit)
+        else:
+            todo.append(r)
+
+    def proved(r: Rule, d: dict[str, Any]) -> None:
         v = RuleVerdict.from_json(d)
-        out[r.name] = v
         if use_cache and all(x.status != UNKNOWN for x in v.results):
             new_entries[_cache_key(r, timeout_ms)] = d
-        done += 1
-        if progress:
-            progress(done, total, v)
+        finish(v)
 
+    _prove_all(todo, timeout_ms, workers, proved)
+    if use_cache and new_entries:
+        cache.put_many(new_entries)
+    return {r.name: out[r.name] for r in rules}
+
+
+def _known_verdict(r: Rule, cache: Any, timeout_ms: int) -> RuleVerdict | None:
+    """The verdict of ``r`` from the user's proof cache, else from the verdicts shipped with the
+    package (proved when it was built, keyed by the exact text: never stale); None if neither has it."""
+    from . import shipped_proofs
+
+    k = _cache_key(r, timeout_ms)
+    hit = cache.get(k)
+    if hit is None:
+        hit = shipped_proofs.get(k)
+    if hit is None:
+        return None
+    v = RuleVerdict.from_json(hit)
+    v.cached = True
+    v.location, v.rule = r.location, r.name
+    return v
+
+
+def _prove_all(todo: list[Rule], timeout_ms: int, workers: int | None,
+               proved: Callable[[Rule, dict[str, Any]], None]) -> None:
+    """Verify ``todo``, calling ``proved(rule, verdict JSON)`` as each finishes: in a pool of
+    ``workers`` forked processes (default ``min(2, cpu count)``) when there are more than two
+    rules, else in this process."""
     if workers is None:
         import os
 
         workers = min(2, os.cpu_count() or 1)
-    if todo and workers > 1 and len(todo) > 2:
-        import multiprocessing as mp
-        from concurrent.futures import ProcessPoolExecutor
-
-        # fork (not spawn): works from scripts without a __main__ guard and skips re-imports
-        ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
-            # longest-looking rules first keeps both workers busy
-            order = sorted(todo, key=lambda r: -len(r.egglog))
-            futs = {ex.submit(_verify_job, (r, timeout_ms)): r for r in order}
-            from concurrent.futures import as_completed
-
-            for f in as_completed(futs):
-                finish(futs[f], f.result())
-    else:
+    if not (todo and workers > 1 and len(todo) > 2):
         for r in todo:
-            finish(r, _verify_job((r, timeout_ms)))
-    if use_cache and new_entries:
-        cache.put_many(new_entries)
-    return {r.name: out[r.name] for r in rules}
+            proved(r, _verify_job((r, timeout_ms)))
+        return
+    import multiprocessing as mp
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    # fork (not spawn): works from scripts without a __main__ guard and skips re-imports
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as ex:
+        # longest-looking rules first keeps both workers busy
+        order = sorted(todo, key=lambda r: -len(r.egglog))
+        futs = {ex.submit(_verify_job, (r, timeout_ms)): r for r in order}
+        for f in as_completed(futs):
+            proved(futs[f], f.result())
 
 
 def usable_rules(rules: Iterable[Rule], verdicts: Mapping[str, RuleVerdict], fast_math: bool) -> list[Rule]:
