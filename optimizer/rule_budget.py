@@ -36,10 +36,12 @@ BUDGET_VERSION = "1"
 #: z3 resource units per idle-machine CPU millisecond, per strategy (``python -m
 #: eggpu.optimizer.rule_budget`` measures them: the median over the shipped rules' queries)
 UNITS_PER_MS: dict[str, int] = {
-    # measured 2026-12-05, z3 4.15 on the shipped rules' queries of >= 20 ms: case-split 5102,
+    # measured 2026-12-05, z3 5.4.1 on the shipped rules' queries of >= 20 ms: case-split 5102,
     # qf_bv 5430, z3 4921, z3-fp 5281 (medians over 113/129/131/44 queries); no real-arithmetic
     # query takes 20 ms, so z3-real uses the default solver's rate. Rounded to one value: the
-    # strategies spend about the same units per ms on these queries.
+    # strategies spend about the same units per ms on these queries. Single hard queries spread
+    # around it: ~2,400/ms for the default solver on a 64-bit division identity, ~6,200/ms over the
+    # 65 bit-blasted cases of x / 2^k == x >> k at i64.
     "z3": 5000,  # z3's default solver on bit-vector formulas
     "z3-fp": 5000,  # the default solver on formulas with floats (bit-blasted FP)
     "z3-real": 5000,  # the default solver on real arithmetic (fast_math rules)
