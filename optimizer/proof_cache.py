@@ -2,8 +2,8 @@
 
 One JSON file, ``proofs.json``, in ``$EGGPU_PROOF_CACHE_DIR``, else ``$EGGPU_CACHE_DIR/proofs`` or the platform user cache dir
 (``platformdirs.user_cache_dir("eggpu")/proofs``). Entries are keyed by the sha256 of the rule's
-canonical egglog text, its kind and ruleset, :data:`~eggpu.optimizer.schema.SCHEMA_VERSION`,
-the verifier's own version and the z3 version — so editing a rule, the schema, the verifier or
+canonical egglog text, its kind and ruleset (with the semantics and budget versions),
+:data:`~eggpu.optimizer.schema.SCHEMA_VERSION`, the verifier's own version and the z3 version — so editing a rule, the schema, the verifier or
 upgrading z3 re-proves it. Only final verdicts are stored (``unknown`` results are not cached, so
 a later run with a larger time budget tries again). Writes are atomic and serialized by a file
 lock, so concurrent processes can share the cache.
@@ -220,5 +220,7 @@ def _valid_verdict(v: Any) -> bool:
         if not isinstance(r.get("detail", ""), str) or not isinstance(r.get("seconds", 0.0), int | float):
             return False
         if r.get("cex") is not None and not isinstance(r.get("cex"), dict):
+            return False
+        if not isinstance(r.get("strategy", ""), str) or type(r.get("rlimit", 0)) is not int:
             return False
     return isinstance(v.get("seconds", 0.0), int | float) and isinstance(v.get("note", ""), str)

@@ -363,15 +363,17 @@ def _bound_vars(rule: Rule) -> list[str]:
 
 def _types(rule: Rule, env: Mapping[str, DType]) -> dict[str, Any] | None:
     """The verifier's types of the pattern's variables under ``env`` (None: ill-typed)."""
-    from . import rule_verifier as rv
+    from . import z3ops
+    from .rule_analysis import _IllTyped, _Infeasible, _Unsupported
+    from .rule_encoding import _Instance
 
     lhs = _lhs_of(rule)
     if lhs is None:
         return None
-    inst = rv._Instance(rule, env, rv.z3ops.EXACT)  # type inference only, no z3 query
+    inst = _Instance(rule, env, z3ops.EXACT)  # type inference only, no z3 query
     try:
         inst.infer(lhs, None, False)
-    except (rv._Infeasible, rv._IllTyped, rv._Unsupported):
+    except (_Infeasible, _IllTyped, _Unsupported):
         return None
     return inst.types
 
@@ -518,7 +520,7 @@ def _by_preference() -> list[DType]:
 
 
 def _envs(rule: Rule, excluded: bool, typed: bool) -> Iterator[dict[str, DType]]:
-    from .rule_verifier import _dt_vars, _relation_ok
+    from .rule_analysis import _dt_vars, _relation_ok
 
     dvs = _dt_vars(rule)
     for combo in itertools.product(_by_preference(), repeat=len(dvs)):

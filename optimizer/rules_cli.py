@@ -44,29 +44,54 @@ def check_rules(
     seconds and the verifier's note (which strategy decided it, or why it did not). ``as_json``
     prints one JSON document instead of the table (see :func:`verdicts_json`); progress then goes
     to stderr only. The exit code is the same in every format."""
-    from .rule_verifier import DEFAULT_TIMEOUT_MS, REFUTED, UNKNOWN, verify_rules
-    from .rules_loader import load_rules
+    from .rule_verifier import DEFAULT_TIMEOUT_MS, verify_rules
 
     out = out or sys.stdout
-    paths = list(paths or [])
-    include_shipped = (not paths) if shipped is None else shipped
     try:
-        loaded = load_rules(paths, shipped=include_shipped, env=False)
+        rules = _load(list(paths or []), shipped)
     except RuleError as e:
         if raise_load_errors:
             raise
         print(f"error: {e}", file=out)
         return EXIT_LOAD_ERROR
-    rules = loaded.rules
+    if not rules:
+        print("no rules found", file=out)
+        return EXIT_OK
+    t0 = time.perf_counter()
+    verdicts = verify_rules(rules, timeout_ms=timeout_ms or DEFAULT_TIMEOUT_MS,
+                            progress=_progress(out, progress, as_json), use_cache=use_cache)
+    wall = time.perf_counter() - t0
+    counts = _counts(rules, verdicts)
+    if as_json:
+        json.dump(verdicts_json(rules, verdicts, counts, wall), out, indent=1)
+        print(file=out)
+    else:
+        _print_table(rules, verdicts, out, per_dtype)
+        print(f"\n{len(rules)} rules: {counts['usable']} usable, {counts['refuted']} refuted, {counts['unknown']} "
+              f"unknown or reduced width only (not used; {counts['reduced_width']} proved at reduced width + "
+              f"sampling), {counts['never_fire']} never fire; {wall:.1f}s", file=out)
+    return EXIT_REFUTED if counts["refuted"] or counts["never_fire"] else EXIT_OK
+
+
+def _load(paths: list, shipped: bool | None) -> list:
+    """The rules to check: those of ``paths`` (the shipped ones are loaded too when ``shipped``,
+    for duplicate names, but not checked), or the shipped rules when no path is given. Raises
+    RuleError when a file cannot be loaded."""
+    from .rules_loader import load_rules
+
+    include_shipped = (not paths) if shipped is None else shipped
+    rules = load_rules(paths, shipped=include_shipped, env=False).rules
     if paths and include_shipped:
         from pathlib import Path
 
         wanted = {str(Path(p)) for p in paths}
         rules = [r for r in rules if not r.file.startswith("rules/") or r.file in wanted]
-    if not rules:
-        print("no rules found", file=out)
-        return EXIT_OK
-    t0 = time.perf_counter()
+    return rules
+
+
+def _progress(out: TextIO, progress: bool, as_json: bool):
+    """The progress callback of :func:`verify_rules`: one line per rule on a terminal (overwritten)
+    or in a log; never mixed into a JSON document on ``out``."""
 
     def report(done: int, total: int, v) -> None:
         if not progress or total <= 1:
@@ -77,24 +102,26 @@ def check_rules(
         line = f"[{done}/{total}] {v.rule}: {v.status}{' (cached)' if v.cached else ''}"
         print(line, end="\r" if err else "\n", file=sys.stderr if err else out)
 
-    verdicts = verify_rules(rules, timeout_ms=timeout_ms or DEFAULT_TIMEOUT_MS, progress=report,
-                            use_cache=use_cache)
-    wall = time.perf_counter() - t0
-    counts = _counts(rules, verdicts)
-    if as_json:
-        json.dump(verdicts_json(rules, verdicts, counts, wall), out, indent=1)
-        print(file=out)
-        return EXIT_REFUTED if counts["refuted"] or counts["never_fire"] else EXIT_OK
-    rows = []
-    for r in rules:
-        v = verdicts[r.name]
-        cex = ""
-        bad = v.first(REFUTED) or v.first(UNKNOWN)
-        if bad is not None:
-            cex = f"[{bad.key}] " + (bad.format_counterexample() or "")
-            if bad.detail:
-                cex += ("; " if bad.format_counterexample() else "") + bad.detail
-        rows.append((r.name, r.location, r.ruleset, v.summary(), cex, f"{v.seconds:.2f}s" + (" (cached)" if v.cached else "")))
+    return report
+
+
+def _row(r, v) -> tuple[str, ...]:
+    """One table row: name, location, ruleset, verdict summary, counterexample or note, time."""
+    from .rule_verifier import REFUTED, UNKNOWN
+
+    cex = ""
+    bad = v.first(REFUTED) or v.first(UNKNOWN)
+    if bad is not None:
+        cex = f"[{bad.key}] " + (bad.format_counterexample() or "")
+        if bad.detail:
+            cex += ("; " if bad.format_counterexample() else "") + bad.detail
+    return (r.name, r.location, r.ruleset, v.summary(), cex, f"{v.seconds:.2f}s" + (" (cached)" if v.cached else ""))
+
+
+def _print_table(rules, verdicts, out: TextIO, per_dtype: bool) -> None:
+    """The rule table; with ``per_dtype`` one indented row per dtype assignment: verdict, seconds,
+    the deciding strategy with the z3 resource units used, and the verifier's note."""
+    rows = [_row(r, verdicts[r.name]) for r in rules]
     heads = ("rule", "location", "ruleset", "verdict", "counterexample / note", "time")
     widths = [max(len(h), *(len(row[i]) for row in rows)) if i < 3 else len(h) for i, h in enumerate(heads)]
     print("  ".join(h.ljust(widths[i]) for i, h in enumerate(heads[:3])) + "  " + "  ".join(heads[3:]), file=out)
@@ -104,11 +131,9 @@ def check_rules(
         if per_dtype:
             for x in verdicts[r.name].results:
                 note = "; ".join(t for t in (x.format_counterexample() or "", x.detail) if t)
-                print(f"    {x.key:<24} {x.status:<22} {x.seconds:7.3f}s" + (f"  {note}" if note else ""), file=out)
-    print(f"\n{len(rules)} rules: {counts['usable']} usable, {counts['refuted']} refuted, {counts['unknown']} unknown or "
-          f"reduced width only (not used; {counts['reduced_width']} proved at reduced width + sampling), "
-          f"{counts['never_fire']} never fire; {wall:.1f}s", file=out)
-    return EXIT_REFUTED if counts["refuted"] or counts["never_fire"] else EXIT_OK
+                how = f"{x.strategy or '-'} {x.rlimit} units"
+                print(f"    {x.key:<24} {x.status:<22} {x.seconds:7.3f}s  {how:<28}" + (f"  {note}" if note else ""),
+                      file=out)
 
 
 def _counts(rules, verdicts) -> dict[str, int]:
@@ -128,17 +153,21 @@ def verdicts_json(rules, verdicts, counts: dict[str, int], seconds: float) -> di
         {"summary": {"rules", "usable", "refuted", "unknown", "reduced_width", "never_fire"},
          "seconds": wall time,
          "rules": [{"rule", "location", "ruleset", "status", "usable", "cached", "seconds", "note",
-                    "dtypes": [{"key", "status", "counterexample", "detail", "seconds"}]}]}
+                    "dtypes": [{"key", "status", "counterexample", "detail", "seconds", "strategy",
+                                "rlimit"}]}]}
 
     ``key`` names the dtype assignment (``t=i32``); ``counterexample`` is the formatted, concretely
-    re-evaluated counterexample (``lhs = ..., rhs = ...``) or null; ``detail`` is the verifier's note."""
+    re-evaluated counterexample (``lhs = ..., rhs = ...``) or null; ``detail`` is the verifier's note;
+    ``strategy`` what decided the verdict and ``rlimit`` the z3 resource units it took (see
+    :class:`~.rule_verdicts.DtypeResult`)."""
     out = []
     for r in rules:
         v = verdicts[r.name]
         out.append({"rule": r.name, "location": r.location, "ruleset": r.ruleset, "status": v.status,
                     "usable": v.usable, "cached": v.cached, "seconds": round(v.seconds, 4), "note": v.note,
                     "dtypes": [{"key": x.key, "status": x.status, "counterexample": x.format_counterexample() or None,
-                                "detail": x.detail, "seconds": round(x.seconds, 4)} for x in v.results]})
+                                "detail": x.detail, "seconds": round(x.seconds, 4), "strategy": x.strategy,
+                                "rlimit": x.rlimit} for x in v.results]})
     return {"summary": counts, "seconds": round(seconds, 3), "rules": out}
 
 

@@ -3,11 +3,13 @@
 A fresh install would otherwise prove the ~200 shipped rules before its first compile (tens of
 seconds, minutes on a loaded machine). ``rules/proofs.json`` holds their verdicts::
 
-    {"format": 1, "semantics": "2", "z3": "4.x.y", "entries": {proof-cache key: verdict},
-     "egglog": "14.x", "egglog_accepted": [digest]}
+    {"budget": "1", "format": 1, "semantics": "2", "z3": "4.x.y", "egglog": "14.x",
+     "egglog_accepted": [digest], "entries": {proof-cache key: verdict, one line per rule}}
 
 Each key is the proof cache's key (:func:`.rule_verifier._cache_key`): the sha256 of the rule's
-canonical text, kind and ruleset, the schema, verifier and semantics versions and the z3 version.
+canonical text, kind and ruleset, the schema, verifier, semantics and budget versions
+(:data:`.rule_budget.BUDGET_VERSION`) and the z3 version. Per-dtype results leave out their
+defaults and their seconds (``rlimit``, the z3 resource units, is the deterministic cost).
 So an entry only ever answers for the exact rule text it was proved for, under the same
 semantics and solver; an edited rule, a new semantics version or another z3 misses and is proved
 again (and lands in the user's proof cache). Nothing here is trusted blindly: entries are
@@ -125,6 +127,7 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
     import z3
 
     from . import z3ops
+    from .rule_budget import BUDGET_VERSION
     from .rule_verifier import UNKNOWN, _cache_key, verify_rules
     from .rules_loader import _accepted_digest, _egglog_run, load_rules
 
@@ -154,18 +157,36 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
             print(f"not shipped: {r.location}: {r.name}: {v.summary()}", file=sys.stderr)
             continue
         doc_entries[_cache_key(r, timeout_ms)] = v.to_json()
-    doc = {"format": FORMAT, "semantics": z3ops.SEMANTICS_VERSION, "z3": z3.get_version_string(),
-           "entries": doc_entries}
+    head = {"budget": BUDGET_VERSION, "format": FORMAT, "semantics": z3ops.SEMANTICS_VERSION,
+            "z3": z3.get_version_string()}
     digest = _accepted_digest(loaded.program())
     if digest is not None and _egglog_run(loaded.program(), "<shipped rules>") is None:
         from eggpu.ir.versions import version_of
 
-        doc["egglog"] = version_of("egglog")
-        doc["egglog_accepted"] = [digest]
+        head["egglog"] = version_of("egglog")
+        head["egglog_accepted"] = [digest]
     target = out or path()
-    target.write_text(json.dumps(doc, sort_keys=True, indent=0) + "\n")
+    target.write_text(_dumps(head, doc_entries))
     _reset()
     return missing
+
+
+def _compact(verdict: dict[str, Any]) -> dict[str, Any]:
+    """``verdict`` without the per-dtype fields at their defaults (no counterexample, no detail)
+    and without per-dtype seconds (the generating machine's load; ``rlimit`` is the deterministic
+    cost): :meth:`.rule_verdicts.DtypeResult.from_json` reads them back with their defaults."""
+    dropped = {"cex": None, "detail": ""}
+    results = [{k: v for k, v in r.items() if k != "seconds" and not (k in dropped and v == dropped[k])}
+               for r in verdict["results"]]
+    return {**verdict, "results": results}
+
+
+def _dumps(head: dict[str, Any], doc_entries: dict[str, Any]) -> str:
+    """The file's text: one line per rule (reviewable diffs, a smaller file than one line per field)."""
+    lines = [json.dumps(k) + ": " + json.dumps(_compact(doc_entries[k]), sort_keys=True, separators=(",", ":"))
+             for k in sorted(doc_entries)]
+    head_txt = json.dumps(head, sort_keys=True)[1:-1]
+    return "{" + head_txt + ',\n"entries": {\n' + ",\n".join(lines) + "\n}}\n"
 
 
 def main(argv: list[str] | None = None) -> int:  # pragma: no cover - thin wrapper

@@ -334,13 +334,15 @@ def _check_rule_on_samples(rule, n_envs, samples, seed):
 
     from eggpu.optimizer import cex_check, z3ops
     from eggpu.optimizer import rule_verifier as rv
+    from eggpu.optimizer.rule_analysis import _IllTyped, _Infeasible, _Unsupported
+    from eggpu.optimizer.rule_encoding import _build
 
     rng = random.Random(seed)
     checked = 0
     for env in rv.assignments(rule)[:n_envs] if n_envs else rv.assignments(rule):
         try:
-            q = rv._build(rule, env, z3ops.EXACT)
-        except (rv._Infeasible, rv._IllTyped, rv._Unsupported):
+            q = _build(rule, env, z3ops.EXACT)
+        except (_Infeasible, _IllTyped, _Unsupported):
             continue
         if q.inst.blocks:
             continue

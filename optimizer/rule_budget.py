@@ -1,0 +1,204 @@
+"""Deterministic solver budgets for the rule verifier.
+
+A verdict must not depend on how loaded the machine is. So every z3 check of the rule verifier
+is bounded by z3's ``rlimit`` (resource units: a count of solver steps, the same on every run of
+the same query with the same z3), not by the wall clock:
+
+* A budget is given in *idle-machine milliseconds* (the ``timeout_ms`` of the public API) and
+  converted to units per strategy with :data:`UNITS_PER_MS`, measured with
+  ``python -m eggpu.optimizer.rule_budget`` (z3 counts very different amounts of work per unit in
+  its strategies: a 64-bit multiply bit-blasted to SAT spends far fewer units per CPU-ms than the
+  word-level rewriting of the default solver, so one factor would change which proofs pass).
+* The wall clock only stops a runaway solver: :data:`WALL_FACTOR` times the budget (at least
+  :data:`WALL_MIN_MS`). When that cap fires before the rlimit (a machine more than
+  ``WALL_FACTOR`` times slower than the calibration) the check is retried once with
+  :data:`RETRY_FACTOR` times the cap; only a second cap gives a load-dependent ``unknown``, and its
+  detail says so.
+* Each instance (one rule at one dtype assignment) is solved in a fresh z3 context
+  (:class:`Session`): term ids, and with them z3's heuristics, do not depend on which rules were
+  proved before in the process, so the units a proof uses are the same in a worker pool as alone.
+
+:data:`BUDGET_VERSION` is part of every proof-cache key: a verdict reached under other rules (a
+wall-clock budget, other rates) is proved again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+import z3
+
+#: bump when budgets or strategies change meaning (part of the proof-cache key)
+BUDGET_VERSION = "1"
+
+#: z3 resource units per idle-machine CPU millisecond, per strategy (``python -m
+#: eggpu.optimizer.rule_budget`` measures them: the median over the shipped rules' queries)
+UNITS_PER_MS: dict[str, int] = {
+    # measured 2026-12-05, z3 5.4.1 on the shipped rules' queries of >= 20 ms: case-split 5102,
+    # qf_bv 5430, z3 4921, z3-fp 5281 (medians over 113/129/131/44 queries); no real-arithmetic
+    # query takes 20 ms, so z3-real uses the default solver's rate. Rounded to one value: the
+    # strategies spend about the same units per ms on these queries. Single hard queries spread
+    # around it: ~2,400/ms for the default solver on a 64-bit division identity, ~6,200/ms over the
+    # 65 bit-blasted cases of x / 2^k == x >> k at i64.
+    "z3": 5000,  # z3's default solver on bit-vector formulas
+    "z3-fp": 5000,  # the default solver on formulas with floats (bit-blasted FP)
+    "z3-real": 5000,  # the default solver on real arithmetic (fast_math rules)
+    "qf_bv": 5000,  # z3's QF_BV solver (bit-blasting to SAT)
+    "case-split": 5000,  # one case of a case split: simplify, solve-eqs, bit-blast, sat
+}
+#: fixed budgets of the small side checks (vacuity, the range of a case-split variable), in units
+SIDE_CHECK_UNITS = 4_000_000
+#: the wall clock stops a check at this many times its budget ...
+WALL_FACTOR = 20
+#: ... but never sooner than this (tiny budgets on a loaded machine)
+WALL_MIN_MS = 2000
+#: a check stopped by the wall clock is retried once with this many times the cap
+RETRY_FACTOR = 5
+
+
+def units(strategy: str, ms: float) -> int:
+    """The rlimit of ``ms`` idle-machine milliseconds of ``strategy``; never less than one
+    millisecond's worth (a budget of 0 still decides the trivial queries, as z3's smallest
+    timeout did)."""
+    rate = UNITS_PER_MS[strategy]
+    return max(rate, int(rate * ms))
+
+
+@dataclass
+class Check:
+    """One bounded check: z3's answer, the solver (for its model), the strategy, the resource units
+    it used, and whether the wall clock (not the rlimit) stopped it."""
+
+    result: z3.CheckSatResult
+    solver: z3.Solver
+    strategy: str
+    units: int
+    wall_capped: bool = False
+
+    @property
+    def reason(self) -> str:
+        if self.result != z3.unknown:
+            return ""
+        if self.wall_capped:
+            return "stopped by the wall-clock safety cap (the machine is heavily loaded)"
+        return f"resource limit ({self.units} units)"
+
+
+class Session:
+    """A fresh z3 context for the checks of one instance and the units they used in all.
+
+    Expressions built in the main context are translated with :meth:`tr`; a model is translated
+    back with :meth:`model`."""
+
+    def __init__(self) -> None:
+        self.ctx = z3.Context()
+        self.used = 0  # units of every check of this session
+        self._count = 0  # the context's cumulative "rlimit count" after the last check
+
+    def tr(self, e: z3.ExprRef) -> z3.ExprRef:
+        return e.translate(self.ctx)
+
+    def model(self, check: Check) -> z3.ModelRef:
+        return check.solver.model().translate(z3.main_ctx())
+
+    def solver(self, strategy: str, tactics: Iterable[str] = ()) -> z3.Solver:
+        """A solver of ``strategy`` in this context (``tactics``: a pipeline for ``case-split``)."""
+        if strategy == "qf_bv":
+            return z3.SolverFor("QF_BV", ctx=self.ctx)
+        if strategy == "case-split":
+            return z3.Then(*tactics, ctx=self.ctx).solver()
+        return z3.Solver(ctx=self.ctx)
+
+    def check(self, strategy: str, budget: int, assertions: Iterable[z3.ExprRef],
+              make: Callable[[], z3.Solver] | None = None) -> Check:
+        """Check the (main-context) ``assertions`` with ``budget`` units; see the module docstring
+        for the wall-clock cap and its retry."""
+        body = [self.tr(a) for a in assertions]
+        cap_ms = max(WALL_MIN_MS, WALL_FACTOR * budget / UNITS_PER_MS.get(strategy, UNITS_PER_MS["z3"]))
+        for attempt in range(2):
+            s = make() if make is not None else self.solver(strategy)
+            s.set("rlimit", budget)
+            s.set("timeout", int(cap_ms))
+            s.add(*body)
+            t0 = time.perf_counter()
+            res = s.check()
+            wall_ms = (time.perf_counter() - t0) * 1000
+            used = self._take_units(s)
+            capped = res == z3.unknown and used < budget and wall_ms >= 0.9 * cap_ms
+            if not capped or attempt:
+                self.used += used  # a capped first attempt is a load artefact: not counted
+                return Check(res, s, strategy, used, capped)
+            cap_ms *= RETRY_FACTOR
+        raise AssertionError("unreachable")
+
+    def _take_units(self, s: z3.Solver) -> int:
+        """The units ``s`` used in its last check (the context's count is cumulative)."""
+        stats = s.statistics()
+        count = int(stats.get_key_value("rlimit count")) if "rlimit count" in stats.keys() else self._count
+        used, self._count = max(0, count - self._count), max(count, self._count)
+        return used
+
+
+# ------------------------------------------------------------------ calibration
+
+
+def _query_formulas(limit: int | None = None) -> list[tuple[str, z3.BoolRef, str]]:
+    """(rule name, query formula, mode) of every instance of the shipped rules."""
+    from .rule_analysis import _IllTyped, _Infeasible, _Unsupported
+    from .rule_encoding import _build
+    from .rule_verifier import _mode_for, assignments
+    from .rules_loader import load_rules
+    from .validate import abstract_fp_rem
+
+    out = []
+    for rule in load_rules([], shipped=True, env=False).rules[:limit]:
+        mode = _mode_for(rule)
+        for env in assignments(rule):
+            try:
+                q = _build(rule, env, mode)
+            except (_Infeasible, _IllTyped, _Unsupported):
+                continue
+            out.append((rule.name, abstract_fp_rem(q.solver_formula)[0], mode))
+    return out
+
+
+def calibrate(*, cap_ms: int = 1000, min_ms: float = 20.0, limit: int | None = None) -> dict[str, tuple[float, int]]:
+    """Units per CPU-millisecond of each strategy and the number of queries measured: the median
+    over the shipped rules' queries that took at least ``min_ms`` of CPU and finished within
+    ``cap_ms``."""
+    from . import z3ops
+    from .rule_solving import _CASE_TACTIC, _first_strategy
+
+    rates: dict[str, list[float]] = {}
+    for _name, formula, mode in _query_formulas(limit):
+        first = _first_strategy(formula, mode)
+        for strategy in (first, "qf_bv", "case-split") if first == "z3" else (first,):
+            sess = Session()
+            s = sess.solver(strategy, _CASE_TACTIC)
+            s.set("timeout", cap_ms)
+            if mode == z3ops.REAL:
+                s.add(*(sess.tr(a) for a in z3ops.real_axioms(formula)))
+            s.add(sess.tr(formula))
+            t0 = time.process_time()
+            res = s.check()
+            cpu_ms = (time.process_time() - t0) * 1000
+            used = sess._take_units(s)
+            if res != z3.unknown and cpu_ms >= min_ms:
+                rates.setdefault(strategy, []).append(used / cpu_ms)
+    import statistics
+
+    return {k: (statistics.median(v), len(v)) for k, v in sorted(rates.items())}
+
+
+def main() -> int:  # pragma: no cover - a measuring tool
+    import json
+
+    rates = calibrate()
+    print(json.dumps({k: {"units_per_ms": round(v), "queries": n} for k, (v, n) in rates.items()}, indent=1))
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    raise SystemExit(main())
