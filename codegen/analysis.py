@@ -263,6 +263,140 @@ class AddressAnalysis:
         return None
 
 
+@dataclass(frozen=True)
+class Run:
+    """What a value is on every run of ``length`` lanes along its last dimension that starts at
+    a lane index multiple of ``length``: ``start + i * step`` for ``i = 0 .. length - 1`` (no
+    wrap-around inside the run), with ``start`` divisible by ``start_div``. For pointers the
+    values are element offsets from the pointer parameter ``origin``."""
+
+    step: int
+    start_div: int
+    origin: str | None = None
+
+
+def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run | None:
+    """The :class:`Run` of ``v`` for runs of ``length`` lanes (a power of two dividing the last
+    dimension), or None when nothing is proven.
+
+    Affine values give theirs directly; sums, constant products and shifts left combine runs.
+    Beyond the affine facts it follows the index math of
+    flattened kernels (``x % C``, ``x // C``, ``x & (2**k - 1)``, ``x >> k`` with constants,
+    Triton's axis analysis does the same): with ``x = A + i`` on a run, ``A`` a multiple of
+    ``length`` and ``C`` one too, ``x % C = (A % C) + i`` (the run never crosses a multiple of
+    ``C``) and ``x // C`` is constant on the run. ``rem``/``div`` only on unsigned operands
+    (signed ones round toward zero; the optimizer turns those of proven non-negative operands
+    into unsigned ones); ``and``/``shr`` on any (two's complement, floor). ``x % 0`` is 0, so
+    a zero divisor proves nothing.
+    """
+    shape = v.type.shape
+    if not shape or shape[-1] % length or depth > 24:
+        return None
+    f = facts.get(v)
+    if f is not None:
+        return _affine_run(f, shape, length)
+    op = v.owner
+    if not isinstance(op, Operation):
+        return None
+    ins = op.operands
+    name = op.op
+    if name in ("add", "sub", "addptr"):
+        a, b = (run_of(x, length, facts, depth + 1) for x in ins)
+        if a is None or b is None:
+            return None
+        step = a.step + b.step if name != "sub" else a.step - b.step
+        return Run(step, min(a.start_div, b.start_div), a.origin if name == "addptr" else None)
+    if name == "mul":
+        return _run_mul(ins, length, facts, depth)
+    if name == "shl":
+        k, dt = _uniform_const(ins[1], facts), op.results[0].type.elem
+        r = run_of(ins[0], length, facts, depth + 1) if k is not None and isinstance(dt, DType) else None
+        if r is None or not 0 <= k < dt.bits:  # type: ignore[union-attr]
+            return None
+        return Run(r.step << k, min(r.start_div << k, BIG))
+    if name == "cast":
+        return _run_cast(op, length, facts, depth)
+    if name in ("rem", "div", "and", "shr"):
+        return _run_index_math(op, length, facts, depth)
+    if name == "broadcast" and ins[0].type.shape and ins[0].type.shape[-1] == shape[-1]:
+        return run_of(ins[0], length, facts, depth + 1)
+    return None
+
+
+def _affine_run(f: Affine, shape: tuple[int, ...], length: int) -> Run | None:
+    last = f.strides[-1].const if shape[-1] > 1 else 0
+    if last is None:
+        return None
+    div = f.base_div
+    for n, s in zip(shape[:-1], f.strides[:-1]):
+        if n != 1:
+            div = min(div, s.div)
+    if last:
+        div = min(div, pow2div(last) * length)  # the run start adds last * k * length
+    return Run(last, div, f.origin)
+
+
+def _uniform_const(v: Value, facts: AddressAnalysis) -> int | None:
+    f = facts.get(v)
+    return f.const if f is not None and f.is_uniform else None
+
+
+def _run_mul(ins: tuple[Value, ...], length: int, facts: AddressAnalysis, depth: int) -> Run | None:
+    for x, y in (ins, ins[::-1]):
+        c = _uniform_const(y, facts)
+        r = run_of(x, length, facts, depth + 1) if c is not None else None
+        if r is not None:
+            return Run(r.step * c, min(r.start_div * pow2div(c), BIG))
+    return None
+
+
+def _run_cast(op: Operation, length: int, facts: AddressAnalysis, depth: int) -> Run | None:
+    src, dst = op.operands[0].type.elem, op.results[0].type.elem
+    if not (isinstance(src, DType) and isinstance(dst, DType) and src.is_int and dst.is_int):
+        return None
+    r = run_of(op.operands[0], length, facts, depth + 1)
+    if r is None or r.step not in (0, 1):
+        return None
+    # a run of consecutive values starting at a multiple of ``length`` never crosses a multiple
+    # of 2**bits, so truncation and extension keep it
+    cap = 1 << min(src.bits, dst.bits)
+    return Run(r.step, min(r.start_div, cap)) if r.step == 0 or cap >= length else None
+
+
+def _run_index_math(op: Operation, length: int, facts: AddressAnalysis, depth: int) -> Run | None:
+    x, y = op.operands
+    name = op.op
+    dt = op.results[0].type.elem
+    c = _uniform_const(y, facts)
+    if c is None and name == "and":
+        x, y = y, x
+        c = _uniform_const(y, facts)
+    if c is None or not isinstance(dt, DType):
+        return None
+    r = run_of(x, length, facts, depth + 1)
+    if r is None:
+        return None
+    if name in ("rem", "div"):
+        if dt.is_signed or c <= 0:
+            return None
+        period = pow2div(c)
+    elif name == "and":
+        if c < 0 or c & (c + 1):  # only masks 2**k - 1
+            return None
+        period = c + 1
+    else:  # shr
+        if not 0 <= c < dt.bits:
+            return None
+        period = 1 << c
+    if r.step == 0:  # constant on the run stays constant
+        return Run(0, 1)
+    if r.step != 1 or r.start_div < length or period < length:
+        return None
+    if name in ("div", "shr"):
+        return Run(0, 1)
+    return Run(1, min(r.start_div, period))
+
+
 def _reshape(a: Affine, src: tuple[int, ...], dst: tuple[int, ...]) -> Affine | None:
     src_big = [(n, s) for n, s in zip(src, a.strides) if n != 1]
     if [n for n, _ in src_big] == [n for n in dst if n != 1]:
@@ -313,6 +447,24 @@ def vector_width(fact: Affine | None, shape: tuple[int, ...], chunk: int, elem_b
                     offset_div = min(offset_div, s.div)
             align = min(origin_align, offset_div * elem_bytes) if offset_div < BIG else origin_align
             if align >= w * elem_bytes and offset_div * elem_bytes >= w * elem_bytes:
+                return w
+        w //= 2
+    return 1
+
+
+def run_vector_width(ptr: Value, shape: tuple[int, ...], chunk: int, elem_bytes: int, origin_align: int,
+                     facts: AddressAnalysis) -> int:
+    """:func:`vector_width` for a pointer block without an affine fact, from its :class:`Run`:
+    ``w`` consecutive elements per piece (step 1), each piece starting at an element offset
+    that is a multiple of ``w`` from a base aligned to ``origin_align`` bytes."""
+    if not shape or elem_bytes > 16:
+        return 1
+    w = 16 // elem_bytes
+    while w > 1:
+        if chunk % w == 0 and shape[-1] % w == 0:
+            r = run_of(ptr, w, facts)
+            if (r is not None and r.step == 1 and r.origin is not None and r.start_div >= w
+                    and origin_align >= w * elem_bytes):
                 return w
         w //= 2
     return 1

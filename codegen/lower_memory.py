@@ -36,7 +36,7 @@ from eggpu.ir.dtypes import DType
 from eggpu.ir.graph import Operation
 
 from . import scalar_ops as S
-from .analysis import chunk_contiguous, chunk_uniform, vector_width
+from .analysis import chunk_contiguous, chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, to_i1
 from .predicated import predicated_store
@@ -65,20 +65,29 @@ def _width(lw, op: Operation) -> int:
     ptr = op.operands[0]
     shape = ptr.type.shape
     fact = lw.facts.get(ptr)
-    if fact is None or fact.origin is None:
+    if fact is not None:
+        origin = fact.origin
+
+        def width(align: int) -> int:
+            return vector_width(fact, shape, chunk, size, align)
+    else:  # index math beyond affine (x % C, x // C, ...): runs of consecutive elements
+        run = run_of(ptr, 1, lw.facts) if shape else None
+        origin = run.origin if run is not None else None
+
+        def width(align: int) -> int:
+            return run_vector_width(ptr, shape, chunk, size, align, lw.facts)
+    if origin is None:
         return 1
-    dt = ptr.type.dtype
-    size = _elem_bytes(dt)
+    size = _elem_bytes(ptr.type.dtype)
     chunk = lw.layout(shape).vec
     # a stated alignment fact (checked at launch with the other specialization facts) needs no
     # assumption of its own
-    stated = max(size, lw.fn.facts.alignment(fact.origin))
+    stated = max(size, lw.fn.facts.alignment(origin))
     origin_align = max(stated, PARAM_ALIGN if lw.assume_aligned else size)
-    w = vector_width(fact, shape, chunk, size, origin_align)
-    if w > 1 and origin_align > stated:
+    w = width(origin_align)
+    if w > 1 and origin_align > stated and width(stated) < w:
         # the proof used the parameter's alignment only if the stated alignment is not enough
-        if vector_width(fact, shape, chunk, size, stated) < w:
-            lw.record_assumption(fact.origin, ALIGN_ASSUMPTION)
+        lw.record_assumption(origin, ALIGN_ASSUMPTION)
     return w
 
 
