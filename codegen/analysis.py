@@ -28,7 +28,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import prod
 
-from eggpu.ir.dtypes import DType
+from eggpu.ir.dtypes import DType, bool_
 from eggpu.ir.graph import Block, Function, Operation, Value
 
 BIG = 1 << 40  # "divisible by anything we care about" (the value 0)
@@ -300,6 +300,20 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
         return None
     ins = op.operands
     name = op.op
+    if name in ("splat", "const"):
+        return Run(0, 1)
+    if name in _FLIP:
+        a, b = ins if name in ("lt", "ge") else ins[::-1]
+        if _run_aligned(a, length, facts, 1) and _run_aligned(b, length, facts, 0):
+            return Run(0, 1)  # A + i < B iff A < B when A and B are multiples of the run length
+    if name in _CONSTANT_IF_OPERANDS_ARE or (name in ("and", "or", "xor") and v.type.elem == bool_):
+        runs = [run_of(x, length, facts, depth + 1) for x in ins]  # (a load: address, mask and other)
+        return Run(0, 1) if all(r is not None and r.step == 0 for r in runs) else None
+    if name == "where":
+        c, a, b = (run_of(x, length, facts, depth + 1) for x in ins)
+        if c is None or a is None or b is None or c.step != 0 or a.step != b.step:
+            return None
+        return Run(a.step, min(a.start_div, b.start_div), a.origin if a.origin == b.origin else None)
     if name in ("add", "sub", "addptr"):
         a, b = (run_of(x, length, facts, depth + 1) for x in ins)
         if a is None or b is None:
@@ -321,6 +335,11 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
     if name == "broadcast" and ins[0].type.shape and ins[0].type.shape[-1] == shape[-1]:
         return run_of(ins[0], length, facts, depth + 1)
     return None
+
+
+#: ops whose result is constant on a run when every operand is: comparisons, and a load whose
+#: address, mask and ``other`` are (every lane of the run reads the same element at once)
+_CONSTANT_IF_OPERANDS_ARE = frozenset({"lt", "le", "gt", "ge", "eq", "ne", "not", "load"})
 
 
 def _affine_run(f: Affine, shape: tuple[int, ...], length: int) -> Run | None:
@@ -528,8 +547,18 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
         at = a.type
         if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape:
             return False
-        return (_chunk_aligned(facts.get(a), shape, w, 1) and _chunk_aligned(facts.get(b), b.type.shape or shape, w, 0))
-    return False
+        if _chunk_aligned(facts.get(a), shape, w, 1) and _chunk_aligned(facts.get(b), b.type.shape or shape, w, 0):
+            return True
+        return _run_aligned(a, w, facts, 1) and _run_aligned(b, w, facts, 0)
+    r = run_of(v, w, facts)  # e.g. a comparison of values that are constant on each run
+    return r is not None and r.step == 0
+
+
+def _run_aligned(v: Value, w: int, facts: AddressAnalysis, step: int) -> bool:
+    """``v`` is ``A + i * step`` on each run of ``w`` lanes with ``A`` a multiple of ``w`` (so,
+    for step 1 against step 0, ``A + i < B`` iff ``A < B`` on the whole run)."""
+    r = run_of(v, w, facts)
+    return r is not None and r.step == step and r.start_div >= w
 
 
 def chunk_contiguous(ptr: Value, w: int, facts: AddressAnalysis) -> bool:
@@ -551,7 +580,7 @@ def chunk_contiguous(ptr: Value, w: int, facts: AddressAnalysis) -> bool:
         return False
     p, o = op.operands
     pf = facts.get(p)
-    if pf is None or (shape[-1] > 1 and pf.strides[-1].const != 0):
-        return False
-    return _chunk_aligned(facts.get(o), shape, w, 1)
+    if pf is not None and (shape[-1] == 1 or pf.strides[-1].const == 0) and _chunk_aligned(facts.get(o), shape, w, 1):
+        return True
+    return _run_aligned(ptr, w, facts, 1)  # index math beyond affine (x % C + ...)
 

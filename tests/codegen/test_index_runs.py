@@ -41,8 +41,12 @@ def index_math(out_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr, WHIC
         v = x % 12
     elif WHICH == 9:
         v = x % 6
-    else:
+    elif WHICH == 10:
         v = x % 128 + (x // 128) * 1024
+    elif WHICH == 11:
+        v = tl.where((x // 128) % 2 == 0, x % 128, x % 128 + 1024)
+    else:
+        v = tl.where(x % 512 < 256, 7, 9)
     tl.store(out_ptr + x, v, mask=x < n)
 
 
@@ -59,23 +63,22 @@ EXPRS = {
     "rem 12": (8, lambda x: x % 12),
     "rem 6 (period 2)": (9, lambda x: x % 6),
     "sum of rem and div": (10, lambda x: x % 128 + (x // 128) * 1024),
+    "where on a run-constant condition": (11, lambda x: np.where((x // 128) % 2 == 0, x % 128, x % 128 + 1024)),
+    "where on a run-aligned comparison": (12, lambda x: np.where(x % 512 < 256, 7, 9)),
 }
 
 
-@pytest.mark.parametrize("name", sorted(EXPRS))
-def test_claimed_runs_hold_on_the_interpreted_values(name: str) -> None:
-    which, reference = EXPRS[name]
-    ck = eggpu.compile(index_math.Kernel(BLOCK, which), specialize={"out_ptr": ("align16",), "n": ("div16",)},
-                       offsets_i32=True, cache=False)
-    fn = ck.ir
-    store = next(op for op in fn.walk() if op.op == "store")
-    value = store.operands[1]
+@eggpu.kernel
+def embedding_index(out_ptr: tl.Pointer[tl.i32], idx_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):
+    x = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    t = tl.load(idx_ptr + x // 128, mask=x < n)
+    tl.store(out_ptr + x, x % 128 + 128 * tl.where(t < 0, t + 1000, t), mask=x < n)
+
+
+def _check_claims(fn, value, out: np.ndarray, name: str) -> int:
+    """Check every run ``run_of`` claims for ``value`` against its computed values ``out``."""
     facts = AddressAnalysis(fn)
-    n = 16 * 97
-    out = np.zeros(n, dtype=np.int32)
-    interpret(fn, (n + BLOCK - 1) // BLOCK, out, n)
-    want = reference(np.arange(n, dtype=np.int64))
-    np.testing.assert_array_equal(out, want)  # the optimized program computes the expression
+    n = out.size
     claims = 0
     for length in (2, 4, 8, 16):
         r = run_of(value, length, facts)
@@ -86,6 +89,38 @@ def test_claimed_runs_hold_on_the_interpreted_values(name: str) -> None:
         starts = runs[:, 0]
         np.testing.assert_array_equal(runs, starts[:, None] + np.arange(length) * r.step, err_msg=f"{name} {length}")
         assert np.all(starts % min(r.start_div, 1 << 32) == 0), (name, length, r)
+    return claims
+
+
+def test_a_loaded_index_constant_on_runs_keeps_the_gather_contiguous() -> None:
+    ck = eggpu.compile(embedding_index.Kernel(BLOCK), specialize={"out_ptr": ("align16",), "idx_ptr": ("align16",),
+                                                                  "n": ("div16",)}, offsets_i32=True, cache=False)
+    fn = ck.ir
+    value = next(op for op in fn.walk() if op.op == "store").operands[1]
+    n = 128 * 13
+    idx = np.random.default_rng(5).integers(-1000, 1000, n // 128).astype(np.int32)
+    out = np.zeros(n, dtype=np.int32)
+    interpret(fn, (n + BLOCK - 1) // BLOCK, out, idx, n)
+    x = np.arange(n)
+    t = idx[x // 128]
+    np.testing.assert_array_equal(out, x % 128 + 128 * np.where(t < 0, t + 1000, t))
+    assert _check_claims(fn, value, out, "embedding") == 4
+
+
+@pytest.mark.parametrize("name", sorted(EXPRS))
+def test_claimed_runs_hold_on_the_interpreted_values(name: str) -> None:
+    which, reference = EXPRS[name]
+    ck = eggpu.compile(index_math.Kernel(BLOCK, which), specialize={"out_ptr": ("align16",), "n": ("div16",)},
+                       offsets_i32=True, cache=False)
+    fn = ck.ir
+    store = next(op for op in fn.walk() if op.op == "store")
+    value = store.operands[1]
+    n = 16 * 97
+    out = np.zeros(n, dtype=np.int32)
+    interpret(fn, (n + BLOCK - 1) // BLOCK, out, n)
+    want = reference(np.arange(n, dtype=np.int64))
+    np.testing.assert_array_equal(out, want)  # the optimized program computes the expression
+    claims = _check_claims(fn, value, out, name)
     # a remainder by C keeps runs up to the largest power of two dividing C
     expected_claims = {"rem 12": 2, "rem 24": 3, "rem 6 (period 2)": 1}.get(name, 4)
     assert claims == expected_claims, (name, claims)
