@@ -262,14 +262,17 @@ def markdown(res: dict[str, Any]) -> str:
              "unsigned division (`sdiv-nonneg-unsigned`, `srem-nonneg-unsigned`: a multiply-high without the sign "
              "fix-up); the input program is an extraction candidate, so no kernel loses its rewrites to a greedy "
              "DAG choice priced above it. LLVM and ptxas already fold constants, strength-reduce multiplications "
-             "and share subexpressions, so most exact rewrites lower the e-graph cost without changing SASS. The "
-             "rest of the gap is code generation, not rewriting: (1) loads through `x % c` / `x // c` indices "
-             "stay scalar and per-lane branched, where Triton's axis analysis proves 4-element runs contiguous "
-             "when `c` is a multiple of 4 and issues `ld.global.v4` (bias_relu, row_col_affine, silu_mul, cat, "
-             "embedding, masked_fill); (2) precision: eggpu lowers `exp` and `/` IEEE-accurately, Triton uses "
-             "`ex2.approx` and `div.full` (softmax, layernorm, silu_mul); (3) red_row_sum's final `sum` over a "
-             "[2, 512] tile is a sequential loop over shared memory (its LDS), where Triton reduces with warp "
-             "shuffles.\n")
+             "and share subexpressions, so most exact rewrites lower the e-graph cost without changing SASS. "
+             "The unsigned forms are what let code generation see the index math: `codegen.analysis.run_of` "
+             "proves `xindex % 768` consecutive and `xindex // 768` constant on runs of 4 lanes (as Triton's "
+             "axis analysis does; a signed remainder of a possibly negative index would break the run), so loads "
+             "through them are `ld.global.v4` (bias_relu, row_col_affine, cat, embedding, masked_fill). The "
+             "rest of the gap is code generation, not rewriting: (1) precision: eggpu lowers `exp` and `/` "
+             "IEEE-accurately by default, Triton uses `ex2.approx` and `div.full` (softmax, layernorm, silu_mul; "
+             "`fast_math=True` gives eggpu the same); (2) red_row_sum's final `sum` over a [2, 512] tile is a "
+             "sequential loop over shared memory (its LDS), where Triton reduces with warp shuffles; (3) "
+             "permute's mask `xindex < xnumel` is not run-uniform (no divisibility fact on xnumel), so each vector "
+             "access keeps a per-element fallback beside it.\n")
     analyses = _analysis_rules()
     for section, title in (("naive", "Naive kernels"), ("library", "Library kernels")):
         rows = res.get(section, {})
