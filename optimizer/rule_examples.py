@@ -487,6 +487,29 @@ def value_negatives(rule: Rule) -> list[RuleExample]:
     return out
 
 
+def unblocked_value_guards(rule: Rule) -> list[int]:
+    """Indices of the guards on values that are real conditions (not an ``(= v expr)`` binding
+    a fresh i64 variable) and that no pool value violates alone: :func:`value_negatives` has
+    no example for them, so each needs a hand-written negative (e.g. a constant beyond a
+    narrow width, a bound sum that overflows, a shift that loses bits)."""
+    env = next(_envs(rule, False, True), None)
+    if env is None:
+        return []
+    return [i for i in _value_guards(rule) if not _binds_fresh(rule, i)
+            and not any(_violates(scope, rule, i) for scope in _candidates(rule, env, False))]
+
+
+def _binds_fresh(rule: Rule, index: int) -> bool:
+    """Whether guard ``index`` is ``(= v expr)`` with ``v`` an i64 variable that neither the
+    pattern nor an earlier guard mentions (it binds ``v``; only a checked-arithmetic failure
+    can stop it, and that is the guard's job, not a condition)."""
+    g = rule.guards[index]
+    if g.head != "=" or not isinstance(g.items[1], Atom) or rule.var_sorts.get(g.items[1].text) != "i64":
+        return False
+    before = [_lhs_of(rule), *rule.guards[:index]]
+    return all(a.text != g.items[1].text for node in before for a in _atoms(node))
+
+
 def _facts(scope: _Scope, inst: _Inst) -> tuple[str, ...]:
     ranges = tuple(f"(set ({fn} {inst.leaf(v)}) {lh[i]})" for v, lh in scope.bounds.items()
                    for i, fn in enumerate(("LowerBound", "UpperBound")))
