@@ -117,3 +117,18 @@ def test_user_mistakes_are_not_internal_errors():
     with pytest.raises(KernelCompileError) as e:
         bad.Kernel(4).ir()
     assert not isinstance(e.value, InternalCompilerError) and "internal error" not in str(e.value)
+
+
+def test_a_compile_time_builtin_failing_on_constexprs_is_the_kernels_mistake():
+    @eggpu.kernel
+    def bad_min(x_ptr: tl.Pointer[tl.f32], BLOCK: tl.constexpr):
+        offs = tl.arange(0, min(BLOCK, "8"))
+        tl.store(x_ptr + offs, tl.load(x_ptr + offs))
+
+    with pytest.raises(KernelCompileError) as e:
+        bad_min.Kernel(4).ir()
+    assert not isinstance(e.value, InternalCompilerError)
+    line, text = _line_of(bad_min, 'min(BLOCK, "8")')
+    col = text.index("min(")
+    assert str(e.value).splitlines()[0] == (f"{FILE}:{line}:{col + 1}: min(): '<' not supported between "
+                                            "instances of 'str' and 'int'")
