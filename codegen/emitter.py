@@ -199,9 +199,10 @@ class Emitter:
     """Builds one LLVM function in ``ptx`` or ``host`` mode (see the module docstring).
 
     Attributes: ``module`` (llvmlite module), ``mode``, ``nt`` (threads per CTA), ``b`` (the
-    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``sm`` (the compute
-    capability, e.g. 90, that decides GPU-specific strategies such as tensor-core ``dot``; host
-    mode emulates that GPU's data movement), ``smem_bytes`` (the most
+    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``fp_flags`` (put on float
+    arithmetic by every builder of :meth:`builder`: ``contract`` under ``fast_math`` in PTX mode),
+    ``sm`` (the compute capability, e.g. 90, that decides GPU-specific strategies such as
+    tensor-core ``dot``; host mode emulates that GPU's data movement), ``smem_bytes`` (the most
     shared memory any op asked for; the PTX array is sized to it at :meth:`finish`).
     """
 
