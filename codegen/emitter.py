@@ -37,6 +37,8 @@ from llvmlite import ir
 from eggpu.ir.dtypes import DType, bf16, f16, f32, f64
 from eggpu.ir.errors import CodegenError
 
+from .fp_flags import FlaggedBuilder, fp_flags
+
 PTX = "ptx"
 HOST = "host"
 WARP = 32
@@ -197,9 +199,10 @@ class Emitter:
     """Builds one LLVM function in ``ptx`` or ``host`` mode (see the module docstring).
 
     Attributes: ``module`` (llvmlite module), ``mode``, ``nt`` (threads per CTA), ``b`` (the
-    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``sm`` (the compute
-    capability, e.g. 90, that decides GPU-specific strategies such as tensor-core ``dot``; host
-    mode emulates that GPU's data movement), ``smem_bytes`` (the most
+    IRBuilder, positioned by :meth:`begin_function`), ``fast_math``, ``fp_flags`` (put on float
+    arithmetic by every builder of :meth:`builder`: ``contract`` under ``fast_math`` in PTX mode),
+    ``sm`` (the compute capability, e.g. 90, that decides GPU-specific strategies such as
+    tensor-core ``dot``; host mode emulates that GPU's data movement), ``smem_bytes`` (the most
     shared memory any op asked for; the PTX array is sized to it at :meth:`finish`).
     """
 
@@ -213,6 +216,8 @@ class Emitter:
         self.nt = num_warps * WARP
         self.fast_math = fast_math
         self.sm = sm  # compute capability the code is for (host mode: the GPU it emulates); None: unknown
+        # PTX only: the CPU build of host mode stays IEEE (it is compared with the interpreter)
+        self.fp_flags = fp_flags(fast_math and mode == PTX)
         self.b: ir.IRBuilder = None  # type: ignore[assignment]
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.smem_bytes = 0
@@ -333,6 +338,10 @@ class Emitter:
         fn = self.declare(full, ret, [a.type for a in args])
         return self.b.call(fn, list(args))
 
+    def builder(self, block: ir.Block) -> ir.IRBuilder:
+        """A builder at the end of ``block`` that puts :attr:`fp_flags` on float arithmetic."""
+        return FlaggedBuilder(block, self.fp_flags)
+
     def begin_function(self, fn: ir.Function, *, pids: Sequence[ir.Value] = (), nprogs: Sequence[ir.Value] = (),
                        smem: ir.Value | None = None) -> None:
         """Position the builder at the entry of ``fn`` and set up tid/program ids/shared memory.
@@ -343,8 +352,8 @@ class Emitter:
         self.fn = fn
         self._allocas = fn.append_basic_block("allocas")
         body = fn.append_basic_block("entry")
-        ir.IRBuilder(self._allocas).branch(body)
-        self.b = ir.IRBuilder(body)
+        self.builder(self._allocas).branch(body)
+        self.b = self.builder(body)
         if self.is_ptx:
             self._tid = self.intrinsic("llvm.nvvm.read.ptx.sreg.tid.x", I32, [])
             self._pid = [self.intrinsic(f"llvm.nvvm.read.ptx.sreg.ctaid.{a}", I32, []) for a in "xyz"]
@@ -600,7 +609,7 @@ class Emitter:
 
     def entry_alloca(self, t: ir.Type) -> ir.Value:
         """An ``alloca`` of ``t`` in the function's first block (64-byte aligned)."""
-        eb = ir.IRBuilder(self._allocas)
+        eb = self.builder(self._allocas)
         eb.position_before(self._allocas.terminator)
         a = eb.alloca(t)
         a.align = 64
@@ -785,7 +794,7 @@ class Emitter:
             return fn
         fn = ir.Function(self.module, ir.FunctionType(vt, [vt]), helper_name)
         fn.linkage = "internal"
-        b = ir.IRBuilder(fn.append_basic_block("entry"))
+        b = self.builder(fn.append_basic_block("entry"))
         head = fn.append_basic_block("head")
         body = fn.append_basic_block("body")
         done = fn.append_basic_block("done")

@@ -367,7 +367,7 @@ def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
     head = fn.append_basic_block("head")
     body = fn.append_basic_block("body")
     done = fn.append_basic_block("done")
-    b = ir.IRBuilder(entry)
+    b = em.builder(entry)
     arr = ir.ArrayType(F32, nt)
 
     def alloca() -> ir.Value:

@@ -564,7 +564,7 @@ def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, a
     ptr = ir.PointerType()
     grid = ir.Function(module, ir.FunctionType(VOID, [ptr, I32, I32, I32]), f"{fn.name}_grid")
     args, gx, gy, gz = grid.args
-    b = ir.IRBuilder(grid.append_basic_block("entry"))
+    b = em.builder(grid.append_basic_block("entry"))
     vals = []
     for i, t in enumerate(abi):
         slot = b.gep(args, [I64(8 * i)], source_etype=I8)

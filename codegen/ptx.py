@@ -2,25 +2,23 @@
 
 :func:`emit_ptx` is the whole PTX path after lowering. In order, it
 
-1. adds ``contract`` fast-math flags to every ``fadd``/``fsub``/``fmul``/``fneg`` when
-   ``fast_math`` is set (:func:`add_contract_flags`) — see "Floating point" below;
-2. parses and verifies the module (parse and verifier errors raise CodegenError with
+1. parses and verifies the module (parse and verifier errors raise CodegenError with
    LLVM's message) and sets the target triple and data layout;
-3. links the module flag ``nvvm-reflect-ftz`` (1 under ``fast_math``, else 0). libdevice
+2. links the module flag ``nvvm-reflect-ftz`` (1 under ``fast_math``, else 0). libdevice
    asks ``__nvvm_reflect("__CUDA_FTZ")`` whether to flush denormals; LLVM's NVVMReflect
    pass folds it (the NVPTX target machine adds it at the start of every pass-builder
    pipeline, and code generation runs it again);
-4. links libdevice only when the module declares ``__nv_*`` functions (the bitcode is
+3. links libdevice only when the module declares ``__nv_*`` functions (the bitcode is
    parsed once per process; each link uses a clone). A ``__nv_*`` name libdevice does not
    define raises CodegenError;
-5. internalizes every function and global but the entry, then removes whatever is unused
+4. internalizes every function and global but the entry, then removes whatever is unused
    (GlobalDCE + dead prototypes), so only the libdevice functions reached remain;
-6. optimizes: by default with LLVM's ``default<O0>`` (NVVMReflect, always-inline) followed
+5. optimizes: by default with LLVM's ``default<O0>`` (NVVMReflect, always-inline) followed
    by :data:`LIGHT_PIPELINE` (scalar clean-ups without LICM — the register measurements in
    ``docs/codegen.md`` explain why), or with LLVM's
    ``default<On>`` pipeline (new pass manager, with the target machine so NVPTX's own passes
    take part) when :class:`PtxOptions` asks for it;
-7. emits PTX and checks its ``.version``, ``.target`` and ``.visible .entry``.
+6. emits PTX and checks its ``.version``, ``.target`` and ``.visible .entry``.
 
 Kernels: the entry must be a PTX kernel. :func:`mark_kernel` makes one: ``ptx_kernel``
 calling convention (llvmlite modules) and ``!nvvm.annotations`` ``kernel`` + ``reqntidx/y/z``
@@ -34,9 +32,11 @@ function attribute is ignored for this, llvmlite does not expose the target mach
 ``AllowFPOpFusion``, and ``-nvptx-fma-level`` is a process-wide switch. Without the flag
 NVPTX prints ``mul.rn.f32``/``add.rn.f32``; the explicit ``.rn`` also stops ``ptxas`` (whose
 ``--fmad`` defaults to true) from fusing them. So: IEEE results by default; under
-``fast_math`` the flag is added here (and the lowering may add it itself — adding is
-idempotent). ``afn``/``arcp`` are deliberately *not* added: ``afn`` turns ``fdiv`` and
-``llvm.sqrt`` into ``div.approx``/``sqrt.approx``.
+``fast_math`` the lowering builds the instructions with the flag
+(:class:`~eggpu.codegen.fp_flags.FlaggedBuilder`), and :func:`emit_ptx` compiles the flags it
+is given: its own ``fast_math`` only selects the ``nvvm-reflect-ftz`` value. ``afn``/``arcp``
+are deliberately *not* used: ``afn`` turns ``fdiv`` and ``llvm.sqrt`` into
+``div.approx``/``sqrt.approx``.
 
 All LLVM work happens under one process-wide lock: NVPTX tuning switches are LLVM
 command-line options (global state), set before each emission.
@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 from eggpu.ir.errors import CodegenError
 
+from .fp_flags import FAST_MATH_FLAGS, fp_flags
 from .target import Target, get_target
 from .toolchain import find_libdevice
 
@@ -66,7 +67,6 @@ __all__ = [
     "PIPELINES",
     "PtxOptions",
     "PtxResult",
-    "add_contract_flags",
     "emit_ptx",
     "entry_point_name",
     "fp_flags",
@@ -76,7 +76,6 @@ __all__ = [
 ]
 
 ENTRY_SUFFIX = "_entry_point"
-FAST_MATH_FLAGS: tuple[str, ...] = ("contract",)
 LIBDEVICE_PREFIX = "__nv_"
 
 _LOCK = threading.RLock()
@@ -86,11 +85,6 @@ _initialized = False
 def entry_point_name(kernel_name: str) -> str:
     """The PTX entry symbol of a kernel: ``{kernel_name}_entry_point``."""
     return f"{kernel_name}{ENTRY_SUFFIX}"
-
-
-def fp_flags(fast_math: bool) -> tuple[str, ...]:
-    """Fast-math flags the lowering should put on float arithmetic: ``("contract",)`` or ``()``."""
-    return FAST_MATH_FLAGS if fast_math else ()
 
 
 PIPELINES = ("none", "light", "O1", "O2", "O3")
@@ -274,25 +268,6 @@ def _libdevice_clone(triple: str, data_layout: str) -> llvm_binding.ModuleRef:
     clone.triple = triple
     clone.data_layout = data_layout
     return clone
-
-
-# ---------------------------------------------------------------- text helpers
-
-_FP_OP = re.compile(
-    r"(=\s*(?:fadd|fsub|fmul|fneg))((?:\s+(?:fast|nnan|ninf|nsz|arcp|contract|afn|reassoc))*)(?=\s)"
-)
-
-
-def add_contract_flags(llvm_text: str) -> str:
-    """Add the ``contract`` flag to every ``fadd``/``fsub``/``fmul``/``fneg`` lacking it (or ``fast``)."""
-
-    def fix(m: re.Match[str]) -> str:
-        flags = m.group(2).split()
-        if "contract" in flags or "fast" in flags:
-            return m.group(0)
-        return m.group(1) + m.group(2) + " contract"
-
-    return _FP_OP.sub(fix, llvm_text)
 
 
 M = TypeVar("M")
@@ -482,8 +457,6 @@ def emit_ptx(
     if not target.is_gpu:
         raise CodegenError(f"emit_ptx needs a GPU target, got {target.name!r}")
     what = f"kernel {entry!r} for {target.name}"
-    if fast_math:
-        llvm_module_text = add_contract_flags(llvm_module_text)
     with _LOCK:
         tm = target_machine(target, options)
         _apply_cl_options(options)

@@ -10,7 +10,7 @@
 * :mod:`.hooks` — the compile seam the facade fills in.
 """
 
-from .diagnostics import KernelCompileError
+from .diagnostics import InternalCompilerError, KernelCompileError
 from .errors import (
     BackwardKernelError,
     CompileUnavailableError,
@@ -31,6 +31,6 @@ from .kernel import Dispatch, Kernel, KernelInstance
 __all__ = [
     "BackwardKernelError", "CompileUnavailableError", "ConstexprArgumentError", "DecoratorArgumentError",
     "Dispatch", "DtypeArgumentError", "DtypeInferenceError", "DuplicateDtypeError", "Kernel",
-    "KernelCompileError", "KernelInstance", "KernelSignatureError", "UnknownDtypeError",
+    "InternalCompilerError", "KernelCompileError", "KernelInstance", "KernelSignatureError", "UnknownDtypeError",
     "UnsupportedDtypeError",
 ]

@@ -65,6 +65,29 @@ class KernelCompileError(CompileError):
         return self.render()
 
 
+class InternalCompilerError(KernelCompileError):
+    """An unexpected exception inside the frontend: a bug in eggpu, not a mistake in the kernel.
+
+    Raised in one place (:meth:`eggpu.kernel_macro.frontend.CodeGenerator.visit_body`, like
+    Triton's ``visit()``) for any exception that is neither an :class:`eggpu.EggpuError` nor a
+    located language error, at the innermost kernel statement being lowered. The message names
+    the kernel and the exception, shows that statement with a caret, and asks for a report; the
+    original exception is chained as ``__cause__`` (its traceback is the one to report).
+    """
+
+    @classmethod
+    def wrap(cls, source: Source, node: ast.AST, kernel: str, exc: BaseException) -> InternalCompilerError:
+        """The internal error for ``exc`` raised while lowering ``node`` of ``source``."""
+        err = source.error(node, f"internal error in eggpu while compiling kernel {kernel!r}: "
+                                 f"{type(exc).__name__}: {exc}", REPORT_HINT)
+        return cls(err.loc, err.problem, err.hint, err.source_line)
+
+
+#: the hint of every :class:`InternalCompilerError`
+REPORT_HINT = ("this is a bug in eggpu, not in your kernel: please report it with this message, the kernel's "
+               "source and the traceback chained below it")
+
+
 def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
     """``" (did you mean tl.exp?)"``-style suffix text, or empty."""
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)

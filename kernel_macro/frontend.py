@@ -43,7 +43,7 @@ import numpy as np
 
 from eggpu.ir.builder import Builder
 from eggpu.ir.dtypes import DType, bool_, from_numpy
-from eggpu.ir.errors import CompileError, IRError
+from eggpu.ir.errors import CompileError, EggpuError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
@@ -51,7 +51,7 @@ from . import descriptors
 from . import language as tl
 from .block_pointers import METHODS as DESCRIPTOR_METHODS
 from .block_pointers import TensorDescriptor, descriptor_argument
-from .diagnostics import KernelCompileError, Source, did_you_mean
+from .diagnostics import InternalCompilerError, KernelCompileError, Source, did_you_mean
 from .frontend_calls import Calls
 from .frontend_common import (
     _BINOPS,
@@ -144,25 +144,41 @@ class CodeGenerator(ControlFlow, Calls):
     # ------------------------------------------------------------ statements
 
     def visit_body(self, stmts: Sequence[ast.stmt]) -> bool:
-        """Lower statements in order; True when the block ended in a return."""
+        """Lower statements in order; True when the block ended in a return.
+
+        The one place where an unexpected exception (not an EggpuError, not a language error
+        located further out) becomes an :class:`InternalCompilerError` at the innermost
+        statement; the ones of enclosing blocks and inlining calls pass it through.
+        """
         for i, s in enumerate(stmts):
             self.b.loc = self.frame.source.loc(s)
-            if isinstance(s, ast.If):
-                terminated, consumed = self._if(s, stmts[i + 1:])
-                if terminated or consumed:
-                    return terminated
-                continue
-            if isinstance(s, ast.Return):
-                self._return(s)
-                return True
-            handler = self._stmt.get(type(s))
-            if handler is None:
-                raise self.unsupported(s)
             try:
-                handler(s)
-            except (SemanticError, IRError) as e:
-                raise self._located(s, e) from None
+                done = self._statement(s, stmts[i + 1:])
+            except (EggpuError, SemanticError):
+                raise
+            except Exception as e:  # noqa: BLE001 - a bug in eggpu: located and reported as one
+                raise InternalCompilerError.wrap(self.frame.source, s, self.name, e) from e
+            if done is not None:
+                return done
         return False
+
+    def _statement(self, s: ast.stmt, rest: Sequence[ast.stmt]) -> bool | None:
+        """Lower statement ``s`` (``rest`` follows it in its block): True/False when the block
+        ends here (a return / an ``if`` that consumed ``rest``), None to go on."""
+        if isinstance(s, ast.If):
+            terminated, consumed = self._if(s, rest)
+            return terminated if terminated or consumed else None
+        if isinstance(s, ast.Return):
+            self._return(s)
+            return True
+        handler = self._stmt.get(type(s))
+        if handler is None:
+            raise self.unsupported(s)
+        try:
+            handler(s)
+        except (SemanticError, IRError) as e:
+            raise self._located(s, e) from None
+        return None
 
     def _expr_stmt(self, node: ast.Expr) -> None:
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):

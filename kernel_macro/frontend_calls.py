@@ -177,7 +177,10 @@ class Calls:
                              "write `for i in range(lo, hi, step)`")
         if fobj in (_py.min, _py.max) and not kwargs and len(args) >= 2:
             if not any(_has_tensor(a) for a in args):
-                return fobj(*args)
+                try:
+                    return fobj(*args)
+                except TypeError as e:  # e.g. min(BLOCK, "a"): the kernel's mistake, not eggpu's
+                    raise self.error(node, f"{name}(): {e}") from None
             op = "minimum" if fobj is _py.min else "maximum"
             acc = args[0]
             for a in args[1:]:

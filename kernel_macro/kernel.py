@@ -40,6 +40,7 @@ from .errors import (
     UnknownDtypeError,
     UnsupportedDtypeError,
 )
+from .ir_cache import IR_CACHE_SIZE, LruCache
 from .signature import NO_DEFAULT, POINTER, Signature, analyze
 
 if TYPE_CHECKING:  # the IR graph (and numpy) load only when a kernel is lowered, not on a cache hit
@@ -183,8 +184,9 @@ class _Specializer:
         return f"{self.cls.__name__}[{', '.join(d.name for d in self.dtypes)}]"
 
 
-#: (Kernel class, specialization) -> (dependency digest, IR); a changed digest replaces the entry
-_IR_CACHE: dict[tuple, tuple[str, Function]] = {}
+#: (Kernel class, specialization) -> IR, tagged with the dependency digest (a changed digest
+#: replaces the entry); bounded to ir_cache.IR_CACHE_SIZE entries, least recently used evicted
+_IR_CACHE: LruCache[Function] = LruCache(IR_CACHE_SIZE)
 
 
 class Kernel:
@@ -390,8 +392,7 @@ class Kernel:
 
         deps = dependencies(self._spec.fn)  # (not self.dependencies(): a constexpr may shadow it)
         key = (type(self), self._key())
-        hit = _IR_CACHE.get(key)
-        fn = hit[1] if hit is not None and hit[0] == deps.digest and deps.opaque is None else None
+        fn = _IR_CACHE.get(key, deps.digest) if deps.opaque is None else None
         if fn is None:
             from .frontend import lower_kernel
 
@@ -402,7 +403,7 @@ class Kernel:
             ]
             fn = lower_kernel(self._spec.fn, self.name, params, self.consts, b)
             if deps.opaque is None:
-                _IR_CACHE[key] = (deps.digest, fn)
+                _IR_CACHE.put(key, deps.digest, fn)
         return fn.clone()
 
     def interpret(self, grid: Any, *args: Any) -> Any:

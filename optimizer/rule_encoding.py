@@ -577,24 +577,29 @@ def _build(rule: Rule, env: Mapping[str, DType], mode: str) -> _Query:
 
 
 def _infer_guard(inst: _Instance, g: Sx) -> None:
+    """Type the variables of guard ``g``: a constructor term, or an ``(= a b)`` over Terms.
+
+    Range functions and comparisons add nothing: their arguments are typed by the patterns.
+    """
     if not isinstance(g, SList):
         return
     if g.head in CONSTRUCTORS:
         inst.infer(g, None, False)
     elif g.head == "=":
         a, b = g.items[1:]
-        if inst._sort_of(a) == "Term" or inst._sort_of(b) == "Term":
-            for x, y in ((a, b), (b, a)):
-                if isinstance(y, SList):
-                    ty = inst.infer(y, None, False)
-                    if isinstance(x, Atom):
-                        inst.infer(x, ty, False)
-                    else:
-                        inst.infer(x, ty, False)
-                    return
-            # both variables: they share a type
-            ta = inst.types.get(a.text) or inst.types.get(b.text)
-            if ta is not None:
-                inst.infer(a, ta, False)
-                inst.infer(b, ta, False)
-    # range functions and comparisons: arguments are already typed by patterns
+        _infer_term_equation(inst, a, b)
+
+
+def _infer_term_equation(inst: _Instance, a: Sx, b: Sx) -> None:
+    """Type an ``(= a b)`` guard when either side is a Term: a compound side gives its type to
+    the other (``b`` first, as written); two variables share whichever type one already has."""
+    if inst._sort_of(a) != "Term" and inst._sort_of(b) != "Term":
+        return
+    for x, y in ((a, b), (b, a)):
+        if isinstance(y, SList):
+            inst.infer(x, inst.infer(y, None, False), False)
+            return
+    ta = inst.types.get(a.text) or inst.types.get(b.text)
+    if ta is not None:
+        inst.infer(a, ta, False)
+        inst.infer(b, ta, False)

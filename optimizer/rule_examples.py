@@ -31,6 +31,7 @@ assignments ``eggpu rules check`` proves.
 from __future__ import annotations
 
 import itertools
+import operator
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -55,6 +56,9 @@ ATTR_POOL = {"axis": (0,), "start": (0,), "end": (16,)}
 #: candidate range facts (lower, upper) for a leaf whose bounds a guard reads (the last one
 #: overflows narrow sums: for guard tests)
 BOUND_POOL = ((0, 15), (1, 16), (-8, -1), (-3, 5), (0, 1), (0, (1 << 31) - 1))
+#: the i64 comparisons a guard may make
+_COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge,
+                "!=": operator.ne}
 #: the most combinations of pool values tried per dtype assignment
 MAX_TRIES = 20000
 #: dtypes tried first when one assignment is enough
@@ -179,31 +183,39 @@ class _Scope:
             if not self.skip and not FAMILY_RELATIONS[h](self.dt(args[0])):
                 raise _Fail(f"({h} {self.dt(args[0])}) is false")
         elif h == "Width":
-            w, a = self.dt(args[0]).bits, args[1]
-            if isinstance(a, Atom) and not re.fullmatch(r"[+-]?\d+", a.text) and a.text not in self.ints:
-                self.ints[a.text] = w
-                self.widths.add(a.text)
-            elif self.i64(a) != w and not self.skip:
-                raise _Fail("width differs")
+            self._width_guard(self.dt(args[0]).bits, args[1])
         elif h in ANALYSES:
-            # an analysis guard is met by asserting it on the variable's leaf (like range facts);
-            # a divisor the guard binds gets 16
-            if not isinstance(args[0], Atom):
-                raise _Fail(f"{g}: an analysis of a compound term needs a hand-written case")
-            k = None
-            if h == "Divisible":
-                a = args[1]
-                if isinstance(a, Atom) and not re.fullmatch(r"[+-]?\d+", a.text) and a.text not in self.ints:
-                    self.ints[a.text] = 16
-                k = self.i64(a)
-            self.analyses.append((h, args[0].text, k))
+            self._analysis_guard(g, h, args)
         elif h == "=":
             self._equation(args[0], args[1])
-        elif h in ("<", "<=", ">", ">=", "!="):
+        elif h in _COMPARISONS:
             a, b = self.i64(args[0]), self.i64(args[1])
-            ok = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "!=": a != b}[h]
-            if not ok and not (self.skip and self.on_widths(g)):
+            if not _COMPARISONS[h](a, b) and not (self.skip and self.on_widths(g)):
                 raise _Fail(f"{g} is false")
+
+    def _is_free(self, a: Sx) -> bool:
+        """Whether ``a`` is an i64 variable the guards have not bound yet."""
+        return isinstance(a, Atom) and not re.fullmatch(r"[+-]?\d+", a.text) and a.text not in self.ints
+
+    def _width_guard(self, w: int, a: Sx) -> None:
+        """``(Width t a)``: binds a free ``a`` to the bit width ``w`` (and remembers it as a width)."""
+        if self._is_free(a):
+            self.ints[a.text] = w
+            self.widths.add(a.text)
+        elif self.i64(a) != w and not self.skip:
+            raise _Fail("width differs")
+
+    def _analysis_guard(self, g: Sx, h: str, args: list[Sx]) -> None:
+        """An analysis guard is met by asserting it on the variable's leaf (like range facts);
+        a divisor the guard binds gets 16."""
+        if not isinstance(args[0], Atom):
+            raise _Fail(f"{g}: an analysis of a compound term needs a hand-written case")
+        k = None
+        if h == "Divisible":
+            if self._is_free(args[1]):
+                self.ints[args[1].text] = 16
+            k = self.i64(args[1])
+        self.analyses.append((h, args[0].text, k))
 
     def on_widths(self, g: Sx) -> bool:
         """Whether a comparison reads only widths and literals (a dtype guard)."""
@@ -473,6 +485,29 @@ def value_negatives(rule: Rule) -> list[RuleExample]:
                     out.append(ex)
                 break
     return out
+
+
+def unblocked_value_guards(rule: Rule) -> list[int]:
+    """Indices of the guards on values that are real conditions (not an ``(= v expr)`` binding
+    a fresh i64 variable) and that no pool value violates alone: :func:`value_negatives` has
+    no example for them, so each needs a hand-written negative (e.g. a constant beyond a
+    narrow width, a bound sum that overflows, a shift that loses bits)."""
+    env = next(_envs(rule, False, True), None)
+    if env is None:
+        return []
+    return [i for i in _value_guards(rule) if not _binds_fresh(rule, i)
+            and not any(_violates(scope, rule, i) for scope in _candidates(rule, env, False))]
+
+
+def _binds_fresh(rule: Rule, index: int) -> bool:
+    """Whether guard ``index`` is ``(= v expr)`` with ``v`` an i64 variable that neither the
+    pattern nor an earlier guard mentions (it binds ``v``; only a checked-arithmetic failure
+    can stop it, and that is the guard's job, not a condition)."""
+    g = rule.guards[index]
+    if g.head != "=" or not isinstance(g.items[1], Atom) or rule.var_sorts.get(g.items[1].text) != "i64":
+        return False
+    before = [_lhs_of(rule), *rule.guards[:index]]
+    return all(a.text != g.items[1].text for node in before for a in _atoms(node))
 
 
 def _facts(scope: _Scope, inst: _Inst) -> tuple[str, ...]:

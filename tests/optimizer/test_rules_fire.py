@@ -6,7 +6,11 @@ except the table of hand-written cases) a firing example is generated from its l
 must match it and put the instantiated right-hand side in the term's e-class (analysis rules:
 write the expected bounds). Every rule with a dtype guard also gets negative examples: the same
 term at a dtype each guard excludes, on which the rule must not fire; and each guard on values
-gets one where only it fails (``test_value_guard_blocks``).
+gets one where only it fails (``test_value_guard_blocks``). A condition on values that no pool
+value violates (a constant beyond a narrow width, a bound sum that overflows, a shift that loses
+bits: ``rule_examples.unblocked_value_guards``) needs a hand-written pair in ``HAND_NEGATIVES``,
+a near miss that fires and the same term with only that guard false
+(``test_every_value_guard_has_a_negative`` names any that lacks one).
 
 ``HAND`` holds cases the generator cannot reach or that show a rule on the terms real kernels
 produce (range facts from ``program_id``/``arange`` through the range analysis, not asserted).
@@ -150,6 +154,125 @@ def test_value_guard_blocks(name):
     overflow), the rule must not fire on a term where only that guard fails."""
     for ex in VALUE_NEGATIVES[name]:
         assert_rule_does_not_fire(name, ex)
+
+
+# ---------------------------------------------------------------------- hand-written negatives
+
+def _bounds(leaf: str, lo: int, hi: int) -> tuple[str, str]:
+    return (f"(set (LowerBound {leaf}) {lo})", f"(set (UpperBound {leaf}) {hi})")
+
+
+_I32_MIN, _U32_MAX = -(1 << 31), (1 << 32) - 1
+_O1, _O2, _O3 = "(Opaque (I32) 1)", "(Opaque (I32) 2)", "(Opaque (I32) 3)"
+_U1, _U2 = "(Opaque (U32) 1)", "(Opaque (U32) 2)"
+_MERGE = "(Addptr (I32) (I32) (Addptr (I32) (I32) (OpaquePtr (I32) 1) (Opaque (I32) 2)) (Opaque (I32) 3))"
+_MERGE_U = "(Addptr (I32) (U32) (Addptr (I32) (U32) (OpaquePtr (I32) 1) (Opaque (U32) 2)) (Opaque (U32) 3))"
+_HOIST = ("(Addptr (I32) (I32) (Splat (I32) \"16\" (OpaquePtr (I32) 1)) (Add (I32) (Splat (I32) \"16\" (Opaque (I32) 2))"
+          " (Opaque (I32) 3)))")
+_SIGNED_LOW_SUM = "(>= (>> l (- w 1)) -1)"
+_UNSIGNED_HIGH_SUM = "(<= (>> h (- w 1)) 1)"
+
+
+def _cast_narrow(ctor: str, cast_first: bool) -> list[tuple]:
+    """The six ``*-cast-narrow`` rules: an i16 value widened to i32 compared with a constant;
+    the constant must fit i16 (``c`` = 2 fires; 40000 and -40000 do not)."""
+    def term(c: int) -> tuple[str, tuple]:
+        cast, const = "(Cast (I16) (I32) (Opaque (I16) 1))", f'(Splat (I32) "16" (Const (I32) {c}))'
+        return (f"({ctor} (I32) {cast} {const})" if cast_first else f"({ctor} (I32) {const} {cast})", ())
+
+    return [("(>= (>> c (- w 1)) -1)", term(2), term(-40000)), ("(<= (>> c (- w 1)) 0)", term(2), term(40000))]
+
+
+def _shl_divisible(splat: bool) -> list[tuple]:
+    def term(t: str, c: int) -> tuple[str, tuple]:
+        k = f"(Const ({t}) {c})"
+        return (f'(Shl ({t}) (Opaque ({t}) 1) {f"(Splat ({t}) {rx.SHAPE} {k})" if splat else k})', ())
+
+    return [("(>= c 0)", term("I32", 2), term("I32", -1)), ("(< c w)", term("I32", 31), term("I32", 32)),
+            ("(< c 62)", term("I64", 61), term("I64", 62))]
+
+
+#: rule -> (guard, a near miss that fires: (term, facts), the same with only that guard false);
+#: for the guards on values that no pool value violates (rx.unblocked_value_guards)
+HAND_NEGATIVES: dict[str, list[tuple]] = {
+    "addptr-merge-signed": [(_SIGNED_LOW_SUM, (_MERGE, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
+                             (_MERGE, _bounds(_O2, _I32_MIN, 15) + _bounds(_O3, -1, 15)))],
+    "addptr-hoist-signed": [(_SIGNED_LOW_SUM, (_HOIST, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
+                             (_HOIST, _bounds(_O2, _I32_MIN, 15) + _bounds(_O3, -1, 15)))],
+    "addptr-merge-unsigned": [(_UNSIGNED_HIGH_SUM,
+                               (_MERGE_U, _bounds("(Opaque (U32) 2)", 0, 15) + _bounds("(Opaque (U32) 3)", 0, 15)),
+                               (_MERGE_U, _bounds("(Opaque (U32) 2)", 0, _U32_MAX) + _bounds("(Opaque (U32) 3)", 0, 1)))],
+    "lt-cast-narrow": _cast_narrow("Lt", True),
+    "gt-cast-narrow": _cast_narrow("Lt", False),
+    "le-cast-narrow": _cast_narrow("Le", True),
+    "ge-cast-narrow": _cast_narrow("Le", False),
+    "eq-cast-narrow": _cast_narrow("Eq", True),
+    "ne-cast-narrow": _cast_narrow("Ne", True),
+    "div-const-16": [("(!= v 0)", ("(Const (I32) 16)", ()), ("(Const (I32) 0)", ()))],
+    "div-shl": _shl_divisible(False),
+    "div-shl-splat": _shl_divisible(True),
+    "fold-add-unsigned": [("(>= a 0)", ("(Add (U32) (Const (U32) 2) (Const (U32) 2))", ()),
+                           ("(Add (U32) (Const (U32) -1) (Const (U32) 2))", ())),
+                          ("(>= b 0)", ("(Add (U32) (Const (U32) 2) (Const (U32) 2))", ()),
+                           ("(Add (U32) (Const (U32) 2) (Const (U32) -1))", ()))],
+    "fold-sub-unsigned": [("(>= b 0)", ("(Sub (U32) (Const (U32) 2) (Const (U32) 1))", ()),
+                           ("(Sub (U32) (Const (U32) 2) (Const (U32) -1))", ()))],
+    "fold-mul-unsigned": [("(>= a 0)", ("(Mul (U32) (Const (U32) 2) (Const (U32) 2))", ()),
+                           ("(Mul (U32) (Const (U32) -1) (Const (U32) 2))", ())),
+                          ("(>= b 0)", ("(Mul (U32) (Const (U32) 2) (Const (U32) 2))", ()),
+                           ("(Mul (U32) (Const (U32) 2) (Const (U32) -1))", ()))],
+    "fold-shl-nonneg": [("(>= b 0)", ("(Shl (I32) (Const (I32) 2) (Const (I32) 2))", ()),
+                         ("(Shl (I32) (Const (I32) 2) (Const (I32) -1))", ())),
+                        ("(< b w)", ("(Shl (I32) (Const (I32) 0) (Const (I32) 31))", ()),
+                         ("(Shl (I32) (Const (I32) 0) (Const (I32) 32))", ())),
+                        # 2^40 << 30 loses bits in i64: the round trip fails, the sign check does not
+                        ("(= a (>> c b))", ("(Shl (I32) (Const (I32) 1) (Const (I32) 30))", ()),
+                         ("(Shl (I32) (Const (I32) 1099511627776) (Const (I32) 30))", ()))],
+    "range-const-unsigned": [("(>= v 0)", ("(Const (U32) 2)", ()), ("(Const (U32) -1)", ()))],
+    "range-add-signed": [(_SIGNED_LOW_SUM, (f"(Add (I32) {_O1} {_O2})", _bounds(_O1, 0, 15) + _bounds(_O2, 0, 15)),
+                          (f"(Add (I32) {_O1} {_O2})", _bounds(_O1, _I32_MIN, 15) + _bounds(_O2, -1, 15)))],
+    "range-add-unsigned": [(_UNSIGNED_HIGH_SUM,
+                            (f"(Add (U32) {_U1} {_U2})", _bounds(_U1, 0, 15) + _bounds(_U2, 0, 15)),
+                            (f"(Add (U32) {_U1} {_U2})", _bounds(_U1, 0, _U32_MAX) + _bounds(_U2, 0, 1)))],
+    "range-shl-nonneg": [("(>= k 0)", (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 15) + _bounds(_O2, 0, 2)),
+                          (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 15) + _bounds(_O2, -3, -1))),
+                         ("(< k w)", (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 0) + _bounds(_O2, 0, 31)),
+                          (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 0) + _bounds(_O2, 0, 32))),
+                         ("(= (UpperBound a) (>> h k))",
+                          (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 1) + _bounds(_O2, 0, 30)),
+                          (f"(Shl (I32) {_O1} {_O2})", _bounds(_O1, 0, 1 << 40) + _bounds(_O2, 0, 30)))],
+    "range-cast-int": [("(<= (>> h (- w 1)) 0)",
+                        ("(Cast (I32) (I16) (Opaque (I32) 1))", _bounds(_O1, 0, 32767)),
+                        ("(Cast (I32) (I16) (Opaque (I32) 1))", _bounds(_O1, 0, 40000)))],
+    # c is the f64 bit pattern of the divisor: 2^14 = 16384.0 fires, 2^15 does not (its
+    # reciprocal 2^-15 is an f16 subnormal)
+    "fdiv-pow2-half": [("(<= c 4671226772094713856)",
+                        ('(Div (F16) (Opaque (F16) 1) (Splat (F16) "16" (ConstF (F16) 4670232813583204352)))', ()),
+                        ('(Div (F16) (Opaque (F16) 1) (Splat (F16) "16" (ConstF (F16) 4674736413210574848)))', ()))],
+}
+
+
+def _hand_negative_cases():
+    return [pytest.param(name, *case, id=f"{name}-{i}") for name, cases in HAND_NEGATIVES.items()
+            for i, case in enumerate(cases)]
+
+
+def test_every_value_guard_has_a_negative():
+    """A guard on values that no generated term violates needs a hand-written negative."""
+    missing = [f"{r.location}: {r.name}: {r.guards[i]}" for r in SHIPPED for i in rx.unblocked_value_guards(r)
+               if str(r.guards[i]) not in {g for g, _ok, _bad in HAND_NEGATIVES.get(r.name, ())}]
+    assert not missing, ("guards without a negative example (add one to HAND_NEGATIVES in "
+                         "tests/optimizer/test_rules_fire.py):\n" + "\n".join(missing))
+    unknown = [(n, g) for n, cases in HAND_NEGATIVES.items() for g, _ok, _bad in cases
+               if n not in BY_NAME or g not in {str(x) for x in BY_NAME[n].guards}]
+    assert not unknown, f"HAND_NEGATIVES name rules or guards that are not shipped: {unknown}"
+
+
+@pytest.mark.parametrize(("name", "guard", "ok", "bad"), _hand_negative_cases())
+def test_hand_negative_blocks(name, guard, ok, bad):
+    """The near miss fires; the same term with only ``guard`` false does not."""
+    assert_rule_fires(name, ok[0], facts=ok[1])
+    assert_rule_does_not_fire(name, bad[0], facts=bad[1])
 
 
 @pytest.mark.slow
