@@ -1,0 +1,144 @@
+"""libdevice, NVIDIA's bitcode math library, as the PTX path links it: only what a kernel calls.
+
+:func:`libdevice_subset` returns a fresh LLVM module holding the ``__nv_*`` functions a kernel
+declares and everything they call (helpers, constant tables), nothing else. Linking that small
+module instead of all of libdevice (about 500 functions) gives the same final module — the
+PTX path internalizes and dead-strips after linking anyway (:func:`eggpu.codegen.ptx.emit_ptx`),
+and the functions keep their relative order — but skips most of the work:
+
+- the bitcode file is read once per process (keyed by path, size and modification time, so a
+  replaced file is read again);
+- it is parsed once per compile that needs a new set of functions, straight from the bytes
+  (parsing is cheaper than cloning a parsed module, and the parse is consumed by the link);
+- the subset for a ``(file, names, triple, data layout)`` is kept as bitcode (a few KB) for the
+  rest of the process, so a later compile calling the same functions parses that instead.
+
+Edge cases: a name libdevice does not define raises :class:`LibdeviceMissing` (the caller
+names the kernel); an unreadable or corrupt file raises CodegenError naming the path.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eggpu.ir.errors import CodegenError
+
+from .toolchain import find_libdevice
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llvmlite.binding as llvm_binding
+
+__all__ = ["LibdeviceMissing", "clear_cache", "libdevice_subset"]
+
+# Subsets kept per process; a kernel library uses a handful of distinct sets. Past the bound
+# the oldest is dropped (a dict keeps insertion order).
+MAX_SUBSETS = 256
+
+_LOCK = threading.Lock()
+_bitcode: dict[tuple[str, int, int], bytes] = {}
+_subsets: dict[tuple, bytes] = {}
+
+
+class LibdeviceMissing(CodegenError):
+    """Names a kernel declares that libdevice does not define (``missing``, in the given order)."""
+
+    def __init__(self, missing: Sequence[str]) -> None:
+        self.missing = tuple(missing)
+        super().__init__(f"libdevice has no function(s) {', '.join(self.missing)}")
+
+
+def clear_cache() -> None:
+    """Forget the bitcode read and the subsets kept (tests; a process never needs it)."""
+    with _LOCK:
+        _bitcode.clear()
+        _subsets.clear()
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise CodegenError(f"cannot read libdevice bitcode {path}: {exc}") from exc
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def _read(key: tuple[str, int, int]) -> bytes:
+    data = _bitcode.get(key)
+    if data is None:
+        try:
+            data = Path(key[0]).read_bytes()
+        except OSError as exc:
+            raise CodegenError(f"cannot read libdevice bitcode {key[0]}: {exc}") from exc
+        _bitcode.clear()  # one libdevice per process in practice: keep only the newest file
+        _bitcode[key] = data
+    return data
+
+
+def _parse_bitcode(data: bytes, what: str) -> llvm_binding.ModuleRef:
+    import llvmlite.binding as llvm
+
+    try:
+        return llvm.parse_bitcode(data)
+    except RuntimeError as exc:
+        raise CodegenError(f"cannot read libdevice bitcode {what}: {exc}") from exc
+
+
+def _defines(mod: llvm_binding.ModuleRef, name: str) -> bool:
+    try:
+        return not mod.get_function(name).is_declaration
+    except NameError:
+        return False
+
+
+def _strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
+    """Internalize every definition but ``names``, then drop whatever nothing kept reaches."""
+    import llvmlite.binding as llvm
+
+    keep = set(names)
+    for fn in mod.functions:
+        if not fn.is_declaration and fn.name not in keep:
+            fn.linkage = llvm.Linkage.internal
+    for gv in mod.global_variables:
+        if not gv.is_declaration:
+            gv.linkage = llvm.Linkage.internal
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.add_strip_dead_prototype_pass()
+    mpm.run(mod, pass_builder)
+
+
+def libdevice_subset(
+    names: Sequence[str], triple: str, data_layout: str, pass_builder
+) -> llvm_binding.ModuleRef:
+    """A new module with libdevice's definitions of ``names`` and all they reach, for linking.
+
+    ``names``: ``__nv_*`` functions (sorted by the caller, so equal sets share a cache entry).
+    ``triple``/``data_layout``: set on the module, as the kernel module has them.
+    ``pass_builder``: an llvmlite pass builder for the target (runs the dead-code pass).
+    The module is the caller's to consume (``link_in`` destroys it). Raises
+    :class:`LibdeviceMissing` for names libdevice does not define, CodegenError when the file
+    cannot be read or parsed, ToolchainError when no libdevice is installed.
+    """
+    names = tuple(names)
+    path = find_libdevice()
+    with _LOCK:
+        fkey = _file_key(path)
+        key = (fkey, names, triple, data_layout)
+        cached = _subsets.get(key)
+        if cached is not None:
+            mod = _parse_bitcode(cached, f"subset of {path}")
+            mod.triple, mod.data_layout = triple, data_layout
+            return mod
+        mod = _parse_bitcode(_read(fkey), str(path))
+        missing = [n for n in names if not _defines(mod, n)]
+        if missing:
+            raise LibdeviceMissing(missing)
+        mod.triple, mod.data_layout = triple, data_layout
+        _strip_to(mod, names, pass_builder)
+        if len(_subsets) >= MAX_SUBSETS:
+            del _subsets[next(iter(_subsets))]
+        _subsets[key] = mod.as_bitcode()
+        return mod
