@@ -135,3 +135,92 @@ def test_a_replaced_file_is_read_again_and_a_corrupt_one_is_a_clear_error(monkey
     with pytest.raises(CodegenError, match=re.escape(f"cannot read libdevice bitcode {copy}")):
         libdevice_subset(("__nv_expf",), triple, dl, pb)
     toolchain.clear_caches()
+
+
+# ---------------------------------------------------------------- the disk layer
+
+
+def _entries(root) -> list:
+    folder = root / "libdevice"
+    return sorted(folder.iterdir()) if folder.exists() else []
+
+
+def _count_libdevice_parses(monkeypatch) -> list[str]:
+    """Record what each bitcode parse reads: libdevice's path, or a disk entry's key."""
+    seen: list[str] = []
+    real = libdevice._parse_bitcode
+
+    def counting(data, what):
+        seen.append(what)
+        return real(data, what)
+
+    monkeypatch.setattr(libdevice, "_parse_bitcode", counting)
+    return seen
+
+
+def test_a_new_process_reads_the_subset_from_disk_without_parsing_libdevice(monkeypatch, tmp_path):
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    triple, dl, pb = _args()
+    seen = _count_libdevice_parses(monkeypatch)
+    first = _defined(libdevice_subset(("__nv_expf", "__nv_logf"), triple, dl, pb))
+    (entry,) = _entries(tmp_path)
+    assert re.fullmatch(r"[0-9a-f]{64}\.bc", entry.name) and entry.stat().st_mode & 0o077 == 0
+    assert seen == [str(toolchain.find_libdevice())]
+    libdevice.clear_cache()  # what a new process starts with
+    again = libdevice_subset(("__nv_expf", "__nv_logf"), triple, dl, pb)
+    assert seen[1:] == [entry.name.removesuffix(".bc")]  # only the entry was parsed
+    assert _defined(again) == first and again.triple == triple and again.data_layout == dl
+    # another target's data layout or name set is another entry
+    libdevice_subset(("__nv_expf",), triple, dl, pb)
+    assert len(_entries(tmp_path)) == 2
+
+
+@pytest.mark.parametrize("damage", ["garbage", "wrong_functions", "symlink"])
+def test_an_unusable_entry_is_ignored_and_rewritten(monkeypatch, tmp_path, damage):
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    triple, dl, pb = _args()
+    libdevice_subset(("__nv_sinf",), triple, dl, pb)
+    (sin_entry,) = _entries(tmp_path)
+    libdevice_subset(("__nv_expf",), triple, dl, pb)
+    (exp_entry,) = [e for e in _entries(tmp_path) if e != sin_entry]
+    if damage == "garbage":
+        exp_entry.write_bytes(b"BC\xc0\xde but nothing after the magic")
+    elif damage == "wrong_functions":
+        exp_entry.write_bytes(sin_entry.read_bytes())  # parses, but defines __nv_sinf only
+    else:
+        exp_entry.unlink()
+        exp_entry.symlink_to(sin_entry)
+    libdevice.clear_cache()
+    seen = _count_libdevice_parses(monkeypatch)
+    mod = libdevice_subset(("__nv_expf",), triple, dl, pb)
+    assert "__nv_expf" in _defined(mod) and "__nv_sinf" not in _defined(mod)
+    assert str(toolchain.find_libdevice()) in seen  # cut from libdevice again
+    assert not exp_entry.is_symlink()  # replaced, never followed
+    assert "__nv_sinf" in _defined(libdevice._parse_bitcode(sin_entry.read_bytes(), "sin"))
+    libdevice.clear_cache()
+    seen.clear()
+    assert "__nv_expf" in _defined(libdevice_subset(("__nv_expf",), triple, dl, pb))
+    assert seen == [exp_entry.name.removesuffix(".bc")]  # the rewritten entry is good
+
+
+def test_the_disk_layer_can_be_turned_off_and_is_pruned(monkeypatch, tmp_path):
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    triple, dl, pb = _args()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_CACHE", "0")
+    libdevice_subset(("__nv_expf",), triple, dl, pb)
+    assert not (tmp_path / "libdevice").exists()
+    monkeypatch.delenv("EGGPU_LIBDEVICE_CACHE")
+    monkeypatch.setattr(libdevice, "KEEP", 2)
+    for name in ("__nv_expf", "__nv_logf", "__nv_sinf"):
+        libdevice_subset((name,), triple, dl, pb)
+    assert len(_entries(tmp_path)) == 2
+
+
+def test_an_untrusted_cache_directory_is_not_used(monkeypatch, tmp_path):
+    root = tmp_path / "shared"
+    root.mkdir()
+    root.chmod(0o777)  # world-writable: someone else could plant bitcode there
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(root))
+    triple, dl, pb = _args()
+    assert "__nv_expf" in _defined(libdevice_subset(("__nv_expf",), triple, dl, pb))
+    assert not (root / "libdevice").exists()
