@@ -8,9 +8,10 @@
    asks ``__nvvm_reflect("__CUDA_FTZ")`` whether to flush denormals; LLVM's NVVMReflect
    pass folds it (the NVPTX target machine adds it at the start of every pass-builder
    pipeline, and code generation runs it again);
-3. links libdevice only when the module declares ``__nv_*`` functions (the bitcode is
-   parsed once per process; each link uses a clone). A ``__nv_*`` name libdevice does not
-   define raises CodegenError;
+3. links libdevice only when the module declares ``__nv_*`` functions, and then only those
+   functions and what they reach (:func:`eggpu.codegen.libdevice.libdevice_subset`: the file
+   is read once per process, each new set of functions parsed and cut once). A ``__nv_*``
+   name libdevice does not define raises CodegenError;
 4. internalizes every function and global but the entry, then removes whatever is unused
    (GlobalDCE + dead prototypes), so only the libdevice functions reached remain;
 5. optimizes: by default with LLVM's ``default<O0>`` (NVVMReflect, always-inline) followed
@@ -47,14 +48,13 @@ from __future__ import annotations
 import re
 import threading
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FAST_MATH_FLAGS, fp_flags
+from .libdevice import LibdeviceMissing, libdevice_subset
 from .target import Target, get_target
-from .toolchain import find_libdevice
 
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm_binding
@@ -243,31 +243,6 @@ def target_machine(
         return tm
 
 
-# ---------------------------------------------------------------- libdevice
-
-_libdevice: dict[str, llvm_binding.ModuleRef] = {}
-
-
-def _libdevice_module(path: Path) -> llvm_binding.ModuleRef:
-    """The parsed libdevice bitcode at ``path`` (parsed once per process and path)."""
-    import llvmlite.binding as llvm
-
-    key = str(path)
-    mod = _libdevice.get(key)
-    if mod is None:
-        try:
-            mod = llvm.parse_bitcode(path.read_bytes())
-        except (OSError, RuntimeError) as exc:
-            raise CodegenError(f"cannot read libdevice bitcode {path}: {exc}") from exc
-        _libdevice[key] = mod
-    return mod
-
-
-def _libdevice_clone(triple: str, data_layout: str) -> llvm_binding.ModuleRef:
-    clone = _libdevice_module(find_libdevice()).clone()
-    clone.triple = triple
-    clone.data_layout = data_layout
-    return clone
 
 
 M = TypeVar("M")
@@ -472,13 +447,15 @@ def emit_ptx(
         used = tuple(
             sorted(f.name for f in mod.functions if f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX))
         )
+        pb0 = _pass_builder(tm, options, 0)
         if used:
-            _link(mod, _libdevice_clone(target.triple, data_layout), "libdevice")
-            missing = [name for name in used if mod.get_function(name).is_declaration]
-            if missing:
-                raise CodegenError(f"{what}: libdevice has no function(s) {', '.join(missing)}")
+            try:
+                subset = libdevice_subset(used, target.triple, data_layout, pb0)
+            except LibdeviceMissing as exc:
+                raise CodegenError(f"{what}: {exc}") from exc
+            _link(mod, subset, "libdevice")
 
-        _internalize_and_strip(mod, entry, _pass_builder(tm, options, 0))
+        _internalize_and_strip(mod, entry, pb0)
         _optimize(mod, tm, options)
         try:
             mod.verify()

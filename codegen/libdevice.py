@@ -1,0 +1,248 @@
+"""libdevice, NVIDIA's bitcode math library, as the PTX path links it: only what a kernel calls.
+
+:func:`libdevice_subset` returns a fresh LLVM module holding the ``__nv_*`` functions a kernel
+declares and everything they call (helpers, constant tables), nothing else. Linking that small
+module instead of all of libdevice (352 definitions in CUDA 13's) gives the same final module — the
+PTX path internalizes and dead-strips after linking anyway (:func:`eggpu.codegen.ptx.emit_ptx`),
+and the functions keep their relative order — but skips most of the work:
+
+- the bitcode file is read once per process (keyed by path, size and modification time, so a
+  replaced file is read again);
+- it is parsed once per compile that needs a new set of functions, straight from the bytes
+  (parsing is cheaper than cloning a parsed module, and the parse is consumed by the link);
+- the subset for a ``(file, names, triple, data layout)`` is kept as bitcode (a few KB) for the
+  rest of the process, so a later compile calling the same functions parses that instead;
+- and on disk, ``libdevice/<key>.bc`` in ``$EGGPU_CACHE_DIR`` (else the user cache dir), so a
+  new process compiling a kernel that calls the same functions never parses libdevice at all.
+  ``key`` is the sha256 of :data:`FORMAT`, libdevice's own sha256, LLVM's version, the triple,
+  the data layout and the names. Entries are read and written only through
+  :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files, atomic replacement); an
+  untrusted directory, an unreadable or corrupt entry, or one that does not define the names is
+  ignored (the subset is then cut from libdevice and the entry rewritten). At most :data:`KEEP`
+  entries are kept. ``EGGPU_LIBDEVICE_CACHE=0`` turns the disk layer off.
+
+Edge cases: a name libdevice does not define raises :class:`LibdeviceMissing` (the caller
+names the kernel); an unreadable or corrupt file raises CodegenError naming the path.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eggpu.ir.errors import CodegenError
+
+from .toolchain import find_libdevice
+
+if TYPE_CHECKING:  # pragma: no cover
+    import llvmlite.binding as llvm_binding
+
+__all__ = ["LibdeviceMissing", "clear_cache", "libdevice_subset"]
+
+# Subsets kept per process; a kernel library uses a handful of distinct sets. Past the bound
+# the oldest is dropped (a dict keeps insertion order).
+MAX_SUBSETS = 256
+
+FORMAT = 1  # bump when what a subset holds changes (the cutting below)
+KEEP = 64  # subsets kept on disk
+
+_LOCK = threading.Lock()
+_bitcode: dict[tuple[str, int, int], tuple[bytes, str]] = {}  # file key -> (bytes, sha256)
+_subsets: dict[tuple, bytes] = {}
+
+
+class LibdeviceMissing(CodegenError):
+    """Names a kernel declares that libdevice does not define (``missing``, in the given order)."""
+
+    def __init__(self, missing: Sequence[str]) -> None:
+        self.missing = tuple(missing)
+        super().__init__(f"libdevice has no function(s) {', '.join(self.missing)}")
+
+
+def clear_cache() -> None:
+    """Forget the bitcode read and the subsets kept (tests; a process never needs it)."""
+    with _LOCK:
+        _bitcode.clear()
+        _subsets.clear()
+
+
+def _file_key(path: Path) -> tuple[str, int, int]:
+    try:
+        st = path.stat()
+    except OSError as exc:
+        raise CodegenError(f"cannot read libdevice bitcode {path}: {exc}") from exc
+    return (str(path), st.st_size, st.st_mtime_ns)
+
+
+def _read(key: tuple[str, int, int]) -> tuple[bytes, str]:
+    """The file's bytes and their sha256 (read and hashed once per process and file key)."""
+    entry = _bitcode.get(key)
+    if entry is None:
+        try:
+            data = Path(key[0]).read_bytes()
+        except OSError as exc:
+            raise CodegenError(f"cannot read libdevice bitcode {key[0]}: {exc}") from exc
+        entry = (data, hashlib.sha256(data).hexdigest())
+        _bitcode.clear()  # one libdevice per process in practice: keep only the newest file
+        _bitcode[key] = entry
+    return entry
+
+
+# ---------------------------------------------------------------- the disk layer
+
+
+def _disk_folder() -> tuple[Path, Path] | None:
+    """``(folder of the entries, cache root)``, or None when the disk layer is off."""
+    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("EGGPU_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("eggpu")
+    return Path(root) / "libdevice", Path(root)
+
+
+def _disk_key(sha: str, names: tuple[str, ...], triple: str, data_layout: str) -> str:
+    import llvmlite.binding as llvm
+
+    version = ".".join(map(str, llvm.llvm_version_info))
+    text = "\0".join((f"libdevice-subset-{FORMAT}", sha, version, triple, data_layout, *names))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _disk_get(key: str) -> bytes | None:
+    from eggpu.ir.cachefs import CacheUnavailable, read_trusted
+
+    where = _disk_folder()
+    if where is None:
+        return None
+    try:
+        return read_trusted(where[0] / f"{key}.bc")
+    except (CacheUnavailable, OSError):
+        return None
+
+
+def _disk_put(key: str, data: bytes) -> None:
+    """Store an entry; silently does nothing when the directory cannot be used (a shortcut only)."""
+    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir
+
+    where = _disk_folder()
+    if where is None:
+        return
+    folder, root = where
+    try:
+        ensure_trusted_dir(folder, under=root)
+        atomic_write(folder / f"{key}.bc", data)
+        _prune(folder)
+    except (CacheUnavailable, OSError):
+        pass
+
+
+def _prune(folder: Path) -> None:
+    """Keep the KEEP newest entries (regular files named like entries; nothing is followed)."""
+    entries = []
+    with os.scandir(folder) as it:
+        for e in it:
+            if e.name.endswith(".bc") and len(e.name) == 67 and e.is_file(follow_symlinks=False):
+                entries.append((e.stat(follow_symlinks=False).st_mtime, e.path))
+    for _, path in sorted(entries, reverse=True)[KEEP:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+def _from_disk(key: str, names: tuple[str, ...]) -> tuple[llvm_binding.ModuleRef, bytes] | None:
+    """The stored subset (parsed, and its bytes), or None when there is none or it is not usable."""
+    data = _disk_get(key)
+    if data is None:
+        return None
+    try:
+        mod = _parse_bitcode(data, key)
+    except CodegenError:
+        return None
+    if not all(_defines(mod, n) for n in names):
+        return None
+    return mod, data
+
+
+def _parse_bitcode(data: bytes, what: str) -> llvm_binding.ModuleRef:
+    import llvmlite.binding as llvm
+
+    try:
+        return llvm.parse_bitcode(data)
+    except RuntimeError as exc:
+        raise CodegenError(f"cannot read libdevice bitcode {what}: {exc}") from exc
+
+
+def _defines(mod: llvm_binding.ModuleRef, name: str) -> bool:
+    try:
+        return not mod.get_function(name).is_declaration
+    except NameError:
+        return False
+
+
+def _strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
+    """Internalize every definition but ``names``, then drop whatever nothing kept reaches."""
+    import llvmlite.binding as llvm
+
+    keep = set(names)
+    for fn in mod.functions:
+        if not fn.is_declaration and fn.name not in keep:
+            fn.linkage = llvm.Linkage.internal
+    for gv in mod.global_variables:
+        if not gv.is_declaration:
+            gv.linkage = llvm.Linkage.internal
+    mpm = llvm.create_new_module_pass_manager()
+    mpm.add_global_dead_code_eliminate_pass()
+    mpm.add_strip_dead_prototype_pass()
+    mpm.run(mod, pass_builder)
+
+
+def libdevice_subset(
+    names: Sequence[str], triple: str, data_layout: str, pass_builder
+) -> llvm_binding.ModuleRef:
+    """A new module with libdevice's definitions of ``names`` and all they reach, for linking.
+
+    ``names``: ``__nv_*`` functions (sorted by the caller, so equal sets share a cache entry).
+    ``triple``/``data_layout``: set on the module, as the kernel module has them.
+    ``pass_builder``: an llvmlite pass builder for the target (runs the dead-code pass).
+    The module is the caller's to consume (``link_in`` destroys it). Looked up in the process,
+    then on disk, before libdevice itself is parsed (see the module docstring). Raises
+    :class:`LibdeviceMissing` for names libdevice does not define, CodegenError when the file
+    cannot be read or parsed, ToolchainError when no libdevice is installed.
+    """
+    names = tuple(names)
+    path = find_libdevice()
+    with _LOCK:
+        fkey = _file_key(path)
+        key = (fkey, names, triple, data_layout)
+        cached = _subsets.get(key)
+        if cached is not None:
+            mod = _parse_bitcode(cached, f"subset of {path}")
+            mod.triple, mod.data_layout = triple, data_layout
+            return mod
+        data, sha = _read(fkey)
+        dkey = _disk_key(sha, names, triple, data_layout)
+        stored = _from_disk(dkey, names)
+        if stored is None:
+            mod = _parse_bitcode(data, str(path))
+            missing = [n for n in names if not _defines(mod, n)]
+            if missing:
+                raise LibdeviceMissing(missing)
+            mod.triple, mod.data_layout = triple, data_layout
+            _strip_to(mod, names, pass_builder)
+            subset = mod.as_bitcode()
+            _disk_put(dkey, subset)
+        else:
+            mod, subset = stored
+            mod.triple, mod.data_layout = triple, data_layout
+        if len(_subsets) >= MAX_SUBSETS:
+            del _subsets[next(iter(_subsets))]
+        _subsets[key] = subset
+        return mod
