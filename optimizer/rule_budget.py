@@ -22,9 +22,9 @@ the same query with the same z3), not by the wall clock:
 wall-clock budget, other rates) is proved again.
 
 Translation validation (:mod:`.validate`) prices its checks the same way: each check's budget and
-the whole validation's budget are idle-machine milliseconds converted with :func:`units`, all
-checks of one validation run in one fresh :class:`Session`, so a kernel gets the same verdict and
-the same unit count in every fresh process.
+the whole validation's budget are idle-machine milliseconds converted with :func:`units`, each
+check in a fresh :class:`Session`, so a kernel gets the same verdict and the same unit count in
+every fresh process.
 """
 
 from __future__ import annotations

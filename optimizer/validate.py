@@ -49,9 +49,9 @@ cached by text across calls — then as is); only then the whole obligation as o
 Budgets are deterministic (:mod:`.rule_budget`): every solver check is bounded by z3 resource
 units (``rlimit``), ``timeout_ms`` idle-machine milliseconds per check and ``total_seconds`` for
 the whole validation, converted per strategy (``z3``, ``z3-fp``, ``z3-real``) with
-:data:`~.rule_budget.UNITS_PER_MS`. All checks of one validation run in one fresh z3 context, so
-the same pair of functions gets the same verdict and the same unit count in every fresh process,
-however loaded the machine. The wall clock only stops a runaway solver (``WALL_FACTOR`` times the
+:data:`~.rule_budget.UNITS_PER_MS`. Every check runs in a fresh z3 context (and the diff's
+simplification in one of the validation's own), so the same pair of functions gets the same
+verdict and the same unit count in every fresh process, however loaded the machine. The wall clock only stops a runaway solver (``WALL_FACTOR`` times the
 budget); a verdict it caused says so (``Validation.wall_capped``).
 
 Verdicts: ``valid`` (every check proved), ``invalid`` (z3 found a lane where the programs

@@ -2,11 +2,14 @@
 that proves obligations cheapest first (identical terms, a structural diff with small generalized
 queries cached by text, then one whole query) and the deterministic budgets it runs under.
 
-Every solver check is bounded by z3 resource units (:mod:`.rule_budget`), and all checks of one
-validation run in one fresh z3 context: the verdict and the unit count of a pair of functions are
-the same in every fresh process, however loaded the machine. A cached generalized proof is charged
-the units it cost when it was made, so the count does not depend on what the process validated
-before either.
+Every solver check is bounded by z3 resource units (:mod:`.rule_budget`) and runs in a fresh z3
+context; the simplification of the structural diff runs in a scratch context of the validation's
+own. So the verdict and the unit count of a pair of functions are the same in every fresh
+process, however loaded the machine. A cached generalized proof is reused only when its recorded
+units fit the current budget and is charged them, so the count does not depend on what the
+process validated before either — exactly for bit-vector queries; z3's float procedure keeps some
+process-wide state (a few per cent more or fewer units on the same float query after other float
+solving), see docs/rules.md.
 """
 
 from __future__ import annotations

@@ -73,6 +73,23 @@ def test_optimize_falls_back_when_validation_runs_out_of_units(monkeypatch):
     assert "units of a" in small.reason
 
 
+def test_the_compile_report_keeps_strategy_and_units():
+    import eggpu
+    import eggpu.language as tl
+
+    @eggpu.kernel
+    def rem8(x_ptr: tl.Pointer[tl.i32], y_ptr: tl.Pointer[tl.i32]):
+        offs = tl.arange(0, 8)
+        tl.store(y_ptr + offs, (tl.load(x_ptr + offs) & 255) % 8)
+
+    opt = eggpu.compile(rem8.__eggpu_kernel__(), cache=False).report["optimizer"]
+    d = opt["validation_detail"]
+    assert d["verdict"] == opt["validation"] == "valid" and not opt["fell_back"]
+    assert d["strategy"] in ("none", "z3") and d["units"] == sum(d["units_by_strategy"].values())
+    assert (d["units"] > 0) == (d["solver_calls"] > 0) and d["budget_units"] == 50_000_000
+    json.dumps(opt)
+
+
 _CHILD = """
 import json, sys
 sys.path.insert(0, {root!r})
