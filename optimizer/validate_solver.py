@@ -218,7 +218,7 @@ class _Checker:
         if not self.equal(before.value, after.value, context):
             return False
         da = after.defined
-        if z3.is_true(self.simplified(da)) or self.equal(before.defined, after.defined, context):
+        if z3.is_true(da) or z3.is_true(self.simplified(da)) or self.equal(before.defined, after.defined, context):
             return True
         r, _ = self.solve(z3.And(context, before.defined, z3.Not(da)))
         return r == z3.unsat
