@@ -540,6 +540,8 @@ def _optimizer_report(res: Any) -> dict[str, Any]:
         # what the reason alone does not say (a rolled-back step, a hot child killed at its limit)
         "stop_detail": res.stop_detail,
         "validation": res.validation.verdict if res.validation is not None else None,
+        # strategy, z3 resource units and budget of translation validation (deterministic per kernel)
+        "validation_detail": res.validation.as_dict() if res.validation is not None else None,
         "fell_back": bool(res.fell_back),
         "fallback_reason": res.reason if res.fell_back else None,
         "times_ms": {k: s * 1e3 for k, s in res.times.items()},

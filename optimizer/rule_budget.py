@@ -1,4 +1,4 @@
-"""Deterministic solver budgets for the rule verifier.
+"""Deterministic solver budgets for the rule verifier and translation validation.
 
 A verdict must not depend on how loaded the machine is. So every z3 check of the rule verifier
 is bounded by z3's ``rlimit`` (resource units: a count of solver steps, the same on every run of
@@ -20,6 +20,11 @@ the same query with the same z3), not by the wall clock:
 
 :data:`BUDGET_VERSION` is part of every proof-cache key: a verdict reached under other rules (a
 wall-clock budget, other rates) is proved again.
+
+Translation validation (:mod:`.validate`) prices its checks the same way: each check's budget and
+the whole validation's budget are idle-machine milliseconds converted with :func:`units`, each
+check in a fresh :class:`Session`, so a kernel gets the same verdict and the same unit count in
+every fresh process.
 """
 
 from __future__ import annotations
@@ -56,6 +61,26 @@ WALL_FACTOR = 20
 WALL_MIN_MS = 2000
 #: a check stopped by the wall clock is retried once with this many times the cap
 RETRY_FACTOR = 5
+
+
+def strategy_for(formulas: Iterable[z3.ExprRef], real: bool = False) -> str:
+    """The single-solver strategy whose rate prices a check of ``formulas`` with z3's default
+    solver: ``z3-real`` for real arithmetic (``real``: fast_math), ``z3-fp`` when a float term
+    occurs, else ``z3``. The formulas may live in different z3 contexts."""
+    if real:
+        return "z3-real"
+    seen: set[tuple[int, int]] = set()
+    stack = list(formulas)
+    while stack:
+        e = stack.pop()
+        key = (id(e.ctx), e.get_id())
+        if key in seen:
+            continue
+        seen.add(key)
+        if e.sort().kind() == z3.Z3_FLOATING_POINT_SORT:
+            return "z3-fp"
+        stack.extend(e.children())
+    return "z3"
 
 
 def units(strategy: str, ms: float) -> int:

@@ -46,17 +46,25 @@ diff that descends through equal operators and proves only the differing subterm
 small query (first with the subterms common to both sides abstracted into fresh variables —
 cached by text across calls — then as is); only then the whole obligation as one query.
 
+Budgets are deterministic (:mod:`.rule_budget`): every solver check is bounded by z3 resource
+units (``rlimit``), ``timeout_ms`` idle-machine milliseconds per check and ``total_seconds`` for
+the whole validation, converted per strategy (``z3``, ``z3-fp``, ``z3-real``) with
+:data:`~.rule_budget.UNITS_PER_MS`. Every check runs in a fresh z3 context (and the diff's
+simplification in one of the validation's own), so the same pair of functions gets the same
+verdict and the same unit count in every fresh process, however loaded the machine. The wall clock only stops a runaway solver (``WALL_FACTOR`` times the
+budget); a verdict it caused says so (``Validation.wall_capped``).
+
 Verdicts: ``valid`` (every check proved), ``invalid`` (z3 found a lane where the programs
-differ; ``detail`` names the op, operand and lane values), ``unknown`` (a check timed out, or a
-difference involves a reduction/dot that could not be matched, where the abstraction is too
-coarse to tell).
+differ; ``detail`` names the op, operand and lane values), ``unknown`` (a check ran out of its
+resource units — ``detail`` gives the count — or a difference involves a reduction/dot that could
+not be matched, where the abstraction is too coarse to tell).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -68,30 +76,12 @@ from eggpu.ir.ops import Trait
 
 from . import z3ops
 from .decode import MASK_OPERAND
+from .validate_solver import Validation, _Checker, abstract_fp_rem
 from .z3ops import Enc
 
 TRUE = z3.BoolVal(True)
 _BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
-
-
-@dataclass(frozen=True)
-class Validation:
-    """Result of :func:`validate`: ``verdict`` is ``"valid"``, ``"invalid"`` or ``"unknown"``."""
-
-    verdict: str
-    detail: str = ""
-    checks: int = 0
-    solver_calls: int = 0
-    seconds: float = 0.0
-    mode: str = "exact"  # "real" when floats were compared as real numbers (fast_math)
-
-    @property
-    def ok(self) -> bool:
-        return self.verdict == "valid"
-
-    def __str__(self) -> str:
-        return self.verdict + (f": {self.detail}" if self.detail else "")
 
 
 class _Mismatch(Exception):
@@ -262,8 +252,7 @@ class _Eval:
         enc = z3ops.encode(name, dt, a2, [x.value for x in args], self.ck.mode)
         return Enc(enc.value, _and(defined + [enc.defined]))
 
-    @staticmethod
-    def _source_index(op: Operation, idx: tuple) -> tuple:
+    def _source_index(self, op: Operation, idx: tuple) -> tuple:
         src_t = op.operands[0].type
         out_t = op.results[0].type
         name = op.op
@@ -297,7 +286,8 @@ class _Eval:
         strides.reverse()
         for s, st in zip(src_t.shape, strides):
             out.append(_bv(0) if s == 1 else z3.URem(z3.UDiv(lin, _bv(st)), _bv(s)))
-        return tuple(z3.simplify(x) for x in out)
+        # simplified in the validation's scratch context (see _Checker.simplified), brought back
+        return tuple(self.ck.simplified(x).translate(z3.main_ctx()) for x in out)
 
     def _block_op(self, op: Operation, v: Value, idx: tuple) -> Enc:
         ck = self.ck
@@ -322,231 +312,6 @@ def _and(xs: list[z3.BoolRef]) -> z3.BoolRef:
     if not xs:
         return TRUE
     return xs[0] if len(xs) == 1 else z3.And(xs)
-
-
-def abstract_fp_rem(formula: z3.ExprRef) -> tuple[z3.ExprRef, bool]:
-    """``formula`` with every IEEE ``fp.rem(a, b)`` replaced by ``rem_S(a, b)``, one uninterpreted
-    function per float sort, consistently (equal arguments give equal results, as for fp.rem);
-    and whether anything was replaced."""
-    rems: list[z3.ExprRef] = []
-    seen: set[int] = set()
-
-    def walk(e: z3.ExprRef) -> None:  # post-order: inner rems before the rems that contain them
-        stack = [(e, False)]
-        while stack:
-            x, done = stack.pop()
-            if done:
-                if z3.is_app(x) and x.decl().kind() == z3.Z3_OP_FPA_REM:
-                    rems.append(x)
-                continue
-            if x.get_id() in seen:
-                continue
-            seen.add(x.get_id())
-            stack.append((x, True))
-            stack.extend((c, False) for c in x.children())
-
-    walk(formula)
-    if not rems:
-        return formula, False
-    out: list[tuple[z3.ExprRef, z3.ExprRef]] = []
-    for r in rems:
-        srt = r.sort()
-        uf = z3.Function(f"__fp_rem_{srt.ebits()}_{srt.sbits()}", srt, srt, srt)
-        a, b = (z3.substitute(c, *out) if out else c for c in r.children())
-        out.append((r, uf(a, b)))
-    return z3.substitute(formula, *out), True
-
-
-class _Checker:
-    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT):
-        self.mode = mode
-        self.timeout_ms = timeout_ms
-        self.deadline = time.perf_counter() + total_seconds
-        self.facts: dict[int, z3.BoolRef] = {}
-        self.blocks = _BlockOps(self)
-        self.block_names: dict[tuple[str, int], str] = {}
-        self.checks = 0
-        self.solver_calls = 0
-        self.pair_timeout_ms = min(timeout_ms, 500)
-        self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
-
-    def add_fact(self, f: z3.BoolRef) -> None:
-        if not z3.is_true(f):
-            self.facts[f.get_id()] = f
-
-    def solve(self, formula: z3.BoolRef, timeout_ms: int | None = None) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
-        """Satisfiability of ``formula`` under the facts (``unknown`` on timeout).
-
-        IEEE ``fp.rem`` terms are first abstracted as uninterpreted functions (see
-        :func:`abstract_fp_rem`): z3's fp.rem procedure does not honour the solver's timeout (an f64
-        ``rem`` by a constant kept a compile in this call for good). The abstraction is sound for
-        ``unsat`` (equal for every function is equal for fp.rem); a ``sat`` answer over it is no real
-        counterexample and is reported as ``unknown``."""
-        remaining = self.deadline - time.perf_counter()
-        if remaining <= 0:
-            return z3.unknown, None
-        s = z3.Solver()
-        budget = self.timeout_ms if timeout_ms is None else timeout_ms
-        s.set("timeout", max(1, int(min(budget, remaining * 1000))))
-        facts = [abstract_fp_rem(f) for f in self.facts.values()]
-        abstracted = abstract_fp_rem(formula)
-        s.add(*(f for f, _ in facts))
-        s.add(abstracted[0])
-        self.solver_calls += 1
-        r = s.check()
-        if r == z3.sat and (abstracted[1] or any(changed for _, changed in facts)):
-            return z3.unknown, None
-        return r, (s.model() if r == z3.sat else None)
-
-    def refines(self, before: Enc, after: Enc, context: z3.BoolRef) -> bool:
-        """Cheaply prove that ``after`` refines ``before`` under ``context`` (lane ranges and the
-        mask condition): the values are equal (structurally, or by local proofs of the differing
-        subterms — see :meth:`equal`) and ``after`` is defined wherever ``before`` is. False means
-        "not shown", not "different"."""
-        if not self.equal(before.value, after.value, context):
-            return False
-        da = z3.simplify(after.defined)
-        if z3.is_true(da) or self.equal(before.defined, after.defined, context):
-            return True
-        r, _ = self.solve(z3.And(context, before.defined, z3.Not(da)))
-        return r == z3.unsat
-
-    def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
-        """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
-        if self.refines(before, after, ranges):
-            return True
-        bad = z3.And(ranges, before.defined, z3.Not(z3.And(after.defined, after.value == before.value)))
-        r, _ = self.solve(bad)
-        return r == z3.unsat
-
-    # -------------------------------------------------------------- structural diff + local proofs
-
-    def equal(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
-        """Whether ``a == b`` for every assignment satisfying ``context`` and the facts, shown by
-        congruence (same function, equal arguments) down to the subterms that differ, each of
-        which is proved equal by a small z3 query (first generalized: subterms common to both
-        sides replaced by fresh variables, cached across runs; then as is)."""
-        if a.eq(b):
-            return True
-        key = (a.get_id(), b.get_id(), context.get_id())
-        hit = self._equal_memo.get(key)
-        if hit is not None:
-            return hit[0]
-        res = False
-        if (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
-                and a.decl().eq(b.decl())):
-            xs, ys = a.children(), b.children()
-            orders = [ys]
-            pair = _commutative_pair(a)
-            if pair is not None:
-                # try the pairing of the interchangeable arguments that looks most alike first
-                i, j = pair
-                swapped = list(ys)
-                swapped[i], swapped[j] = ys[j], ys[i]
-                straight_score = _similarity(xs[i], ys[i]) + _similarity(xs[j], ys[j])
-                swapped_score = _similarity(xs[i], ys[j]) + _similarity(xs[j], ys[i])
-                orders = [swapped, ys] if swapped_score > straight_score else [ys, swapped]
-                if min(straight_score, swapped_score) == 0:
-                    orders = orders[:1]
-            res = any(all(self.equal(x, y, context) for x, y in zip(xs, o)) for o in orders)
-        if not res:
-            res = self._prove_pair(a, b, context)
-        self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
-        return res
-
-    def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
-        sa, sb = z3.simplify(a, mul2concat=True), z3.simplify(b, mul2concat=True)
-        if sa.eq(sb):
-            return True
-        ga, gb = _generalize(sa, sb)
-        if ga is not None:
-            gkey = (ga.sexpr(), gb.sexpr(), context.sexpr())
-            hit = _PAIR_CACHE.get(gkey)
-            if hit is None:
-                r, _ = self.solve(z3.And(context, ga != gb), self.pair_timeout_ms)
-                hit = r == z3.unsat
-                if r != z3.unknown:
-                    if len(_PAIR_CACHE) > 50_000:
-                        _PAIR_CACHE.clear()
-                    _PAIR_CACHE[gkey] = hit
-            if hit:
-                return True
-        r, _ = self.solve(z3.And(context, sa != sb), self.pair_timeout_ms)
-        return r == z3.unsat
-
-
-_PAIR_CACHE: dict[tuple[str, str, str], bool] = {}
-
-
-def _similarity(x: z3.ExprRef, y: z3.ExprRef, depth: int = 2) -> int:
-    """How alike two terms look: 1000 when identical, else matching heads (recursively to
-    ``depth`` levels) score points; 0 when the heads differ."""
-    if x.eq(y):
-        return 1000
-    if not (z3.is_app(x) and z3.is_app(y)) or not x.decl().eq(y.decl()) or x.num_args() != y.num_args():
-        return 0
-    score = 10
-    if depth > 0:
-        score += sum(_similarity(a, b, depth - 1) for a, b in zip(x.children(), y.children()))
-    return score
-
-
-def _subterm_ids(e: z3.ExprRef) -> set[int]:
-    seen: set[int] = set()
-    stack = [e]
-    while stack:
-        x = stack.pop()
-        i = x.get_id()
-        if i in seen:
-            continue
-        seen.add(i)
-        if z3.is_app(x):
-            stack.extend(x.children())
-    return seen
-
-
-def _generalize(a: z3.ExprRef, b: z3.ExprRef) -> tuple[z3.ExprRef | None, z3.ExprRef | None]:
-    """Replace the maximal compound subterms shared by ``a`` and ``b`` with fresh variables
-    (named in discovery order, so equal shapes give equal text); None when nothing is shared."""
-    shared = _subterm_ids(a) & _subterm_ids(b)
-    found: dict[int, z3.ExprRef] = {}
-    for root in (a, b):
-        stack = [root]
-        seen: set[int] = set()
-        while stack:
-            x = stack.pop()
-            i = x.get_id()
-            if i in seen:
-                continue
-            seen.add(i)
-            if i in shared and z3.is_app(x) and x.num_args() > 0 and not _is_value(x):
-                found.setdefault(i, x)
-                continue
-            if z3.is_app(x):
-                stack.extend(reversed(x.children()))
-    if not found:
-        return None, None
-    pairs = [(t, z3.Const(f"g{n}", t.sort())) for n, t in enumerate(found.values())]
-    return z3.substitute(a, *pairs), z3.substitute(b, *pairs)
-
-
-_COMMUTATIVE_KINDS = frozenset({
-    z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_AND, z3.Z3_OP_OR,
-    z3.Z3_OP_XOR, z3.Z3_OP_EQ, z3.Z3_OP_FPA_ADD, z3.Z3_OP_FPA_MUL, z3.Z3_OP_FPA_EQ, z3.Z3_OP_ADD, z3.Z3_OP_MUL,
-})
-
-
-def _commutative_pair(x: z3.ExprRef) -> tuple[int, int] | None:
-    """Indices of the two interchangeable arguments of a commutative z3 operator (FP add/mul
-    take the rounding mode first), or None."""
-    if x.decl().kind() not in _COMMUTATIVE_KINDS:
-        return None
-    n = x.num_args()
-    return (n - 2, n - 1) if n in (2, 3) else None
-
-
-def _is_value(x: z3.ExprRef) -> bool:
-    return z3.is_bv_value(x) or z3.is_fp_value(x) or z3.is_true(x) or z3.is_false(x) or z3.is_rational_value(x)
 
 
 def _skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
@@ -662,6 +427,7 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     if before.facts != after.facts:
         raise _Mismatch("the launch facts differ")
     ck = _Checker(timeout_ms, total_seconds, mode)
+    ck.blocks = _BlockOps(ck)
     for f in _launch_facts(before, mode):
         ck.add_fact(f)
     if mode == z3ops.REAL:
@@ -704,7 +470,7 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             if r == z3.unsat:
                 continue
             if r == z3.unknown:
-                unknown.append(f"{what}: solver gave up ({ck.timeout_ms} ms budget)")
+                unknown.append(f"{what}: {ck.last_reason}")
                 continue
             if ck.blocks.unmatched and _mentions(bad, ck.blocks.unmatched):
                 unknown.append(f"{what}: differs through a reduction/dot whose operand could not be matched")
@@ -715,10 +481,10 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             break
     secs = time.perf_counter() - t0
     if failures:
-        return Validation("invalid", failures[0], ck.checks, ck.solver_calls, secs)
+        return ck.result("invalid", failures[0], secs)
     if unknown:
-        return Validation("unknown", "; ".join(unknown), ck.checks, ck.solver_calls, secs)
-    return Validation("valid", "", ck.checks, ck.solver_calls, secs)
+        return ck.result("unknown", "; ".join(unknown), secs)
+    return ck.result("valid", "", secs)
 
 
 def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
@@ -736,7 +502,7 @@ def _check_dropped_mask(ck: _Checker, m: Any, rng: Any, what: str, unknown: list
     ck.checks += 1
     r, _ = ck.solve(z3.And(rng, z3.Not(z3.And(m.defined, m.value))))
     if r == z3.unknown:
-        unknown.append(f"{what}: solver gave up proving the dropped mask all-true ({ck.timeout_ms} ms budget)")
+        unknown.append(f"{what}: not proved all-true: {ck.last_reason}")
     elif r != z3.unsat:
         failures.append(f"{what}: dropped by the optimizer but not true on every lane")
 
@@ -777,4 +543,4 @@ def _counterexample(what: str, model: z3.ModelRef | None, idx: list[z3.ExprRef],
     return f"{what} differs at lane [{lane}]: original {vb}, optimized {va}{extra}"
 
 
-__all__ = ["Validation", "lane_vars", "validate"]
+__all__ = ["Validation", "abstract_fp_rem", "lane_vars", "validate"]
