@@ -536,12 +536,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
     lw.run(params)
     em.b.ret_void()
-    limit = max(max_shared_bytes, MAX_SHARED_BYTES)
-    if mode == PTX and em.smem_bytes > limit:
-        on = f" on {target_name}" if target_name else ""
-        raise CodegenError(f"{fn.name}: needs {em.smem_bytes} bytes of shared memory, more than the {limit} bytes "
-                           f"a CTA may use{on}; use smaller blocks (or a target with more shared memory)")
-    dynamic = mode == PTX and em.smem_bytes > MAX_SHARED_BYTES
+    dynamic = mode == PTX and _needs_dynamic_shared(fn, em.smem_bytes, max_shared_bytes, target_name)
     em.finish(dynamic_shared=dynamic)
     if mode == PTX:
         from .ptx import mark_kernel
@@ -558,6 +553,17 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
                        tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
                        em.smem_bytes if dynamic else 0)
     return module, lm
+
+
+def _needs_dynamic_shared(fn: Function, nbytes: int, max_shared_bytes: int, target_name: str) -> bool:
+    """Whether a GPU kernel using ``nbytes`` of shared memory needs it dynamic (over the static
+    limit); CodegenError when it is over the target's limit too."""
+    limit = max(max_shared_bytes, MAX_SHARED_BYTES)
+    if nbytes > limit:
+        on = f" on {target_name}" if target_name else ""
+        raise CodegenError(f"{fn.name}: needs {nbytes} bytes of shared memory, more than the {limit} bytes "
+                           f"a CTA may use{on}; use smaller blocks (or a target with more shared memory)")
+    return nbytes > MAX_SHARED_BYTES
 
 
 def _host_grid(module: ir.Module, em: Emitter, fn: Function, cta: ir.Function, abi: list[ir.Type]) -> None:
