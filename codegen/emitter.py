@@ -185,6 +185,14 @@ _MATH = {
     "cos": ("__nv_cosf", "__nv_cos", "cosf", "cos"),
     "tanh": ("__nv_tanhf", "__nv_tanh", "tanhf", "tanh"),
     "erf": ("__nv_erff", "__nv_erf", "erff", "erf"),
+    "asin": ("__nv_asinf", "__nv_asin", "asinf", "asin"),
+    "acos": ("__nv_acosf", "__nv_acos", "acosf", "acos"),
+    "atan": ("__nv_atanf", "__nv_atan", "atanf", "atan"),
+    "sinh": ("__nv_sinhf", "__nv_sinh", "sinhf", "sinh"),
+    "cosh": ("__nv_coshf", "__nv_cosh", "coshf", "cosh"),
+    "asinh": ("__nv_asinhf", "__nv_asinh", "asinhf", "asinh"),
+    "acosh": ("__nv_acoshf", "__nv_acosh", "acoshf", "acosh"),
+    "atanh": ("__nv_atanhf", "__nv_atanh", "atanhf", "atanh"),
     "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt", None, None),
 }
 _FAST_MATH_F32 = {"exp": "__nv_fast_expf", "log": "__nv_fast_logf", "log2": "__nv_fast_log2f",
@@ -753,7 +761,7 @@ class Emitter:
     # ------------------------------------------------------------ math library
 
     def math(self, op: str, x: ir.Value) -> ir.Value:
-        """``op`` (exp, exp2, log, log2, sin, cos, tanh, erf, rsqrt) of an f32 or f64 value.
+        """``op`` (a name of ``_MATH``: exp, log, sin, tanh, erf, asin, atanh, ...) of an f32 or f64 value.
 
         GPU: libdevice ``__nv_*`` (the ``__nv_fast_*`` variants under ``fast_math`` for f32).
         Host: libm, one call per lane; ``rsqrt`` is ``1 / sqrt`` (correctly rounded twice).

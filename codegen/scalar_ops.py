@@ -250,6 +250,7 @@ sin = _math("sin")
 cos = _math("cos")
 tanh = _math("tanh")
 erf = _math("erf")
+_MORE_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
 rsqrt = _math("rsqrt")
 sqrt = _intrinsic_unary("llvm.sqrt")
 floor = _intrinsic_unary("llvm.floor")
@@ -404,6 +405,7 @@ BINARY: dict[str, Callable[..., V]] = {
 UNARY: dict[str, Callable[..., V]] = {
     "neg": neg, "not": not_, "abs": abs_, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
     "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "floor": floor, "ceil": ceil,
+    **{name: _math(name) for name in _MORE_MATH},
 }
 
 __all__ = ["BINARY", "UNARY", "bitcast", "cast", "f64_to_half", "fma", "fminmax", "narrow", "offset_i64",

@@ -419,6 +419,17 @@ def _rsqrt(x):
     return 0.0 if math.isinf(x) else 1.0 / math.sqrt(x)
 
 
+def _domain(fn, x, lo, hi):
+    """``fn`` on [lo, hi]; NaN outside (math raises ValueError there)."""
+    return fn(x) if lo <= x <= hi else nan
+
+
+def _atanh(x):
+    if abs(x) == 1.0:
+        return math.copysign(inf, x)
+    return math.atanh(x) if abs(x) < 1.0 else nan
+
+
 def _trig(fn):
     return lambda x: nan if math.isinf(x) else fn(x)
 
@@ -434,6 +445,14 @@ APPROX = {
     "cos": _trig(math.cos),
     "tanh": math.tanh,
     "erf": math.erf,
+    "asin": lambda x: _domain(math.asin, x, -1.0, 1.0),
+    "acos": lambda x: _domain(math.acos, x, -1.0, 1.0),
+    "atan": math.atan,
+    "sinh": lambda x: math.copysign(_safe(lambda v: abs(math.sinh(v)), x), x),
+    "cosh": lambda x: _safe(math.cosh, x),
+    "asinh": math.asinh,
+    "acosh": lambda x: _domain(math.acosh, x, 1.0, inf),
+    "atanh": _atanh,
 }
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
@@ -597,6 +616,20 @@ def test_transcendental_special_values(dt):
     assert math.isnan(ref["sin"](inf)) and math.isnan(ref["cos"](-inf)) and same(ref["sin"](-0.0), -0.0)
     assert same(ref["tanh"](inf), 1.0) and same(ref["tanh"](-inf), -1.0) and same(ref["tanh"](-0.0), -0.0)
     assert same(ref["erf"](inf), 1.0) and same(ref["erf"](-inf), -1.0) and same(ref["erf"](-0.0), -0.0)
+    def close(got, want, dt):  # the f64 value rounded once to dt
+        return same(got, float(round_exact(Fraction(want), dt)))
+
+    hp = math.pi / 2
+    assert same(ref["asin"](-0.0), -0.0) and math.isnan(ref["asin"](1.5)) and math.isnan(ref["asin"](-inf))
+    assert close(ref["asin"](1.0), hp, dt) and close(ref["asin"](-1.0), -hp, dt)
+    assert same(ref["acos"](1.0), 0.0) and close(ref["acos"](-1.0), math.pi, dt) and math.isnan(ref["acos"](-1.5))
+    assert close(ref["atan"](inf), hp, dt) and close(ref["atan"](-inf), -hp, dt) and same(ref["atan"](-0.0), -0.0)
+    assert same(ref["sinh"](inf), inf) and same(ref["sinh"](-1e4), -inf) and same(ref["sinh"](-0.0), -0.0)
+    assert same(ref["cosh"](-inf), inf) and same(ref["cosh"](-1e4), inf) and same(ref["cosh"](-0.0), 1.0)
+    assert same(ref["asinh"](-inf), -inf) and same(ref["asinh"](-0.0), -0.0)
+    assert same(ref["acosh"](1.0), 0.0) and same(ref["acosh"](inf), inf) and math.isnan(ref["acosh"](0.5))
+    assert same(ref["atanh"](1.0), inf) and same(ref["atanh"](-1.0), -inf) and same(ref["atanh"](-0.0), -0.0)
+    assert math.isnan(ref["atanh"](1.5)) and math.isnan(ref["atanh"](-inf))
     for op in APPROX:
         assert math.isnan(ref[op](nan)), op
 
