@@ -478,6 +478,13 @@ sqrt_rn = _float_fn("sqrt_rn", "Square root rounded to nearest (``sqrt`` is alre
 
 
 @_builtin
+def atan2(x: Any, y: Any) -> Any:
+    """C's ``atan2(x, y)``: the angle of the point ``(y, x)`` in radians, in [-pi, pi] (libdevice's
+    argument order: the ordinate first). Float operands."""
+    raise _outside("atan2")
+
+
+@_builtin
 def div_rn(x: Any, y: Any) -> Any:
     """``x / y`` rounded to nearest (IEEE division, as ``/`` on floats)."""
     raise _outside("div_rn")
@@ -674,7 +681,7 @@ __all__ = [
     "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
-    "sin", "cos", "tanh", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
+    "sin", "cos", "tanh", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
     "umulhi",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
@@ -701,7 +708,7 @@ for _n in MATH_NAMES:
     setattr(math, _n, globals()[_n])
 math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
 
-LIBDEVICE_NAMES = MATH_NAMES + ("tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+LIBDEVICE_NAMES = MATH_NAMES + ("tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
 """The functions of Triton's libdevice namespace that eggpu has: tl.math's and the libdevice-only ones."""
 
 # Triton's libdevice namespace (``from triton.language.extra import libdevice``, or

@@ -40,7 +40,7 @@ UNSUPPORTED: dict[str, str] = {
 LIBDEVICE_UNSUPPORTED_HINT = "eggpu's libdevice has " + ", ".join((
     "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
     "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi", "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh")) + "; eggpu's IR has no other libdevice function"
+    "atanh", "atan2")) + "; eggpu's IR has no other libdevice function"
 
 MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join((
     "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",

@@ -34,7 +34,7 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   one rounding; ``floor``/``ceil`` round to integral RTN/RTP; float->int casts truncate and
   saturate (NaN -> 0); int->float and float->float round RNE; x->bool is ``x != 0``.
 * transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf, asin, acos, atan, sinh,
-  cosh, asinh, acosh, atanh) are uninterpreted
+  cosh, asinh, acosh, atanh, and the binary atan2) are uninterpreted
   functions per dtype, so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``).
@@ -96,7 +96,7 @@ LANE_IDENTITY_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape"})
 
 #: transcendental ops that are uninterpreted functions (in both modes)
 UF_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "sin", "cos", "tanh", "erf",
-          "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+          "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
 
 
 class Enc(NamedTuple):
@@ -377,6 +377,10 @@ _REAL_DOMAIN = {
 
 def _transcendental(name):
     def enc(dtype, attrs, args, mode):
+        if len(args) == 2:  # atan2: total on the reals except at the origin
+            y, x = args
+            defined = z3.Or(x != 0, y != 0) if mode == REAL else TRUE
+            return Enc(uf(name, dtype, mode, arity=2)(y, x), defined)
         (a,) = args
         if mode == REAL:
             if name in ("log", "log2"):

@@ -1,4 +1,4 @@
-"""asin, acos, atan, sinh, cosh, asinh, acosh, atanh on the GPU: libdevice's ``__nv_*`` functions,
+"""asin, acos, atan, sinh, cosh, asinh, acosh, atanh and atan2 on the GPU: libdevice's ``__nv_*`` functions,
 linked and inlined (no call left in the PTX), accepted by ptxas for every float dtype (f16/bf16
 computed in f32). Their numbers are checked against numpy in
 tests/triton_compat/test_tc_inverse_math.py (interpreter and host)."""
@@ -9,7 +9,7 @@ import pytest
 
 from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
 
-NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
 
 
 def unary_kernel(op, dt, block=128):
@@ -21,7 +21,8 @@ def unary_kernel(op, dt, block=128):
     def at(name):
         return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
 
-    b.effect("store", at("o"), b.op(op, b.op("load", at("x"), m)), m)
+    x = b.op("load", at("x"), m)
+    b.effect("store", at("o"), b.op(op, x, x) if op == "atan2" else b.op(op, x), m)
     return b.finish()
 
 

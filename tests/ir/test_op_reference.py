@@ -455,6 +455,9 @@ APPROX = {
     "atanh": _atanh,
 }
 
+# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
+APPROX2 = {"atan2": math.atan2}
+
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
 OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
@@ -469,7 +472,7 @@ INTERPRETER_OPS = frozenset({
 
 
 def test_every_op_is_covered_by_a_reference_test_or_the_interpreter_tests():
-    tested = set(EXACT) | set(APPROX) | set(OTHER_TESTED)
+    tested = set(EXACT) | set(APPROX) | set(APPROX2) | set(OTHER_TESTED)
     assert tested.isdisjoint(INTERPRETER_OPS)
     missing = set(OPS) - tested - INTERPRETER_OPS
     unknown = (tested | INTERPRETER_OPS) - set(OPS)
@@ -600,6 +603,46 @@ def test_transcendental(op, dt, data):
 @given(data=st.data())
 def test_transcendental_slow(op, dt, data):
     check_approx(op, dt, data)
+
+
+def check_approx2(op, dt, data):
+    pairs = data.draw(st.lists(st.tuples(float_values(dt), float_values(dt)), min_size=1, max_size=8), label="y, x")
+    a, b = arr([p[0] for p in pairs], dt), arr([p[1] for p in pairs], dt)
+    got = OPS[op].reference({}, a, b, dtype=dt)
+    assert got.dtype == dt.np and got.shape == a.shape
+    for y, x, g in zip(a, b, got):
+        w = APPROX2[op](float(y), float(x))
+        want = w if math.isnan(w) or w == 0 else round_exact(Fraction(w), dt)
+        g = float(g)
+        if math.isnan(want) or want == 0:
+            assert same(g, want), f"{op}[{dt}]({y!r}, {x!r}) = {g!r}, want {want!r}"
+        else:
+            dist = abs(ordinal(g, dt) - ordinal(want, dt))
+            assert dist <= APPROX_ULPS[dt], f"{op}[{dt}]({y!r}, {x!r}) = {g!r}, want {want!r} ({dist} ulp)"
+
+
+@pytest.mark.parametrize("op,dt", cases(APPROX2))
+@FAST
+@given(data=st.data())
+def test_binary_transcendental(op, dt, data):
+    check_approx2(op, dt, data)
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)
+def test_atan2_special_values(dt):
+    def at(y, x):
+        return float(OPS["atan2"].reference({}, arr([y], dt), arr([x], dt), dtype=dt)[0])
+
+    def rounded(v):
+        return float(round_exact(Fraction(v), dt))
+
+    pi = math.pi
+    assert same(at(0.0, 0.0), 0.0) and same(at(-0.0, 0.0), -0.0)
+    assert same(at(0.0, -0.0), rounded(pi)) and same(at(-0.0, -0.0), -rounded(pi))
+    assert same(at(1.0, 0.0), rounded(pi / 2)) and same(at(-1.0, -0.0), -rounded(pi / 2))
+    assert same(at(inf, inf), rounded(pi / 4)) and same(at(-inf, -inf), -rounded(3 * pi / 4))
+    assert same(at(1.0, inf), 0.0) and same(at(-1.0, -inf), -rounded(pi))
+    assert math.isnan(at(nan, 1.0)) and math.isnan(at(1.0, nan))
 
 
 @pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)

@@ -100,3 +100,46 @@ def test_integer_operand_is_one_located_error(fn, name):
     text = str(ei.value)
     assert f"tl.{name} needs a float operand, got i32" in text
     assert "^" in text and f"tl.{name}(x.to(tl.f32))" in text
+
+
+@eggpu.jit
+def _atan2(y_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    y, x = tl.load(y_ptr + offs, mask=m), tl.load(x_ptr + offs, mask=m)
+    tl.store(out_ptr + offs, libdevice.atan2(y, x), mask=m)
+    tl.store(out_ptr + n + offs, tl.atan2(y, 2.0).to(out_ptr.dtype.element_ty), mask=m)
+
+
+ATAN2_EDGES = [(0.0, 0.0), (-0.0, 0.0), (0.0, -0.0), (-0.0, -0.0), (1.0, 0.0), (-1.0, -0.0), (np.inf, np.inf),
+               (-np.inf, -np.inf), (1.0, np.inf), (-1.0, -np.inf), (np.nan, 1.0), (1.0, np.nan), (3.0, -4.0)]
+
+
+@pytest.mark.parametrize("dt", [tl.f32, tl.f64, tl.f16, tl.bf16], ids=str)
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_atan2_matches_numpy(run_both, dt, n):
+    """libdevice.atan2(y, x) is C's atan2 (ordinate first); a literal operand takes the block's dtype."""
+    rng = np.random.default_rng(n)
+    pairs = np.concatenate([np.array(ATAN2_EDGES), rng.uniform(-5.0, 5.0, (max(n - len(ATAN2_EDGES), 0), 2))])[:n]
+    y, x = pairs[:, 0].astype(dt.np), pairs[:, 1].astype(dt.np)
+    y64 = y.astype(np.float64)
+    want = np.concatenate([np.arctan2(y64, x.astype(np.float64)), np.arctan2(y64, 2.0)]).astype(dt.np)
+    want = want.astype(np.float64)
+    for device, (_, _, got) in run_both(_atan2, (eggpu.cdiv(n, 256),), y, x, np.zeros(2 * n, dt.np), n,
+                                        BLOCK=256).items():
+        g = got.astype(np.float64)
+        np.testing.assert_allclose(g, want, rtol=RTOL[str(dt)], atol=0, err_msg=f"atan2[{dt}] on {device}")
+        zeros = want == 0
+        assert np.array_equal(np.signbit(g[zeros]), np.signbit(want[zeros])), f"atan2[{dt}] on {device}"
+
+
+@eggpu.jit
+def _int_atan2(x_ptr):
+    tl.store(x_ptr, libdevice.atan2(1.0, tl.load(x_ptr)))
+
+
+def test_atan2_integer_operand_is_one_located_error():
+    with pytest.raises(eggpu.CompileError) as ei:
+        _int_atan2[(1,)](np.ones(1, np.int32))
+    text = str(ei.value)
+    assert "tl.atan2 needs float operands, got i32 for y" in text and "^" in text
