@@ -187,6 +187,15 @@ _MATH = {
     "cos": ("__nv_cosf", "__nv_cos", "cosf", "cos"),
     "tanh": ("__nv_tanhf", "__nv_tanh", "tanhf", "tanh"),
     "erf": ("__nv_erff", "__nv_erf", "erff", "erf"),
+    "asin": ("__nv_asinf", "__nv_asin", "asinf", "asin"),
+    "acos": ("__nv_acosf", "__nv_acos", "acosf", "acos"),
+    "atan": ("__nv_atanf", "__nv_atan", "atanf", "atan"),
+    "sinh": ("__nv_sinhf", "__nv_sinh", "sinhf", "sinh"),
+    "cosh": ("__nv_coshf", "__nv_cosh", "coshf", "cosh"),
+    "asinh": ("__nv_asinhf", "__nv_asinh", "asinhf", "asinh"),
+    "acosh": ("__nv_acoshf", "__nv_acosh", "acoshf", "acosh"),
+    "atanh": ("__nv_atanhf", "__nv_atanh", "atanhf", "atanh"),
+    "atan2": ("__nv_atan2f", "__nv_atan2", "atan2f", "atan2"),  # binary: atan2(y, x)
     "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt", None, None),
 }
 _FAST_MATH_F32 = {"exp": "__nv_fast_expf", "log": "__nv_fast_logf", "log2": "__nv_fast_log2f",
@@ -761,8 +770,9 @@ class Emitter:
 
     # ------------------------------------------------------------ math library
 
-    def math(self, op: str, x: ir.Value) -> ir.Value:
-        """``op`` (exp, exp2, log, log2, sin, cos, tanh, erf, rsqrt) of an f32 or f64 value.
+    def math(self, op: str, x: ir.Value, *more: ir.Value) -> ir.Value:
+        """``op`` (a name of ``_MATH``: exp, log, sin, tanh, erf, asin, atanh, ...) of f32 or f64 values
+        (``more``: the further operands of a binary function, ``atan2(x, y)`` of the same type).
 
         GPU: libdevice ``__nv_*`` (the ``__nv_fast_*`` variants under ``fast_math`` for f32).
         Host: libm, one call per lane; ``rsqrt`` is ``1 / sqrt`` (correctly rounded twice).
@@ -771,28 +781,29 @@ class Emitter:
         t = elem_type(x.type)
         is64 = isinstance(t, ir.DoubleType)
         names = _MATH[op]
+        args = [x, *more]
         if self.is_ptx:
             name = names[1] if is64 else names[0]
             if self.fast_math and not is64 and op in _FAST_MATH_F32:
                 name = _FAST_MATH_F32[op]
-            fn = self.declare(name, t, [t])
-            return b.call(fn, [x])
+            fn = self.declare(name, t, [t] * len(args))
+            return b.call(fn, args)
         if op == "rsqrt":
             s = self.intrinsic("llvm.sqrt", x.type, [x], [x.type])
             return b.fdiv(self.k(x, 1.0), s)
         name = names[3] if is64 else names[2]
-        fn = self.declare(name, t, [t])
+        fn = self.declare(name, t, [t] * len(args))
         if not isinstance(x.type, ir.VectorType):
-            return b.call(fn, [x])
-        return b.call(self._vector_math(name, fn, x.type), [x])
+            return b.call(fn, args)
+        return b.call(self._vector_math(name, fn, x.type, len(args)), args)
 
-    def _vector_math(self, name: str, scalar_fn: ir.Function, vt: ir.VectorType) -> ir.Function:
-        """``__eggpu_vmath_{name}_v{N}``: a helper applying ``scalar_fn`` lane by lane."""
+    def _vector_math(self, name: str, scalar_fn: ir.Function, vt: ir.VectorType, nargs: int = 1) -> ir.Function:
+        """``__eggpu_vmath_{name}_v{N}``: a helper applying ``scalar_fn`` (of ``nargs`` operands) lane by lane."""
         helper_name = f"__eggpu_vmath_{name}_v{vt.count}"
         fn = self.module.globals.get(helper_name)
         if fn is not None:
             return fn
-        fn = ir.Function(self.module, ir.FunctionType(vt, [vt]), helper_name)
+        fn = ir.Function(self.module, ir.FunctionType(vt, [vt] * nargs), helper_name)
         fn.linkage = "internal"
         b = self.builder(fn.append_basic_block("entry"))
         head = fn.append_basic_block("head")
@@ -806,7 +817,7 @@ class Emitter:
         acc.add_incoming(ir.Constant(vt, ir.Undefined), fn.blocks[0])
         b.cbranch(b.icmp_unsigned("<", i, I32(vt.count)), body, done)
         b.position_at_end(body)
-        r = b.call(scalar_fn, [b.extract_element(fn.args[0], i)])
+        r = b.call(scalar_fn, [b.extract_element(a, i) for a in fn.args])
         nacc = b.insert_element(acc, r, i)
         ni = b.add(i, I32(1))
         b.branch(head)

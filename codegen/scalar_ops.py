@@ -250,6 +250,12 @@ sin = _math("sin")
 cos = _math("cos")
 tanh = _math("tanh")
 erf = _math("erf")
+_MORE_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+
+
+def atan2(em: Emitter, dt: DType, a: V, b: V) -> V:
+    """``atan2(a, b)``: the angle of the point (b, a), libdevice/libm (f16/bf16 computed in f32)."""
+    return narrow(em, em.math("atan2", wide(em, a, dt), wide(em, b, dt)), dt)
 rsqrt = _math("rsqrt")
 sqrt = _intrinsic_unary("llvm.sqrt")
 floor = _intrinsic_unary("llvm.floor")
@@ -399,11 +405,12 @@ def offset_i64(em: Emitter, dt: DType, v: V) -> V:
 BINARY: dict[str, Callable[..., V]] = {
     "add": add, "sub": sub, "mul": mul, "div": div, "rem": rem, "minimum": minimum, "maximum": maximum,
     "and": and_, "or": or_, "xor": xor, "shl": shl, "shr": shr,
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "atan2": atan2,
 }
 UNARY: dict[str, Callable[..., V]] = {
     "neg": neg, "not": not_, "abs": abs_, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
     "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "floor": floor, "ceil": ceil,
+    **{name: _math(name) for name in _MORE_MATH},
 }
 
 __all__ = ["BINARY", "UNARY", "bitcast", "cast", "f64_to_half", "fma", "fminmax", "narrow", "offset_i64",

@@ -60,6 +60,17 @@ def float_unary(fn, exact=False):
     return ref
 
 
+def float_binary_math(fn):
+    """Binary transcendental ops (atan2): computed in f64 and rounded once to the dtype."""
+
+    def ref(attrs, a, b, *, dtype):
+        with np.errstate(all="ignore"):
+            r = fn(a.astype(np.float64), b.astype(np.float64))
+            return sem.round_f64(np.asarray(r, dtype=np.float64), dtype)
+
+    return ref
+
+
 def neg(attrs, a, *, dtype):
     if dtype.is_float:
         return sem.float_unary_exact(np.negative)(a, dtype)

@@ -167,6 +167,16 @@ def fdiv(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.binary("truediv", x, y)
 
 
+def atan2(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """libdevice's ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate (Triton's argument order)."""
+    x, y = _floats(s, "atan2", a["x"], a["y"])
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = s.const(float(x), f32)
+    dt = s.common_dtype(x, y)
+    tx, ty = s.broadcast_pair(*(s._operand(float(v) if is_number(v) else v, dt) for v in (x, y)))
+    return Tensor(s.b.op("atan2", tx.value, ty.value))
+
+
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
     x, y = a["x"], a["y"]
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -424,7 +434,7 @@ IMPLS: dict[str, Any] = {
     "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
     "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
-    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi,
+    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "atan2": atan2,
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),

@@ -64,6 +64,7 @@ _SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
 
 FLOAT_FUNCTIONS = frozenset({
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
+    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
 })
 
 

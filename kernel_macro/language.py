@@ -455,6 +455,14 @@ sin = _float_fn("sin", "Sine.")
 cos = _float_fn("cos", "Cosine.")
 tanh = _float_fn("tanh", "Hyperbolic tangent.")
 erf = _float_fn("erf", "Error function.")
+asin = _float_fn("asin", "Arcsine in radians (NaN outside [-1, 1]).")
+acos = _float_fn("acos", "Arccosine in radians (NaN outside [-1, 1]).")
+atan = _float_fn("atan", "Arctangent in radians.")
+sinh = _float_fn("sinh", "Hyperbolic sine.")
+cosh = _float_fn("cosh", "Hyperbolic cosine.")
+asinh = _float_fn("asinh", "Inverse hyperbolic sine.")
+acosh = _float_fn("acosh", "Inverse hyperbolic cosine (NaN below 1).")
+atanh = _float_fn("atanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1]).")
 sigmoid = _float_fn("sigmoid", "``1 / (1 + exp(-x))`` computed in x's dtype.")
 floor = _float_fn("floor", "Round toward -inf.")
 ceil = _float_fn("ceil", "Round toward +inf.")
@@ -467,6 +475,13 @@ def fma(x: Any, y: Any, z: Any) -> Any:
 
 
 sqrt_rn = _float_fn("sqrt_rn", "Square root rounded to nearest (``sqrt`` is already correctly rounded).")
+
+
+@_builtin
+def atan2(x: Any, y: Any) -> Any:
+    """C's ``atan2(x, y)``: the angle of the point ``(y, x)`` in radians, in [-pi, pi] (libdevice's
+    argument order: the ordinate first). Float operands."""
+    raise _outside("atan2")
 
 
 @_builtin
@@ -666,7 +681,7 @@ __all__ = [
     "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "exp", "exp2", "log", "log2", "sqrt", "rsqrt",
-    "sin", "cos", "tanh", "erf", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
+    "sin", "cos", "tanh", "erf", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2", "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
     "umulhi",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
@@ -693,15 +708,18 @@ for _n in MATH_NAMES:
     setattr(math, _n, globals()[_n])
 math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
 
+LIBDEVICE_NAMES = MATH_NAMES + ("tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
+"""The functions of Triton's libdevice namespace that eggpu has: tl.math's and the libdevice-only ones."""
+
 # Triton's libdevice namespace (``from triton.language.extra import libdevice``, or
-# ``tl.extra.cuda.libdevice``): the libdevice functions eggpu has, which are the tl.math ones (they
-# lower to libdevice on the GPU). ``from eggpu.language.extra import libdevice`` works because the
+# ``tl.extra.cuda.libdevice``): the libdevice functions eggpu has (they lower to libdevice on the
+# GPU, libm on the host). ``from eggpu.language.extra import libdevice`` works because the
 # modules are registered under those names.
 libdevice = _types.ModuleType("eggpu.language.extra.libdevice",
-                              "Triton's ``libdevice``: the libdevice functions eggpu has (the ``tl.math`` ones).")
-for _n in MATH_NAMES:
+                              "Triton's ``libdevice``: the libdevice functions eggpu has.")
+for _n in LIBDEVICE_NAMES:
     setattr(libdevice, _n, globals()[_n])
-libdevice.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
+libdevice.__all__ = list(LIBDEVICE_NAMES)  # type: ignore[attr-defined]
 _cuda = _types.ModuleType("eggpu.language.extra.cuda", "Triton's ``tl.extra.cuda``: ``libdevice``.")
 _cuda.libdevice = libdevice  # type: ignore[attr-defined]
 extra = _types.ModuleType("eggpu.language.extra", "Triton's ``tl.extra``: ``libdevice`` and ``cuda.libdevice``.")

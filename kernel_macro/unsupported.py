@@ -39,7 +39,8 @@ UNSUPPORTED: dict[str, str] = {
 
 LIBDEVICE_UNSUPPORTED_HINT = "eggpu's libdevice has " + ", ".join((
     "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
-    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")) + " (the tl.math functions); eggpu's IR has no other libdevice function"
+    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi", "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
+    "atanh", "atan2")) + "; eggpu's IR has no other libdevice function"
 
 MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join((
     "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",

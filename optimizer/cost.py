@@ -52,6 +52,9 @@ _FLOAT_ARITH = {
 _TRANSCENDENTAL = {
     "exp2": 4.0, "log2": 4.0, "rsqrt": 4.0, "exp": 5.0, "log": 5.0, "sin": 8.0, "cos": 8.0,
     "tanh": 10.0, "erf": 16.0,
+    # libdevice's inverse and hyperbolic functions: a polynomial plus a sqrt/log/exp each
+    "atan": 12.0, "asin": 12.0, "acos": 12.0, "sinh": 10.0, "cosh": 10.0, "asinh": 14.0,
+    "acosh": 14.0, "atanh": 12.0, "atan2": 16.0,
 }
 _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum",
                    "reduce_argmax": "maximum", "reduce_argmin": "minimum"}

@@ -33,7 +33,8 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   comparisons are ordered except ``ne``; ``rem`` is C ``fmod`` (built from ``fpRem``); ``fma`` is
   one rounding; ``floor``/``ceil`` round to integral RTN/RTP; float->int casts truncate and
   saturate (NaN -> 0); int->float and float->float round RNE; x->bool is ``x != 0``.
-* transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf) are uninterpreted
+* transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf, asin, acos, atan, sinh,
+  cosh, asinh, acosh, atanh, and the binary atan2) are uninterpreted
   functions per dtype, so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``).
@@ -94,7 +95,8 @@ BLOCK_OPS = frozenset(
 LANE_IDENTITY_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape"})
 
 #: transcendental ops that are uninterpreted functions (in both modes)
-UF_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "sin", "cos", "tanh", "erf")
+UF_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "sin", "cos", "tanh", "erf",
+          "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
 
 
 class Enc(NamedTuple):
@@ -364,14 +366,29 @@ def _sqrt(dtype, attrs, args, mode):
     return Enc(z3.fpSqrt(_rne(), a), TRUE)
 
 
+#: where the inverse trigonometric/hyperbolic functions are real (as log's ``a > 0``)
+_REAL_DOMAIN = {
+    "asin": lambda a: z3.And(a >= -1, a <= 1),
+    "acos": lambda a: z3.And(a >= -1, a <= 1),
+    "acosh": lambda a: a >= 1,
+    "atanh": lambda a: z3.And(a > -1, a < 1),
+}
+
+
 def _transcendental(name):
     def enc(dtype, attrs, args, mode):
+        if len(args) == 2:  # atan2: total on the reals except at the origin
+            y, x = args
+            defined = z3.Or(x != 0, y != 0) if mode == REAL else TRUE
+            return Enc(uf(name, dtype, mode, arity=2)(y, x), defined)
         (a,) = args
         if mode == REAL:
             if name in ("log", "log2"):
                 return Enc(uf(name, dtype, mode)(a), a > 0)
             if name == "rsqrt":
                 return Enc(1 / uf("sqrt", dtype, mode)(a), a > 0)
+            if name in _REAL_DOMAIN:  # outside the real domain the float op gives NaN
+                return Enc(uf(name, dtype, mode)(a), _REAL_DOMAIN[name](a))
         return Enc(uf(name, dtype, mode)(a), TRUE)
 
     return enc

@@ -419,6 +419,17 @@ def _rsqrt(x):
     return 0.0 if math.isinf(x) else 1.0 / math.sqrt(x)
 
 
+def _domain(fn, x, lo, hi):
+    """``fn`` on [lo, hi]; NaN outside (math raises ValueError there)."""
+    return fn(x) if lo <= x <= hi else nan
+
+
+def _atanh(x):
+    if abs(x) == 1.0:
+        return math.copysign(inf, x)
+    return math.atanh(x) if abs(x) < 1.0 else nan
+
+
 def _trig(fn):
     return lambda x: nan if math.isinf(x) else fn(x)
 
@@ -434,7 +445,18 @@ APPROX = {
     "cos": _trig(math.cos),
     "tanh": math.tanh,
     "erf": math.erf,
+    "asin": lambda x: _domain(math.asin, x, -1.0, 1.0),
+    "acos": lambda x: _domain(math.acos, x, -1.0, 1.0),
+    "atan": math.atan,
+    "sinh": lambda x: math.copysign(_safe(lambda v: abs(math.sinh(v)), x), x),
+    "cosh": lambda x: _safe(math.cosh, x),
+    "asinh": math.asinh,
+    "acosh": lambda x: _domain(math.acosh, x, 1.0, inf),
+    "atanh": _atanh,
 }
+
+# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
+APPROX2 = {"atan2": math.atan2}
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
@@ -450,7 +472,7 @@ INTERPRETER_OPS = frozenset({
 
 
 def test_every_op_is_covered_by_a_reference_test_or_the_interpreter_tests():
-    tested = set(EXACT) | set(APPROX) | set(OTHER_TESTED)
+    tested = set(EXACT) | set(APPROX) | set(APPROX2) | set(OTHER_TESTED)
     assert tested.isdisjoint(INTERPRETER_OPS)
     missing = set(OPS) - tested - INTERPRETER_OPS
     unknown = (tested | INTERPRETER_OPS) - set(OPS)
@@ -583,6 +605,46 @@ def test_transcendental_slow(op, dt, data):
     check_approx(op, dt, data)
 
 
+def check_approx2(op, dt, data):
+    pairs = data.draw(st.lists(st.tuples(float_values(dt), float_values(dt)), min_size=1, max_size=8), label="y, x")
+    a, b = arr([p[0] for p in pairs], dt), arr([p[1] for p in pairs], dt)
+    got = OPS[op].reference({}, a, b, dtype=dt)
+    assert got.dtype == dt.np and got.shape == a.shape
+    for y, x, g in zip(a, b, got):
+        w = APPROX2[op](float(y), float(x))
+        want = w if math.isnan(w) or w == 0 else round_exact(Fraction(w), dt)
+        g = float(g)
+        if math.isnan(want) or want == 0:
+            assert same(g, want), f"{op}[{dt}]({y!r}, {x!r}) = {g!r}, want {want!r}"
+        else:
+            dist = abs(ordinal(g, dt) - ordinal(want, dt))
+            assert dist <= APPROX_ULPS[dt], f"{op}[{dt}]({y!r}, {x!r}) = {g!r}, want {want!r} ({dist} ulp)"
+
+
+@pytest.mark.parametrize("op,dt", cases(APPROX2))
+@FAST
+@given(data=st.data())
+def test_binary_transcendental(op, dt, data):
+    check_approx2(op, dt, data)
+
+
+@pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)
+def test_atan2_special_values(dt):
+    def at(y, x):
+        return float(OPS["atan2"].reference({}, arr([y], dt), arr([x], dt), dtype=dt)[0])
+
+    def rounded(v):
+        return float(round_exact(Fraction(v), dt))
+
+    pi = math.pi
+    assert same(at(0.0, 0.0), 0.0) and same(at(-0.0, 0.0), -0.0)
+    assert same(at(0.0, -0.0), rounded(pi)) and same(at(-0.0, -0.0), -rounded(pi))
+    assert same(at(1.0, 0.0), rounded(pi / 2)) and same(at(-1.0, -0.0), -rounded(pi / 2))
+    assert same(at(inf, inf), rounded(pi / 4)) and same(at(-inf, -inf), -rounded(3 * pi / 4))
+    assert same(at(1.0, inf), 0.0) and same(at(-1.0, -inf), -rounded(pi))
+    assert math.isnan(at(nan, 1.0)) and math.isnan(at(1.0, nan))
+
+
 @pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)
 def test_transcendental_special_values(dt):
     def one(op):
@@ -597,6 +659,20 @@ def test_transcendental_special_values(dt):
     assert math.isnan(ref["sin"](inf)) and math.isnan(ref["cos"](-inf)) and same(ref["sin"](-0.0), -0.0)
     assert same(ref["tanh"](inf), 1.0) and same(ref["tanh"](-inf), -1.0) and same(ref["tanh"](-0.0), -0.0)
     assert same(ref["erf"](inf), 1.0) and same(ref["erf"](-inf), -1.0) and same(ref["erf"](-0.0), -0.0)
+    def close(got, want, dt):  # the f64 value rounded once to dt
+        return same(got, float(round_exact(Fraction(want), dt)))
+
+    hp = math.pi / 2
+    assert same(ref["asin"](-0.0), -0.0) and math.isnan(ref["asin"](1.5)) and math.isnan(ref["asin"](-inf))
+    assert close(ref["asin"](1.0), hp, dt) and close(ref["asin"](-1.0), -hp, dt)
+    assert same(ref["acos"](1.0), 0.0) and close(ref["acos"](-1.0), math.pi, dt) and math.isnan(ref["acos"](-1.5))
+    assert close(ref["atan"](inf), hp, dt) and close(ref["atan"](-inf), -hp, dt) and same(ref["atan"](-0.0), -0.0)
+    assert same(ref["sinh"](inf), inf) and same(ref["sinh"](-1e4), -inf) and same(ref["sinh"](-0.0), -0.0)
+    assert same(ref["cosh"](-inf), inf) and same(ref["cosh"](-1e4), inf) and same(ref["cosh"](-0.0), 1.0)
+    assert same(ref["asinh"](-inf), -inf) and same(ref["asinh"](-0.0), -0.0)
+    assert same(ref["acosh"](1.0), 0.0) and same(ref["acosh"](inf), inf) and math.isnan(ref["acosh"](0.5))
+    assert same(ref["atanh"](1.0), inf) and same(ref["atanh"](-1.0), -inf) and same(ref["atanh"](-0.0), -0.0)
+    assert math.isnan(ref["atanh"](1.5)) and math.isnan(ref["atanh"](-inf))
     for op in APPROX:
         assert math.isnan(ref[op](nan)), op
 

@@ -235,8 +235,10 @@ def test_transcendental_ops_are_uninterpreted_per_dtype():
     x32 = z3ops.var("x", f32)
     x16 = z3ops.var("x", f16)
     for name in z3ops.UF_OPS:
-        e32 = z3ops.encode(name, f32, {}, [x32]).value
-        e16 = z3ops.encode(name, f16, {}, [x16]).value
+        n = OPS[name].arity[0]  # atan2 is binary
+        e32 = z3ops.encode(name, f32, {}, [x32] * n).value
+        e16 = z3ops.encode(name, f16, {}, [x16] * n).value
+        assert e32.decl().arity() == n
         assert z3.is_app(e32) and e32.decl().kind() == z3.Z3_OP_UNINTERPRETED
         assert e32.decl().name() != e16.decl().name()
 

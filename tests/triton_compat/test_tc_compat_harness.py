@@ -12,7 +12,6 @@ import eggpu.language as tl
 from bench import compat
 
 EXPECTED_FAILURES = {
-    "asin_kernel": "libdevice.asin is not supported by eggpu",
     "grouped_matmul_kernel": "tl.pointer_type is not supported by eggpu",
 }
 FAST = ["add_kernel", "_dropout", "_seeded_dropout", "_layer_norm_bwd_dwdb", "_attn_bwd_preprocess"]

@@ -1,0 +1,50 @@
+"""asin, acos, atan, sinh, cosh, asinh, acosh, atanh and atan2 on the GPU: libdevice's ``__nv_*`` functions,
+linked and inlined (no call left in the PTX), accepted by ptxas for every float dtype (f16/bf16
+computed in f32). Their numbers are checked against numpy in
+tests/triton_compat/test_tc_inverse_math.py (interpreter and host)."""
+
+from __future__ import annotations
+
+import pytest
+
+from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
+
+NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
+
+
+def unary_kernel(op, dt, block=128):
+    b = Builder(f"{op}_{dt}", [("x", pointer(dt)), ("o", pointer(dt)), ("n", scalar(i32))])
+    offs = b.op("add", b.op("splat", b.op("mul", b.op("program_id", axis=0), b.const(block, i32)), shape=(block,)),
+                b.op("arange", start=0, end=block))
+    m = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
+
+    def at(name):
+        return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
+
+    x = b.op("load", at("x"), m)
+    b.effect("store", at("o"), b.op(op, x, x) if op == "atan2" else b.op(op, x), m)
+    return b.finish()
+
+
+def _ptxas_or_skip():
+    from eggpu.codegen.toolchain import find_libdevice, find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    try:
+        find_ptxas()
+        find_libdevice()
+    except ToolchainError as e:
+        pytest.skip(f"needs ptxas and libdevice: {e}")
+
+
+@pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
+@pytest.mark.parametrize("op", NEW_MATH)
+def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, dt):
+    _ptxas_or_skip()
+    from eggpu.codegen import compile_ptx
+    from eggpu.codegen.ptxas import run_ptxas
+
+    ptx, _ = compile_ptx(unary_kernel(op, dt), "sm_90")
+    assert "__nv_" not in ptx, f"{op}[{dt}]: libdevice call left in the PTX"
+    assert ".f64" in ptx if dt == f64 else ".f32" in ptx
+    assert run_ptxas(ptx, "sm_90").cubin
