@@ -129,7 +129,7 @@ def _disk_get(key: str) -> bytes | None:
 
 def _disk_put(key: str, data: bytes) -> None:
     """Store an entry; silently does nothing when the directory cannot be used (a shortcut only)."""
-    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir
+    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
 
     where = _disk_folder()
     if where is None:
@@ -138,23 +138,9 @@ def _disk_put(key: str, data: bytes) -> None:
     try:
         ensure_trusted_dir(folder, under=root)
         atomic_write(folder / f"{key}.bc", data)
-        _prune(folder)
+        prune_newest(folder, ".bc", 67, KEEP)
     except (CacheUnavailable, OSError):
         pass
-
-
-def _prune(folder: Path) -> None:
-    """Keep the KEEP newest entries (regular files named like entries; nothing is followed)."""
-    entries = []
-    with os.scandir(folder) as it:
-        for e in it:
-            if e.name.endswith(".bc") and len(e.name) == 67 and e.is_file(follow_symlinks=False):
-                entries.append((e.stat(follow_symlinks=False).st_mtime, e.path))
-    for _, path in sorted(entries, reverse=True)[KEEP:]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 def _from_disk(key: str, names: tuple[str, ...]) -> tuple[llvm_binding.ModuleRef, bytes] | None:
@@ -187,7 +173,7 @@ def _defines(mod: llvm_binding.ModuleRef, name: str) -> bool:
         return False
 
 
-def _strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
+def strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
     """Internalize every definition but ``names``, then drop whatever nothing kept reaches."""
     import llvmlite.binding as llvm
 
@@ -236,7 +222,7 @@ def libdevice_subset(
             if missing:
                 raise LibdeviceMissing(missing)
             mod.triple, mod.data_layout = triple, data_layout
-            _strip_to(mod, names, pass_builder)
+            strip_to(mod, names, pass_builder)
             subset = mod.as_bitcode()
             _disk_put(dkey, subset)
         else:

@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, TypeVar
 from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FAST_MATH_FLAGS, fp_flags
-from .libdevice import LibdeviceMissing, libdevice_subset
+from .libdevice import LibdeviceMissing, libdevice_subset, strip_to
 from .target import Target, get_target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -365,21 +365,6 @@ def _link(dst, src, what: str) -> None:
         raise CodegenError(f"linking {what} failed: {str(exc).strip()}") from exc
 
 
-def _internalize_and_strip(mod, entry: str, pass_builder) -> None:
-    import llvmlite.binding as llvm
-
-    for fn in mod.functions:
-        if not fn.is_declaration and fn.name != entry:
-            fn.linkage = llvm.Linkage.internal
-    for gv in mod.global_variables:
-        if not gv.is_declaration:
-            gv.linkage = llvm.Linkage.internal
-    mpm = llvm.create_new_module_pass_manager()
-    mpm.add_global_dead_code_eliminate_pass()
-    mpm.add_strip_dead_prototype_pass()
-    mpm.run(mod, pass_builder)
-
-
 def _optimize(mod, tm, options: PtxOptions) -> None:
     import llvmlite.binding as llvm
 
@@ -455,7 +440,7 @@ def emit_ptx(
                 raise CodegenError(f"{what}: {exc}") from exc
             _link(mod, subset, "libdevice")
 
-        _internalize_and_strip(mod, entry, pb0)
+        strip_to(mod, (entry,), pb0)
         _optimize(mod, tm, options)
         try:
             mod.verify()

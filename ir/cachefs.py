@@ -229,6 +229,22 @@ def file_lock(path: Path, timeout: float) -> Iterator[None]:
 _WARNED: set[str] = set()
 
 
+def prune_newest(folder: Path, suffix: str, name_length: int, keep: int) -> None:
+    """Delete all but the ``keep`` newest entries of ``folder``: regular files whose names end
+    in ``suffix`` and are ``name_length`` characters long (``sha256 + suffix``). Nothing is
+    followed (symbolic links are never entries) and a file that cannot be removed is left."""
+    entries = []
+    with os.scandir(folder) as it:
+        for e in it:
+            if e.name.endswith(suffix) and len(e.name) == name_length and e.is_file(follow_symlinks=False):
+                entries.append((e.stat(follow_symlinks=False).st_mtime, e.path))
+    for _, path in sorted(entries, reverse=True)[keep:]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
 def warn_once(message: str, *, key: str | None = None, stacklevel: int = 3) -> None:
     """Issue ``message`` as a :class:`CacheWarning`, once per process per ``key`` (default: the
     message), so a broken cache directory produces one warning, not one per compile."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -84,7 +83,7 @@ def get(sources: Sequence[tuple[str, str]]) -> list[tuple[list[Any], list[str]]]
 def put(sources: Sequence[tuple[str, str]], parsed: Sequence[tuple[list[Any], list[str]]]) -> None:
     """Store what :func:`get` returns for ``sources``; silently does nothing when the cache
     directory cannot be used (the entry is only a shortcut)."""
-    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir
+    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
 
     folder, root = _folder()
     doc = {"format": FORMAT, "files": [{"rules": [_rule_json(r) for r in rules], "declared": list(decl)}
@@ -92,23 +91,9 @@ def put(sources: Sequence[tuple[str, str]], parsed: Sequence[tuple[list[Any], li
     try:
         ensure_trusted_dir(folder, under=root)
         atomic_write(folder / f"{key(sources)}.json", json.dumps(doc, separators=(",", ":")).encode())
-        _prune(folder)
+        prune_newest(folder, ".json", 69, KEEP)
     except (CacheUnavailable, OSError, ValueError):
         pass
-
-
-def _prune(folder: Path) -> None:
-    """Keep the KEEP newest entries (regular files named like entries; nothing is followed)."""
-    entries = []
-    with os.scandir(folder) as it:
-        for e in it:
-            if e.name.endswith(".json") and len(e.name) == 69 and e.is_file(follow_symlinks=False):
-                entries.append((e.stat(follow_symlinks=False).st_mtime, e.path))
-    for _, path in sorted(entries, reverse=True)[KEEP:]:
-        try:
-            os.unlink(path)
-        except OSError:
-            pass
 
 
 # ---------------------------------------------------------------------- JSON form of a Rule
