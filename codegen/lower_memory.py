@@ -138,7 +138,10 @@ def lower_load(lw, op: Operation) -> list[LV]:
     w = _width(lw, op)
     n = lay.per
     if w == 1:
-        out = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in range(n)]
+        r = _constant_run(lw, op, lay.vec)
+        out = []
+        for j0 in range(0, n, r):  # a run-constant piece reads one element, once
+            out.extend([em.gload(ptrs[j0], mt, masks[j0], others[j0])] * r)
         return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
 
     out = []
@@ -213,6 +216,23 @@ def _gstore(em: Emitter, ptr: ir.Value, val: ir.Value, mask: ir.Value | None, ba
     if (mask is None or is_const_true(mask) or is_const_false(mask)
             or not predicated_store(em.b, base, [val], mask, offset)):
         em.gstore(ptr, val, mask)
+
+
+def _constant_run(lw, op: Operation, chunk: int) -> int:
+    """The longest piece of a thread's chunk (a power of two dividing ``chunk`` and the last
+    dimension) on which the load reads one element: address, mask and ``other`` constant on
+    every run of that many lanes (:func:`~eggpu.codegen.analysis.run_of`), so the piece's
+    slots all get the element its first slot reads (``x // 512`` indices, an embedding's
+    row). 1 when there is none."""
+    v = op.results[0]
+    r = chunk
+    while r > 1:
+        if v.type.shape[-1] % r == 0:
+            run = run_of(v, r, lw.facts)
+            if run is not None and run.step == 0:
+                return r
+        r //= 2
+    return 1
 
 
 def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:

@@ -164,3 +164,28 @@ def test_the_vectorized_kernel_still_computes_the_reference_on_the_cpu() -> None
         out = np.zeros(n, dtype=np.float32)
         ck.run_cpu(((n + 1023) // 1024,), src, bias, out, n)
         np.testing.assert_array_equal(out, src + bias[np.arange(n) % 768])
+
+
+@eggpu.kernel
+def row_scale(src_ptr: tl.Pointer[tl.f32], scale_ptr: tl.Pointer[tl.f32], out_ptr: tl.Pointer[tl.f32], n: tl.i32,
+              BLOCK: tl.constexpr):
+    x = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = x < n
+    tl.store(out_ptr + x, tl.load(src_ptr + x, mask) * tl.load(scale_ptr + x // 512, mask, other=-1.0), mask)
+
+
+@pytest.mark.parametrize("facts", [True, False])
+def test_a_run_constant_load_reads_each_element_once_and_stays_exact(facts: bool) -> None:
+    spec = {"src_ptr": ("align16",), "scale_ptr": ("align16",), "out_ptr": ("align16",)}
+    if facts:
+        spec["n"] = ("div16",)
+    ck = eggpu.compile(row_scale.Kernel(1024), specialize=spec, offsets_i32=True, target="sm_90", cache=False)
+    scalar_loads = len(re.findall(r"ld\.global\.b32", ck.ptx))
+    # the mask x < n is run-uniform only when n is divisible by 16: then one load per piece of 4
+    assert (scalar_loads <= 2) if facts else (scalar_loads >= 8), scalar_loads
+    for n in ((16, 512 * 3, 16 * 1001) if facts else (1, 1000, 1001)):
+        src = np.random.default_rng(n).standard_normal(n).astype(np.float32)
+        scale = np.arange(1, (n + 511) // 512 + 1, dtype=np.float32)
+        out = np.zeros(n, dtype=np.float32)
+        ck.run_cpu(((n + 1023) // 1024,), src, scale, out, n)
+        np.testing.assert_array_equal(out, src * scale[np.arange(n) // 512])
