@@ -43,6 +43,7 @@ _BINARY = [d.name for d in OPS_LIST if ELEMENTWISE in d.traits and d.arity == (2
            and d.name != "addptr" and "comparison" not in d.traits]
 _COMPARE = [d.name for d in OPS_LIST if "comparison" in d.traits]
 _FAMILY = {d.name: d.family for d in OPS_LIST}
+_ARITY = {d.name: d.arity[0] for d in OPS_LIST}
 _UB_OPS = ("div", "rem", "shl", "shr")
 #: relative tolerance of a transcendental output per dtype (libm vs the f64 reference: a few ulp)
 TRANS_RTOL = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 4e-6, "f64": 1e-13}
@@ -213,7 +214,12 @@ class _Gen:
                     v = b.op("reduce_sum", b.op("cast", src, dtype=dt), axis=int(g.rng.integers(0, src.type.rank)))
                     tolerances[i] = (TRANS_RTOL[dt.name] * 4, 0.0)
                 else:
-                    v = b.op(g.choice(_TRANSCENDENTAL), b.op("cast", v, dtype=dt))
+                    name = g.choice(_TRANSCENDENTAL)
+                    args = [b.op("cast", v, dtype=dt)]
+                    if _ARITY[name] == 2:  # atan2: a second operand of the same shape
+                        u = g.pick(lambda u, shape=v.type.shape: u.type.shape == shape) or v
+                        args.append(b.op("cast", u, dtype=dt))
+                    v = b.op(name, *args)
                     tiny = float(np.finfo(np.float16 if dt.name == "f16" else np.float32
                                           if dt.name in ("f32", "bf16") else np.float64).tiny)
                     tolerances[i] = (TRANS_RTOL[dt.name], tiny)
