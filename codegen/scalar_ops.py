@@ -27,6 +27,7 @@ from llvmlite import ir
 
 from eggpu.ir.dtypes import DType, f32, f64
 from eggpu.ir.errors import CodegenError
+from eggpu.ir.ops import transcendental_ops
 
 from .emitter import F32, F64, I1, I32, I64, Emitter
 
@@ -242,21 +243,16 @@ def _intrinsic_unary(iname: str):
     return run
 
 
-exp = _math("exp")
-exp2 = _math("exp2")
-log = _math("log")
-log2 = _math("log2")
-sin = _math("sin")
-cos = _math("cos")
-tanh = _math("tanh")
-erf = _math("erf")
-_MORE_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh")
+def _math_binary(fname: str):
+    """A binary libdevice/libm function, e.g. ``atan2(a, b)`` (the angle of the point (b, a));
+    f16/bf16 operands are computed in f32."""
+
+    def run(em: Emitter, dt: DType, a: V, b: V) -> V:
+        return narrow(em, em.math(fname, wide(em, a, dt), wide(em, b, dt)), dt)
+
+    return run
 
 
-def atan2(em: Emitter, dt: DType, a: V, b: V) -> V:
-    """``atan2(a, b)``: the angle of the point (b, a), libdevice/libm (f16/bf16 computed in f32)."""
-    return narrow(em, em.math("atan2", wide(em, a, dt), wide(em, b, dt)), dt)
-rsqrt = _math("rsqrt")
 sqrt = _intrinsic_unary("llvm.sqrt")
 floor = _intrinsic_unary("llvm.floor")
 ceil = _intrinsic_unary("llvm.ceil")
@@ -405,12 +401,13 @@ def offset_i64(em: Emitter, dt: DType, v: V) -> V:
 BINARY: dict[str, Callable[..., V]] = {
     "add": add, "sub": sub, "mul": mul, "div": div, "rem": rem, "minimum": minimum, "maximum": maximum,
     "and": and_, "or": or_, "xor": xor, "shl": shl, "shr": shr,
-    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge, "atan2": atan2,
+    "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
+    # transcendental ops (the op table's TRANSCENDENTAL trait): a call of emitter._MATH's function
+    **{name: _math_binary(name) for name in transcendental_ops(2)},
 }
 UNARY: dict[str, Callable[..., V]] = {
-    "neg": neg, "not": not_, "abs": abs_, "exp": exp, "exp2": exp2, "log": log, "log2": log2,
-    "sqrt": sqrt, "rsqrt": rsqrt, "sin": sin, "cos": cos, "tanh": tanh, "erf": erf, "floor": floor, "ceil": ceil,
-    **{name: _math(name) for name in _MORE_MATH},
+    "neg": neg, "not": not_, "abs": abs_, "sqrt": sqrt, "floor": floor, "ceil": ceil,
+    **{name: _math(name) for name in transcendental_ops(1)},
 }
 
 __all__ = ["BINARY", "UNARY", "bitcast", "cast", "f64_to_half", "fma", "fminmax", "narrow", "offset_i64",

@@ -373,3 +373,13 @@ def result_types(name: str, operand_types: Sequence[BlockType], attrs: dict[str,
 
 ELEMENTWISE_OPS = tuple(o.name for o in OPS_LIST if ELEMENTWISE in o.traits)
 EFFECT_OPS = tuple(o.name for o in OPS_LIST if EFFECT in o.traits)
+
+
+def transcendental_ops(arity: int | None = None) -> tuple[str, ...]:
+    """The ``TRANSCENDENTAL`` ops in table order, or only those taking exactly ``arity`` operands.
+
+    These are the float functions lowered to a libdevice/libm call (``codegen/emitter._MATH`` names
+    them), uninterpreted in z3 and priced by name in the cost model; every table that only restates
+    "this op is a transcendental float function" derives from this list rather than spelling it.
+    """
+    return tuple(o.name for o in OPS_LIST if TRANSCENDENTAL in o.traits and (arity is None or o.arity == (arity, arity)))

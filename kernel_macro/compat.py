@@ -19,6 +19,7 @@ from typing import Any
 from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
+from eggpu.ir.ops import transcendental_ops
 
 from . import block_pointers
 from . import language as tl
@@ -167,14 +168,19 @@ def fdiv(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.binary("truediv", x, y)
 
 
-def atan2(s: Semantic, a: dict[str, Any]) -> Tensor:
-    """libdevice's ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate (Triton's argument order)."""
-    x, y = _floats(s, "atan2", a["x"], a["y"])
-    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
-        x = s.const(float(x), f32)
-    dt = s.common_dtype(x, y)
-    tx, ty = s.broadcast_pair(*(s._operand(float(v) if is_number(v) else v, dt) for v in (x, y)))
-    return Tensor(s.b.op("atan2", tx.value, ty.value))
+def _float_binary(name: str):
+    """libdevice's binary ``name(x, y)`` (the op table's binary TRANSCENDENTAL ops), operands in
+    Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        x, y = _floats(s, name, a["x"], a["y"])
+        if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+            x = s.const(float(x), f32)
+        dt = s.common_dtype(x, y)
+        tx, ty = s.broadcast_pair(*(s._operand(float(v) if is_number(v) else v, dt) for v in (x, y)))
+        return Tensor(s.b.op(name, tx.value, ty.value))
+
+    return impl
 
 
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -434,7 +440,8 @@ IMPLS: dict[str, Any] = {
     "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
     "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
-    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "atan2": atan2,
+    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi,
+    **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),

@@ -32,6 +32,7 @@ from typing import Any
 
 from eggpu.ir.builder import Builder
 from eggpu.ir.dtypes import DType, bool_, f32, i8, i16, i32, i64, promote, u32, u64
+from eggpu.ir.ops import transcendental_ops
 
 from .frontend_memory import Memory
 from .frontend_values import SemanticError, Tensor, describe, fmt_shape, is_number
@@ -62,10 +63,9 @@ _EQUALITY = frozenset({"eq", "ne"})
 
 _SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
 
-FLOAT_FUNCTIONS = frozenset({
-    "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh", "erf", "floor", "ceil",
-    "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
-})
+#: unary float functions ``tl.<name>(x)`` that map to the IR op of the same name: the op table's
+#: unary TRANSCENDENTAL ops plus sqrt, floor and ceil
+FLOAT_FUNCTIONS = frozenset({"sqrt", "floor", "ceil", *transcendental_ops(1)})
 
 
 class Semantic(Memory):

@@ -9,6 +9,8 @@ are refused by the language functions themselves (:mod:`eggpu.kernel_macro.compa
 
 from __future__ import annotations
 
+from .language import LIBDEVICE_NAMES, MATH_NAMES
+
 _NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
                        "they are not a type to test or pass as an argument")
 _NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
@@ -37,14 +39,10 @@ UNSUPPORTED: dict[str, str] = {
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",
 }
 
-LIBDEVICE_UNSUPPORTED_HINT = "eggpu's libdevice has " + ", ".join((
-    "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
-    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi", "tanh", "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh",
-    "atanh", "atan2")) + "; eggpu's IR has no other libdevice function"
+LIBDEVICE_UNSUPPORTED_HINT = ("eggpu's libdevice has " + ", ".join(LIBDEVICE_NAMES)
+                              + "; eggpu's IR has no other libdevice function")
 
-MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join((
-    "abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
-    "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")) + " in eggpu; libdevice functions are not available"
+MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join(MATH_NAMES) + " in eggpu; libdevice functions are not available"
 
 TENSOR_METHODS: frozenset[str] = frozenset({
     "abs", "argmax", "argmin", "broadcast_to", "cast", "ceil", "cos", "div_rn", "erf", "exp", "exp2",

@@ -37,6 +37,7 @@ from typing import Any
 
 from eggpu.ir import BlockType, DType, Function
 from eggpu.ir.errors import EggpuError
+from eggpu.ir.ops import transcendental_ops
 from eggpu.ir.targets import resolve_gpu_target
 
 _INT_ARITH = {
@@ -49,13 +50,17 @@ _FLOAT_ARITH = {
     "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "sqrt": 8.0,
     "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
 }
-_TRANSCENDENTAL = {
+# Per-lane costs of the transcendental ops that differ from the default below. The set of ops
+# priced comes from the op table (``TRANSCENDENTAL`` trait), so a new op needs no entry here;
+# tests/test_op_coverage.py checks that every key names a transcendental op.
+_TRANSCENDENTAL_COSTS = {
     "exp2": 4.0, "log2": 4.0, "rsqrt": 4.0, "exp": 5.0, "log": 5.0, "sin": 8.0, "cos": 8.0,
-    "tanh": 10.0, "erf": 16.0,
-    # libdevice's inverse and hyperbolic functions: a polynomial plus a sqrt/log/exp each
-    "atan": 12.0, "asin": 12.0, "acos": 12.0, "sinh": 10.0, "cosh": 10.0, "asinh": 14.0,
-    "acosh": 14.0, "atanh": 12.0, "atan2": 16.0,
+    "tanh": 10.0, "erf": 16.0, "sinh": 10.0, "cosh": 10.0, "asinh": 14.0, "acosh": 14.0,
+    "atan2": 16.0,
 }
+#: a libdevice inverse or hyperbolic function: a polynomial plus a sqrt/log/exp (atan, asin, ...)
+_TRANSCENDENTAL_DEFAULT = 12.0
+_TRANSCENDENTAL = {name: _TRANSCENDENTAL_COSTS.get(name, _TRANSCENDENTAL_DEFAULT) for name in transcendental_ops()}
 _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum",
                    "reduce_argmax": "maximum", "reduce_argmin": "minimum"}
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape"}

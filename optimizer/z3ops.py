@@ -59,7 +59,7 @@ import z3
 
 from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32
-from eggpu.ir.ops import Trait
+from eggpu.ir.ops import Trait, transcendental_ops
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
 #: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
@@ -94,9 +94,9 @@ BLOCK_OPS = frozenset(
 #: shape ops that are identities on a lane's value
 LANE_IDENTITY_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape"})
 
-#: transcendental ops that are uninterpreted functions (in both modes)
-UF_OPS = ("exp", "exp2", "log", "log2", "rsqrt", "sin", "cos", "tanh", "erf",
-          "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
+#: transcendental ops that are uninterpreted functions (in both modes): the op table's
+#: ``TRANSCENDENTAL`` ops, in table order
+UF_OPS = transcendental_ops()
 
 
 class Enc(NamedTuple):

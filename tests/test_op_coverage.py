@@ -114,6 +114,14 @@ def test_cost_model_prices_transcendentals_by_name() -> None:
     assert not missing, _missing("transcendental costs", missing, "optimizer/cost.py _TRANSCENDENTAL")
 
 
+def test_transcendental_cost_overrides_name_transcendental_ops() -> None:
+    """The set of priced ops derives from the op table; an override for another op is stale."""
+    from eggpu.optimizer import cost
+
+    stale = set(cost._TRANSCENDENTAL_COSTS) - set(_ops(TRANSCENDENTAL))
+    assert not stale, f"optimizer/cost.py _TRANSCENDENTAL_COSTS prices ops that are not TRANSCENDENTAL: {sorted(stale)}"
+
+
 def _rule_texts() -> str:
     return "\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.egg")))
 
@@ -155,6 +163,26 @@ def test_every_transcendental_has_libdevice_and_libm_names() -> None:
         dev32, dev64, *_ = emitter._MATH[name]
         assert dev32 and dev32.startswith("__nv_") and dev64 and dev64.startswith("__nv_"), (
             f"codegen/emitter.py _MATH[{name!r}] needs libdevice names (__nv_...) for f32 and f64")
+
+
+def test_math_names_are_only_for_transcendental_ops() -> None:
+    """emitter._MATH is the one hand-written table of a transcendental op; its keys are those ops."""
+    from eggpu.codegen import emitter
+
+    stale = set(emitter._MATH) - set(_ops(TRANSCENDENTAL))
+    assert not stale, (f"codegen/emitter.py _MATH names ops that are not TRANSCENDENTAL in ir/ops.py: "
+                       f"{sorted(stale)} (add the trait or drop the row)")
+
+
+def test_every_transcendental_is_lowered_as_a_math_call() -> None:
+    """codegen/scalar_ops.py derives UNARY/BINARY entries for transcendental ops of arity 1 or 2."""
+    from eggpu.codegen import scalar_ops
+
+    lowered = set(scalar_ops.UNARY) | set(scalar_ops.BINARY)
+    missing = [n for n in _ops(TRANSCENDENTAL) if n not in lowered]
+    assert not missing, _missing(
+        "scalar lowerings (only arity 1 and 2 are derived from the op table)", missing,
+        "codegen/scalar_ops.py UNARY/BINARY")
 
 
 def test_libdevice_provides_every_name_codegen_calls() -> None:
@@ -199,3 +227,21 @@ def test_every_unary_float_function_is_in_the_language() -> None:
         "frontend entries", not_in_frontend, "kernel_macro/frontend_ops.py FLOAT_FUNCTIONS")
     not_in_tl = [n for n in unary_float if not callable(getattr(tl, n, None))]
     assert not not_in_tl, _missing("language stubs", not_in_tl, "kernel_macro/language.py (a _float_fn stub)")
+
+
+def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
+    """Each transcendental op (unary or binary) has a ``tl.<name>`` stub, a frontend entry, and is
+    in ``tl.extra.cuda.libdevice``; language.__all__ and LIBDEVICE_NAMES derive from the op table."""
+    import eggpu.language as tl
+    from eggpu.kernel_macro.builtins import IMPLS
+
+    names = _ops(TRANSCENDENTAL)
+    no_stub = [n for n in names if not callable(getattr(tl, n, None))]
+    assert not no_stub, _missing(
+        "language stubs", no_stub, "kernel_macro/language.py (a _float_fn stub, or an @_builtin def for a binary op)")
+    no_impl = [n for n in names if n not in IMPLS]
+    assert not no_impl, _missing(
+        "frontend implementations (only arity 1 and 2 are derived from the op table)", no_impl,
+        "kernel_macro/builtins.py IMPLS")
+    not_in_libdevice = [n for n in names if not callable(getattr(tl.extra.cuda.libdevice, n, None))]
+    assert not not_in_libdevice, _missing("libdevice entries", not_in_libdevice, "kernel_macro/language.py stubs")
