@@ -277,7 +277,7 @@ def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, mas
     if is_const_true(valid):
         return vector_path()
     if not em.is_host and len(ptrs) >= BRANCH_FREE_SLOTS and _predicable(mt, w):
-        return _load_group_predicated(em, g, w, mt, ptrs, masks, others, valid)
+        return _load_group_predicated(em, g, w, mt, dt, ptrs, masks, others, valid)
     vec_bb = em.new_block("ld.vec")
     sc_bb = em.new_block("ld.scalar")
     merge = em.new_block("ld.end")
@@ -315,7 +315,7 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
         vector_path()
         return
     if not em.is_host and len(ptrs) >= BRANCH_FREE_SLOTS and _predicable(vals[g.start].type, w):
-        _store_group_predicated(em, g, w, ptrs, vals, masks, valid)
+        _store_group_predicated(em, g, w, dt, ptrs, vals, masks, valid)
         return
     vec_bb = em.new_block("st.vec")
     sc_bb = em.new_block("st.scalar")
@@ -343,7 +343,7 @@ def _predicable(t: ir.Type, w: int) -> bool:
     return bits is not None and w in (2, 4) and not (bits == 64 and w == 4)
 
 
-def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, ptrs, masks, others,
+def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, masks, others,
                            valid: ir.Value) -> list[ir.Value]:
     """:func:`_load_group` without branches (same values): each piece is ``@valid ld.v{w}``
     (else its ``other`` values), then each element ``@(mask & !valid) ld`` keeping the vector's
@@ -365,13 +365,14 @@ def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, ptrs, mas
             if is_const_false(m):  # the branchy form: the vector's element where valid, else other
                 out.append(b.select(valid, v, d))
             else:
-                r = predicated_load(b, ptrs[j], mt, inv if m is None else b.and_(m, inv), v)
+                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.and_(m, inv), v,
+                                    (j - j0) * _elem_bytes(dt))
                 assert r is not None  # _predicable
                 out.append(r)
     return out
 
 
-def _store_group_predicated(em: Emitter, g: range, w: int, ptrs, vals, masks, valid: ir.Value) -> None:
+def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks, valid: ir.Value) -> None:
     """:func:`_store_group` without branches (same stores): ``@valid st.v{w}`` per piece, then
     ``@(mask & !valid) st`` per element (see :func:`_load_group_predicated`)."""
     b = em.b
@@ -383,7 +384,9 @@ def _store_group_predicated(em: Emitter, g: range, w: int, ptrs, vals, masks, va
     for j in g:
         m = masks[j]
         if not is_const_false(m):
-            ok = predicated_store(b, ptrs[j], [vals[j]], inv if m is None else b.and_(m, inv))
+            j0 = j - (j - g.start) % w  # the piece's first slot: its elements are contiguous
+            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.and_(m, inv),
+                                  (j - j0) * _elem_bytes(dt))
             assert ok  # _predicable
 
 

@@ -64,7 +64,8 @@ def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], m
     return True
 
 
-def predicated_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value, other: ir.Value) -> ir.Value | None:
+def predicated_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value, other: ir.Value,
+                    offset: int = 0) -> ir.Value | None:
     """Emit ``mov r, other; @mask ld.global.bW r, [ptr];`` and return ``r`` (type ``t``), or
     return None (nothing emitted) when ``t`` has no such register load (8-bit and non-scalar
     types); the caller then branches around an ordinary load.
@@ -73,7 +74,8 @@ def predicated_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value, 
     a 256-element-per-thread block then has ~1000 blocks and LLVM's NVPTX back end spends seconds
     on them (compile time grows with block size). One predicated instruction, as Triton emits,
     keeps the function a single block. Semantics are the branch's: where ``mask`` is false the
-    memory is not touched and the result is ``other``. The asm clobbers ``memory`` and is an
+    memory is not touched and the result is ``other``. The address is ``ptr`` plus ``offset``
+    bytes (an immediate, as :func:`predicated_store`). The asm clobbers ``memory`` and is an
     ordinary (not ``readnone``) call, so LLVM keeps it ordered against stores."""
     bits = {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(t))
     if bits is None and isinstance(t, ir.IntType) and t.width in (16, 32, 64):
@@ -83,7 +85,8 @@ def predicated_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value, 
     it = ir.IntType(bits)
     dflt = other if isinstance(t, ir.IntType) else b.bitcast(other, it)
     reg = _REG[bits]
-    text = f"mov.b{bits} $0, $1;\n\t@$3 ld.global.b{bits} $0, [$2];"
+    addr = f"$2+{offset}" if offset else "$2"
+    text = f"mov.b{bits} $0, $1;\n\t@$3 ld.global.b{bits} $0, [{addr}];"
     fnty = ir.FunctionType(it, [it, ptr.type, ir.IntType(1)])
     r = b.call(ir.InlineAsm(fnty, text, f"={reg},{reg},l,b,~{{memory}}", side_effect=False), [dflt, ptr, mask])
     return r if isinstance(t, ir.IntType) else b.bitcast(r, t)
