@@ -1,4 +1,4 @@
-"""Predicated global stores on the GPU: one ``@p st.global`` instead of a branch around a store.
+"""Predicated global stores and loads on the GPU: one ``@p st.global``/``@p ld.global`` instead of a branch.
 
 Why. A masked store written as ``if (mask) store v`` lets LLVM sink the computation of ``v``
 into the conditional block; ptxas then keeps one branch per element around the whole
