@@ -39,7 +39,7 @@ from . import scalar_ops as S
 from .analysis import chunk_contiguous, chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, to_i1
-from .predicated import predicated_store
+from .predicated import predicated_load, predicated_load_vector, predicated_store, register_bits
 
 ALIGN_ASSUMPTION = "align16"
 PARAM_ALIGN = 16
@@ -296,6 +296,8 @@ def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, mas
     valid = _all(em, [masks[j] for j in g if not is_const_false(masks[j])])
     if is_const_true(valid):
         return vector_path()
+    if not em.is_host and len(ptrs) >= BRANCH_FREE_SLOTS and _predicable(mt, w):
+        return _load_group_predicated(em, g, w, mt, dt, ptrs, masks, others, valid)
     vec_bb = em.new_block("ld.vec")
     sc_bb = em.new_block("ld.scalar")
     merge = em.new_block("ld.end")
@@ -332,6 +334,9 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
     if is_const_true(valid):
         vector_path()
         return
+    if not em.is_host and len(ptrs) >= BRANCH_FREE_SLOTS and _predicable(vals[g.start].type, w):
+        _store_group_predicated(em, g, w, dt, ptrs, vals, masks, valid)
+        return
     vec_bb = em.new_block("st.vec")
     sc_bb = em.new_block("st.scalar")
     merge = em.new_block("st.end")
@@ -344,6 +349,65 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
         em.gstore(ptrs[j], vals[j], masks[j])
     b.branch(merge)
     b.position_at_end(merge)
+
+
+# Threads with at least this many slots access non-uniformly masked groups branch-free (below:
+# the branchy form, whose plain loads let ptxas fold constant offsets into the address).
+BRANCH_FREE_SLOTS = 64
+
+
+def _predicable(t: ir.Type, w: int) -> bool:
+    """Whether a group of ``w``-element pieces of ``t`` can be accessed branch-free: PTX has a
+    predicated ``ld/st.global.v{w}`` and a predicated scalar access for ``t``."""
+    bits = register_bits(t)
+    return bits is not None and w in (2, 4) and not (bits == 64 and w == 4)
+
+
+def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, masks, others,
+                           valid: ir.Value) -> list[ir.Value]:
+    """:func:`_load_group` without branches (same values): each piece is ``@valid ld.v{w}``
+    (else its ``other`` values), then each element ``@(mask & !valid) ld`` keeping the vector's
+    value otherwise. One basic block however large the group: branches per group made LLVM's
+    back end take seconds on 256-element-per-thread blocks."""
+    b = em.b
+    inv = b.not_(valid)
+    out: list[ir.Value] = []
+    for j0 in range(g.start, g.stop, w):
+        chunk = range(j0, j0 + w)
+        dflt = [others[j] if others[j] is not None else em.const(mt, 0) for j in chunk]
+        if all(is_const_false(masks[j]) for j in chunk):
+            out.extend(dflt)
+            continue
+        vec = predicated_load_vector(b, ptrs[j0], mt, valid, dflt)
+        assert vec is not None  # _predicable
+        for j, v, d in zip(chunk, vec, dflt):
+            m = masks[j]
+            if is_const_false(m):  # the branchy form: the vector's element where valid, else other
+                out.append(b.select(valid, v, d))
+            else:
+                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.and_(m, inv), v,
+                                    (j - j0) * _elem_bytes(dt))
+                assert r is not None  # _predicable
+                out.append(r)
+    return out
+
+
+def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks, valid: ir.Value) -> None:
+    """:func:`_store_group` without branches (same stores): ``@valid st.v{w}`` per piece, then
+    ``@(mask & !valid) st`` per element (see :func:`_load_group_predicated`)."""
+    b = em.b
+    inv = b.not_(valid)
+    for j0 in range(g.start, g.stop, w):
+        if not all(is_const_false(masks[j]) for j in range(j0, j0 + w)):
+            ok = predicated_store(b, ptrs[j0], vals[j0:j0 + w], valid)
+            assert ok  # _predicable
+    for j in g:
+        m = masks[j]
+        if not is_const_false(m):
+            j0 = j - (j - g.start) % w  # the piece's first slot: its elements are contiguous
+            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.and_(m, inv),
+                                  (j - j0) * _elem_bytes(dt))
+            assert ok  # _predicable
 
 
 # ---------------------------------------------------------------- atomics

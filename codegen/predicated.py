@@ -1,4 +1,4 @@
-"""Predicated global stores on the GPU: one ``@p st.global`` instead of a branch around a store.
+"""Predicated global stores and loads on the GPU: one ``@p st.global``/``@p ld.global`` instead of a branch.
 
 Why. A masked store written as ``if (mask) store v`` lets LLVM sink the computation of ``v``
 into the conditional block; ptxas then keeps one branch per element around the whole
@@ -62,3 +62,62 @@ def predicated_store(b: ir.IRBuilder, ptr: ir.Value, vals: Sequence[ir.Value], m
     fnty = ir.FunctionType(ir.VoidType(), [o.type for o in ops] + [ptr.type, ir.IntType(1)])
     b.call(ir.InlineAsm(fnty, text, constraints, side_effect=True), [*ops, ptr, mask])
     return True
+
+
+def predicated_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value, other: ir.Value,
+                    offset: int = 0) -> ir.Value | None:
+    """Emit ``mov r, other; @mask ld.global.bW r, [ptr];`` and return ``r`` (type ``t``), or
+    return None (nothing emitted) when ``t`` has no such register load (8-bit and non-scalar
+    types); the caller then branches around an ordinary load.
+
+    Why: a masked load as ``if (mask) v = load`` plus a phi is three basic blocks per element;
+    a 256-element-per-thread block then has ~1000 blocks and LLVM's NVPTX back end spends seconds
+    on them (compile time grows with block size). One predicated instruction, as Triton emits,
+    keeps the function a single block. Semantics are the branch's: where ``mask`` is false the
+    memory is not touched and the result is ``other``. The address is ``ptr`` plus ``offset``
+    bytes (an immediate, as :func:`predicated_store`). The asm clobbers ``memory`` and is an
+    ordinary (not ``readnone``) call, so LLVM keeps it ordered against stores."""
+    bits = {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(t))
+    if bits is None and isinstance(t, ir.IntType) and t.width in (16, 32, 64):
+        bits = t.width
+    if bits is None or not (isinstance(ptr.type, ir.PointerType) and ptr.type.addrspace == 1):
+        return None
+    it = ir.IntType(bits)
+    dflt = other if isinstance(t, ir.IntType) else b.bitcast(other, it)
+    reg = _REG[bits]
+    addr = f"$2+{offset}" if offset else "$2"
+    text = f"mov.b{bits} $0, $1;\n\t@$3 ld.global.b{bits} $0, [{addr}];"
+    fnty = ir.FunctionType(it, [it, ptr.type, ir.IntType(1)])
+    r = b.call(ir.InlineAsm(fnty, text, f"={reg},{reg},l,b,~{{memory}}", side_effect=False), [dflt, ptr, mask])
+    return r if isinstance(t, ir.IntType) else b.bitcast(r, t)
+
+
+def register_bits(t: ir.Type) -> int | None:
+    """The width of ``t`` when a predicated load or store handles it as one register (16, 32, 64)."""
+    if isinstance(t, ir.IntType):
+        return t.width if t.width in (16, 32, 64) else None
+    return {"half": 16, "bfloat": 16, "float": 32, "double": 64}.get(str(t))
+
+
+def predicated_load_vector(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value,
+                           others: Sequence[ir.Value]) -> list[ir.Value] | None:
+    """``@mask ld.global.v{n}.bW {r..}, [ptr]`` with each ``r_i`` preset to ``others[i]``: the
+    ``n`` consecutive elements at ``ptr`` where ``mask``, else ``others``; None (nothing emitted)
+    for element types or lengths PTX has no such load for (as :func:`predicated_store`). The
+    caller proved ``ptr`` aligned to the whole vector, as for the unmasked vector load."""
+    n = len(others)
+    bits = register_bits(t)
+    if bits is None or n not in (2, 4) or (bits == 64 and n == 4) or getattr(ptr.type, "addrspace", 0) != 1:
+        return None
+    it = ir.IntType(bits)
+    dflt = [o if isinstance(t, ir.IntType) else b.bitcast(o, it) for o in others]
+    movs = "\n\t".join(f"mov.b{bits} ${i}, ${n + i};" for i in range(n))
+    regs = "{" + ", ".join(f"${i}" for i in range(n)) + "}"
+    text = f"{movs}\n\t@${2 * n + 1} ld.global.v{n}.b{bits} {regs}, [${2 * n}];"
+    reg = _REG[bits]
+    cons = ",".join([f"={reg}"] * n + [reg] * n + ["l", "b", "~{memory}"])
+    st = ir.LiteralStructType([it] * n)
+    fnty = ir.FunctionType(st, [it] * n + [ptr.type, ir.IntType(1)])
+    r = b.call(ir.InlineAsm(fnty, text, cons, side_effect=False), [*dflt, ptr, mask])
+    vals = [b.extract_value(r, i) for i in range(n)]
+    return vals if isinstance(t, ir.IntType) else [b.bitcast(v, t) for v in vals]

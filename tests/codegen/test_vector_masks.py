@@ -105,3 +105,44 @@ def test_broadcast_and_expand_dims_of_masks():
     assert not chunk_uniform(split, 4, facts)
     assert not chunk_uniform(b.op("broadcast", b.op("expand_dims", split, axis=0), shape=(8, 1024)), 4, facts)
     assert chunk_uniform(b.op("broadcast", b.op("expand_dims", split, axis=1), shape=(1024, 8)), 4, facts)
+
+
+def _masked_scale(block: int):
+    """``y[offs] = x[offs] + x[offs]`` where ``offs < n``, ``n`` unknown: masks not uniform."""
+    b = Builder("big_masked", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    base = b.op("mul", b.op("program_id", axis=0), b.const(block, i32))
+    offs = b.op("add", b.op("splat", base, shape=(block,)), b.op("arange", start=0, end=block))
+    mask = b.op("lt", offs, b.op("splat", n, shape=(block,)))
+    v = b.op("load", b.op("addptr", b.op("splat", x, shape=(block,)), offs), mask,
+             b.op("splat", b.const(0.0, f32), shape=(block,)))
+    b.effect("store", b.op("addptr", b.op("splat", y, shape=(block,)), offs), b.op("add", v, v), mask)
+    return b.function
+
+
+def test_large_blocks_access_non_uniform_groups_branch_free():
+    # 8192 elements on 128 threads: 64 slots each (BRANCH_FREE_SLOTS), 16 pieces of 4
+    ptx = compile_ptx_module(_masked_scale(8192), get_target("sm_90")).ptx
+    assert "bra" not in ptx  # no per-group branch, no per-element branch
+    assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == 16
+    assert len(re.findall(r"@%p\d+ st\.global\.v4\.b32", ptx)) == 16
+    # the per-element fallback: one predicated access per slot, addressed from its piece's start
+    assert len(re.findall(r"@%p\d+ ld\.global\.b32", ptx)) == 64
+    assert len(re.findall(r"@%p\d+ st\.global\.b32", ptx)) == 64
+    assert len(re.findall(r"ld\.global\.b32 %r\d+, \[%rd\d+\+12\]", ptx)) == 16
+    # below the threshold the branchy form stays (plain loads fold their offsets)
+    assert "bra" in compile_ptx_module(_masked_scale(2048), get_target("sm_90")).ptx
+
+
+def test_branch_free_groups_assemble():
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.codegen.toolchain import find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    try:
+        find_ptxas()
+    except ToolchainError:
+        pytest.skip("no ptxas")
+    for t in ("sm_80", "sm_90"):
+        r = run_ptxas(compile_ptx_module(_masked_scale(8192), get_target(t)).ptx, get_target(t))
+        assert r.spills_stores == 0
