@@ -40,7 +40,8 @@ _UNARY = [d.name for d in OPS_LIST if ELEMENTWISE in d.traits and d.arity == (1,
           and TRANSCENDENTAL not in d.traits]
 _TRANSCENDENTAL = [d.name for d in OPS_LIST if TRANSCENDENTAL in d.traits]
 _BINARY = [d.name for d in OPS_LIST if ELEMENTWISE in d.traits and d.arity == (2, 2)
-           and d.name != "addptr" and "comparison" not in d.traits]
+           and d.name != "addptr" and "comparison" not in d.traits
+           and TRANSCENDENTAL not in d.traits]  # (approximate: only as tolerant outputs, below)
 _COMPARE = [d.name for d in OPS_LIST if "comparison" in d.traits]
 _FAMILY = {d.name: d.family for d in OPS_LIST}
 _ARITY = {d.name: d.arity[0] for d in OPS_LIST}
