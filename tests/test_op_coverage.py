@@ -243,5 +243,13 @@ def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
     assert not no_impl, _missing(
         "frontend implementations (only arity 1 and 2 are derived from the op table)", no_impl,
         "kernel_macro/builtins.py IMPLS")
+    from eggpu.kernel_macro import language as lang
+
+    unmarked = sorted(set(names) - set(lang.TRANSCENDENTAL_STUBS))
+    assert not unmarked, _missing("stubs marked transcendental", unmarked,
+                                  "kernel_macro/language.py (_float_fn(..., transcendental=True), or "
+                                  "TRANSCENDENTAL_STUBS.append after a binary @_builtin def)")
+    stale = sorted(set(lang.TRANSCENDENTAL_STUBS) - set(names))
+    assert not stale, f"kernel_macro/language.py marks {stale} transcendental, but the op table does not"
     not_in_libdevice = [n for n in names if not callable(getattr(tl.extra.cuda.libdevice, n, None))]
     assert not not_in_libdevice, _missing("libdevice entries", not_in_libdevice, "kernel_macro/language.py stubs")
