@@ -2,60 +2,32 @@
 
 Op semantics are tested against independent formulations in test_op_reference.py; here we test
 what the interpreter owns: leaves, pointers and addptr, memory ops (masks, bounds, duplicates,
-atomics), control flow, the grid, argument checking and every InterpreterError message.
+atomics), control flow, the grid and argument checking; every InterpreterError message is tested in
+test_interp_errors.py.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import re
 import time
 
 import numpy as np
 import pytest
+from interp_helpers import (
+    atomic_kernel,
+    cdiv,
+    message,
+    ptr_at,
+    scatter_kernel,
+    splat,
+    tile_reduce_kernel,
+    vadd_kernel,
+)
 
 from eggpu.ir import Builder, bf16, block, bool_, f16, f32, i8, i32, i64, pointer, scalar, u8
 from eggpu.ir.errors import InterpreterError
 from eggpu.ir.interp import PointerValue, interpret
 from eggpu.ir.ops import OPS
-
-# ------------------------------------------------------------------ small IR helpers
-
-
-def splat(b: Builder, v, shape):
-    return b.op("splat", v, shape=tuple(shape))
-
-
-def offsets_1d(b: Builder, block_size: int):
-    """pid * BLOCK + arange(0, BLOCK)."""
-    pid = b.op("program_id", axis=0)
-    start = b.op("mul", pid, b.const(block_size, i32))
-    return b.op("add", splat(b, start, (block_size,)), b.op("arange", start=0, end=block_size))
-
-
-def ptr_at(b: Builder, p, offs):
-    """Pointer block ``p + offs`` (offs has the block's shape)."""
-    return b.op("addptr", splat(b, p, offs.type.shape), offs)
-
-
-def vadd_kernel(block_size: int, dt=f32):
-    b = Builder("vadd", [("x", pointer(dt)), ("y", pointer(dt)), ("out", pointer(dt)), ("n", scalar(i32))])
-    x, y, out, n = b.params
-    offs = offsets_1d(b, block_size)
-    mask = b.op("lt", offs, splat(b, n, (block_size,)))
-    vx = b.op("load", ptr_at(b, x, offs), mask)
-    vy = b.op("load", ptr_at(b, y, offs), mask)
-    b.effect("store", ptr_at(b, out, offs), b.op("add", vx, vy), mask)
-    return b.finish()
-
-
-def cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def message(excinfo) -> str:
-    return str(excinfo.value)
-
 
 # ------------------------------------------------------------------ vector add
 
@@ -114,39 +86,6 @@ def _timed(f) -> float:
 # ------------------------------------------------------------------ 2-D blocks, broadcast, reductions
 
 
-def tile_reduce_kernel(BR: int, BC: int):
-    """Per (row block, column block) tile of an R x C row-major matrix (masked at the edges):
-
-    rowsum[cb, r]  = sum over the tile's columns of a[r, c]            (reduce_sum axis 1)
-    colmax[rb, c]  = max over the tile's rows of a[r, c]               (reduce_max axis 0)
-    colarg[rb, c]  = row index (within the tile) of the column maximum (reduce_argmax axis 0)
-    """
-    params = [("a", pointer(f32)), ("rowsum", pointer(f32)), ("colmax", pointer(f32)),
-              ("colarg", pointer(i32)), ("R", scalar(i32)), ("C", scalar(i32))]
-    b = Builder("tile_reduce", params, grid_rank=2)
-    a, rowsum, colmax, colarg, R, C = b.params
-    rb, cb = b.op("program_id", axis=0), b.op("program_id", axis=1)
-    rows = b.op("add", splat(b, b.op("mul", rb, b.const(BR, i32)), (BR,)), b.op("arange", start=0, end=BR))
-    cols = b.op("add", splat(b, b.op("mul", cb, b.const(BC, i32)), (BC,)), b.op("arange", start=0, end=BC))
-    rows2 = b.op("broadcast", b.op("expand_dims", rows, axis=1), shape=(BR, BC))
-    cols2 = b.op("broadcast", b.op("expand_dims", cols, axis=0), shape=(BR, BC))
-    offs = b.op("add", b.op("mul", rows2, splat(b, C, (BR, BC))), cols2)
-    mask = b.op("and", b.op("lt", rows2, splat(b, R, (BR, BC))), b.op("lt", cols2, splat(b, C, (BR, BC))))
-    ninf = splat(b, b.const(float("-inf"), f32), (BR, BC))
-    zero = splat(b, b.const(0.0, f32), (BR, BC))
-    tile_for_max = b.op("load", ptr_at(b, a, offs), mask, ninf)
-    tile_for_sum = b.op("where", mask, tile_for_max, zero)
-    rs = b.op("reduce_sum", tile_for_sum, axis=1)  # [BR]
-    rmask = b.op("lt", rows, splat(b, R, (BR,)))
-    rs_offs = b.op("add", splat(b, b.op("mul", cb, R), (BR,)), rows)
-    b.effect("store", ptr_at(b, rowsum, rs_offs), rs, rmask)
-    cm = b.op("reduce_max", tile_for_max, axis=0)  # [BC]
-    ca = b.op("reduce_argmax", tile_for_max, axis=0)
-    cmask = b.op("lt", cols, splat(b, C, (BC,)))
-    cm_offs = b.op("add", splat(b, b.op("mul", rb, C), (BC,)), cols)
-    b.effect("store", ptr_at(b, colmax, cm_offs), cm, cmask)
-    b.effect("store", ptr_at(b, colarg, cm_offs), ca, cmask)
-    return b.finish()
 
 
 @pytest.mark.parametrize("R,C", [(37, 23), (16, 16), (1, 40)])
@@ -324,16 +263,6 @@ def test_masked_load_without_other_gives_zero():
     assert out.tolist() == [4, 5, 6, 0, 0, 0, 0, 0]
 
 
-def scatter_kernel(n_block: int, dt=i32):
-    """out[idx[i]] = val[i] for unmasked i (mask: i < n)."""
-    b = Builder("scatter", [("idx", pointer(i32)), ("val", pointer(dt)), ("out", pointer(dt)), ("n", scalar(i32))])
-    idx, val, out, n = b.params
-    offs = b.op("arange", start=0, end=n_block)
-    mask = b.op("lt", offs, splat(b, n, (n_block,)))
-    where = b.op("load", ptr_at(b, idx, offs), mask)
-    v = b.op("load", ptr_at(b, val, offs), mask)
-    b.effect("store", ptr_at(b, out, where), v, mask)
-    return b.finish()
 
 
 def test_store_duplicate_addresses_last_lane_wins():
@@ -348,20 +277,6 @@ def test_store_duplicate_addresses_last_lane_wins():
     assert out.tolist() == [14, 13, 12, 0]
 
 
-def atomic_kernel(op: str, n_block: int, dt=i32, masked=True):
-    """old[i] = op(out + idx[i], val[i]) for i < n (masked) — returns the old values."""
-    params = [("idx", pointer(i32)), ("val", pointer(dt)), ("out", pointer(dt)), ("old", pointer(dt)),
-              ("n", scalar(i32))]
-    b = Builder("atomics", params)
-    idx, val, out, old, n = b.params
-    offs = b.op("arange", start=0, end=n_block)
-    mask = b.op("lt", offs, splat(b, n, (n_block,)))
-    where = b.op("load", ptr_at(b, idx, offs), mask)
-    v = b.op("load", ptr_at(b, val, offs), mask)
-    args = (ptr_at(b, out, where), v) + ((mask,) if masked else ())
-    r = b.op(op, *args)
-    b.effect("store", ptr_at(b, old, offs), r)
-    return b.finish()
 
 
 def test_atomic_add_duplicate_addresses_returns_running_old_values():
@@ -690,258 +605,3 @@ def test_reference_returning_the_wrong_type_is_reported(monkeypatch):
         interpret(fn, 1, np.ones(4, np.float32), np.ones(4, np.float32), np.zeros(4, np.float32), 4)
 
 
-# ------------------------------------------------------------------ every InterpreterError
-
-
-def test_error_wrong_number_of_arguments():
-    fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32))
-    assert message(e) == "vadd takes 4 argument(s) (x, y, out, n), got 1"
-
-
-def test_error_pointer_param_given_a_non_array():
-    fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), [1.0, 2.0], np.zeros(4, np.float32), 4)
-    msg = message(e)
-    assert "parameter 'y'" in msg and "ptr<f32>" in msg and "list" in msg and msg.startswith("vadd:")
-
-
-def test_error_pointer_param_with_the_wrong_dtype_names_both_dtypes():
-    fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float64), 4)
-    assert message(e) == "vadd: parameter 'out' (ptr<f32>) expects an array of f32, got an array of f64 (float64)"
-    with pytest.raises(InterpreterError, match=r"parameter 'x' .*expects an array of f32, got an array of i16"):
-        interpret(fn, 1, np.zeros(4, np.int16), np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
-
-
-def test_error_non_contiguous_array():
-    fn = vadd_kernel(4)
-    strided = np.zeros(8, np.float32)[::2]
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), strided, np.zeros(4, np.float32), 4)
-    msg = message(e)
-    assert "parameter 'y'" in msg and "C-contiguous" in msg and "(8,)" in msg
-    fortran = np.zeros((3, 2), np.float32, order="F")
-    with pytest.raises(InterpreterError, match="parameter 'x' needs a C-contiguous array"):
-        interpret(fn, 1, fortran, np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
-
-
-def test_error_scalar_param_conversions():
-    fn = vadd_kernel(4)
-    z = np.zeros(4, np.float32)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, 2.5)
-    assert message(e) == "vadd: parameter 'n' (i32) expects an integer, got float 2.5"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, np.float32(3.0))
-    assert "parameter 'n' (i32) expects an integer" in message(e) and "float32" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, 2**31)
-    assert message(e) == "vadd: parameter 'n' (i32): value 2147483648 is out of range [-2147483648, 2147483647]"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, -2**31 - 7)
-    assert "value -2147483655 is out of range" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, "12")
-    assert "parameter 'n' (i32) expects an integer, got str '12'" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, np.array([3, 4]))
-    assert "parameter 'n' (i32) expects a scalar, got an array of i64 (int64) with shape (2,)" in message(e)
-
-
-def test_error_float_and_bool_scalar_params():
-    b = Builder("fb", [("out", pointer(f16)), ("x", scalar(f16)), ("flag", scalar(bool_))])
-    out, x, flag = b.params
-    b.effect("store", out, b.op("where", flag, x, x))
-    fn = b.finish()
-    o = np.zeros(1, np.float16)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 70000.0, True)
-    assert "parameter 'x' (f16): value 70000.0 is out of range for f16 (max 65504.0)" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 10**6, True)
-    assert "parameter 'x' (f16): value 1000000 is out of range for f16" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 1.0, 2)
-    assert "parameter 'flag' (bool) expects a bool, got int 2" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, None, True)
-    assert "parameter 'x' (f16) expects a number, got NoneType None" in message(e)
-
-
-def test_error_bad_grid():
-    fn = vadd_kernel(4)
-    z = np.zeros(4, np.float32)
-    for grid in [(1, 2, 3, 4), 1.5, (2, "a"), (), True]:
-        with pytest.raises(InterpreterError) as e:
-            interpret(fn, grid, z, z, z, 4)
-        assert message(e) == f"vadd: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, (3, -2), z, z, z, 4)
-    assert message(e) == "vadd: grid dimensions must be >= 0, got (3, -2)"
-
-
-def test_error_out_of_bounds_load_names_kernel_op_offset_and_size():
-    fn = vadd_kernel(8)
-    x = np.zeros(13, np.float32)
-    y = np.zeros(20, np.float32)
-    out = np.zeros(20, np.float32)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 3, x, y, out, 20)  # program 1 reads x[8..15]; x has 13 elements
-    assert message(e) == ("vadd: load in program 1: out-of-bounds access: lane (5,) reads offset 13 of buffer 'x' "
-                          "which has 13 element(s)")
-    assert not isinstance(e.value, IndexError)
-
-
-def test_error_out_of_bounds_store_and_negative_offset():
-    fn = scatter_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, 1, 9, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
-    assert message(e) == ("scatter: store in program 0: out-of-bounds access: lane (2,) writes offset 9 of buffer "
-                          "'out' which has 6 element(s)")
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, -3, 1, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
-    assert "lane (1,) writes offset -3 of buffer 'out' which has 6 element(s)" in message(e)
-    # a masked-off lane may hold any address
-    out = np.zeros(6, np.int32)
-    interpret(fn, 1, np.array([0, 1, 999, 2], np.int32), np.array([1, 2, 3, 4], np.int32), out, 2)
-    assert out.tolist() == [1, 2, 0, 0, 0, 0]
-
-
-def test_error_out_of_bounds_atomic_and_scalar_pointer():
-    fn = atomic_kernel("atomic_add", 4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, 1, 2, 7], np.int32), np.ones(4, np.int32), np.zeros(3, np.int32),
-                  np.zeros(4, np.int32), 4)
-    assert message(e) == ("atomics: atomic_add in program 0: out-of-bounds access: lane (3,) updates offset 7 of "
-                          "buffer 'out' which has 3 element(s)")
-    b = Builder("scal", [("p", pointer(i32)), ("k", scalar(i32))])
-    p, k = b.params
-    b.effect("store", b.op("addptr", p, k), b.const(1, i32))
-    fn = b.finish()
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 2, np.zeros(5, np.int32), 11)
-    assert message(e) == ("scal: store in program 0: out-of-bounds access: writes offset 11 of buffer 'p' "
-                          "which has 5 element(s)")
-
-
-def test_error_out_of_bounds_2d_lane_and_grid_position():
-    fn = tile_reduce_kernel(4, 4)
-    a = np.zeros((6, 5), np.float32)
-    # R=6, C=5 but colmax is too small for row block 1
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, (2, 2), a, np.zeros((2, 6), np.float32), np.zeros(7, np.float32), np.zeros(10, np.int32), 6, 5)
-    assert message(e) == ("tile_reduce: store in program (1, 0): out-of-bounds access: lane (2,) writes offset 7 "
-                          "of buffer 'colmax' which has 7 element(s)")
-
-
-def test_error_read_only_buffer():
-    fn = vadd_kernel(4)
-    out = np.zeros(4, np.float32)
-    out.flags.writeable = False
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), out, 4)
-    assert message(e) == "vadd: store in program 0: buffer 'out' is a read-only array"
-
-
-def test_error_where_between_different_buffers():
-    b = Builder("pick", [("a", pointer(i32)), ("b", pointer(i32)), ("c", scalar(bool_))])
-    pa, pb, c = b.params
-    b.effect("store", b.op("where", c, pa, pb), b.const(1, i32))
-    fn = b.finish()
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(2, np.int32), np.zeros(3, np.int32), True)
-    assert message(e) == "pick: where in program 0: selects between pointers into different buffers 'a' and 'b'"
-
-
-def test_error_const_out_of_range():
-    b = Builder("badconst", [("p", pointer(i8))])
-    (p,) = b.params
-    b.effect("store", p, b.const(100, i8))
-    fn = b.finish()
-    fn.body.ops[0].attrs["value"] = 300  # bypasses the verifier's range check
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int8))
-    assert message(e) == "badconst: const 300 is out of range for i8 [-128, 127]"
-
-
-def test_error_messages_carry_the_source_location():
-    from eggpu.ir import Loc
-
-    b = Builder("located", [("p", pointer(i32))])
-    (p,) = b.params
-    b.loc = Loc("kern.py", 12, 4)
-    b.effect("store", b.op("addptr", p, b.const(3, i32)), b.const(1, i32))
-    fn = b.finish()
-    with pytest.raises(InterpreterError, match=re.escape("located: store at kern.py:12:5 in program 0:")):
-        interpret(fn, 1, np.zeros(2, np.int32))
-
-
-def test_error_op_without_an_interpreter_rule(monkeypatch):
-    b = Builder("negate", [("p", pointer(i32))])
-    (p,) = b.params
-    b.effect("store", p, b.op("neg", b.op("load", p)))
-    fn = b.finish()
-    monkeypatch.setitem(OPS, "neg", dataclasses.replace(OPS["neg"], reference=None))
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "negate: the interpreter has no rule for op 'neg'"
-
-
-def test_error_pointer_operand_for_a_value_op():
-    """An op that only makes sense on values, fed a pointer (bypassing the type rules)."""
-    from eggpu.ir import Operation
-
-    b = Builder("ptrneg", [("p", pointer(i32))])
-    (p,) = b.params
-    fn = b.finish()
-    fn.body.ops.append(Operation("neg", (p,), {}, (p.type,)))
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "ptrneg: neg does not accept pointer operands"
-
-
-def test_error_operand_used_before_definition():
-    b = Builder("order", [("p", pointer(i32))])
-    (p,) = b.params
-    b.effect("store", p, b.op("add", b.op("load", p), b.const(1, i32)))
-    fn = b.finish()
-    fn.body.ops.reverse()  # the store now comes first
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "order: operand of store is used before it is defined"
-
-
-def test_error_const_that_is_not_an_integer():
-    b = Builder("fconst", [("p", pointer(i32))])
-    (p,) = b.params
-    b.effect("store", p, b.const(2, i32))
-    fn = b.finish()
-    fn.body.ops[0].attrs["value"] = 2.5  # bypasses the verifier's check
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "fconst: const 2.5 of dtype i32 is not an integer"
-
-
-def test_block_params_and_pointer_block_params():
-    b = Builder("blk", [("out", pointer(f32)), ("v", block(f32, 4))])
-    out, v = b.params
-    b.effect("store", ptr_at(b, out, b.op("arange", start=0, end=4)), b.op("mul", v, v))
-    fn = b.finish()
-    out = np.zeros(4, np.float32)
-    interpret(fn, 1, out, np.array([1, 2, 3, 4], np.float32))
-    assert out.tolist() == [1, 4, 9, 16]
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, out, np.zeros(3, np.float32))
-    assert message(e) == ("blk: parameter 'v' expects an array of f32 with shape (4,), "
-                          "got an array of f32 (float32) with shape (3,)")
-    from eggpu.ir import BlockType, PointerType
-
-    b = Builder("pblk", [("ps", BlockType(PointerType(f32), (4,)))])
-    fn = b.finish()
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32))
-    assert message(e) == "pblk: parameter 'ps' has the unsupported type ptr<f32>[4] (pointer blocks)"

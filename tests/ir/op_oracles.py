@@ -1,0 +1,464 @@
+"""The independent oracles of the op-reference property tests (test_op_reference*.py): a
+plain-Python model of every op (ints, fractions.Fraction, a hand-written round-to-nearest-even)
+that never calls the op table's references or numpy's arithmetic, plus the value strategies and
+the tables saying which ops each test covers.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+
+from eggpu.ir import (
+    ALL_DTYPES,
+    FLOAT_DTYPES,
+    INT_DTYPES,
+    bf16,
+    bool_,
+    f16,
+    f32,
+    f64,
+)
+from eggpu.ir.ops import OPS
+
+FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SLOW = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+inf, nan = math.inf, math.nan
+
+# ------------------------------------------------------------------ dtype families
+
+FAMILY_DTYPES = {
+    "any": ALL_DTYPES,
+    "num": INT_DTYPES + FLOAT_DTYPES,
+    "int": INT_DTYPES,
+    "int|bool": INT_DTYPES + (bool_,),
+    "float": FLOAT_DTYPES,
+}
+
+
+def family(op: str):
+    """Every dtype the op accepts (KeyError for an unknown family makes the tests fail)."""
+    return FAMILY_DTYPES[OPS[op].family]
+
+
+def cases(ops):
+    return [pytest.param(op, dt, id=f"{op}-{dt}") for op in ops for dt in family(op)]
+
+
+# ------------------------------------------------------------------ independent float model
+
+# (precision incl. hidden bit, emin, emax) and (exponent bits, mantissa bits)
+FMT = {f16: (11, -14, 15), bf16: (8, -126, 127), f32: (24, -126, 127), f64: (53, -1022, 1023)}
+FIELDS = {f16: (5, 10), bf16: (8, 7), f32: (8, 23), f64: (11, 52)}
+UINT = {8: np.uint8, 16: np.uint16, 32: np.uint32, 64: np.uint64}
+
+
+def round_exact(q: Fraction, dt) -> float:
+    """Round the exact rational ``q`` to ``dt`` (IEEE round-to-nearest-even), as a Python float.
+
+    Overflow gives a signed inf, underflow a signed zero (the sign of ``q``)."""
+    if q == 0:
+        return 0.0
+    p, emin, emax = FMT[dt]
+    sign = -1.0 if q < 0 else 1.0
+    a = abs(q)
+    e = a.numerator.bit_length() - a.denominator.bit_length()
+    if Fraction(2) ** e > a:
+        e -= 1
+    assert Fraction(2) ** e <= a < Fraction(2) ** (e + 1)
+    e = max(e, emin)
+    quantum = Fraction(2) ** (e - p + 1)
+    n = a / quantum
+    k = n.numerator // n.denominator
+    frac = n - k
+    if frac > Fraction(1, 2) or (frac == Fraction(1, 2) and k % 2 == 1):
+        k += 1
+    value = k * quantum
+    if value >= Fraction(2) ** (emax + 1):
+        return sign * inf
+    return math.copysign(float(value), sign)
+
+
+def decode(bits: int, dt) -> float:
+    """The value of an IEEE bit pattern of ``dt``."""
+    eb, mb = FIELDS[dt]
+    sign = bits >> (eb + mb) & 1
+    e = (bits >> mb) & ((1 << eb) - 1)
+    m = bits & ((1 << mb) - 1)
+    bias = (1 << (eb - 1)) - 1
+    if e == (1 << eb) - 1:
+        v = nan if m else inf
+    elif e == 0:
+        v = math.ldexp(float(m), 1 - bias - mb)
+    else:
+        v = math.ldexp(float((1 << mb) | m), e - bias - mb)
+    return -v if sign else v
+
+
+def max_finite(dt) -> float:
+    p, _, emax = FMT[dt]
+    return math.ldexp(float((1 << p) - 1), emax - p + 1)
+
+
+def min_subnormal(dt) -> float:
+    p, emin, _ = FMT[dt]
+    return math.ldexp(1.0, emin - p + 1)
+
+
+def ulp(x: float, dt) -> float:
+    """Spacing of ``dt`` values at magnitude |x| (finite x)."""
+    p, emin, _ = FMT[dt]
+    x = abs(x)
+    e = emin if x == 0 else max(math.frexp(x)[1] - 1, emin)
+    return math.ldexp(1.0, e - p + 1)
+
+
+def same(got, want) -> bool:
+    """Exact equality of Python values; floats: NaN matches NaN, zeros must agree in sign."""
+    if isinstance(want, float):
+        got = float(got)
+        if math.isnan(want):
+            return math.isnan(got)
+        return got == want and math.copysign(1, got) == math.copysign(1, want)
+    return got == want
+
+
+def ordinal(x: float, dt) -> int:
+    """Monotone integer position of a non-NaN ``dt`` value (neighbours differ by 1)."""
+    w = 16 if dt.bits == 16 else dt.bits
+    b = int(np.array(x, dtype=np.float64).astype(dt.np).view(UINT[w]))
+    sign = 1 << (w - 1)
+    return -(b & (sign - 1)) if b & sign else b
+
+
+def signbit(x: float) -> bool:
+    return math.copysign(1.0, x) < 0
+
+
+# ------------------------------------------------------------------ value strategies
+
+
+def int_values(dt):
+    lo, hi = dt.min, dt.max
+    edges = sorted({lo, lo + 1, hi, hi - 1, 0, 1, 2, dt.bits - 1, dt.bits, dt.bits + 1}
+                   | ({-1, -2, -dt.bits} if dt.is_signed else set()))
+    return st.one_of(st.sampled_from(edges), st.integers(lo, hi), st.integers(-3, 3).filter(lambda v: lo <= v))
+
+
+def float_values(dt):
+    p, emin, emax = FMT[dt]
+    w = 16 if dt.bits == 16 else dt.bits
+    big, tiny = max_finite(dt), min_subnormal(dt)
+    norm = math.ldexp(1.0, emin)
+    one_up, one_down = 1 + math.ldexp(1.0, 1 - p), 1 - math.ldexp(1.0, -p)
+    specials = [0.0, -0.0, inf, -inf, nan, 1.0, -1.0, 0.5, 2.0, 3.0, -3.0, 0.1 if dt == f64 else 0.25,
+                big, -big, norm, -norm, tiny, -tiny, one_up, -one_up, one_down, 1.5, -2.5]
+    near_one = st.tuples(st.integers(0, (1 << (p - 1)) - 1), st.integers(-3, 3), st.booleans()).map(
+        lambda t: (-1.0 if t[2] else 1.0) * math.ldexp(1 + math.ldexp(float(t[0]), 1 - p), t[1]))
+    lim = 1 << min(p, 20)
+    return st.one_of(st.sampled_from(specials), st.integers(0, (1 << w) - 1).map(lambda b: decode(b, dt)),
+                     near_one, st.integers(-lim, lim).map(float))
+
+
+def values(dt):
+    if dt.is_bool:
+        return st.booleans()
+    return float_values(dt) if dt.is_float else int_values(dt)
+
+
+def arr(vals, dt) -> np.ndarray:
+    return np.array(vals, dtype=dt.np)
+
+
+def py(x, dt):
+    """numpy element -> Python value of the dtype's kind."""
+    if dt.is_bool:
+        return bool(x)
+    return float(x) if dt.is_float else int(x)
+
+
+# ------------------------------------------------------------------ integer oracles
+
+
+def wrap(v: int, dt) -> int:
+    m = 1 << dt.bits
+    v %= m
+    if dt.is_signed and v >= m >> 1:
+        v -= m
+    return v
+
+
+def o_idiv(a, b, dt):
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    return wrap(q if (a < 0) == (b < 0) else -q, dt)
+
+
+def o_irem(a, b, dt):
+    if b == 0:
+        return 0
+    q = abs(a) // abs(b)
+    q = q if (a < 0) == (b < 0) else -q
+    return wrap(a - q * b, dt)
+
+
+def o_shl(a, b, dt):
+    return wrap(a << b, dt) if 0 <= b < dt.bits else 0
+
+
+def o_shr(a, b, dt):
+    if 0 <= b < dt.bits:
+        return a >> b  # Python >> is arithmetic on negative ints, logical on non-negative ones
+    return -1 if a < 0 else 0
+
+
+# ------------------------------------------------------------------ float oracles
+
+
+def o_fadd(a, b, dt):
+    if math.isnan(a) or math.isnan(b):
+        return nan
+    if math.isinf(a) or math.isinf(b):
+        if math.isinf(a) and math.isinf(b) and signbit(a) != signbit(b):
+            return nan
+        return a if math.isinf(a) else b
+    exact = Fraction(a) + Fraction(b)
+    if exact == 0:
+        return -0.0 if (signbit(a) and signbit(b)) else 0.0
+    return round_exact(exact, dt)
+
+
+def o_fsub(a, b, dt):
+    return o_fadd(a, -b, dt)
+
+
+def o_fmul(a, b, dt):
+    if math.isnan(a) or math.isnan(b):
+        return nan
+    neg = signbit(a) != signbit(b)
+    if math.isinf(a) or math.isinf(b):
+        return nan if (a == 0 or b == 0) else (-inf if neg else inf)
+    exact = Fraction(a) * Fraction(b)
+    if exact == 0:
+        return -0.0 if neg else 0.0
+    return round_exact(exact, dt)
+
+
+def o_fdiv(a, b, dt):
+    if math.isnan(a) or math.isnan(b):
+        return nan
+    neg = signbit(a) != signbit(b)
+    if math.isinf(a):
+        return nan if math.isinf(b) else (-inf if neg else inf)
+    if math.isinf(b):
+        return -0.0 if neg else 0.0
+    if b == 0:
+        return nan if a == 0 else (-inf if neg else inf)
+    exact = Fraction(a) / Fraction(b)
+    if exact == 0:
+        return -0.0 if neg else 0.0
+    return round_exact(exact, dt)
+
+
+def o_frem(a, b, dt):
+    """C fmod: exact; sign of the dividend."""
+    if math.isnan(a) or math.isnan(b) or math.isinf(a) or b == 0:
+        return nan
+    if math.isinf(b) or a == 0:
+        return a
+    q = Fraction(a) / Fraction(b)
+    t = q.numerator // q.denominator if q >= 0 else -((-q.numerator) // q.denominator)
+    r = Fraction(a) - t * Fraction(b)
+    return math.copysign(0.0, a) if r == 0 else round_exact(r, dt)
+
+
+def o_fmin(a, b, dt, is_min=True):
+    if math.isnan(a):
+        return b
+    if math.isnan(b):
+        return a
+    if a == 0 and b == 0:
+        if is_min:
+            return -0.0 if (signbit(a) or signbit(b)) else 0.0
+        return 0.0 if (not signbit(a) or not signbit(b)) else -0.0
+    return min(a, b) if is_min else max(a, b)
+
+
+def o_fmax(a, b, dt):
+    return o_fmin(a, b, dt, is_min=False)
+
+
+def o_sqrt(a, dt):
+    if math.isnan(a) or a < 0:
+        return nan
+    if a == 0 or math.isinf(a):
+        return a
+    q = Fraction(a)
+    k = 1100  # 2**(2k) clears every denominator; the root has hundreds of bits
+    n = q.numerator * (1 << (2 * k)) // q.denominator
+    s = math.isqrt(n)
+    root = Fraction(s, 1 << k) if s * s == n else Fraction(2 * s + 1, 1 << (k + 1))  # sticky half
+    return round_exact(root, dt)
+
+
+def o_floor(a, dt, ceil=False):
+    if math.isnan(a) or math.isinf(a):
+        return a
+    r = float(math.ceil(a) if ceil else math.floor(a))
+    return math.copysign(0.0, a) if r == 0 else r
+
+
+def o_fma(a, b, c, dt):
+    if math.isnan(a) or math.isnan(b) or math.isnan(c):
+        return nan
+    if math.isinf(a) or math.isinf(b):
+        if a == 0 or b == 0:
+            return nan
+        p = -inf if signbit(a) != signbit(b) else inf
+        if math.isinf(c) and signbit(c) != signbit(p):
+            return nan
+        return p
+    if math.isinf(c):
+        return c
+    prod = Fraction(a) * Fraction(b)
+    exact = prod + Fraction(c)
+    if exact == 0:
+        if prod == 0 and c == 0:
+            return -0.0 if (signbit(a) != signbit(b) and signbit(c)) else 0.0
+        return 0.0
+    return round_exact(exact, dt)
+
+
+def by_kind(int_fn, float_fn, bool_fn=None):
+    def oracle(*args):
+        *vals, dt = args
+        if dt.is_float:
+            return float_fn(*vals, dt)
+        if dt.is_bool:
+            return bool_fn(*vals)
+        return int_fn(*vals, dt)
+
+    return oracle
+
+
+# Elementwise ops with an exact oracle: op -> (oracle(*values, dt), arity)
+EXACT = {
+    "add": (by_kind(lambda a, b, dt: wrap(a + b, dt), o_fadd), 2),
+    "sub": (by_kind(lambda a, b, dt: wrap(a - b, dt), o_fsub), 2),
+    "mul": (by_kind(lambda a, b, dt: wrap(a * b, dt), o_fmul), 2),
+    "div": (by_kind(o_idiv, o_fdiv), 2),
+    "rem": (by_kind(o_irem, o_frem), 2),
+    "minimum": (by_kind(lambda a, b, dt: min(a, b), o_fmin), 2),
+    "maximum": (by_kind(lambda a, b, dt: max(a, b), o_fmax), 2),
+    "and": (by_kind(lambda a, b, dt: wrap(a & b, dt), None, lambda a, b: a and b), 2),
+    "or": (by_kind(lambda a, b, dt: wrap(a | b, dt), None, lambda a, b: a or b), 2),
+    "xor": (by_kind(lambda a, b, dt: wrap(a ^ b, dt), None, lambda a, b: a != b), 2),
+    "shl": (by_kind(o_shl, None), 2),
+    "shr": (by_kind(o_shr, None), 2),
+    "eq": (lambda a, b, dt: a == b, 2),
+    "ne": (lambda a, b, dt: a != b, 2),
+    "lt": (lambda a, b, dt: a < b, 2),
+    "le": (lambda a, b, dt: a <= b, 2),
+    "gt": (lambda a, b, dt: a > b, 2),
+    "ge": (lambda a, b, dt: a >= b, 2),
+    "neg": (by_kind(lambda a, dt: wrap(-a, dt), lambda a, dt: -a), 1),
+    "not": (by_kind(lambda a, dt: wrap(~a, dt), None, lambda a: not a), 1),
+    "abs": (by_kind(lambda a, dt: wrap(abs(a), dt), lambda a, dt: abs(a)), 1),
+    "sqrt": (lambda a, dt: o_sqrt(a, dt), 1),
+    "floor": (lambda a, dt: o_floor(a, dt), 1),
+    "ceil": (lambda a, dt: o_floor(a, dt, ceil=True), 1),
+    "fma": (lambda a, b, c, dt: o_fma(a, b, c, dt), 3),
+}
+
+
+def _safe(fn, x, domain_min=None):
+    try:
+        return fn(x)
+    except OverflowError:
+        return inf
+    except ValueError:
+        return nan
+
+
+def _log(fn):
+    def f(x):
+        if math.isnan(x) or x < 0:
+            return nan
+        if x == 0:
+            return -inf
+        return fn(x)
+
+    return f
+
+
+def _rsqrt(x):
+    if math.isnan(x) or x < 0:
+        return nan
+    if x == 0:
+        return math.copysign(inf, x)
+    return 0.0 if math.isinf(x) else 1.0 / math.sqrt(x)
+
+
+def _domain(fn, x, lo, hi):
+    """``fn`` on [lo, hi]; NaN outside (math raises ValueError there)."""
+    return fn(x) if lo <= x <= hi else nan
+
+
+def _atanh(x):
+    if abs(x) == 1.0:
+        return math.copysign(inf, x)
+    return math.atanh(x) if abs(x) < 1.0 else nan
+
+
+def _trig(fn):
+    return lambda x: nan if math.isinf(x) else fn(x)
+
+
+# Transcendental ops: f64 math functions; the reference may differ by a few ulp (libm accuracy).
+APPROX = {
+    "exp": lambda x: _safe(math.exp, x),
+    "exp2": lambda x: _safe(lambda v: 2.0 ** v, x),
+    "log": _log(math.log),
+    "log2": _log(math.log2),
+    "rsqrt": _rsqrt,
+    "sin": _trig(math.sin),
+    "cos": _trig(math.cos),
+    "tanh": math.tanh,
+    "erf": math.erf,
+    "asin": lambda x: _domain(math.asin, x, -1.0, 1.0),
+    "acos": lambda x: _domain(math.acos, x, -1.0, 1.0),
+    "atan": math.atan,
+    "sinh": lambda x: math.copysign(_safe(lambda v: abs(math.sinh(v)), x), x),
+    "cosh": lambda x: _safe(math.cosh, x),
+    "asinh": math.asinh,
+    "acosh": lambda x: _domain(math.acosh, x, 1.0, inf),
+    "atanh": _atanh,
+}
+
+# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
+APPROX2 = {"atan2": math.atan2}
+
+SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
+REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
+OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
+
+# Ops whose behaviour is the interpreter's own (tested in test_interp.py): leaves, pointer
+# arithmetic, memory and control flow. They have no numpy reference in the op table.
+INTERPRETER_OPS = frozenset({
+    "const", "program_id", "num_programs", "arange", "addptr",
+    "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "for", "while", "if", "yield",
+})
+
+def raw(a: np.ndarray) -> list[int]:
+    """The bit patterns of an array's elements (bool as 0/1)."""
+    if a.dtype == np.bool_:
+        return [int(v) for v in a.ravel()]
+    return [int(v) for v in a.view(UINT[a.dtype.itemsize * 8]).ravel()]
