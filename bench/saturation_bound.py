@@ -22,8 +22,8 @@ from eggpu.ir import Builder, Function, i32, pointer, scalar
 from eggpu.optimizer import Limits, optimize
 
 BOOM = """
-(rewrite (Add t a b) (Add t b a) :name "b-boom-comm")
-(rewrite (Add t (Add t a b) c) (Add t a (Add t b c)) :when ((IsInt t)) :name "b-boom-assoc")
+(rewrite (Add t a b) (Add t b a) :name "boom-comm")
+(rewrite (Add t (Add t a b) c) (Add t a (Add t b c)) :when ((IsInt t)) :name "boom-assoc")
 """
 
 

@@ -13,24 +13,9 @@ import pytest
 import eggpu.optimizer.budget as budget_mod
 import eggpu.optimizer.extract as extract_mod
 import eggpu.optimizer.saturate as sat
-from eggpu.ir import Builder, Function, i32, pointer, scalar
+from bench.saturation_bound import sum_of
 from eggpu.optimizer import Limits, StopReason, isolate, optimize
 from eggpu.optimizer.budget import Budget, observe_tail, reset_tail_estimate
-
-# comm + assoc over a sum: never saturates within these tests' few iterations
-BOOM = """
-(rewrite (Add t a b) (Add t b a) :name "t-boom-comm")
-(rewrite (Add t (Add t a b) c) (Add t a (Add t b c)) :when ((IsInt t)) :name "t-boom-assoc")
-"""
-
-
-def sum_of(n: int) -> Function:
-    b = Builder(f"sum{n}", [("out", pointer(i32))] + [(f"s{i}", scalar(i32)) for i in range(n)])
-    acc = b.param("s0")
-    for i in range(1, n):
-        acc = b.op("add", acc, b.param(f"s{i}"))
-    b.effect("store", b.param("out"), acc)
-    return b.finish()
 
 
 class FakeClock:
@@ -40,12 +25,6 @@ class FakeClock:
     def __call__(self) -> float:
         return self.t
 
-
-@pytest.fixture
-def boom(tmp_path):
-    p = tmp_path / "boom.egg"
-    p.write_text(BOOM)
-    return [p]
 
 
 @pytest.fixture
@@ -124,23 +103,23 @@ def test_tail_estimate_follows_measurements_with_a_floor(clock):
 # ---------------------------------------------------------------------- in-process steps
 
 
-def test_steps_stop_at_the_soft_limit(clock, boom, monkeypatch):
+def test_steps_stop_at_the_soft_limit(clock, boom_rules, monkeypatch):
     _step_costs(monkeypatch, clock, lambda k: 0.3)
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False,
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False,
                    limits=Limits(iterations=50, nodes=10**6, seconds=1.0, match_limit=10**9, isolate=False))
     # steps end at 0.3, 0.6, 0.9; a 4th would end at 1.2 > 1.05
     assert res.stop_reason is StopReason.TIME_LIMIT and res.iterations == 3, res.summary()
     assert "iteration 4 was not started" in res.stop_detail and "past the limit of 1 s" in res.stop_detail
 
 
-def test_steps_leave_time_to_copy_back_and_extract(clock, boom, monkeypatch):
+def test_steps_leave_time_to_copy_back_and_extract(clock, boom_rules, monkeypatch):
     """With 0.5 s of tail to reserve, the 3rd step (0.6 -> 0.9 s) would leave 0.3 - 0.5 < 0 s of
     the 1.2 s bound: it is not started although the soft limit alone would allow it."""
     _step_costs(monkeypatch, clock, lambda k: 0.3)
     monkeypatch.setitem(budget_mod._rate, "fixed", 0.5)
     monkeypatch.setitem(budget_mod._rate, "per_node", 0.0)
     seen = _tail_costs(monkeypatch, clock, 0.0)
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False,
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False,
                    limits=Limits(iterations=50, nodes=10**6, seconds=1.0, match_limit=10**9, isolate=False))
     assert res.stop_reason is StopReason.TIME_LIMIT and res.iterations == 2, res.summary()
     assert "iteration 3 was not started" in res.stop_detail
@@ -149,17 +128,17 @@ def test_steps_leave_time_to_copy_back_and_extract(clock, boom, monkeypatch):
 
 
 @pytest.mark.parametrize("seconds", [0.5, 2.0])
-def test_whole_phase_ends_within_the_bound_with_a_learned_tail(clock, boom, monkeypatch, seconds):
+def test_whole_phase_ends_within_the_bound_with_a_learned_tail(clock, boom_rules, monkeypatch, seconds):
     """Steps cost a fifth of the limit and the tail costs 3 ms per e-node, 30x the default
     estimate: the first run learns the rate from its own tail and the second leaves room for it,
     ending (steps, copy-back, extraction) within limit * 1.2."""
     _step_costs(monkeypatch, clock, lambda k: seconds / 5)
     seen = _tail_costs(monkeypatch, clock, 3e-3)
     limits = Limits(iterations=50, nodes=10**6, seconds=seconds, match_limit=10**9, isolate=False)
-    optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False, limits=limits)
+    optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False, limits=limits)
     assert budget_mod._rate["per_node"] >= 2.9e-3  # measured from the first run's tail (3 ms less fixed 10 ms)
     clock.t = 1000.0
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False, limits=limits)
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False, limits=limits)
     assert res.stop_reason is StopReason.TIME_LIMIT, res.summary()
     nodes, tail, end = seen[-1]
     assert end - 1000.0 <= seconds * 1.2 + 1e-9, (end, res.summary())
@@ -189,13 +168,13 @@ def _recording_forks(monkeypatch, clock: FakeClock) -> list:
 
 
 @needs_fork
-def test_child_is_killed_early_enough_to_fall_back_in_time(clock, boom, monkeypatch):
+def test_child_is_killed_early_enough_to_fall_back_in_time(clock, boom_rules, monkeypatch):
     monkeypatch.setattr(sat, "CALM_NODES", 0)  # every step in the child
     monkeypatch.setitem(budget_mod._rate, "fixed", 0.25)
     monkeypatch.setitem(budget_mod._rate, "per_node", 0.0)
     kills = _recording_forks(monkeypatch, clock)
     _step_costs(monkeypatch, clock, lambda k: 1.0)
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False,
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False,
                    limits=Limits(iterations=3, nodes=10**6, seconds=10.0, match_limit=10**9))
     # the old deadline was seconds * 1.15 + 0.05 = 11.55; now hard end 12 less the calm tail 0.25
     assert kills and kills[0] == pytest.approx(11.75, abs=0.5)
@@ -203,7 +182,7 @@ def test_child_is_killed_early_enough_to_fall_back_in_time(clock, boom, monkeypa
 
 
 @needs_fork
-def test_child_sends_the_last_e_graph_it_can_copy_back_in_time(clock, boom, monkeypatch):
+def test_child_sends_the_last_e_graph_it_can_copy_back_in_time(clock, boom_rules, monkeypatch):
     """Steps cost 0.1, 0.3, 0.9, 2.7 and 7 s of a 10 s limit (12 s bound); at 6 ms of tail per
     e-node the 5th step's e-graph (187 e-nodes, 1.12 s of tail) cannot be copied back and
     extracted in the 1 s left when it ends, the 4th's (162 e-nodes, 0.97 s) can: the child sends
@@ -213,7 +192,7 @@ def test_child_sends_the_last_e_graph_it_can_copy_back_in_time(clock, boom, monk
     monkeypatch.setitem(budget_mod._rate, "per_node", 0.006)
     _step_costs(monkeypatch, clock, lambda k: (0.1, 0.3, 0.9, 2.7, 7.0)[k - 1])
     seen = _tail_costs(monkeypatch, clock, 0.0)
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False,
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False,
                    limits=Limits(iterations=5, nodes=10**6, seconds=10.0, match_limit=10**9))
     assert res.stop_reason is StopReason.TIME_LIMIT and res.iterations == 4, res.summary()
     assert "iteration 5 ended at 11.00 s with 187 e-nodes, too many to copy back" in res.stop_detail
@@ -222,7 +201,7 @@ def test_child_sends_the_last_e_graph_it_can_copy_back_in_time(clock, boom, monk
 
 
 @needs_fork
-def test_a_child_with_nothing_to_send_in_time_falls_back_to_the_calm_e_graph(clock, boom, monkeypatch):
+def test_a_child_with_nothing_to_send_in_time_falls_back_to_the_calm_e_graph(clock, boom_rules, monkeypatch):
     """The only step in the child ends at 11.8 s of a 12 s bound with 0.5 s of tail to reserve:
     neither its e-graph nor the one before the step can be copied back in time, so the child
     sends none and the parent keeps its own."""
@@ -230,7 +209,7 @@ def test_a_child_with_nothing_to_send_in_time_falls_back_to_the_calm_e_graph(clo
     monkeypatch.setitem(budget_mod._rate, "fixed", 0.5)
     monkeypatch.setitem(budget_mod._rate, "per_node", 0.0)
     _step_costs(monkeypatch, clock, lambda k: 11.8)
-    res = optimize(sum_of(5), rules=boom, shipped_rules=False, validate=False,
+    res = optimize(sum_of(5), rules=boom_rules, shipped_rules=False, validate=False,
                    limits=Limits(iterations=5, nodes=10**6, seconds=10.0, match_limit=10**9))
     assert res.stop_reason is StopReason.TIME_LIMIT and res.iterations == 0, res.summary()
     assert ("the isolated saturation process finished iteration 1 at 11.80 s, too late to copy its"

@@ -16,9 +16,7 @@ import time
 import numpy as np
 import pytest
 
-import eggpu
-import eggpu.language as tl
-from eggpu.ir import Builder, Function, i32, pointer, scalar
+from bench.saturation_bound import block_times_zero, scalar_times_zero, sum_of
 from eggpu.ir.errors import EggpuError
 from eggpu.ir.interp import interpret
 from eggpu.optimizer import Limits, StopReason, isolate, optimize
@@ -27,38 +25,8 @@ from eggpu.optimizer.saturate import step_program
 pytestmark = pytest.mark.skipif(not isolate.AVAILABLE, reason="needs fork()")
 
 
-@eggpu.kernel
-def scalar_times_zero(y_ptr: tl.Pointer[tl.i32], s: tl.i32):
-    tl.store(y_ptr, s * 0)
 
 
-@eggpu.kernel
-def block_times_zero(x_ptr: tl.Pointer[tl.i32], y_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask, other=0) * 0, mask=mask)
-
-
-def sum_of(n: int) -> Function:
-    b = Builder(f"sum{n}", [("out", pointer(i32))] + [(f"s{i}", scalar(i32)) for i in range(n)])
-    acc = b.param("s0")
-    for i in range(1, n):
-        acc = b.op("add", acc, b.param(f"s{i}"))
-    b.effect("store", b.param("out"), acc)
-    return b.finish()
-
-
-BOOM = """
-(rewrite (Add t a b) (Add t b a) :name "t-boom-comm")
-(rewrite (Add t (Add t a b) c) (Add t a (Add t b c)) :when ((IsInt t)) :name "t-boom-assoc")
-"""
-
-
-@pytest.fixture
-def boom_rules(tmp_path):
-    p = tmp_path / "boom.egg"
-    p.write_text(BOOM)
-    return [p]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -358,6 +326,10 @@ def test_steps_of_an_e_graph_past_the_small_sizes_run_in_the_child_with_the_same
 
     lk = BY_NAME["gelu_backward"]
     fn = lk.instance(lk.make_case(lk.sizes[0], lk.dtypes[0], np.random.default_rng(0))).ir()
+    # The first run on a freshly loaded e-graph can stop by back-off (match_limit) on the same
+    # program: egglog re-finds old matches once (semi-naive timestamps survive pop). Whether this
+    # thread loads a new e-graph here depends on the tests run before, so settle it first.
+    optimize(fn)
     here = optimize(fn)
     assert here.stop_reason is StopReason.SATURATED
     monkeypatch.setattr(sat, "CALM_NODES", 4)  # every input is "large": all its steps are forked
