@@ -323,7 +323,15 @@ def _calibration_section() -> list[str]:
          "instruction; non-negative least squares with a ridge toward 1.0, clamped to [0.25, 4]) and stores "
          "them in `CALIBRATION`, used by `CostModel.for_target(target, calibrated=True)`. The held-out check "
          "fits on two thirds of the kernels (sorted names, every third left out with both its variants) and "
-         "ranks the rest. The optimizer keeps the uncalibrated model.\n"]
+         "ranks the rest; the three such folds partition the kernels. The optimizer keeps the uncalibrated "
+         "model.\n",
+         "What the fit says about the per-lane defaults: IEEE `div`/`sqrt` cost about twice their 8 (an inline "
+         "fast path plus a branch to the slow path per call site), libdevice transcendentals about 0.65 of "
+         "theirs; reductions' per-lane combine about 2; memory, masks, selects, casts and constant divisors "
+         "sit at the lower clamp and `control` at the upper one: on ~30 kernels they are collinear with the "
+         "address and per-kernel terms (every kernel has a program id, an arange and masked accesses), so the "
+         "fit moves the per-kernel base into `control` rather than measuring each. Treat the table as a ranking "
+         "aid, not as per-op prices.\n"]
     if not path.exists():
         return L + ["(No fit recorded: run `python -m bench cost-fit`.)"]
     fit = json.loads(path.read_text())
@@ -337,8 +345,10 @@ def _calibration_section() -> list[str]:
 def _holdout_cell(h: dict[str, Any] | None) -> str:
     if not h:
         return "–"
+    folds = "; ".join(f"{f['spearman_held_out_default']:.2f} / {f['spearman_held_out_calibrated']:.2f}"
+                      for f in h.get("folds", []))
     return (f"{h['spearman_held_out_default']:.2f} / {h['spearman_held_out_calibrated']:.2f} "
-            f"({h['held_out_points']} programs)")
+            f"({h['held_out_points']} programs; each of the {len(h.get('folds', []))} folds: {folds})")
 
 
 def _lowered_status(s: dict[str, Any]) -> str:

@@ -106,6 +106,9 @@ def test_fit_recovers_a_known_weight_and_holdout_keeps_kernels_whole():
     h = cost_fit.holdout(pts)
     assert h["held_out_points"] == 8 and h["spearman_held_out_calibrated"] > 0.95
     assert h["calibration"]["memory"] == pytest.approx(3.0, rel=0.1)
+    assert len(h["folds"]) == 3 and all(f["spearman_held_out_calibrated"] > 0.9 for f in h["folds"])
+    held = [names(cost_fit.split(pts, k)[1]) for k in range(3)]  # the folds partition the kernels
+    assert set().union(*held) == names(pts) and sum(len(x) for x in held) == 12
 
 
 def test_write_table_replaces_only_the_marked_block(tmp_path):
