@@ -1,17 +1,17 @@
 """Calibrate the optimizer's cost model on SASS: ``python -m bench cost-fit [--json F] [--write]``.
 
 The cost model (:mod:`eggpu.optimizer.cost`) prices every IR op in per-lane units. What a GPU
-executes is SASS: a block op on ``numel`` lanes run by ``threads`` threads is about
-``ceil(numel / threads)`` instructions per thread, a scalar op one. :func:`features` turns a
-compiled program into counts of such per-thread instructions grouped by cost-model knob
-(:data:`GROUPS`); :func:`fit` solves non-negative least squares ``SASS ~ base + sum_g w_g * f_g``
+executes is SASS; :mod:`eggpu.optimizer.thread_cost` estimates it per thread (lanes per
+thread, loop unrolling, reduction trees, masked accesses, constant divisors). :func:`features`
+is that estimate of a compiled program split by cost-model group (:data:`GROUPS`); :func:`fit` solves non-negative least squares ``SASS ~ base + sum_g w_g * f_g``
 over the benchmark programs of one target (the naive suite and the library kernels,
 ``optimize=False`` and ``optimize=True``, measured by ``python -m bench naive``), and
 :func:`calibration` turns the weights into multipliers of the default per-lane costs, relative
 to the integer ``add`` group (the model's unit). ``--write`` replaces the table between the
 ``BEGIN/END CALIBRATION`` markers in ``optimizer/cost.py`` (the table lives there; this script
 only produces it). Every fit reports the Spearman rank correlation between the model's cost and
-the SASS count, with the default and with the calibrated table.
+the SASS count, with the default and with the calibrated table, and a held-out check
+(:func:`holdout`: fit on two thirds of the kernels, rank the other third).
 
 A group whose data are too few (fewer than 3 programs contain it) keeps multiplier 1.0, and
 multipliers are clamped to [0.25, 4] so that a noisy fit cannot make any op free or dominant:
@@ -29,68 +29,28 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eggpu.optimizer.thread_cost import GROUPS
+
 REPO = Path(__file__).resolve().parent.parent
 COST_PY = REPO / "optimizer" / "cost.py"
 
-# cost-model knob group -> ops (per-lane) it prices
-GROUPS = {
-    "int_simple": ("add", "sub", "and", "or", "xor", "shl", "shr", "neg", "not", "abs", "minimum", "maximum",
-                   "eq", "ne", "lt", "le", "gt", "ge"),
-    "int_mul": ("mul",),
-    "int_divrem": ("div", "rem"),
-    "float_simple": ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil",
-                     "eq", "ne", "lt", "le", "gt", "ge"),
-    "float_div": ("div", "rem", "sqrt"),
-    "transcendental": ("exp2", "log2", "rsqrt", "exp", "log", "sin", "cos", "tanh", "erf", "sigmoid"),
-    "select": ("where",),
-    "cast": ("cast",),
-    "address": ("addptr",),
-    "memory": ("load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"),
-    "reduce": ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin"),
-}
 MIN_PROGRAMS = 3
-CLAMP = (0.5, 2.0)
+CLAMP = (0.25, 4.0)
 #: weight of the prior "every multiplier is 1.0" (ridge toward the hand-set table), relative to
 #: the data: the groups are strongly collinear on ~30 kernels, and plain least squares zeroes some
 PRIOR = 0.1
-
-
-def _group(op: str, is_float: bool) -> str | None:
-    for g in ("memory", "reduce", "transcendental", "select", "cast", "address"):
-        if op in GROUPS[g]:
-            return g
-    if is_float:
-        return "float_div" if op in GROUPS["float_div"] else "float_simple" if op in GROUPS["float_simple"] else None
-    if op in GROUPS["int_divrem"]:
-        return "int_divrem"
-    if op in GROUPS["int_mul"]:
-        return "int_mul"
-    return "int_simple" if op in GROUPS["int_simple"] else None
+#: every HOLDOUT-th kernel name (sorted; both its variants) is left out of a held-out fit
+HOLDOUT = 3
 
 
 def features(fn: Any, target: str, threads: int) -> dict[str, float]:
-    """Per-thread instruction estimates of ``fn`` by group, weighted with the DEFAULT per-lane
-    costs of the model (so a fitted group weight is a multiplier of those defaults)."""
+    """Estimated SASS instructions per thread of ``fn`` by group
+    (:func:`eggpu.optimizer.thread_cost.thread_terms` with the DEFAULT model of ``target``, so a
+    fitted group weight is a multiplier of the default costs of that group)."""
     from eggpu.optimizer.cost import CostModel
+    from eggpu.optimizer.thread_cost import thread_terms
 
-    model = CostModel.for_target(target)
-    out: dict[str, float] = {}
-    for op in fn.walk():
-        if not op.results and op.op not in GROUPS["memory"]:
-            continue
-        typ = op.operands[0].type if op.operands else op.results[0].type
-        numel = max((t.numel for t in [*(v.type for v in op.operands), *(r.type for r in op.results)]), default=1)
-        reps = math.ceil(numel / max(threads, 1))
-        g = _group(op.op, typ.dtype.is_float if hasattr(typ.dtype, "is_float") else False)
-        if g is None:
-            continue
-        try:
-            unit = model.op_cost(op.op, [v.type for v in op.operands], [r.type for r in op.results], op.attrs)
-        except Exception:  # noqa: BLE001 - an op the model prices specially: count it once per rep
-            unit = float(numel)
-        per_lane = unit / max(numel, 1)
-        out[g] = out.get(g, 0.0) + per_lane * reps
-    return {k: round(v, 3) for k, v in out.items()}
+    return {k: round(v, 3) for k, v in thread_terms(CostModel.for_target(target), fn, threads).items()}
 
 
 def _ranks(xs: Sequence[float]) -> list[float]:
@@ -159,14 +119,45 @@ def calibration(weights: dict[str, float]) -> dict[str, float]:
     return {g: round(min(max(w, CLAMP[0]), CLAMP[1]), 3) for g, w in weights.items() if g != "int_simple"}
 
 
-def model_spearman(res: dict[str, Any], target: str, table: dict[str, float] | None) -> float | None:
-    """Spearman of the model's cost (default table when ``table`` is None) with SASS counts."""
-    pts = points(res, target)
-    if len(pts) < 3:
-        return None
+def table_spearman(pts: list[tuple[str, dict[str, float], int]], table: dict[str, float] | None) -> float:
+    """Spearman of ``sum(table[g] * f_g)`` (default table: every multiplier 1) with the SASS counts of ``pts``."""
     table = table or {}
     cost = [sum(v * table.get(g, 1.0) for g, v in f.items()) for _, f, _ in pts]
     return spearman(cost, [s for _, _, s in pts])
+
+
+def model_spearman(res: dict[str, Any], target: str, table: dict[str, float] | None) -> float | None:
+    """Spearman of the model's cost (default table when ``table`` is None) with SASS counts."""
+    pts = points(res, target)
+    return table_spearman(pts, table) if len(pts) >= 3 else None
+
+
+def split(pts: list[tuple[str, dict[str, float], int]], fold: int = HOLDOUT - 1) -> tuple[list, list]:
+    """``(train, held_out)``: the kernel names (sorted) at ``fold``, ``fold + HOLDOUT``, ... with
+    all their variants held out, so that a kernel's optimized and unoptimized programs never
+    straddle the split (``fold`` in ``range(HOLDOUT)``; the folds partition the kernels)."""
+    names = sorted({label.split("/")[0] for label, _, _ in pts})
+    held = set(names[fold::HOLDOUT])
+    return ([p for p in pts if p[0].split("/")[0] not in held], [p for p in pts if p[0].split("/")[0] in held])
+
+
+def holdout(pts: list[tuple[str, dict[str, float], int]]) -> dict[str, Any]:
+    """Fit on the training kernels, report the Spearman of the default and of the fitted table
+    on the held-out kernels (the check that the calibration generalizes): the main split (the
+    last fold) in full, and the held-out Spearman of every fold."""
+    train, test = split(pts)
+    table = calibration(fit(train)["weights"])
+    folds = []
+    for k in range(HOLDOUT):
+        tr, te = split(pts, k)
+        if len(te) >= 3 and len(tr) >= 3:
+            folds.append({"held_out_points": len(te), "spearman_held_out_default": table_spearman(te, None),
+                          "spearman_held_out_calibrated": table_spearman(te, calibration(fit(tr)["weights"]))})
+    return {"train_points": len(train), "held_out_points": len(test),
+            "held_out_kernels": sorted({p[0].split("/")[0] for p in test}), "calibration": table,
+            "spearman_train_calibrated": table_spearman(train, table),
+            "spearman_held_out_default": table_spearman(test, None),
+            "spearman_held_out_calibrated": table_spearman(test, table), "folds": folds}
 
 
 _BLOCK = re.compile(r"(# BEGIN CALIBRATION[^\n]*\n)(.*?)(\s*# END CALIBRATION)", re.S)
@@ -201,9 +192,14 @@ def main(argv: list[str]) -> int:
         f["calibration"] = tables[target]
         f["spearman_default"] = model_spearman(res, target, None)
         f["spearman_calibrated"] = model_spearman(res, target, tables[target])
+        f["holdout"] = h = holdout(pts)
         report[target] = f
         print(f"{target}: {f['points']} programs, R^2 {f['r2']:.3f}, Spearman default {f['spearman_default']:.3f} "
-              f"-> calibrated {f['spearman_calibrated']:.3f}; table {tables[target]}", file=sys.stderr)
+              f"-> calibrated {f['spearman_calibrated']:.3f}; held out ({h['held_out_points']} programs, fit on "
+              f"{h['train_points']}): default {h['spearman_held_out_default']:.3f} -> calibrated "
+              f"{h['spearman_held_out_calibrated']:.3f} (folds: "
+              + ", ".join(f"{x['spearman_held_out_default']:.2f} -> {x['spearman_held_out_calibrated']:.2f}"
+                          for x in h["folds"]) + f"); table {tables[target]}", file=sys.stderr)
     out = REPO / a.out if not Path(a.out).is_absolute() else Path(a.out)
     out.write_text(json.dumps(report, indent=1))
     if a.write and tables:

@@ -122,6 +122,22 @@ def test_transcendental_cost_overrides_name_transcendental_ops() -> None:
     assert not stale, f"optimizer/cost.py _TRANSCENDENTAL_COSTS prices ops that are not TRANSCENDENTAL: {sorted(stale)}"
 
 
+def test_thread_cost_op_sets_name_ops_and_every_group_is_calibratable() -> None:
+    """optimizer/thread_cost.py keys its per-thread prices by op name: a stale name would price
+    nothing; and every group it reports must be one ``CostModel.scaled`` can multiply."""
+    from eggpu.optimizer import thread_cost
+    from eggpu.optimizer.cost import CostModel
+
+    named = (thread_cost._FREE | thread_cost._MEMORY | thread_cost._REDUCE | thread_cost._LOOPS
+             | thread_cost._FLOAT_DIV | thread_cost._CONTROL)
+    stale = named - set(OPS)
+    assert not stale, f"optimizer/thread_cost.py names ops that are not in ir/ops.py: {sorted(stale)}"
+    model = CostModel.for_target("sm_90")
+    for group in thread_cost.GROUPS:
+        if group != "int_simple":  # the unit
+            assert model.scaled({group: 2.0}) != model, f"CostModel.scaled ignores calibration group {group!r}"
+
+
 def _rule_texts() -> str:
     return "\n".join(p.read_text() for p in sorted((ROOT / "rules").glob("*.egg")))
 

@@ -81,8 +81,34 @@ def test_features_count_per_thread_instructions():
 }""")
     f = cost_fit.features(fn, "sm_90", 128)
     assert f["int_simple"] == pytest.approx(2.0)  # 256 lanes / 128 threads, cost 1 each
-    assert f["int_divrem"] == pytest.approx(40.0)  # rem costs 20 per lane
-    assert f["memory"] == pytest.approx(40.0)  # a load and a store, 10 per lane
+    assert f["int_divrem_const"] == pytest.approx(8.0)  # rem by a constant: multiply-high and shifts, 4 a lane
+    assert f["memory"] == pytest.approx(4.0)  # a load and a store, one instruction a lane, unmasked
+    assert f["address"] == pytest.approx(2.0) and "masked" not in f and "int_divrem" not in f
+
+
+def _pts(n_kernels: int) -> list[tuple[str, dict[str, float], int]]:
+    """Programs whose SASS is exactly 10 + int_simple + 3 * memory (two variants per kernel)."""
+    out = []
+    for i in range(n_kernels):
+        for variant, extra in (("eggpu_noopt", 5.0), ("eggpu", 0.0)):
+            f = {"int_simple": 7.0 * i + extra, "memory": float((5 * i) % 11 + 1)}
+            out.append((f"k{i}/{variant}", f, int(10 + f["int_simple"] + 3 * f["memory"])))
+    return out
+
+
+def test_fit_recovers_a_known_weight_and_holdout_keeps_kernels_whole():
+    pts = _pts(12)
+    f = cost_fit.fit(pts)
+    assert f["weights"]["memory"] == pytest.approx(3.0, rel=0.1) and f["r2"] > 0.99
+    train, held = cost_fit.split(pts)
+    names = lambda ps: {p[0].split("/")[0] for p in ps}  # noqa: E731
+    assert names(train).isdisjoint(names(held)) and len(names(held)) == 4 and len(train) + len(held) == len(pts)
+    h = cost_fit.holdout(pts)
+    assert h["held_out_points"] == 8 and h["spearman_held_out_calibrated"] > 0.95
+    assert h["calibration"]["memory"] == pytest.approx(3.0, rel=0.1)
+    assert len(h["folds"]) == 3 and all(f["spearman_held_out_calibrated"] > 0.9 for f in h["folds"])
+    held = [names(cost_fit.split(pts, k)[1]) for k in range(3)]  # the folds partition the kernels
+    assert set().union(*held) == names(pts) and sum(len(x) for x in held) == 12
 
 
 def test_write_table_replaces_only_the_marked_block(tmp_path):
