@@ -38,6 +38,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from eggpu.ir import Block, Function, Operation, Value
+from eggpu.ir.ops import OPS, Trait
 
 if TYPE_CHECKING:
     from .cost import CostModel
@@ -47,8 +48,9 @@ GROUPS = ("int_simple", "int_mul", "int_divrem", "int_divrem_const", "float_simp
           "select", "cast", "address", "memory", "masked", "reduce", "reduce_tree", "dot", "control")
 
 _FREE = {"const", "splat", "broadcast", "expand_dims", "reshape", "bitcast", "yield"}
-_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
-_REDUCE = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin"}
+# derived from the op table's traits, so a new memory op or reduction is priced as one
+_MEMORY = frozenset(name for name, d in OPS.items() if Trait.EFFECT in d.traits)
+_REDUCE = frozenset(name for name, d in OPS.items() if Trait.REDUCTION in d.traits)
 _LOOPS = {"for", "while"}
 #: ops priced ``control_thread`` once per thread: control flow and the per-thread index set-up
 _CONTROL = {"for", "while", "if", "program_id", "num_programs", "arange"}
