@@ -42,7 +42,7 @@ from eggpu.ir.types import BlockType
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
-from .stripmine import strip_mine
+from .stripmine import strip_mine, strip_shape
 from .target import max_shared_bytes_of
 
 MAX_SHARED_BYTES = 48 * 1024
@@ -90,6 +90,9 @@ class LoweredModule:
     dynamic_shared_bytes: int = 0
     """PTX mode: the dynamic shared memory a launch must provide (``shared_bytes`` when it is more
     than the 48 KiB a CTA may declare statically, else 0)."""
+    strip_mined: tuple[int, int] = ()
+    """``(block lanes, lanes per loop iteration)`` when the kernel was strip-mined
+    (:mod:`eggpu.codegen.stripmine`), else empty."""
 
 
 class Lowerer:
@@ -506,6 +509,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     _check_params(fn)
     stripped = strip_mine(fn, num_warps)  # a loop over chunks, when lane-wise and wide
     check_block_sizes(fn, num_warps, per_thread=stripped is None)
+    strip = strip_shape(fn, stripped)
     fn = stripped or fn
     module = ir.Module(name=fn.name)
     em = Emitter(module, mode, num_warps, fast_math=fast_math, sm=sm)
@@ -557,7 +561,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
                        tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
-                       em.smem_bytes if dynamic else 0)
+                       em.smem_bytes if dynamic else 0, strip)
     return module, lm
 
 

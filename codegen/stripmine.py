@@ -64,6 +64,14 @@ def strip_mine(fn: Function, num_warps: int, max_per_thread: int = STRIP_ABOVE_P
     return _rewrite(fn, n, m)
 
 
+def strip_shape(original: Function, stripped: Function | None) -> tuple[int, ...]:
+    """``(block lanes, lanes per iteration)`` of a :func:`strip_mine` result; ``()`` for None."""
+    if stripped is None:
+        return ()
+    (loop,) = (op for op in stripped.body.ops if op.op == "for")
+    return (_common_length(original), loop.operands[2].owner.attrs["value"])
+
+
 def _common_length(fn: Function) -> int | None:
     """The length ``N`` when every block value of ``fn`` has shape ``(N,)`` and there is no
     control flow; None otherwise (also when there are no block values)."""

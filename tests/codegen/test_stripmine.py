@@ -151,6 +151,7 @@ def test_mixed_lane_wise_ops_compile_and_run_at_2_20():
     inst = mixed.specialize(x, y, k, n, BLOCK=2**20)
     ck = eggpu.compile(inst, target="sm_90", cache=False)
     assert ck.ptx.count("ld.global") < 64  # one chunk's loads, not 8192 per thread
+    assert ck.report["strip_mined"] == {"block": 2**20, "chunk": 128 * STRIP_ELEMENTS_PER_THREAD}
     ck.run_cpu((1,), x, y, k, n)
     want = np.where(x > 0, np.exp(x.astype(np.float64)), x.astype(np.float16).astype(np.float64))
     np.testing.assert_allclose(y, want.astype(np.float32), rtol=2e-7 * 4, atol=0)
@@ -165,6 +166,7 @@ def test_the_strip_mined_gpu_kernel_has_no_spills():
 
     lm = lower(masked_scale(2**17), "sm_90", num_warps=4)
     assert "phi" in lm.llvm_ir  # the chunk loop
+    assert lm.strip_mined == (2**17, 4096) and lower(masked_scale(2**15), "sm_90").strip_mined == ()
     try:
         find_ptxas()
     except ToolchainError:
