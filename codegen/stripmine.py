@@ -20,9 +20,11 @@ Which kernels qualify (anything else is left to the unrolled lowering and its pe
   with the elementwise trait, ``load`` and ``store`` on blocks; no reduction, reshape, ``dot``,
   ``gather``, atomic, and no scalar load or store (a scalar effect would repeat per chunk);
 * every load and store addresses ``splat(pointer parameter) + OFFS`` with one and the same
-  ``OFFS`` value: lane ``i`` of every access touches element ``OFFS[i]`` of its buffer, so a
-  chunk's stores never hit what another chunk loads through the same pointer (an in-place
-  ``x[offs] = f(x[offs])`` stays exact; ``x[offs] = x[offs + 1]`` is not strip-mined). Two
+  ``OFFS`` value, and ``OFFS`` is injective (``base + s * i`` with a known constant ``s != 0``,
+  :mod:`eggpu.codegen.analysis`): lane ``i`` of every access touches element ``OFFS[i]`` of its
+  buffer and no other lane does, so a chunk's stores never hit what another chunk loads through
+  the same pointer (an in-place ``x[offs] = f(x[offs])`` stays exact; ``x[offs] = x[offs + 1]``
+  and ``x[offs // 2] += 1`` are not strip-mined). Two
   *different* pointer arguments that partly overlap are a data race between threads on the GPU
   already (no ordering between one thread's store and another's load), so they add no case.
 
@@ -94,8 +96,8 @@ def _is_block_op(op: Operation) -> bool:
 
 def _lanewise(fn: Function) -> bool:
     """Whether every block operation of ``fn`` acts lane by lane, there is no scalar effect and
-    every memory access shares one offset vector (module docstring)."""
-    offsets: set[int] = set()
+    every memory access shares one injective offset vector (module docstring)."""
+    offsets: dict[int, Value] = {}
     for op in fn.body.ops:
         if not _is_block_op(op):
             if not get(op.op).is_pure:  # a scalar load/store/atomic would repeat per chunk
@@ -110,8 +112,23 @@ def _lanewise(fn: Function) -> bool:
             base = addr.operands[0].owner
             if not (isinstance(base, Operation) and base.op == "splat" and base.operands[0].owner is fn):
                 return False
-            offsets.add(id(addr.operands[1]))
-    return len(offsets) <= 1
+            offsets[id(addr.operands[1])] = addr.operands[1]
+    if len(offsets) != 1:
+        return False
+    (offs,) = offsets.values()
+    return _injective(fn, offs)
+
+
+def _injective(fn: Function, offs: Value) -> bool:
+    """Whether distinct lanes of ``offs`` are distinct elements: ``base + s * i`` with a known
+    constant ``s != 0`` and ``|s| * N`` below the offset type's modulus (no two lanes wrap onto
+    one value)."""
+    from .analysis import AddressAnalysis
+
+    f = AddressAnalysis(fn).get(offs)
+    if f is None or len(f.strides) != 1 or not f.strides[0].const:
+        return False
+    return abs(f.strides[0].const) * offs.type.shape[0] < (1 << offs.type.elem.bits)
 
 
 def _rewrite(fn: Function, n: int, m: int) -> Function:

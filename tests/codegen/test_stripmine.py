@@ -22,11 +22,17 @@ def _offs(b: Builder, block: int):
                 b.op("arange", start=0, end=block))
 
 
-def masked_scale(block: int, *, shift: int = 0, reduce: bool = False, scalar_store: bool = False):
-    """``y[o] = 2 * x[o + shift] + 1`` for ``o < n``; variants that must not be strip-mined:
-    a shifted load, a reduction stored to ``y[0]``, a scalar store."""
+def masked_scale(block: int, *, shift: int = 0, reduce: bool = False, scalar_store: bool = False,
+                 div: int = 0, stride: int = 1):
+    """``y[o] = 2 * x[o + shift] + 1`` for ``o < n`` (``o`` times ``stride``, or divided by
+    ``div``); variants that must not be strip-mined: a shifted load, a reduction stored to
+    ``y[0]``, a scalar store, ``o // div`` (two lanes on one element)."""
     b = Builder("masked_scale", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
     offs = _offs(b, block)
+    if div:
+        offs = b.op("div", offs, b.op("splat", b.const(div, i32), shape=(block,)))
+    if stride != 1:
+        offs = b.op("mul", offs, b.op("splat", b.const(stride, i32), shape=(block,)))
     mask = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
     src = offs if not shift else b.op("add", offs, b.op("splat", b.const(shift, i32), shape=(block,)))
     x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=(block,)), src), mask,
@@ -64,6 +70,8 @@ def test_a_wide_lane_wise_kernel_becomes_one_loop_over_chunks():
     ("shifted load", masked_scale(2**17, shift=1), 4),
     ("reduction", masked_scale(2**17, reduce=True), 4),
     ("scalar store", masked_scale(2**17, scalar_store=True), 4),
+    ("two lanes per element", masked_scale(2**17, div=2), 4),
+    ("stride 2**15 wraps i32 over 2**17 lanes", masked_scale(2**17, stride=2**15), 4),
 ])
 def test_kernels_that_are_not_lane_wise_or_narrow_are_left_alone(why, fn, warps):
     assert strip_mine(fn, warps) is None, why
@@ -102,6 +110,19 @@ def test_the_strip_mined_program_interprets_like_the_original(n, warps):
     interpret(fn, grid, x, want, n)
     interpret(out, grid, x, got, n)
     np.testing.assert_array_equal(got, want)
+
+
+def test_a_strided_kernel_is_strip_mined_and_exact():
+    """o * 3: injective, so looped; run_cpu equals numpy on every third element."""
+    fn = masked_scale(2**17, stride=3)
+    assert strip_mine(fn, 4) is not None
+    n = 3 * 1001
+    x = np.random.default_rng(4).standard_normal(n).astype(np.float32)
+    y = np.full(n, -7.0, np.float32)
+    build_host(fn, num_warps=4).run(1, x, y, n)
+    want = np.full(n, -7.0, np.float32)
+    want[::3] = _reference(x[::3], 1001)
+    np.testing.assert_array_equal(y, want)
 
 
 @pytest.fixture(scope="module")
