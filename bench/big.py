@@ -12,7 +12,7 @@ per-stage times (``ck.report["times_ms"]``) and optimizer stages (validation ver
 or the compile error when eggpu refuses a kernel. Numbers are measured and printed, never asserted.
 The kernels are in :mod:`bench.big_kernels`, one text compiled by both (Triton tutorial 03's
 matmul, the library's cross-entropy at BLOCK 32768, a masked elementwise kernel at 32768 and
-131072 lanes, the fused-attention backward shape at 64x64).
+131072 lanes, the fused-attention forward and backward shapes at 64x64).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ _MATMUL = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp16", "M": "i32", "N"
            "stride_cm": "i32", "stride_cn": "i32"}
 _MASKED = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32"}
 _ATTN = {**{p: "*fp32" for p in ("Q", "K", "V", "DO", "M", "D", "DK", "DV")}, "N_CTX": "i32"}
+_ATTN_FWD = {**{p: "*fp32" for p in ("Q", "K", "V", "Out")}, "N_CTX": "i32", "sm_scale": "fp32"}
 _XENT = {"logits_ptr": "*fp32", "targets_ptr": "*i32", "loss_ptr": "*fp32", "n_cols": "i32", "row_stride": "i32"}
 ENTRIES: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {
     "tutorial_matmul_32": ("tutorial_matmul", _MATMUL,
@@ -47,6 +48,7 @@ ENTRIES: dict[str, tuple[str, dict[str, str], dict[str, Any]]] = {
     "cross_entropy_32768": ("cross_entropy_forward", _XENT, {"BLOCK_SIZE": 32768}),
     "masked_32768": ("masked_scale", _MASKED, {"BLOCK": 32768}),
     "masked_131072": ("masked_scale", _MASKED, {"BLOCK": 131072}),
+    "attn_fwd_64": ("attn_fwd", _ATTN_FWD, {"BLOCK": 64, "HEAD": 64}),
     "attn_bwd_64": ("attn_bwd", _ATTN, {"BLOCK": 64, "HEAD": 64}),
 }
 
@@ -62,7 +64,7 @@ def _eggpu_instance(key: str):
         from eggpu.kernels import get
 
         return get(kernel).kernel(f32, (consts["BLOCK_SIZE"],))
-    args = [np.zeros(16, _NP[t]) if t.startswith("*") else 1024 for t in sig.values()]
+    args = [np.zeros(16, _NP[t]) if t.startswith("*") else 1024 if t == "i32" else 0.125 for t in sig.values()]
     return getattr(kernels("eggpu"), kernel).specialize(*args, **consts)
 
 

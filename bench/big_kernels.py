@@ -86,3 +86,27 @@ def attn_bwd(Q, K, V, DO, M, D, DK, DV, N_CTX, BLOCK: tl.constexpr, HEAD: tl.con
         psum += tl.sum(p_t, axis=1)
     tl.store(DK + kv_offs, dk)
     tl.store(DV + kv_offs, dv * (1.0 / (1.0 + psum[:, None])))
+
+
+@jitlib.jit
+def attn_fwd(Q, K, V, Out, N_CTX, sm_scale, BLOCK: tl.constexpr, HEAD: tl.constexpr):
+    """The fused-attention forward pass (Triton tutorial 06's inner loop, one head, no causal
+    mask): online softmax over key tiles with two ``tl.dot`` per tile."""
+    offs_m = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    offs_d = tl.arange(0, HEAD)
+    q = tl.load(Q + offs_m[:, None] * HEAD + offs_d[None, :])
+    m_i = tl.zeros((BLOCK,), dtype=tl.float32) - 1.0e30
+    l_i = tl.zeros((BLOCK,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK, HEAD), dtype=tl.float32)
+    for start_n in range(0, N_CTX, BLOCK):
+        offs_n = start_n + tl.arange(0, BLOCK)
+        k = tl.load(K + offs_n[:, None] * HEAD + offs_d[None, :])
+        v = tl.load(V + offs_n[:, None] * HEAD + offs_d[None, :])
+        qk = tl.dot(q, tl.trans(k)) * sm_scale
+        m_ij = tl.maximum(m_i, tl.max(qk, 1))
+        p = tl.exp(qk - m_ij[:, None])
+        alpha = tl.exp(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p, v)
+        m_i = m_ij
+    tl.store(Out + offs_m[:, None] * HEAD + offs_d[None, :], acc / l_i[:, None])

@@ -42,6 +42,7 @@ from eggpu.ir.types import BlockType
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
+from .stripmine import strip_mine, strip_shape
 from .target import max_shared_bytes_of
 
 MAX_SHARED_BYTES = 48 * 1024
@@ -49,12 +50,14 @@ MAX_SHARED_BYTES = 48 * 1024
 target's opt-in limit (:attr:`eggpu.codegen.target.Target.max_shared_bytes`)."""
 MAX_BLOCK_NUMEL = 1 << 20
 """Largest block (elements of one block value) the lowering accepts: Triton's ``TRITON_MAX_TENSOR_NUMEL``."""
-MAX_ELEMENTS_PER_THREAD = 256
-"""Largest ``ceil(numel / threads)`` the lowering accepts. Every thread's elements are unrolled
-(one LLVM value per element slot), and LLVM's time grows faster than linearly with that count:
-for a masked f32 vector add at ``num_warps=4`` (sm_90, this 2-core machine) the LLVM -> PTX
-step takes 0.06 s at 1024 elements (8 per thread), 3 s at 16384 (128), 12 s at 32768 (256)
-and 81 s at 65536 (512); a 2**20 block (8192 per thread) would take hours."""
+MAX_ELEMENTS_PER_THREAD = 1024
+"""Largest ``ceil(numel / threads)`` the unrolled lowering accepts. Every thread's elements are
+unrolled (one LLVM value per element slot), and LLVM's and ptxas' time grows faster than
+linearly with that count (sm_90, ``num_warps=4``, this 2-core machine): a masked f32 kernel took
+3.5 s at 32768 elements (256 per thread), 9-11 s at 131072 (1024; Triton 10.6 s) and 66 s at
+262144 (2048); cross-entropy at 131072 7.5 s (Triton 36 s). A lane-wise kernel
+(:mod:`eggpu.codegen.stripmine`) is strip-mined into a loop beyond 256 per thread instead and
+never reaches this limit."""
 
 
 @dataclass
@@ -87,6 +90,9 @@ class LoweredModule:
     dynamic_shared_bytes: int = 0
     """PTX mode: the dynamic shared memory a launch must provide (``shared_bytes`` when it is more
     than the 48 KiB a CTA may declare statically, else 0)."""
+    strip_mined: tuple[int, int] = ()
+    """``(block lanes, lanes per loop iteration)`` when the kernel was strip-mined
+    (:mod:`eggpu.codegen.stripmine`), else empty."""
 
 
 class Lowerer:
@@ -428,10 +434,11 @@ def _check_params(fn: Function) -> None:
                                "can be kernel parameters in compiled code")
 
 
-def check_block_sizes(fn: Function, num_warps: int) -> None:
+def check_block_sizes(fn: Function, num_warps: int, *, per_thread: bool = True) -> None:
     """CodegenError naming ``fn`` and the size when its largest block value has more than
     :data:`MAX_BLOCK_NUMEL` elements, or more than :data:`MAX_ELEMENTS_PER_THREAD` per thread
-    at ``num_warps`` (the message says which ``num_warps`` would do)."""
+    at ``num_warps`` (the message says which ``num_warps`` would do; checked only with
+    ``per_thread``: a kernel :func:`~eggpu.codegen.stripmine.strip_mine` loops over is exempt)."""
     biggest: BlockType | None = None
     for op in fn.walk():
         for v in (*op.operands, *op.results):
@@ -447,14 +454,14 @@ def check_block_sizes(fn: Function, num_warps: int) -> None:
                            f"block, {MAX_BLOCK_NUMEL} elements (2**20, Triton's limit); use a smaller block")
     nt = num_warps * 32
     per = -(-n // nt)
-    if per > MAX_ELEMENTS_PER_THREAD:
+    if per_thread and per > MAX_ELEMENTS_PER_THREAD:
         fits = [w for w in (1, 2, 4, 8, 16, 32) if -(-n // (32 * w)) <= MAX_ELEMENTS_PER_THREAD]
         fix = f"compile with num_warps={fits[0]} or use a smaller block" if fits else "use a smaller block"
         raise CodegenError(
             f"{fn.name}: a block of {n} elements ({shape}) puts {per} elements on each of the {nt} threads "
             f"(num_warps={num_warps}); the lowering unrolls each thread's elements and supports at most "
-            f"{MAX_ELEMENTS_PER_THREAD} per thread (compile time grows faster than linearly: a 65536-element "
-            f"block at num_warps=4 takes minutes); {fix}")
+            f"{MAX_ELEMENTS_PER_THREAD} per thread (compile time grows faster than linearly; only a kernel that "
+            f"works lane by lane, its loads and stores at one offset vector, is looped instead); {fix}")
 
 
 def _param_abi_type(em: Emitter, t: BlockType) -> ir.Type:
@@ -500,7 +507,10 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
 
     verify(fn)
     _check_params(fn)
-    check_block_sizes(fn, num_warps)
+    stripped = strip_mine(fn, num_warps)  # a loop over chunks, when lane-wise and wide
+    check_block_sizes(fn, num_warps, per_thread=stripped is None)
+    strip = strip_shape(fn, stripped)
+    fn = stripped or fn
     module = ir.Module(name=fn.name)
     em = Emitter(module, mode, num_warps, fast_math=fast_math, sm=sm)
     abi = [_param_abi_type(em, p.type) for p in fn.params]
@@ -551,7 +561,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
                        tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
-                       em.smem_bytes if dynamic else 0)
+                       em.smem_bytes if dynamic else 0, strip)
     return module, lm
 
 

@@ -489,6 +489,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["dynamic_shared_bytes"] = compiled.lowered.dynamic_shared_bytes
     if compiled.lowered.dots:
         report["dot"] = [dict(d) for d in compiled.lowered.dots]
+    if compiled.lowered.strip_mined:  # a wide lane-wise kernel lowered as a loop over chunks
+        report["strip_mined"] = dict(zip(("block", "chunk"), compiled.lowered.strip_mined))
     try:
         find_ptxas()
         have_ptxas = True

@@ -278,3 +278,58 @@ def test_static_shared_memory_launch_passes_zero(monkeypatch):
     p = Param("x", pointer(f32))
     rt.launch("ptx", "k_entry_point", (1, 1, 1), 64, [CheckedArg(p, "device", 4096)])
     assert rt.cu.calls == [("cuLaunchKernel", "fn:k_entry_point", (1, 1, 1), (64, 1, 1), 0)]
+
+
+# ------------------------------------------------------------------ the refused kernels, run on the CPU
+
+
+def test_transposition_needing_128_kib_compiles_for_sm_90_and_runs_on_cpu():
+    """A 256x128 f32 tile transposed through shared memory (128 KiB, refused by the old 48 KiB
+    static cap): dynamic shared memory on sm_90; run_cpu equals numpy's transpose exactly."""
+    import numpy as np
+
+    import eggpu
+    import eggpu.language as tl
+
+    @eggpu.jit
+    def transpose(x_ptr, y_ptr, R: tl.constexpr, C: tl.constexpr):
+        r, c = tl.arange(0, R), tl.arange(0, C)
+        x = tl.load(x_ptr + r[:, None] * C + c[None, :])
+        tl.store(y_ptr + c[:, None] * R + r[None, :], tl.trans(x))
+
+    x = np.random.default_rng(3).standard_normal((256, 128)).astype(np.float32)
+    y = np.zeros((128, 256), np.float32)
+    ck = eggpu.compile(transpose.specialize(x, y, R=256, C=128), target="sm_90", cache=False)
+    assert ck.dynamic_shared_bytes >= 128 * 1024
+    ck.run_cpu(1, x, y)
+    np.testing.assert_array_equal(y, x.T)
+
+
+def test_f16_dot_needing_64_kib_runs_on_cpu_like_numpy():
+    """128x128x128 f16 tensor-core operands (64 KiB of shared memory, dynamic on sm_90): the
+    host build emulating sm_90 plans the same and matches numpy on a ragged 200x150x170."""
+    import numpy as np
+
+    from eggpu.codegen import build_host
+
+    spec = importlib_test_mma()
+    M, N, K = 200, 150, 170
+    fn = spec._kernel_ir("f16", (128, 128, 128), M, N, K)
+    hk = build_host(fn, num_warps=8, sm=90)
+    assert hk.lowered.dots[0]["strategy"] == "mma_sync" and hk.lowered.shared_bytes == 65536
+    a, b, c = spec._inputs("f16", M, N, K, seed=5)
+    hk.run((2, 2), a, b, c, M, N, K)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-5 * np.sqrt(K))
+
+
+def importlib_test_mma():
+    """tests/codegen/test_mma.py as a module (its ``mm`` kernel and input helpers)."""
+    import importlib.util
+
+    mod = sys.modules.get("_test_mma_helpers")
+    if mod is None:
+        spec = importlib.util.spec_from_file_location("_test_mma_helpers", HERE / "test_mma.py")
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules["_test_mma_helpers"] = mod
+        spec.loader.exec_module(mod)
+    return mod
