@@ -26,9 +26,11 @@ the induction variable, loop invariants and carried values whose own updates are
 - after the loop: ``cp.async.wait_group 0``.
 
 Copies (GPU). The blocked layout gives a thread chunks of ``V = 4`` consecutive elements (8
-bytes). When the address analysis proves 8-element pieces contiguous and 16-byte aligned, the
-even lane of each pair copies both lanes' chunks with one ``cp.async.cg.shared.global`` of 16
-bytes (the odd lane's validity comes by a ``shfl.bfly``); with a mask that is constant on each
+bytes). When the address analysis proves 8-element pieces contiguous and 16-byte aligned, chunk
+``n`` of lanes ``2i`` and ``2i+1`` is one piece copied by one ``cp.async.cg.shared.global`` of
+16 bytes: by the even lane for even ``n``, by the odd lane (from its pointer minus 4 elements)
+for odd ``n``, so every lane issues one copy per two chunks (the partner's validity comes by a
+``shfl.bfly``); with a mask that is constant on each
 8-element piece and a zero ``other`` the copy is unconditional with ``src-size`` 0 or 16 (the
 hardware zero-fills); otherwise a pair with any masked-off element is loaded element by element
 (``ld.global`` + ``st.shared``, visible after the barrier). With 4-element pieces proven, each

@@ -261,3 +261,41 @@ def test_jit_launch_option_num_stages(stages):
     assert ck.report["options"]["num_stages"] == (stages or 3)
     assert ck.report["dot"][0]["pipelined"], ck.report["dot"]
     np.testing.assert_array_equal(c, _sequential(a, b))
+
+
+@eggpu.jit
+def mm_with_reduction(a_ptr, b_ptr, c_ptr, s_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """The body also reduces a row of a through shared memory (a load the dot does not use): the
+    stage buffers must sit above that scratch, or the reduction would overwrite prefetched tiles."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    total = 0.0
+    for k in range(0, K, BK):
+        ka = k + rk
+        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        row = tl.load(a_ptr + ka, mask=ka < K, other=0.0)
+        total += tl.sum(row.to(tl.float32) * (rk + 1).to(tl.float32))
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    tl.store(s_ptr + tl.program_id(0) * 0, total)
+
+
+def test_shared_memory_of_the_body_is_below_the_stages():
+    M, N, K = 64, 32, 160
+    rng = np.random.default_rng(11)
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((K, N)).astype(np.float16)
+    c = np.zeros((M, N), np.float32)
+    s = np.zeros(1, np.float32)
+    inst = mm_with_reduction.specialize(a, b, c, s, M, N, K, BM=64, BN=32, BK=32)
+    ck = eggpu.compile(inst, "sm_80", num_stages=4, specialize=IV_FACTS, optimize=False, cache=False)
+    (d,) = ck.report["dot"]
+    assert d["pipelined"], d
+    assert ck.shared_bytes >= 4 * (64 * 32 + 32 * 32) * 2 + 128, ck.shared_bytes  # stages above the scratch
+    ck.run_cpu((1, 1), a, b, c, s, M, N, K)
+    np.testing.assert_array_equal(c, _sequential(a, b))
+    w = np.tile(np.arange(1, 33, dtype=np.float64), K // 32)
+    np.testing.assert_allclose(s[0], (a[0].astype(np.float64) * w).sum(), rtol=1e-5)
