@@ -25,8 +25,13 @@ the induction variable, loop invariants and carried values whose own updates are
   no barrier of their own); the body's own loads are not emitted;
 - after the loop: ``cp.async.wait_group 0``.
 
-Copies (GPU). The blocked layout gives a thread chunks of ``V = 4`` consecutive elements (8
-bytes). When the address analysis proves 8-element pieces contiguous and 16-byte aligned, chunk
+Copies (GPU). When the address analysis proves 8-element pieces contiguous and 16-byte aligned
+and the loads' pointer, mask and ``other`` are functions of the coordinates (addresses computed
+from the induction variable), the tile is cut into 16-byte pieces and thread ``t`` copies
+pieces ``t, t+NT, ...`` with one ``cp.async.cg.shared.global`` each, pointer and mask evaluated
+at the piece (:func:`_copy_tile_pieces`). Carried per-thread values (``a_ptrs += BK``) exist only
+in the blocked layout, which gives a thread chunks of ``V = 4`` consecutive elements (8 bytes):
+then chunk
 ``n`` of lanes ``2i`` and ``2i+1`` is one piece copied by one ``cp.async.cg.shared.global`` of
 16 bytes: by the even lane for even ``n``, by the odd lane (from its pointer minus 4 elements)
 for odd ``n``, so every lane issues one copy per two chunks (the partner's validity comes by a
@@ -184,8 +189,11 @@ class Pipeline:
                     lw.bind(r, lv)
             operands = []
             for ld in self.loads:
-                got = [lw.elems(lw.get(v)) for v in ld.operands]
-                operands.append((got + [None, None])[:3])
+                lvs = [lw.get(v) for v in ld.operands]
+                if lw.em.is_ptx and all(lv.is_lazy or lv.is_uniform for lv in lvs):
+                    operands.append((lvs + [None, None])[:3])  # evaluated at the copy's coordinates
+                else:
+                    operands.append(([lw.elems(lv) for lv in lvs] + [None, None])[:3])
             nxt = {}
             for i in self.state:
                 lv = lw.get(term.operands[i])
@@ -213,7 +221,64 @@ class Pipeline:
         plan = self.carry.plan
         with b.if_then(in_range):
             for ld, ops_, dest, cols, w in zip(self.loads, operands, (base_a, base_b), (plan.K, plan.N), self.widths):
-                _copy_tile(lw, ld, *ops_, dest, cols, w)
+                if isinstance(ops_[0], LV):
+                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w)
+                else:
+                    _copy_tile(lw, ld, *ops_, dest, cols, w)
+
+
+def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | None, dest: ir.Value,
+                      cols: int, w: int) -> None:
+    """GPU, operands that are functions of the coordinates (lazy or uniform): the tile is cut in
+    pieces of ``w`` elements (16 or 8 bytes), piece ``q*NT + t`` copied by thread ``t`` with one
+    ``cp.async`` (as Triton distributes them), its pointer, mask and ``other`` evaluated at the
+    piece's coordinates; a piece with masked-off elements (unless ``src-size`` 0 can zero-fill
+    it) is loaded element by element."""
+    em: Emitter = lw.em
+    b = em.b
+    t = ld.results[0].type
+    rows_n = t.shape[0]
+    mt = em.mem_type(t.dtype)
+    pieces = rows_n * cols // w
+    zero_other = other is None or (other.is_uniform and _is_plus_zero(other.u))
+    fast = zero_other and (mask is None or chunk_uniform(ld.operands[1], w, lw.facts))
+    tid = em.tid()
+
+    def at(lv: LV | None, r: ir.Value, c: ir.Value) -> ir.Value | None:
+        return None if lv is None else lw.at(lv, [r, c])
+
+    for q in range(-(-pieces // em.nt)):
+        flat = b.mul(b.add(tid, I32(q * em.nt)), I32(w))
+        owned = None if (q + 1) * em.nt <= pieces else b.icmp_unsigned("<", flat, I32(pieces * w))
+        r = b.udiv(flat, I32(cols))
+        c = b.urem(flat, I32(cols))
+        idx = swizzled_index(em, r, c, cols)
+        dst = b.gep(dest, [idx], source_etype=mt)
+        src = at(ptr, r, c)
+        if fast:
+            valid = and_masks(em, owned, at(mask, r, c))
+            size = I32(2 * w) if valid is None or is_const_true(valid) else b.select(valid, I32(2 * w), I32(0))
+            if owned is None:
+                _cp_async(em, dst, src, 2 * w, size)
+            else:
+                with b.if_then(owned):
+                    _cp_async(em, dst, src, 2 * w, size)
+            continue
+        cs = [c] + [b.add(c, I32(i)) for i in range(1, w)]
+        ms = [at(mask, r, ci) for ci in cs]
+        valid = owned
+        for m in ms:
+            valid = and_masks(em, valid, m)
+        if valid is None or is_const_true(valid):
+            _cp_async(em, dst, src, 2 * w)
+            continue
+        with b.if_else(valid) as (then, otherwise):
+            with then:
+                _cp_async(em, dst, src, 2 * w)
+            with otherwise:  # an unowned piece (beyond the tile) stores nothing
+                for i, ci in enumerate(cs):
+                    v = em.gload(at(ptr, r, ci), mt, and_masks(em, owned, ms[i]), at(other, r, ci))
+                    em.smem_store(dest, mt, b.add(idx, I32(i)), v, owned)
 
 
 def _copy_tile(lw, ld: Operation, ptrs, masks_in, others, dest: ir.Value, cols: int, w: int) -> None:

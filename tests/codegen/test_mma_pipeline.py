@@ -42,6 +42,23 @@ def mm_tutorial(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, s
 
 
 @eggpu.jit
+def mm_strided(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Pointers recomputed from the induction variable (functions of the coordinates), padded
+    leading dimensions, masks on ragged K: the per-thread 16-byte piece copies with an
+    element-by-element fallback for partly masked pieces."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        ka = k + rk
+        a = tl.load(a_ptr + rm[:, None] * lda + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ka[:, None] * ldb + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@eggpu.jit
 def mm_iv(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """Addresses from the induction variable only (``acc += dot``), row-major packed operands."""
     rm = tl.program_id(0) * BM + tl.arange(0, BM)
@@ -223,6 +240,28 @@ def test_ragged_masks_ptx_has_element_fallback():
     assert "shfl.sync.bfly" in cp.ptx  # the pair's validity
     rep = run_ptxas(cp.ptx, "sm_80")
     assert rep.spills_stores == 0, rep.log
+
+
+STRIDED_FACTS = {"lda": "div16", "ldb": "div16", "a_ptr": "align16", "b_ptr": "align16"}
+
+
+@pytest.mark.parametrize("dt,stages", [("f16", 2), ("bf16", 3)])
+def test_strided_ragged_k_run_cpu_and_ptxas(dt, stages):
+    from eggpu.codegen.ptxas import run_ptxas
+
+    M, N, K = 50, 40, 77
+    rng = np.random.default_rng(stages)
+    lda, ldb = 96, 48
+    a, b = _padded(rng, M, K, lda, dt), _padded(rng, K, N, ldb, dt)
+    c = np.zeros((M, N), np.float32)
+    inst = mm_strided.specialize(a, b, c, M, N, K, lda, ldb, BM=32, BN=32, BK=32)
+    ck = eggpu.compile(inst, "sm_80", num_stages=stages, specialize=STRIDED_FACTS, optimize=False, cache=False)
+    assert ck.report["dot"][0]["pipelined"], ck.report["dot"]
+    ck.run_cpu((2, 2), a, b, c, M, N, K, lda, ldb)
+    np.testing.assert_array_equal(c, _sequential(a[:, :K], b[:, :N]))
+    assert "cp.async.cg.shared.global" in ck.ptx and "st.shared.b16" in ck.ptx  # copies + fallback
+    assert "shfl" not in ck.ptx  # per-thread pieces: no partner validity
+    assert run_ptxas(ck.ptx, "sm_80").spills_stores == 0
 
 
 @pytest.mark.parametrize("bad", [0, 9, -1, True, 2.0, "3", None])
