@@ -248,7 +248,9 @@ class Lowerer:
 
     def _for(self, op: Operation) -> None:
         """A counted loop (module docstring). A carried f32 block that the body only updates with
-        a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`)."""
+        a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`), and
+        that dot's operand loads may become ``cp.async`` stages (:mod:`eggpu.codegen.mma_pipeline`:
+        a prologue before the loop, one extra carried list with the look-ahead address state)."""
         from .mma_carry import find_carries
         from .mma_pipeline import plan_pipeline
 

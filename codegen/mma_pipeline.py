@@ -43,7 +43,9 @@ chunk is one ``cp.async.ca`` of 8 bytes. The destination is the swizzled element
 register staging uses (:func:`eggpu.codegen.lower_mma.swizzled_index`), so ``ldmatrix`` is
 unchanged.
 
-Host (``run_cpu``): the same schedule, stage buffers and swizzle; a ``cp.async`` is a copy at
+Host (``run_cpu``): the same schedule, stage buffers and swizzle (and the per-thread piece
+distribution of :func:`_copy_tile_pieces`; in the lane-pair scheme each lane copies its own
+chunks); a ``cp.async`` is a copy at
 issue (masked-off elements take ``other``), ``wait_group`` and ``bar.sync`` are no-ops (the
 data is already there, and the lanes run in lock-step). The bounds checks run at issue, only for
 iterations that exist.
@@ -190,7 +192,7 @@ class Pipeline:
             operands = []
             for ld in self.loads:
                 lvs = [lw.get(v) for v in ld.operands]
-                if lw.em.is_ptx and all(lv.is_lazy or lv.is_uniform for lv in lvs):
+                if all(lv.is_lazy or lv.is_uniform for lv in lvs):
                     operands.append((lvs + [None, None])[:3])  # evaluated at the copy's coordinates
                 else:
                     operands.append(([lw.elems(lv) for lv in lvs] + [None, None])[:3])
@@ -229,11 +231,14 @@ class Pipeline:
 
 def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | None, dest: ir.Value,
                       cols: int, w: int) -> None:
-    """GPU, operands that are functions of the coordinates (lazy or uniform): the tile is cut in
+    """Operands that are functions of the coordinates (lazy or uniform): the tile is cut in
     pieces of ``w`` elements (16 or 8 bytes), piece ``q*NT + t`` copied by thread ``t`` with one
     ``cp.async`` (as Triton distributes them), its pointer, mask and ``other`` evaluated at the
     piece's coordinates; a piece with masked-off elements (unless ``src-size`` 0 can zero-fill
-    it) is loaded element by element."""
+    it) is loaded element by element. The host runs the same distribution and coordinates, a
+    ``cp.async`` being a copy at issue of the piece's elements (with ``src-size`` 0, i.e. the
+    piece's first mask element false, zeros); its bounds check covers the tile's active
+    elements in the blocked layout first (the same set of elements)."""
     em: Emitter = lw.em
     b = em.b
     t = ld.results[0].type
@@ -247,12 +252,26 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
     def at(lv: LV | None, r: ir.Value, c: ir.Value) -> ir.Value | None:
         return None if lv is None else lw.at(lv, [r, c])
 
+    if em.is_host and lw.bounds is not None:
+        lay = lw.layout(t.shape)
+        coords = [lay.coords(em, j) for j in range(lay.per)]
+        lw.bounds.check(lw, ld, [lw.at(ptr, xy) for xy in coords],
+                        [and_masks(em, lay.owned(em, j), None if mask is None else lw.at(mask, xy))
+                         for j, xy in enumerate(coords)], t.dtype.bits // 8, "reads")
     for q in range(-(-pieces // em.nt)):
-        flat = b.mul(b.add(tid, I32(q * em.nt)), I32(w))
-        owned = None if (q + 1) * em.nt <= pieces else b.icmp_unsigned("<", flat, I32(pieces * w))
-        r = b.udiv(flat, I32(cols))
-        c = b.urem(flat, I32(cols))
+        flat = b.mul(b.add(tid, em.k(tid, q * em.nt)), em.k(tid, w))
+        owned = None if (q + 1) * em.nt <= pieces else b.icmp_unsigned("<", flat, em.k(flat, pieces * w))
+        r = b.udiv(flat, em.k(flat, cols))
+        c = b.urem(flat, em.k(flat, cols))
         idx = swizzled_index(em, r, c, cols)
+        if em.is_host:
+            m0 = at(mask, r, c) if fast else None
+            for i in range(w):
+                ci = b.add(c, em.k(c, i)) if i else c
+                m = and_masks(em, owned, m0 if fast else at(mask, r, ci))
+                v = em.gload(at(ptr, r, ci), mt, m, at(other, r, ci))
+                em.smem_store(dest, mt, b.add(idx, em.k(idx, i)) if i else idx, v, owned)
+            continue
         dst = b.gep(dest, [idx], source_etype=mt)
         src = at(ptr, r, c)
         if fast:
