@@ -172,8 +172,10 @@ class Pipeline:
 
     def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV]):
         """Evaluate the slice for the iteration whose induction variable is ``iv`` and whose
-        carried values are ``state``: ``(per load [ptrs, masks|None, others|None], next state)``,
-        every value materialized here (the bindings are restored afterwards)."""
+        carried values are ``state``: ``(per load [ptr, mask|None, other|None], next state)``.
+        Operands that are all lazy or uniform stay LVs (functions of the coordinates, evaluated
+        where a copy needs them; nothing is cached); otherwise they and the next state are
+        materialized here, in the pushed scope, before any branch (the bindings are restored)."""
         region = op.regions[0]
         term = region.terminator
         from .lower_ops import TABLE

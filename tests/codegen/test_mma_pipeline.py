@@ -338,3 +338,13 @@ def test_shared_memory_of_the_body_is_below_the_stages():
     np.testing.assert_array_equal(c, _sequential(a, b))
     w = np.tile(np.arange(1, 33, dtype=np.float64), K // 32)
     np.testing.assert_allclose(s[0], (a[0].astype(np.float64) * w).sum(), rtol=1e-5)
+
+
+def test_num_stages_is_part_of_the_cache_key(tmp_path):
+    inst = _inst(tiles=(32, 32, 32))
+    first = eggpu.compile(inst, "sm_80", num_stages=2, specialize=IV_FACTS, optimize=False, cache=tmp_path)
+    other = eggpu.compile(inst, "sm_80", num_stages=3, specialize=IV_FACTS, optimize=False, cache=tmp_path)
+    again = eggpu.compile(inst, "sm_80", num_stages=2, specialize=IV_FACTS, optimize=False, cache=tmp_path)
+    assert (first.report["cache"], other.report["cache"], again.report["cache"]) == ("miss", "miss", "hit")
+    assert again.options.num_stages == 2 and again.ptx == first.ptx != other.ptx
+    assert "cp.async.wait_group" in first.ptx
