@@ -12,12 +12,13 @@ configuration:
 - the counts of ``HMMA``, shared loads/stores (``LDS``/``LDSM``/``STS``) and barriers
   (``BAR``) in the K loop: the shared-memory traffic per iteration.
 
-Triton is compiled with ``num_stages=1`` (no software pipelining: the same schedule as eggpu's
-K loop today) and with its default ``num_stages=3``; both are recorded. Every configuration runs
+Both compilers run with ``num_stages=1`` (no software pipelining) and with Triton's default
+``num_stages=3`` (eggpu: ``cp.async`` stages, :mod:`eggpu.codegen.mma_pipeline`, when the
+loads are proven 16-byte contiguous); the ratios compare like with like. Every configuration runs
 twice: without launch facts (what ``.specialize(...).ir()`` gives eggpu; Triton gets no
 ``attrs``), and with the facts Triton's launcher derives for 16-byte-aligned pointers and sizes
 that are multiples of 16 (eggpu: ``align16``/``div16`` facts; Triton: ``tt.divisibility``),
-where loads vectorize and Triton's ``num_stages=3`` pipelines with ``cp.async``. Results go to
+where loads vectorize and both compilers' ``num_stages=3`` pipeline with ``cp.async``. Results go to
 ``bench/results/mma_static.json``. Usage: ``python -m bench.mma_static [--quick] [--no-write]``
 (``--quick``: 64x64x32 on sm_80 only).
 """
@@ -85,7 +86,7 @@ def matmul_source(tool: str):
 # ------------------------------------------------------------------ SASS
 
 
-_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)(.*)$")
+_LINE = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)(.*)$")
 _LABEL = re.compile(r"^\s*(\.L_\w+):")
 _TARGET = re.compile(r"`\((\.L_\w+)\)")
 
@@ -107,7 +108,8 @@ def disassemble(cubin: bytes) -> str | None:
 
 
 def parse_instructions(text: str) -> tuple[list[tuple[str, str]], dict[str, int]]:
-    """``([(opcode, operands)...], {label: index of the next instruction})`` of nvdisasm text (NOPs dropped)."""
+    """``([(opcode, operands)...], {label: index of the next instruction})`` of nvdisasm text (NOPs and
+    never-executed ``@!PT`` instructions dropped: ptxas pads ``LDGSTS`` with ``@!PT LDS RZ, [RZ]``)."""
     instrs: list[tuple[str, str]] = []
     labels: dict[str, int] = {}
     for line in text.splitlines():
@@ -115,8 +117,8 @@ def parse_instructions(text: str) -> tuple[list[tuple[str, str]], dict[str, int]
             labels[m.group(1)] = len(instrs)
             continue
         if m := _LINE.match(line):
-            if m.group(2) != "NOP":
-                instrs.append((m.group(2), m.group(4)))
+            if m.group(3) != "NOP" and (m.group(2) or "").strip() != "@!PT":
+                instrs.append((m.group(3), m.group(5)))
     return instrs, labels
 
 
@@ -171,7 +173,7 @@ def _ptxas_fields(ptx: str, target: str) -> tuple[dict[str, Any], bytes]:
             "shared_bytes": rep.shared_bytes}, rep.cubin
 
 
-def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False) -> dict[str, Any]:
+def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False, num_stages: int = 1) -> dict[str, Any]:
     """Compile the matmul with eggpu's codegen (unoptimized IR: the dot lowering is what is measured).
 
     ``facts``: the launch facts Triton's launcher derives for 16-aligned pointers and sizes that
@@ -188,9 +190,10 @@ def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False) -> 
     fn = kern.specialize(a, b, c, M, N, K, BM=bm, BN=bn, BK=bk).ir()
     if facts:
         fn.facts = fn.facts.merged(Facts.make(FACTS))
-    cp = compile_ptx_module(fn, target, num_warps=NUM_WARPS)
+    cp = compile_ptx_module(fn, target, num_warps=NUM_WARPS, num_stages=num_stages)
     out, cubin = _ptxas_fields(cp.ptx, target)
     out["dot"] = [d["strategy"] for d in cp.lowered.dots]
+    out["pipelined"] = [bool(d.get("pipelined")) for d in cp.lowered.dots]
     out["ptx_smem_traffic_in_loop"] = ptx_loop_shared_ops(cp.ptx)
     return out | sass_summary(cubin)
 
@@ -266,6 +269,7 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
     row: dict[str, Any] = {"tile": list(tile), "target": target, "num_warps": NUM_WARPS,
                            "facts": "align16 pointers, div16 M/N/K" if facts else "none"}
     row["eggpu"] = eggpu_case(tile, target, facts)
+    row["eggpu_stages3"] = eggpu_case(tile, target, facts, num_stages=3)
     for stages in (1, 3):
         try:
             row[f"triton_stages{stages}"] = triton_case(tile, target, stages, facts)
@@ -277,6 +281,11 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
         row["ratio_registers_vs_triton1"] = round(e["registers"] / t["registers"], 3)
     if "sass_k_loop" in t and "sass_k_loop" in e and t["sass_k_loop"]:
         row["ratio_k_loop_sass_vs_triton1"] = round(e["sass_k_loop"] / t["sass_k_loop"], 3)
+    t3, e3 = row["triton_stages3"], row["eggpu_stages3"]
+    if "registers" in t3:
+        row["ratio_registers_stages3_vs_triton3"] = round(e3["registers"] / t3["registers"], 3)
+    if t3.get("sass_k_loop") and "sass_k_loop" in e3:
+        row["ratio_k_loop_sass_stages3_vs_triton3"] = round(e3["sass_k_loop"] / t3["sass_k_loop"], 3)
     return row
 
 
@@ -286,7 +295,7 @@ def table(res: dict[str, Any]) -> str:
     out = ["| tile | target | facts | compiler | " + " | ".join(cols) + " | K-loop shared ops |",
            "|---" * (len(cols) + 5) + "|"]
     for row in res["rows"]:
-        for who in ("eggpu", "triton_stages1", "triton_stages3"):
+        for who in ("eggpu", "triton_stages1", "eggpu_stages3", "triton_stages3"):
             r = row.get(who, {})
             vals = [str(r.get(c, r.get("error", "-"))) for c in cols]
             out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {'div16' if row['facts'] != 'none' else 'none'} | {who} | "

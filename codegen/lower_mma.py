@@ -493,7 +493,8 @@ def ldmatrix_indices(lw, plan: MmaPlan) -> tuple[list[list[ir.Value]], list[list
 
 
 def mma_sync_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments,
-                       addr: MmaAddresses | None = None) -> Fragments:
+                       addr: MmaAddresses | None = None,
+                       staged: tuple[ir.Value, ir.Value] | None = None) -> Fragments:
     """Steps 1-3 of the module docstring: ``acc + a @ b`` in the mma fragment layout.
 
     ``acc`` is the C input of the first mma of every tile (each mma adds its 16 products to
@@ -501,18 +502,23 @@ def mma_sync_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fra
     summation order: per 16-step, the products are added to the running sum.
     B fragments of two tile columns come from one ``ldmatrix.x4.trans`` (lanes 16-31 give the
     rows of the second column); an odd last column uses ``.x2.trans``. ``addr``: the
-    shared-memory indices (:func:`mma_addresses`), computed here when not given."""
+    shared-memory indices (:func:`mma_addresses`), computed here when not given. ``staged``:
+    the shared-memory bases where ``a`` and ``b`` already are, swizzled and visible to every
+    thread (a software-pipelined K loop, :mod:`eggpu.codegen.mma_pipeline`): no staging here."""
     em: Emitter = lw.em
     M, K = plan.M, plan.K
     dt = a.type.dtype
     et = em.mem_type(dt)
-    em.smem_begin_write()
-    em.smem_reserve(plan.ab_bytes)
-    off_b = -(-(M * K * 2) // 16) * 16
-    base_a, base_b = em.smem_array(0), em.smem_array(off_b)
-    _store_swizzled(lw, a, base_a, K, addr.a_store if addr else None)
-    _store_swizzled(lw, bv, base_b, plan.N, addr.b_store if addr else None)
-    em.barrier()
+    if staged is not None:
+        base_a, base_b = staged
+    else:
+        em.smem_begin_write()
+        em.smem_reserve(plan.ab_bytes)
+        off_b = -(-(M * K * 2) // 16) * 16
+        base_a, base_b = em.smem_array(0), em.smem_array(off_b)
+        _store_swizzled(lw, a, base_a, K, addr.a_store if addr else None)
+        _store_swizzled(lw, bv, base_b, plan.N, addr.b_store if addr else None)
+        em.barrier()
     # not hoisted: the fragment addresses after the barrier (shorter live ranges, fewer spills)
     a_ld, b_ld = (addr.a_ld, addr.b_ld) if addr else ldmatrix_indices(lw, plan)
 

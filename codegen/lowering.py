@@ -113,6 +113,7 @@ class Lowerer:
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
+        self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
 
     # ------------------------------------------------------------ environment
 
@@ -253,16 +254,22 @@ class Lowerer:
 
     def _for(self, op: Operation) -> None:
         """A counted loop (module docstring). A carried f32 block that the body only updates with
-        a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`)."""
+        a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`), and
+        that dot's operand loads may become ``cp.async`` stages (:mod:`eggpu.codegen.mma_pipeline`:
+        a prologue before the loop, one extra carried list with the look-ahead address state)."""
         from .mma_carry import find_carries
+        from .mma_pipeline import plan_pipeline
 
         em, b = self.em, self.em.b
         lo, hi, step = (self.uniform(self.get(v)) for v in op.operands[:3])
         inits = [self.get(v) for v in op.operands[3:]]
         types = [v.type for v in op.operands[3:]]
         carries = find_carries(self, op, inits)
+        pipe = plan_pipeline(self, op, carries)  # cp.async stages of the dot's loads (mma_pipeline)
         init_lists = [carries[i].init(self, lv) if i in carries else self._flatten([lv]) for i, lv in enumerate(inits)]
         trips = self._trip_count(lo, hi, step, op.operands[2])
+        if pipe is not None:
+            init_lists.append(pipe.prologue(self, op, lo, step, trips, inits))
         pre = b.block
         head = em.new_block("for.head")
         body = em.new_block("for.body")
@@ -290,11 +297,15 @@ class Lowerer:
                 self.bind(a, carries[i].placeholder(self, t))
             else:
                 self.bind(a, self._rebuild([t], phis)[0])
+        ahead = pipe.begin(self, op, k, lo, step, trips, phi_lists[-1]) if pipe is not None else None
         self._push_scope()
         yields = self.block(region)
         self.current_op = op
         new_lists = [carries[i].end(self) if i in carries else self._flatten([y]) for i, y in enumerate(yields)]
         self._pop_scope()
+        if pipe is not None:
+            pipe.end(self)
+            new_lists.append(ahead)
         k_next = b.add(k, I32(1))
         latch = b.block
         b.branch(head)
@@ -306,6 +317,8 @@ class Lowerer:
                 p.add_incoming(v, latch)
         b.position_at_end(done)
         em.smem_dirty = True
+        if pipe is not None:
+            pipe.finish(self)
         for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
             self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis)[0])
 
@@ -487,12 +500,15 @@ def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
 def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
                    assume_aligned: bool = True, verify_llvm: bool = True,
                    max_shared_bytes: int = MAX_SHARED_BYTES,
-                   target_name: str = "", sm: int | None = None) -> tuple[ir.Module, LoweredModule]:
+                   target_name: str = "", sm: int | None = None,
+                   num_stages: int = 1) -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
 
     ``sm`` is the compute capability (``90`` for sm_90/sm_90a) that GPU-specific strategies
     (tensor-core ``dot``) are chosen for; in host mode it is the GPU whose data movement the
-    CPU build executes. None: no such strategy (the portable ones).
+    CPU build executes. None: no such strategy (the portable ones). ``num_stages``: the
+    ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none;
+    :mod:`eggpu.codegen.mma_pipeline`); the host build runs the same schedule.
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.
@@ -535,6 +551,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
         params = _param_values(em, fn, a[:n])
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
+    lw.num_stages = num_stages
     # what a strategy may plan for (lower_mma): the target's limit; a host build, the emulated GPU's
     lw.smem_limit = (max(max_shared_bytes, MAX_SHARED_BYTES) if mode == PTX
                      else max_shared_bytes_of(sm) if sm else MAX_SHARED_BYTES)

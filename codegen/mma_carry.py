@@ -75,6 +75,8 @@ class MmaCarry:
     phis: list[ir.Value] = field(default_factory=list)  # the loop-head registers, flat
     out: list[ir.Value] | None = None  # the body's new registers, flat
     addr: MmaAddresses | None = None  # f16/bf16: shared-memory indices computed before the loop
+    staged: tuple[ir.Value, ir.Value] | None = None  # software pipelining: this iteration's a/b stage
+    pipeline_note: str | None = None  # why the loop is (not) software-pipelined (mma_pipeline)
 
     def init(self, lw, lv: LV) -> list[ir.Value]:
         """The initial registers, flat (i, j, r order) from the blocked/uniform initial value."""
@@ -122,13 +124,16 @@ class MmaCarry:
 
         name, reason = select_strategy(lw, op)
         M, K = a.type.shape
+        note = f"; {self.pipeline_note}" if self.pipeline_note else ""
         lw.dots.append({"shape": [M, bv.type.shape[1], K], "dtype": str(a.type.dtype), "strategy": name,
-                        "reason": reason + "; accumulator carried in mma registers across the loop",
-                        "precision": op.attrs.get("precision", "ieee"), "acc_in_registers": True})
+                        "reason": reason + "; accumulator carried in mma registers across the loop" + note,
+                        "precision": op.attrs.get("precision", "ieee"), "acc_in_registers": True,
+                        "num_stages": getattr(lw, "num_stages", 1) if self.staged is not None else 1,
+                        "pipelined": self.staged is not None})
         if self.plan.tf32:
             frags = mma_tf32_fragments(lw, op, a, bv, self.plan, acc)
         else:
-            frags = mma_sync_fragments(lw, op, a, bv, self.plan, acc, self.addr)
+            frags = mma_sync_fragments(lw, op, a, bv, self.plan, acc, self.addr, self.staged)
         self.out = _flatten(frags)
         return [self.placeholder(lw, op.results[0].type)]
 

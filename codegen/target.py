@@ -18,21 +18,27 @@ from dataclasses import dataclass, replace
 
 from eggpu.ir.errors import CodegenError
 from eggpu.ir.targets import (
+    DEFAULT_NUM_STAGES,
     GPU_TARGETS,
     HOST,
+    MAX_NUM_STAGES,
     STATIC_SHARED_BYTES,
     canonical_target_name,
+    check_num_stages,
     max_shared_bytes_of,
     resolve_gpu_target,
 )
 
 __all__ = [
+    "DEFAULT_NUM_STAGES",
     "DEFAULT_NUM_WARPS",
     "GPU_TARGETS",
+    "MAX_NUM_STAGES",
     "NVPTX_TRIPLE",
     "STATIC_SHARED_BYTES",
     "WARP_SIZE",
     "Target",
+    "check_num_stages",
     "get_target",
     "host_target",
 ]
@@ -41,7 +47,6 @@ NVPTX_TRIPLE = "nvptx64-nvidia-cuda"
 WARP_SIZE = 32
 DEFAULT_NUM_WARPS = 4
 MAX_NUM_WARPS = 32  # 1024 threads per CTA, the CUDA limit
-
 
 
 @dataclass(frozen=True)

@@ -118,6 +118,7 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--const", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
     p.add_argument("--target", default="sm_90")
     p.add_argument("--num-warps", type=int, default=4)
+    p.add_argument("--num-stages", type=int, default=3, help="cp.async stages of a tensor-core K loop (1: none)")
     p.add_argument("--no-opt", action="store_true")
     p.add_argument("--fast-math", action="store_true")
     p.add_argument("--rules", action="append", default=[], help="extra rule file(s)")
@@ -239,7 +240,7 @@ def cmd_compile(a: argparse.Namespace) -> int:
         raise UsageError(f"-o needs a file name, got {a.output!r} (leave -o out, or write -o -, for stdout)")
     inst = _instance_from_args(a)
     ck = eggpu_compile(inst, a.target, optimize=not a.no_opt, fast_math=a.fast_math, num_warps=a.num_warps,
-                       rules=a.rules)
+                       rules=a.rules, num_stages=a.num_stages)
     text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
     if a.output not in (None, "-"):
         try:

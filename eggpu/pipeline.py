@@ -38,6 +38,8 @@ class CompileOptions:
     facts: Facts = field(default_factory=Facts)
     #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
     offsets_i32: bool = False
+    #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; Triton's default 3)
+    num_stages: int = 3
     _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
@@ -59,6 +61,7 @@ class CompileOptions:
             if self.optimize else [],
             "specialize": self.facts.as_dict(),
             "offsets_i32": self.offsets_i32,
+            "num_stages": self.num_stages,
         }
 
 
@@ -141,7 +144,8 @@ class CompiledKernel:
             from eggpu.codegen.target import get_target
 
             # the CPU build executes the data movement of this kernel's GPU target (e.g. tensor-core dots)
-            self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm)
+            self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm,
+                                    num_stages=self.options.num_stages)
         self._host.run(grid, *args)
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
@@ -249,7 +253,7 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
-            offsets_i32: bool = False) -> CompiledKernel:
+            offsets_i32: bool = False, num_stages: int = 3) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
 
     ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
@@ -260,6 +264,12 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     argument and the fact. Facts the kernel states itself (``tl.multiple_of``, ``tl.assume``)
     join them.
 
+    ``num_stages`` (1 to 8, Triton's default 3): the ``cp.async`` shared-memory stages of a
+    tensor-core ``dot`` K loop whose operand loads are recognised (the tutorial matmul shape,
+    :mod:`eggpu.codegen.mma_pipeline`); 1 turns software pipelining off. Whether a loop was
+    pipelined, and why not, is in ``ck.report["dot"]``. Stages that do not fit in the target's
+    shared memory are a CompileError naming the kernel.
+
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
     compile: it is bypassed with one :class:`~eggpu.ir.cachefs.CacheWarning`.
@@ -269,6 +279,9 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     _check_kernel(kernel)
     if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
+    from eggpu.ir.targets import check_num_stages
+
+    check_num_stages(num_stages, getattr(kernel, "name", ""))
     for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
         if not _is_flag(flag):
             raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
@@ -281,7 +294,7 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
     opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
-                          _specialization(kernel, specialize), bool(offsets_i32))
+                          _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages)
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -481,7 +494,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["ir_ops_after"] = fn.op_count()
     target = get_target(opts.target, num_warps=opts.num_warps)
     with stage("codegen"):
-        compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math)
+        compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
+                                      num_stages=opts.num_stages)
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
     report["assumptions"] = dict(compiled.lowered.assumptions)
     report["written_params"] = sorted(written_params(fn))

@@ -49,11 +49,14 @@ from dataclasses import dataclass
 from eggpu.ir.errors import CodegenError
 
 __all__ = [
+    "DEFAULT_NUM_STAGES",
     "GPU_TARGETS",
     "HOST",
     "STATIC_SHARED_BYTES",
+    "MAX_NUM_STAGES",
     "GpuTargetInfo",
     "canonical_target_name",
+    "check_num_stages",
     "max_shared_bytes_of",
     "resolve_gpu_target",
 ]
@@ -166,3 +169,22 @@ def resolve_gpu_target(name: object) -> GpuTargetInfo:
     isa, cuda = _GPU_TABLE[key]
     sm = int(re.fullmatch(r"sm_(\d+)[a-z]?", key).group(1))  # type: ignore[union-attr]
     return GpuTargetInfo(name=key, sm=sm, ptx_isa=isa, min_cuda=cuda)
+
+
+DEFAULT_NUM_STAGES = 3
+"""``eggpu.compile``'s ``num_stages`` (Triton's default): software-pipelining stages of a
+tensor-core K loop (:mod:`eggpu.codegen.mma_pipeline`)."""
+MAX_NUM_STAGES = 8
+
+
+def check_num_stages(value: object, kernel: str = "") -> int:
+    """``value`` when it is an int from 1 (no software pipelining) to :data:`MAX_NUM_STAGES`
+    (not a bool), else CompileError naming ``kernel``. Here (the IR leaf, no llvmlite) because a
+    cache hit checks it too."""
+    from eggpu.ir.errors import CompileError
+
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NUM_STAGES:
+        who = f"{kernel}: " if kernel else ""
+        raise CompileError(f"{who}num_stages must be an int from 1 (no software pipelining) to {MAX_NUM_STAGES}, "
+                           f"got {value!r}")
+    return value

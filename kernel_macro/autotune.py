@@ -26,8 +26,8 @@ Triton) and picks a :class:`Config` for it, once per key:
 
 The config's ``kwargs`` become constexpr arguments (passing one of them at the launch is an
 error, as in Triton: "Conflicting meta-parameters"), ``num_warps`` the compile option of that
-name; ``num_stages``, ``num_ctas`` and ``maxnreg`` are accepted without effect (eggpu has no
-software pipelining of Triton's kind). ``config.pre_hook(nargs)`` runs before each launch of the
+name, ``num_stages`` the compile option of that name (``cp.async`` stages of a tensor-core K
+loop); ``num_ctas`` and ``maxnreg`` are accepted without effect. ``config.pre_hook(nargs)`` runs before each launch of the
 config, with the arguments by name. After a launch, ``fn.best_config`` is the config used and
 ``fn.cache`` maps each key to its config.
 
@@ -54,7 +54,7 @@ __all__ = ["Autotuner", "Config", "Heuristics", "autotune", "heuristics"]
 
 class Config:
     """One autotuning configuration (Triton's ``triton.Config``): constexpr values ``kwargs`` and
-    launch options. ``num_stages``, ``num_ctas`` and ``maxnreg`` are accepted without effect."""
+    launch options. ``num_ctas`` and ``maxnreg`` are accepted without effect."""
 
     def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
                  maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], Any] | None = None):

@@ -50,7 +50,7 @@ environment variable ``EGGPU_JIT_DEVICE`` overrides this: ``gpu``, ``cpu``, or `
 
 ``grid`` is an int, a tuple of up to three ints, or a callable taking the launch's meta dict
 (every argument by parameter name, constexprs included) and returning one. Triton's launch
-options ``num_warps`` (a compile option) and ``num_stages``, ``num_ctas``, ``maxnreg``,
+options ``num_warps`` and ``num_stages`` (compile options) and ``num_ctas``, ``maxnreg``,
 ``enable_fp_fusion`` (accepted, no effect) may be passed as keywords when no parameter has that name.
 """
 
@@ -501,7 +501,7 @@ class JITFunction:
         if mode == "interpret":
             kernel.interpret(grid, *runtime)
             return kernel, kernel, grid
-        compile_options: dict[str, Any] = {"num_warps": options["num_warps"]} if "num_warps" in options else {}
+        compile_options: dict[str, Any] = {k: options[k] for k in ("num_warps", "num_stages") if k in options}
         compile_options.update(self._facts(kernel, runtime, grid, mode))
         ck = self._compile(kernel, compile_options)
         if mode == "gpu":

@@ -117,3 +117,12 @@ def test_a_malformed_kernel_spec_says_what_is_expected(capsys, spec):
     code, out, err = run(capsys, "compile", spec)
     assert (code, out) == (2, "")
     assert err == f"eggpu: error: expected FILE.py::NAME, got {spec!r}\n"
+
+
+@pytest.mark.parametrize("stages", ["0", "9"])
+def test_an_out_of_range_num_stages_is_one_error_line(capsys, spec, stages):
+    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
+                         "--num-stages", stages)
+    assert code != 0 and out == ""
+    assert err.startswith("eggpu: error: ") and f"num_stages must be an int from 1 (no software pipelining) to 8, " \
+        f"got {stages}" in err and err.count("\n") == 1, err
