@@ -32,7 +32,7 @@ __all__ = ["HOST_EMULATED_SM", "CompiledPTX", "HostKernel", "LoweredModule", "bu
 
 
 def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None = None, fast_math: bool = False,
-          assume_aligned: bool = True, num_stages: int = 1) -> LoweredModule:
+          assume_aligned: bool = True, num_stages: int | None = 1) -> LoweredModule:
     """Lower ``fn`` to LLVM IR for ``target`` (a GPU target name, a Target or ``"host"``).
 
     ``num_warps`` (default: the Target's, else 4) sets the threads per program. GPU: the module
@@ -75,7 +75,7 @@ class CompiledPTX:
 
 
 def compile_ptx_module(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None = None,
-                       fast_math: bool = False, assume_aligned: bool = True, num_stages: int = 1) -> CompiledPTX:
+                       fast_math: bool = False, assume_aligned: bool = True, num_stages: int | None = 1) -> CompiledPTX:
     """Lower ``fn`` and emit PTX (libdevice linked, internalized, O3) for a GPU target.
     ``num_stages``: ``cp.async`` stages of a tensor-core K loop (1: no software pipelining;
     ``eggpu.compile`` defaults to Triton's 3)."""
@@ -104,7 +104,7 @@ def compile_ptx(fn: Function, target: Target | str = "sm_90", *, num_warps: int 
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True, fast_math: bool = False,
-               sm: int | None = None, num_stages: int = 1) -> HostKernel:
+               sm: int | None = None, num_stages: int | None = 1) -> HostKernel:
     """JIT-compile the host-mode lowering of ``fn``; call ``.run(grid, *args)`` on numpy arrays.
 
     ``sm``: the GPU (compute capability) whose strategies the CPU build executes, e.g. the

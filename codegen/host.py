@@ -252,7 +252,7 @@ def _scalar_bits(value: np.generic) -> int:
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
-               fast_math: bool = False, sm: int | None = 90, num_stages: int = 1) -> HostKernel:
+               fast_math: bool = False, sm: int | None = 90, num_stages: int | None = 1) -> HostKernel:
     """Lower ``fn`` in host mode and JIT-compile it (CodegenError if it cannot be lowered)."""
     import llvmlite.binding as llvm
 

@@ -501,14 +501,15 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
                    assume_aligned: bool = True, verify_llvm: bool = True,
                    max_shared_bytes: int = MAX_SHARED_BYTES,
                    target_name: str = "", sm: int | None = None,
-                   num_stages: int = 1) -> tuple[ir.Module, LoweredModule]:
+                   num_stages: int | None = 1) -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
 
     ``sm`` is the compute capability (``90`` for sm_90/sm_90a) that GPU-specific strategies
     (tensor-core ``dot``) are chosen for; in host mode it is the GPU whose data movement the
     CPU build executes. None: no such strategy (the portable ones). ``num_stages``: the
     ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none;
-    :mod:`eggpu.codegen.mma_pipeline`); the host build runs the same schedule.
+    :mod:`eggpu.codegen.mma_pipeline`; None: the default number, fewer where the stage buffers
+    do not fit in shared memory); the host build runs the same schedule.
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.

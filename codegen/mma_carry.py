@@ -77,6 +77,7 @@ class MmaCarry:
     addr: MmaAddresses | None = None  # f16/bf16: shared-memory indices computed before the loop
     staged: tuple[ir.Value, ir.Value] | None = None  # software pipelining: this iteration's a/b stage
     pipeline_note: str | None = None  # why the loop is (not) software-pipelined (mma_pipeline)
+    stages: int = 1  # the cp.async stages of its software-pipelined loop (1: not pipelined)
 
     def init(self, lw, lv: LV) -> list[ir.Value]:
         """The initial registers, flat (i, j, r order) from the blocked/uniform initial value."""
@@ -128,7 +129,7 @@ class MmaCarry:
         lw.dots.append({"shape": [M, bv.type.shape[1], K], "dtype": str(a.type.dtype), "strategy": name,
                         "reason": reason + "; accumulator carried in mma registers across the loop" + note,
                         "precision": op.attrs.get("precision", "ieee"), "acc_in_registers": True,
-                        "num_stages": getattr(lw, "num_stages", 1) if self.staged is not None else 1,
+                        "num_stages": self.stages if self.staged is not None else 1,
                         "pipelined": self.staged is not None})
         if self.plan.tf32:
             frags = mma_tf32_fragments(lw, op, a, bv, self.plan, acc)

@@ -66,6 +66,7 @@ from llvmlite import ir
 from eggpu.ir.errors import CodegenError
 from eggpu.ir.graph import Block, Operation, Value
 from eggpu.ir.ops import OPS
+from eggpu.ir.targets import DEFAULT_NUM_STAGES
 
 from .analysis import chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I8, I32, VOID, Emitter, is_const_false, is_const_true
@@ -452,7 +453,8 @@ def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline |
     if not cands:
         return None
     region = op.regions[0]
-    S = getattr(lw, "num_stages", 1)
+    asked = getattr(lw, "num_stages", 1)
+    S = DEFAULT_NUM_STAGES if asked is None else asked
     why = None
     if S < 2:
         why = f"num_stages={S}"
@@ -460,17 +462,38 @@ def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline |
         why = "the loop body writes memory (prefetching a later iteration could read stale data)"
     for c in cands:
         got = why or _match(lw, region, c, slots)
+        stages, fit_note = S, ""
+        if not isinstance(got, str) and asked is None:
+            stages, fit_note = _fitting_stages(lw, S, got.stage_bytes)
+            if stages < 2:
+                got = fit_note
         if isinstance(got, str):
             c.pipeline_note = f"not software-pipelined: {got}"
             continue
-        c.pipeline_note = (f"software-pipelined: num_stages={S}, cp.async of "
+        c.pipeline_note = (f"software-pipelined: num_stages={stages}{fit_note}, cp.async of "
                            f"{got.widths[0] * 2}/{got.widths[1] * 2} bytes (a/b), {got.stage_bytes} bytes per stage")
-        got.stages = S
+        got.stages = c.stages = stages
         for other in cands:
             if other is not c and other.pipeline_note is None:
                 other.pipeline_note = "not software-pipelined: one pipelined dot per loop"
         return got
     return None
+
+
+def _fitting_stages(lw, wanted: int, stage_bytes: int) -> tuple[int, str]:
+    """With the default ``num_stages`` (None): the most stages, at most ``wanted``, whose buffers
+    fit in the shared memory left on this target (its limit less what is allocated so far), and
+    a note saying so when that is fewer than ``wanted`` (below 2: no pipelining). The same
+    decision in the PTX and the host build: both plan against the GPU target's limit."""
+    room = lw.smem_limit - -(-lw.em.smem_bytes // STAGE_ALIGN) * STAGE_ALIGN
+    fits = max(0, room // stage_bytes)
+    if fits >= wanted:
+        return wanted, ""
+    if fits < 2:
+        return fits, (f"the default {wanted} stages of {stage_bytes} bytes do not fit in the {lw.smem_limit} "
+                      f"bytes of shared memory of this target (nor 2)")
+    return fits, (f" (the default {wanted} stages of {stage_bytes} bytes do not fit in the {lw.smem_limit} bytes "
+                  f"of shared memory of this target)")
 
 
 def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | str:

@@ -118,7 +118,8 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--const", action="append", default=[], metavar="NAME=VALUE", help="constexpr value")
     p.add_argument("--target", default="sm_90")
     p.add_argument("--num-warps", type=int, default=4)
-    p.add_argument("--num-stages", type=int, default=3, help="cp.async stages of a tensor-core K loop (1: none)")
+    p.add_argument("--num-stages", type=int, default=None,
+                   help="cp.async stages of a tensor-core K loop (1: none; default: 3, fewer if they do not fit)")
     p.add_argument("--no-opt", action="store_true")
     p.add_argument("--fast-math", action="store_true")
     p.add_argument("--rules", action="append", default=[], help="extra rule file(s)")

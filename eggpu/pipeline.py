@@ -38,8 +38,9 @@ class CompileOptions:
     facts: Facts = field(default_factory=Facts)
     #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
     offsets_i32: bool = False
-    #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; Triton's default 3)
-    num_stages: int = 3
+    #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; None: Triton's
+    #: default 3, fewer where the stage buffers do not fit the target's shared memory)
+    num_stages: int | None = None
     _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
@@ -253,7 +254,7 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
-            offsets_i32: bool = False, num_stages: int = 3) -> CompiledKernel:
+            offsets_i32: bool = False, num_stages: int | None = None) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
 
     ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
@@ -264,11 +265,13 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     argument and the fact. Facts the kernel states itself (``tl.multiple_of``, ``tl.assume``)
     join them.
 
-    ``num_stages`` (1 to 8, Triton's default 3): the ``cp.async`` shared-memory stages of a
-    tensor-core ``dot`` K loop whose operand loads are recognised (the tutorial matmul shape,
-    :mod:`eggpu.codegen.mma_pipeline`); 1 turns software pipelining off. Whether a loop was
-    pipelined, and why not, is in ``ck.report["dot"]``. Stages that do not fit in the target's
-    shared memory are a CompileError naming the kernel.
+    ``num_stages`` (1 to 8): the ``cp.async`` shared-memory stages of a tensor-core ``dot`` K
+    loop whose operand loads are recognised (the tutorial matmul shape,
+    :mod:`eggpu.codegen.mma_pipeline`); 1 turns software pipelining off. The default None is
+    Triton's 3, lowered to what fits where three stage buffers would not fit in the target's
+    shared memory (down to no pipelining); a number given explicitly that does not fit is a
+    CompileError naming the kernel. Whether a loop was pipelined, with how many stages, and why
+    not, is in ``ck.report["dot"]``.
 
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the

@@ -177,14 +177,17 @@ tensor-core K loop (:mod:`eggpu.codegen.mma_pipeline`)."""
 MAX_NUM_STAGES = 8
 
 
-def check_num_stages(value: object, kernel: str = "") -> int:
-    """``value`` when it is an int from 1 (no software pipelining) to :data:`MAX_NUM_STAGES`
-    (not a bool), else CompileError naming ``kernel``. Here (the IR leaf, no llvmlite) because a
-    cache hit checks it too."""
+def check_num_stages(value: object, kernel: str = "") -> int | None:
+    """``value`` when it is None (automatic: :data:`DEFAULT_NUM_STAGES`, fewer where the stage
+    buffers do not fit the target's shared memory) or an int from 1 (no software pipelining) to
+    :data:`MAX_NUM_STAGES` (not a bool), else CompileError naming ``kernel``. Here (the IR leaf,
+    no llvmlite) because a cache hit checks it too."""
     from eggpu.ir.errors import CompileError
 
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NUM_STAGES:
         who = f"{kernel}: " if kernel else ""
-        raise CompileError(f"{who}num_stages must be an int from 1 (no software pipelining) to {MAX_NUM_STAGES}, "
-                           f"got {value!r}")
+        raise CompileError(f"{who}num_stages must be None (automatic) or an int from 1 (no software pipelining) "
+                           f"to {MAX_NUM_STAGES}, got {value!r}")
     return value

@@ -264,12 +264,13 @@ def test_strided_ragged_k_run_cpu_and_ptxas(dt, stages):
     assert run_ptxas(ck.ptx, "sm_80").spills_stores == 0
 
 
-@pytest.mark.parametrize("bad", [0, 9, -1, True, 2.0, "3", None])
+@pytest.mark.parametrize("bad", [0, 9, -1, True, 2.0, "3"])
 def test_bad_num_stages_is_a_compile_error(bad):
     got = re.escape(repr(bad))
-    with pytest.raises(CompileError, match=rf"^mm_iv: num_stages must be an int from 1 .* to 8, got {got}$"):
+    with pytest.raises(CompileError, match=rf"^mm_iv: num_stages must be None \(automatic\) or an int from 1 .* to 8, "
+                                          rf"got {got}$"):
         eggpu.compile(_inst(), "sm_80", num_stages=bad, cache=False)
-    with pytest.raises(CompileError, match=rf"^mm_iv: num_stages must be an int .* got {got}$"):
+    with pytest.raises(CompileError, match=rf"^mm_iv: num_stages must be None \(automatic\) or an int .* got {got}$"):
         compile_ptx_module(_inst().ir(), "sm_80", num_stages=bad)
 
 
@@ -286,9 +287,28 @@ def test_stages_over_the_shared_memory_limit(target, stages, limit):
     assert cp.lowered.dots[0]["pipelined"]
 
 
+@pytest.mark.parametrize("target,stages,note", [("sm_86", 2, "(the default 3 stages of 49152 bytes do not fit"),
+                                                 ("sm_80", 3, "")])
+def test_default_num_stages_fit_the_shared_memory(target, stages, note):
+    """128x256x64 f16: 48 KiB per stage. By default (None) three stages are planned and lowered
+    to what fits (two on sm_86's 99 KiB), and the report says so; asking for three explicitly
+    where they do not fit is the CodegenError above."""
+    fn = _inst(tiles=(128, 256, 64)).ir()
+    from eggpu.ir.facts import Facts
+
+    fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
+    cp = compile_ptx_module(fn, target, num_warps=4, num_stages=None)
+    dot = cp.lowered.dots[0]
+    assert dot["pipelined"] and dot["num_stages"] == stages, dot
+    assert f"software-pipelined: num_stages={stages}" in dot["reason"] and note in dot["reason"], dot["reason"]
+    if note:
+        with pytest.raises(CodegenError, match=r"num_stages=3 x 49152 bytes per stage"):
+            compile_ptx_module(fn, target, num_warps=4, num_stages=3)
+
+
 @pytest.mark.parametrize("stages", [None, 2])
 def test_jit_launch_option_num_stages(stages):
-    """``fn[grid](..., num_stages=...)`` is the compile option (default 3); the launch facts the
+    """``fn[grid](..., num_stages=...)`` is the compile option (default None: 3 where they fit); the launch facts the
     jit derives (align16 pointers, div16 sizes) make the loads provably contiguous."""
     M, N, K = 64, 48, 96
     rng = np.random.default_rng(5)
@@ -297,7 +317,8 @@ def test_jit_launch_option_num_stages(stages):
     c = np.zeros((M, N), np.float32)
     extra = {} if stages is None else {"num_stages": stages}
     ck = mm_iv[(2, 2)](a, b, c, M, N, K, BM=32, BN=32, BK=32, **extra)
-    assert ck.report["options"]["num_stages"] == (stages or 3)
+    assert ck.report["options"]["num_stages"] == stages
+    assert ck.report["dot"][0]["num_stages"] == (stages or 3)
     assert ck.report["dot"][0]["pipelined"], ck.report["dot"]
     np.testing.assert_array_equal(c, _sequential(a, b))
 
