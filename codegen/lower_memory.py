@@ -351,9 +351,14 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
     b.position_at_end(merge)
 
 
-# Threads with at least this many slots access non-uniformly masked groups branch-free (below:
-# the branchy form, whose plain loads let ptxas fold constant offsets into the address).
-BRANCH_FREE_SLOTS = 64
+# Threads with at least this many slots access non-uniformly masked groups branch-free. Every
+# thread does: since the fallback addresses each element from its piece's start plus an immediate
+# offset, the branch-free form is never longer than the branchy one, and the branches and their
+# reconvergence (BSSY/BRA/BSYNC per group) cost more SASS than the predicated accesses: vector_add
+# (8 slots, n without a divisibility fact) 104 -> 69 SASS instructions on sm_80 (Triton 76). It
+# can cost registers where a long computation sits between load and store (gelu_forward on sm_90:
+# 31 -> 36; docs/codegen.md, "Memory, vectorization and assumptions").
+BRANCH_FREE_SLOTS = 1
 
 
 def _predicable(t: ir.Type, w: int) -> bool:

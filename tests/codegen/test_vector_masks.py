@@ -121,7 +121,7 @@ def _masked_scale(block: int):
 
 
 def test_large_blocks_access_non_uniform_groups_branch_free():
-    # 8192 elements on 128 threads: 64 slots each (BRANCH_FREE_SLOTS), 16 pieces of 4
+    # 8192 elements on 128 threads: 64 slots each, 16 pieces of 4
     ptx = compile_ptx_module(_masked_scale(8192), get_target("sm_90")).ptx
     assert "bra" not in ptx  # no per-group branch, no per-element branch
     assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == 16
@@ -130,8 +130,21 @@ def test_large_blocks_access_non_uniform_groups_branch_free():
     assert len(re.findall(r"@%p\d+ ld\.global\.b32", ptx)) == 64
     assert len(re.findall(r"@%p\d+ st\.global\.b32", ptx)) == 64
     assert len(re.findall(r"ld\.global\.b32 %r\d+, \[%rd\d+\+12\]", ptx)) == 16
-    # below the threshold the branchy form stays (plain loads fold their offsets)
-    assert "bra" in compile_ptx_module(_masked_scale(2048), get_target("sm_90")).ptx
+
+
+
+@pytest.mark.parametrize("block", [512, 1024, 2048])
+def test_small_blocks_access_non_uniform_groups_branch_free(block):
+    # 4, 8, 16 slots per thread (vector_add's BLOCK 1024 with n not known divisible): the same
+    # branch-free form as large blocks; the branches and their reconvergence cost more SASS
+    # than the predicated accesses (BRANCH_FREE_SLOTS)
+    pieces = block // 128 // 4
+    ptx = compile_ptx_module(_masked_scale(block), get_target("sm_90")).ptx
+    assert "bra" not in ptx
+    assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.v4\.b32", ptx)) == pieces
+    assert len(re.findall(r"@%p\d+ ld\.global\.b32", ptx)) == 4 * pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.b32", ptx)) == 4 * pieces
 
 
 def test_branch_free_groups_assemble():
