@@ -107,6 +107,7 @@ class Lowerer:
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
+        self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
 
     # ------------------------------------------------------------ environment
 
@@ -285,7 +286,9 @@ class Lowerer:
             else:
                 self.bind(a, self._rebuild([t], phis)[0])
         self._push_scope()
+        self.loop_depth += 1
         yields = self.block(region)
+        self.loop_depth -= 1
         self.current_op = op
         new_lists = [carries[i].end(self) if i in carries else self._flatten([y]) for i, y in enumerate(yields)]
         self._pop_scope()
@@ -355,7 +358,9 @@ class Lowerer:
         for a, lv in zip(cond_region.args, self._rebuild(types, list(phis))):
             self.bind(a, lv)
         self._push_scope()
+        self.loop_depth += 1
         (cond_lv,) = self.block(cond_region)
+        self.loop_depth -= 1
         self.current_op = op
         cond = self.uniform(cond_lv)
         self._pop_scope()
@@ -364,7 +369,9 @@ class Lowerer:
         for a, lv in zip(body_region.args, self._rebuild(types, list(phis))):
             self.bind(a, lv)
         self._push_scope()
+        self.loop_depth += 1
         yields = self.block(body_region)
+        self.loop_depth -= 1
         self.current_op = op
         new_vals = self._flatten(yields)
         self._pop_scope()

@@ -159,3 +159,29 @@ def test_branch_free_groups_assemble():
     for t in ("sm_80", "sm_90"):
         r = run_ptxas(compile_ptx_module(_masked_scale(8192), get_target(t)).ptx, get_target(t))
         assert r.spills_stores == 0
+
+
+def test_uniform_masked_vectors_are_predicated_outside_loops_only():
+    # outside loops: one @p ld/st.global.v4 per piece, no branch at all (as Triton emits it)
+    fn, _ = _kernel("lt", "div16")
+    ptx = compile_ptx_module(fn, get_target("sm_90")).ptx
+    assert "bra" not in ptx
+    assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == 2  # 8 slots per thread: 2 pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.v4\.b32", ptx)) == 2
+    # inside a loop the piece keeps its branch (a branch-free body is one block ptxas unrolls 4x)
+    b = Builder("vk_loop", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    ar = b.op("arange", start=0, end=512)
+    zero = b.op("splat", b.const(0.0, f32), shape=(512,))
+    with b.region([scalar(i32)]) as body:
+        (start,) = body.args
+        offs = b.op("add", b.op("splat", start, shape=(512,)), ar)
+        mask = b.op("lt", offs, b.op("splat", n, shape=(512,)))
+        v = b.op("load", b.op("addptr", b.op("splat", x, shape=(512,)), offs), mask, zero)
+        b.effect("store", b.op("addptr", b.op("splat", y, shape=(512,)), offs), b.op("add", v, v), mask)
+        b.yield_()
+    b.for_(b.const(0, i32), n, b.const(512, i32), [], body)
+    loop = b.finish()
+    loop.facts = Facts.make({"n": ["div16"]})
+    ptx = compile_ptx_module(loop, get_target("sm_90")).ptx
+    assert re.search(r"ld\.global\.v4\.b32", ptx) and not re.search(r"@%p\d+ ld\.global\.v4", ptx)
