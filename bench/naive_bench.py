@@ -296,10 +296,12 @@ def markdown(res: dict[str, Any]) -> str:
              "through them are `ld.global.v4` (bias_relu, row_col_affine, cat, embedding, masked_fill). The "
              "rest of the gap is code generation, not rewriting: (1) precision: eggpu lowers `exp` and `/` "
              "IEEE-accurately by default, Triton uses `ex2.approx` and `div.full` (softmax, layernorm, silu_mul; "
-             "`fast_math=True` gives eggpu the same); (2) red_row_sum's final `sum` over a [2, 512] tile is a "
-             "sequential loop over shared memory (its LDS), where Triton reduces with warp shuffles; (3) "
-             "permute's mask `xindex < xnumel` is not run-uniform (no divisibility fact on xnumel), so each vector "
-             "access keeps a per-element fallback beside it.\n")
+             "`fast_math=True` gives eggpu the same; the library table below counts the division's share); (2) "
+             "red_row_sum's final `sum` over a [2, 512] tile now reduces as Triton does (warp shuffles, one "
+             "partial per warp: rows spanning several warps take the rows strategy, no longer a 512-step loop "
+             "over shared memory); (3) a mask that is not run-uniform (`xindex < xnumel` with no divisibility "
+             "fact on xnumel: permute, red_row_sum, vector_add) keeps a per-element fallback beside each vector "
+             "access, now branch-free in every thread (predicated `ld/st.global`, no BSSY/BRA/BSYNC per group).\n")
     L += _library_vs_triton_section(summ)
     analyses = _analysis_rules()
     for section, title in (("naive", "Naive kernels"), ("library", "Library kernels")):
