@@ -257,8 +257,9 @@ def _straight_line(lw) -> bool:
     Why not in loops: a loop body without branches is one basic block, which ptxas unrolls 4x
     (eggpu's loops are counted), multiplying its static size (layer_norm_forward with launch
     facts: 545 -> 769 SASS instructions on sm_90) for a speed-up no GPU run has measured yet.
-    Outside loops the predicated form only removes instructions (vector_add with ``n``
-    divisible by 16: 46 -> 40 on sm_90, Triton 41)."""
+    Outside loops it removes the branches (vector_add with ``n`` divisible by 16: 46 -> 40 on
+    sm_90, Triton 41; on the naive suite only embedding got longer, 42 -> 44 on sm_80), at some
+    cost in registers where values stay live across a long computation (docs/codegen.md)."""
     return not lw.em.is_host and getattr(lw, "loop_depth", 0) == 0
 
 
@@ -377,9 +378,10 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
 
 
 # Threads with at least this many slots access non-uniformly masked groups branch-free. Every
-# thread does: since the fallback addresses each element from its piece's start plus an immediate
-# offset, the branch-free form is never longer than the branchy one, and the branches and their
-# reconvergence (BSSY/BRA/BSYNC per group) cost more SASS than the predicated accesses: vector_add
+# thread does: the fallback addresses each element from its piece's start plus an immediate
+# offset, as the branchy form's plain loads do, and the branches and their reconvergence
+# (BSSY/BRA/BSYNC per group) cost more SASS than the predicated accesses (no kernel of
+# `python -m bench naive` got longer when this went from 64 to 1): vector_add
 # (8 slots, n without a divisibility fact) 104 -> 69 SASS instructions on sm_80 (Triton 76). It
 # can cost registers where a long computation sits between load and store (gelu_forward on sm_90:
 # 31 -> 36; docs/codegen.md, "Memory, vectorization and assumptions").
