@@ -67,23 +67,30 @@ def tool_version(path: Path | None) -> str | None:
 
 _INSTR = re.compile(r"^\s*/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P[T\d]+\s+)?([A-Z][A-Z0-9_]*)((?:\.[A-Z0-9_]+)*)")
 _FUNC = re.compile(r"^\s*\.section\s+\.text\.(\S+?),")
+# the subroutines ptxas calls for the rare operands of an IEEE operation (``div.rn.f32``'s
+# ``$__internal_0_$__cuda_sm3x_div_rn_noftz_f32_slowpath``: denormal, huge or tiny operands)
+_SLOWPATH = re.compile(r"^\s*\$?__internal\S*slowpath\S*:")
 
 
 @dataclass
 class Sass:
     """SASS statistics of one cubin: ``instructions`` (all kernels; NOPs and the trailing
     self-branch after the last ``EXIT`` not counted), an ``opcodes`` histogram (base mnemonic),
-    and counts of global loads/stores by width."""
+    and counts of global loads/stores by width. ``slow_path_instructions``: how many of the
+    counted instructions are in ptxas's slow-path subroutines (the IEEE division's
+    ``..._div_rn_..._slowpath``: static code, run only for denormal, huge or tiny operands)."""
 
     instructions: int
     opcodes: dict[str, int]
     global_loads: dict[str, int]
     global_stores: dict[str, int]
     tool: str
+    slow_path_instructions: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {"instructions": self.instructions, "opcodes": self.opcodes, "global_loads": self.global_loads,
-                "global_stores": self.global_stores, "tool": self.tool}
+                "global_stores": self.global_stores, "tool": self.tool,
+                "slow_path_instructions": self.slow_path_instructions}
 
 
 def _width(mods: str) -> str:
@@ -95,24 +102,30 @@ def _width(mods: str) -> str:
 
 def parse_sass(text: str, tool: str = "") -> Sass:
     """Count the instructions in ``nvdisasm -c`` (or ``cuobjdump -sass``) output."""
-    funcs: list[list[tuple[str, str]]] = [[]]
+    funcs: list[list[tuple[str, str, bool]]] = [[]]
+    slow = False
     for line in text.splitlines():
         if _FUNC.match(line):
             funcs.append([])
+            slow = False
+            continue
+        if _SLOWPATH.match(line):
+            slow = True
             continue
         m = _INSTR.match(line)
         if m:
-            funcs[-1].append((m.group(1), m.group(2)))
-    counted: list[tuple[str, str]] = []
+            funcs[-1].append((m.group(1), m.group(2), slow))
+    counted: list[tuple[str, str, bool]] = []
     for f in funcs:
         body = [i for i in f if i[0] != "NOP"]
         if len(body) >= 2 and body[-1][0] == "BRA" and body[-2][0] == "EXIT":
             body = body[:-1]  # the self-loop padding after the final EXIT
         counted += body
-    ops = Counter(op for op, _ in counted)
-    loads = Counter(_width(m) for op, m in counted if op in ("LDG", "LD", "LDGSTS"))
-    stores = Counter(_width(m) for op, m in counted if op in ("STG", "ST"))
-    return Sass(len(counted), dict(ops.most_common()), dict(loads), dict(stores), tool)
+    ops = Counter(op for op, _, _ in counted)
+    loads = Counter(_width(m) for op, m, _ in counted if op in ("LDG", "LD", "LDGSTS"))
+    stores = Counter(_width(m) for op, m, _ in counted if op in ("STG", "ST"))
+    return Sass(len(counted), dict(ops.most_common()), dict(loads), dict(stores), tool,
+                sum(1 for *_, s in counted if s))
 
 
 def sass_of_cubin(cubin: bytes) -> Sass | None:

@@ -284,15 +284,25 @@ def launch_specialization(kernel: str, dtype: str, args: dict[str, Any]) -> tupl
     return attrs, constants
 
 
+def aligned_pointers(kernel: str, dtype: str) -> dict[tuple[int, ...], list]:
+    """Triton ``attrs`` marking every pointer parameter 16-byte aligned (``tt.divisibility = 16``)
+    and nothing else: the assumption eggpu's code generation makes for pointer parameters
+    without being told (recorded in the module's assumptions and checked at every launch)."""
+    spec = SPECS[kernel]
+    names = [n for n, _ in spec.params] + list(extra_constexprs(kernel, dtype))
+    return {(names.index(n),): [["tt.divisibility", 16]] for n, k in spec.runtime_params if k.endswith("*")}
+
+
 def ast_source(kernel: str, dtype: str, consts: dict[str, Any] | list[Any] | tuple[Any, ...],
-               launch_args: dict[str, Any] | None = None):
+               launch_args: dict[str, Any] | None = None, aligned: bool = False):
     """The ``ASTSource`` of ``kernel`` for ``dtype`` (``"f32"``...) and the eggpu constexpr values.
 
     ``consts`` are the eggpu kernel's constexprs (a sequence in order, or a dict by name).
     With ``launch_args`` (argument values by name), the source carries the specialization
     Triton's launcher would give those arguments (:func:`launch_specialization`); without, it
-    carries none (pointers not known aligned, integers unknown), i.e. the same information the
-    eggpu compile gets.
+    carries none (pointers not known aligned, integers unknown). ``aligned`` (without
+    ``launch_args``) marks only the pointers 16-byte aligned (:func:`aligned_pointers`): the
+    information an eggpu compile without ``specialize=`` has.
     """
     from triton.compiler import ASTSource
 
@@ -301,7 +311,7 @@ def ast_source(kernel: str, dtype: str, consts: dict[str, Any] | list[Any] | tup
         consts = dict(zip(spec.constexpr_names, consts, strict=True))
     constexprs = dict(consts) | extra_constexprs(kernel, dtype)
     signature = spec.signature(dtype) | {k: "constexpr" for k in extra_constexprs(kernel, dtype)}
-    attrs = None
+    attrs = aligned_pointers(kernel, dtype) if aligned else None
     if launch_args is not None:
         attrs, constants = launch_specialization(kernel, dtype, launch_args)
         for name, value in constants.items():
@@ -323,5 +333,5 @@ def gpu_target(sm: int) -> Any:
     return GPUTarget("cuda", sm, 32)
 
 
-__all__ = ["SPECS", "TritonSpec", "ast_source", "compile_options", "extra_constexprs", "gpu_target",
+__all__ = ["SPECS", "TritonSpec", "aligned_pointers", "ast_source", "compile_options", "extra_constexprs", "gpu_target",
            "launch_specialization"]

@@ -146,8 +146,9 @@ def lower_load(lw, op: Operation) -> list[LV]:
 
     out = []
     if _uniform(lw, op, 1, w):
+        pred = _straight_line(lw)
         for j0 in range(0, n, w):
-            out.extend(_load_piece(em, range(j0, j0 + w), mt, dt, ptrs, masks[j0], others))
+            out.extend(_load_piece(em, range(j0, j0 + w), mt, dt, ptrs, masks[j0], others, pred))
         return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
     for g in _groups(n, w, dt):
         out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others))
@@ -190,6 +191,7 @@ def lower_store(lw, op: Operation) -> list[LV]:
             _gstore(em, ptrs[j], vals[j], masks[j], ptrs[j - j % v], (j % v) * size)
         return []
     if _uniform(lw, op, 2, w):
+        pred = _straight_line(lw)
         for j0 in range(0, n, w):
             m = masks[j0]
             if is_const_false(m):
@@ -197,6 +199,9 @@ def lower_store(lw, op: Operation) -> list[LV]:
             if m is None or is_const_true(m):
                 em.gstore_vector(ptrs[j0], vals[j0:j0 + w], w * _elem_bytes(dt))
                 continue
+            if (pred and (register_bits(vals[j0].type) or 0) >= 32
+                    and predicated_store(em.b, ptrs[j0], vals[j0:j0 + w], m)):
+                continue  # one predicated vector store, no branch (_straight_line)
             with em.b.if_then(m):
                 em.gstore_vector(ptrs[j0], vals[j0:j0 + w], w * _elem_bytes(dt))
         return []
@@ -245,9 +250,24 @@ def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:
     return chunk_uniform(op.operands[mask_index], w, lw.facts)
 
 
-def _load_piece(em: Emitter, piece: range, mt: ir.Type, dt: DType, ptrs, mask, others) -> list[ir.Value]:
+def _straight_line(lw) -> bool:
+    """Whether a masked vector access in the op being lowered is emitted as one predicated
+    instruction (GPU, outside every loop) rather than under a branch.
+
+    Why not in loops: a loop body without branches is one basic block, which ptxas unrolls 4x
+    (eggpu's loops are counted), multiplying its static size (layer_norm_forward with launch
+    facts: 545 -> 769 SASS instructions on sm_90) for a speed-up no GPU run has measured yet.
+    Outside loops it removes the branches (vector_add with ``n`` divisible by 16: 46 -> 40 on
+    sm_90, Triton 41; on the naive suite only embedding got longer, 42 -> 44 on sm_80), at some
+    cost in registers where values stay live across a long computation (docs/codegen.md)."""
+    return not lw.em.is_host and getattr(lw, "loop_depth", 0) == 0
+
+
+def _load_piece(em: Emitter, piece: range, mt: ir.Type, dt: DType, ptrs, mask, others,
+                predicated: bool = False) -> list[ir.Value]:
     """One vector load of the slots ``piece`` where ``mask`` (valid for all of them), else their
-    ``other`` values (0 without)."""
+    ``other`` values (0 without). ``predicated``: as one ``@mask ld.global.v{w}`` when the element
+    type has one (32 and 64-bit elements; narrower ones keep the branch and its vector phi)."""
     b = em.b
     w = len(piece)
     j0 = piece.start
@@ -256,6 +276,12 @@ def _load_piece(em: Emitter, piece: range, mt: ir.Type, dt: DType, ptrs, mask, o
         return dflt
     if mask is None or is_const_true(mask):
         return em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt))
+    if predicated and (register_bits(mt) or 0) >= 32:
+        # one predicated vector load, as Triton emits it: no branch, so LLVM keeps one basic block
+        # and forms each address as one 32 x 32 -> 64 multiply-add from the i32 offset
+        vals = predicated_load_vector(b, ptrs[j0], mt, mask, dflt)
+        if vals is not None:
+            return vals
     # one phi of the whole vector (not one per element), so a consumer that re-packs the
     # elements (the tensor-core staging stores) gets the loaded vector back without byte permutes
     vt = ir.VectorType(mt, w)
@@ -351,9 +377,15 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
     b.position_at_end(merge)
 
 
-# Threads with at least this many slots access non-uniformly masked groups branch-free (below:
-# the branchy form, whose plain loads let ptxas fold constant offsets into the address).
-BRANCH_FREE_SLOTS = 64
+# Threads with at least this many slots access non-uniformly masked groups branch-free. Every
+# thread does: the fallback addresses each element from its piece's start plus an immediate
+# offset, as the branchy form's plain loads do, and the branches and their reconvergence
+# (BSSY/BRA/BSYNC per group) cost more SASS than the predicated accesses (no kernel of
+# `python -m bench naive` got longer when this went from 64 to 1): vector_add
+# (8 slots, n without a divisibility fact) 104 -> 69 SASS instructions on sm_80 (Triton 76). It
+# can cost registers where a long computation sits between load and store (gelu_forward on sm_90:
+# 31 -> 36; docs/codegen.md, "Memory, vectorization and assumptions").
+BRANCH_FREE_SLOTS = 1
 
 
 def _predicable(t: ir.Type, w: int) -> bool:

@@ -21,10 +21,13 @@ Three strategies:
   warp, lane 0 of each warp writes its partial to shared memory, and after a barrier every
   thread folds the ``num_warps`` partials in order. The result is a uniform value.
 * **rows** (last axis, every layout chunk inside one row and rows tiling one repetition of
-  ``NT*V`` elements, ``G = row / V`` lanes per row a power of two <= 32): per-chunk fold,
-  butterfly over the ``G`` lanes of the row, then the row leader hands the result to the owner
-  of that output element through shared memory (directly, without shared memory, when each
-  chunk is a whole row and the thread owns exactly those rows' outputs).
+  ``NT*V`` elements, ``G = row / V`` lanes per row a power of two): per-chunk fold, butterfly
+  over the ``min(G, 32)`` lanes of the row in one warp, then each warp's leader hands its
+  partial to the owner of that output element through shared memory, which folds the
+  ``G / 32`` partials of a row spanning several warps in warp order (directly, without shared
+  memory, when each chunk is a whole row and the thread owns exactly those rows' outputs). A
+  row of ``[2, 512]`` over 128 threads (``G = 128``) is 5 shuffles and 4 partials per row, as
+  Triton reduces it, instead of the generic strategy's 512-step loop over shared memory.
 * **generic** (any axis): the block goes to shared memory; each thread, for each output element
   it owns, loops over the reduced axis.
 """
@@ -235,7 +238,7 @@ def reduce_axis(lw, op: Operation) -> LV:
     V = lay.vec
     if axis == len(shape) - 1 and R % V == 0 and lay.stride % R == 0:
         G = R // V
-        if G <= WARP and G & (G - 1) == 0:
+        if G & (G - 1) == 0:  # G divides NT*V / V = NT; a power of two > 32 is whole warps
             return _reduce_rows(lw, comb, src, t, G)
     return _reduce_generic(lw, comb, src, t, axis)
 
@@ -245,8 +248,11 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
 
     With ``R`` the row length, ``V`` the chunk width and ``R | NT*V``: chunk ``r`` of thread
     ``tid`` lies in row ``r*(NT*V/R) + tid // G`` at columns ``(tid % G)*V + i`` (``G = R/V``
-    aligned lanes per row). Each chunk is folded, combined over its ``G`` lanes, and the row
-    leader hands the row's result to the owner of that output element.
+    aligned lanes per row, a power of two). Each chunk is folded and combined over the
+    ``L = min(G, 32)`` lanes of the row in its warp; the leader of those lanes writes the
+    partial to slot ``row * P + (tid % G) // 32`` of shared memory (``P = G / L`` partials per
+    row: 1 unless a row spans several warps), and the owner of each output element folds its
+    row's ``P`` slots in order. Any grouping is exact for the combines here (module docs).
     """
     em = lw.em
     b = em.b
@@ -259,10 +265,12 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
         i = j % V
         return b.add(col0, em.k(tid, i)) if i else col0
 
+    L = min(G, WARP)
+    P = G // L  # partials per row (warps spanned by a row)
     parts = []
     for r in range(lay.chunks):
         s = _thread_partial(lw, comb, src, index_of, range(r * V, r * V + V))
-        parts.append(_butterfly(comb, s, G))
+        parts.append(_butterfly(comb, s, L))
     out_lay = lw.layout(t.shape)
     rows = out_lay.numel
     rows_per_rep = lay.stride // (G * V)
@@ -274,25 +282,30 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
     offsets, off = [], 0
     for _ in types:
         offsets.append(off)
-        off += rows * 8
+        off += rows * P * 8
     em.smem_reserve(off)
     bases = [em.smem_array(o) for o in offsets]
-    leader = b.icmp_unsigned("==", b.and_(tid, em.k(tid, G - 1)), em.k(tid, 0)) if G > 1 else None
+    leader = b.icmp_unsigned("==", b.and_(tid, em.k(tid, L - 1)), em.k(tid, 0)) if L > 1 else None
     row0 = b.lshr(tid, em.k(tid, G.bit_length() - 1)) if G > 1 else tid
+    # the warp's place within its row (a row spanning P warps leaves P partials)
+    part = b.lshr(b.and_(tid, em.k(tid, G - 1)), em.k(tid, WARP.bit_length() - 1)) if P > 1 else None
     for r, s in enumerate(parts):
         row = b.add(row0, em.k(tid, r * rows_per_rep)) if r else row0
         owned = b.icmp_unsigned("<", row, em.k(row, rows))
         mask = b.and_(leader, owned) if leader is not None else owned
+        slot = b.add(b.mul(row, em.k(row, P)), part) if part is not None else row
         for base, ty, x in zip(bases, types, s):
-            em.smem_store(base, ty, row, x, mask)
+            em.smem_store(base, ty, slot, x, mask)
     em.barrier()
     out = []
     for j in range(out_lay.per):
         o = out_lay.flat(em, j)
         if not out_lay.all_owned:
             o = b.select(b.icmp_unsigned("<", o, em.k(o, rows)), o, em.k(o, rows - 1))
-        st = tuple(em.smem_load(base, ty, o) for base, ty in zip(bases, types))
-        out.append(comb.finish(st))
+        first = b.mul(o, em.k(o, P)) if P > 1 else o
+        sts = [tuple(em.smem_load(base, ty, b.add(first, em.k(o, p)) if p else first) for base, ty in zip(bases, types))
+               for p in range(P)]
+        out.append(comb.finish(_fold(comb, sts)))
     em.smem_dirty = True
     return LV(t, elems=out)
 

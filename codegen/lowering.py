@@ -114,6 +114,7 @@ class Lowerer:
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
         self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
+        self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
 
     # ------------------------------------------------------------ environment
 
@@ -299,7 +300,9 @@ class Lowerer:
                 self.bind(a, self._rebuild([t], phis)[0])
         ahead = pipe.begin(self, op, k, lo, step, trips, phi_lists[-1]) if pipe is not None else None
         self._push_scope()
+        self.loop_depth += 1
         yields = self.block(region)
+        self.loop_depth -= 1
         self.current_op = op
         new_lists = [carries[i].end(self) if i in carries else self._flatten([y]) for i, y in enumerate(yields)]
         self._pop_scope()
@@ -374,7 +377,9 @@ class Lowerer:
         for a, lv in zip(cond_region.args, self._rebuild(types, list(phis))):
             self.bind(a, lv)
         self._push_scope()
+        self.loop_depth += 1
         (cond_lv,) = self.block(cond_region)
+        self.loop_depth -= 1
         self.current_op = op
         cond = self.uniform(cond_lv)
         self._pop_scope()
@@ -383,7 +388,9 @@ class Lowerer:
         for a, lv in zip(body_region.args, self._rebuild(types, list(phis))):
             self.bind(a, lv)
         self._push_scope()
+        self.loop_depth += 1
         yields = self.block(body_region)
+        self.loop_depth -= 1
         self.current_op = op
         new_vals = self._flatten(yields)
         self._pop_scope()

@@ -157,3 +157,26 @@ def test_summary_and_docs_section(tmp_path):
     assert text.startswith("# Performance\n\nkept\n") and text.count(naive_bench.BEGIN) == 1
     assert "300 → 260 (210): 13.3 % fewer" in text and "**missed**" in text
     assert "| k1 | 10 → 8 | 10 / 10 / 10 | 100 / 70 / 60 | and-self×2 |" in text
+
+
+def test_library_beside_triton_counts_the_division_slow_path(tmp_path):
+    from bench import naive_bench
+
+    res = _fake_results()
+    res["library"] = {
+        "div_kernel": {"sm_90": {"eggpu": {"sass_instructions": 300, "sass_slow_path": 120},
+                                 "triton_aligned": {"sass_instructions": 200}, "triton": {"sass_instructions": 210}}},
+        "plain": {"sm_90": {"eggpu": {"sass_instructions": 90, "sass_slow_path": 0},
+                            "triton_aligned": {"sass_instructions": 100}, "triton": {"sass_instructions": 110}}},
+        "slow": {"sm_90": {"eggpu": {"sass_instructions": 150, "sass_slow_path": 0},
+                           "triton_aligned": {"sass_instructions": 100}}},
+        "no_twin": {"sm_90": {"eggpu": {"sass_instructions": 50}}},
+    }
+    lib = naive_bench.summarize(res)["sm_90"]["library_vs_triton"]
+    assert set(lib) == {"div_kernel", "plain", "slow"}  # only kernels with a Triton twin
+    assert lib["div_kernel"]["ratio"] == 1.5 and lib["div_kernel"]["ratio_without_slow_path"] == 0.9
+    assert lib["plain"]["ratio"] == 0.9 and lib["slow"]["triton"] is None
+    text = "\n".join(naive_bench._library_vs_triton_section({"sm_90": {"library_vs_triton": lib}}))
+    assert "| div_kernel | sm_90 | 300 (120) | 200 | 210 | 1.50 | 0.90 | precision only |" in text
+    assert "| plain | sm_90 | 90 (0) | 100 | 110 | 0.90 | 0.90 | met |" in text
+    assert "| slow | sm_90 | 150 (0) | 100 | – | 1.50 | 1.50 | **missed** |" in text

@@ -114,7 +114,10 @@ def test_f16_vector_loads():
     # thread's second chunk is one repetition (128 threads x 4 halves = 1024 bytes) further
     c = _ptx(vector_add(f16), "sm_90")
     assert re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[%rd\d+\]", c.ptx), "4 halves per 8-byte load"
-    assert re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[%rd\d+\+1024\]", c.ptx)
+    # (an immediate offset, or, in the branch-free masked form, a register one add of 1024 away)
+    plus = re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[%rd\d+\+1024\]", c.ptx)
+    reg = re.search(r"add\.s64\s+(%rd\d+), %rd\d+, 1024;", c.ptx)
+    assert plus or (reg and re.search(r"ld\.global\.v4\.b16\s+\{[^}]*\}, \[" + reg.group(1) + r"\]", c.ptx))
 
 
 @needs_toolchain
@@ -124,13 +127,23 @@ def test_vector_add_warp_loads_are_contiguous():
     c = _ptx(vector_add(), "sm_90")
     ptx = c.ptx
     assert re.search(r"shl\.b32\s+%r\d+, %r\d+, 2;", ptx), "thread index scaled by the 4-element chunk"
-    v4 = re.findall(r"ld\.global\.v4\.(?:f32|b32)\s+\{[^}]*\}, \[(%rd\d+)(\+\d+)?\]", ptx)
+    # an address is a register plus an immediate, the register possibly one add of a constant
+    # from another (the branch-free masked form addresses each piece from its own register)
+    adds = {d: (b, int(k)) for d, b, k in re.findall(r"add\.s64\s+(%rd\d+), (%rd\d+), (\d+);", ptx)}
+
+    def resolve(reg: str, off: str) -> tuple[str, str]:
+        base, k = adds.get(reg, (reg, 0))
+        k += int(off or 0)
+        return base, f"+{k}" if k else ""
+
+    v4 = [resolve(r, o) for r, o in
+          re.findall(r"ld\.global\.v4\.(?:f32|b32)\s+\{[^}]*\}, \[(%rd\d+)(\+\d+)?\]", ptx)]
     assert len(v4) == 4, v4
     by_base: dict[str, set[str]] = {}
     for base, off in v4:
         by_base.setdefault(base, set()).add(off)
     assert all(offs == {"", "+2048"} for offs in by_base.values()), by_base
-    st = re.findall(r"st\.global\.v4\.(?:f32|b32)\s+\[%rd\d+(\+\d+)?\]", ptx)
+    st = [resolve(r, o)[1] for r, o in re.findall(r"st\.global\.v4\.(?:f32|b32)\s+\[(%rd\d+)(\+\d+)?\]", ptx)]
     assert sorted(st) == ["", "+2048"]
 
 

@@ -121,7 +121,7 @@ def _masked_scale(block: int):
 
 
 def test_large_blocks_access_non_uniform_groups_branch_free():
-    # 8192 elements on 128 threads: 64 slots each (BRANCH_FREE_SLOTS), 16 pieces of 4
+    # 8192 elements on 128 threads: 64 slots each, 16 pieces of 4
     ptx = compile_ptx_module(_masked_scale(8192), get_target("sm_90")).ptx
     assert "bra" not in ptx  # no per-group branch, no per-element branch
     assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == 16
@@ -130,8 +130,21 @@ def test_large_blocks_access_non_uniform_groups_branch_free():
     assert len(re.findall(r"@%p\d+ ld\.global\.b32", ptx)) == 64
     assert len(re.findall(r"@%p\d+ st\.global\.b32", ptx)) == 64
     assert len(re.findall(r"ld\.global\.b32 %r\d+, \[%rd\d+\+12\]", ptx)) == 16
-    # below the threshold the branchy form stays (plain loads fold their offsets)
-    assert "bra" in compile_ptx_module(_masked_scale(2048), get_target("sm_90")).ptx
+
+
+
+@pytest.mark.parametrize("block", [512, 1024, 2048])
+def test_small_blocks_access_non_uniform_groups_branch_free(block):
+    # 4, 8, 16 slots per thread (vector_add's BLOCK 1024 with n not known divisible): the same
+    # branch-free form as large blocks; the branches and their reconvergence cost more SASS
+    # than the predicated accesses (BRANCH_FREE_SLOTS)
+    pieces = block // 128 // 4
+    ptx = compile_ptx_module(_masked_scale(block), get_target("sm_90")).ptx
+    assert "bra" not in ptx
+    assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.v4\.b32", ptx)) == pieces
+    assert len(re.findall(r"@%p\d+ ld\.global\.b32", ptx)) == 4 * pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.b32", ptx)) == 4 * pieces
 
 
 def test_branch_free_groups_assemble():
@@ -146,3 +159,29 @@ def test_branch_free_groups_assemble():
     for t in ("sm_80", "sm_90"):
         r = run_ptxas(compile_ptx_module(_masked_scale(8192), get_target(t)).ptx, get_target(t))
         assert r.spills_stores == 0
+
+
+def test_uniform_masked_vectors_are_predicated_outside_loops_only():
+    # outside loops: one @p ld/st.global.v4 per piece, no branch at all (as Triton emits it)
+    fn, _ = _kernel("lt", "div16")
+    ptx = compile_ptx_module(fn, get_target("sm_90")).ptx
+    assert "bra" not in ptx
+    assert len(re.findall(r"@%p\d+ ld\.global\.v4\.b32", ptx)) == 2  # 8 slots per thread: 2 pieces
+    assert len(re.findall(r"@%p\d+ st\.global\.v4\.b32", ptx)) == 2
+    # inside a loop the piece keeps its branch (a branch-free body is one block ptxas unrolls 4x)
+    b = Builder("vk_loop", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    ar = b.op("arange", start=0, end=512)
+    zero = b.op("splat", b.const(0.0, f32), shape=(512,))
+    with b.region([scalar(i32)]) as body:
+        (start,) = body.args
+        offs = b.op("add", b.op("splat", start, shape=(512,)), ar)
+        mask = b.op("lt", offs, b.op("splat", n, shape=(512,)))
+        v = b.op("load", b.op("addptr", b.op("splat", x, shape=(512,)), offs), mask, zero)
+        b.effect("store", b.op("addptr", b.op("splat", y, shape=(512,)), offs), b.op("add", v, v), mask)
+        b.yield_()
+    b.for_(b.const(0, i32), n, b.const(512, i32), [], body)
+    loop = b.finish()
+    loop.facts = Facts.make({"n": ["div16"]})
+    ptx = compile_ptx_module(loop, get_target("sm_90")).ptx
+    assert re.search(r"ld\.global\.v4\.b32", ptx) and not re.search(r"@%p\d+ ld\.global\.v4", ptx)
