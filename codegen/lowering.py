@@ -504,6 +504,29 @@ def _param_values(em: Emitter, fn: Function, args) -> list[ir.Value]:
     return out
 
 
+def _begin_entry(fn: Function, module: ir.Module, em: Emitter, mode: str, abi: list) -> tuple:
+    """The entry function of ``fn`` begun in ``em``: ``(entry name, llvm function, parameter
+    values, host CTA arguments)``. PTX: the kernel itself. Host: the per-CTA function, whose
+    arguments are the parameters, one i64 byte limit per pointer parameter and the error record
+    (bounds checks, :mod:`eggpu.codegen.bounds`), program ids, grid size and shared memory;
+    the last item is ``(args, number of parameters, index of the first program id)``."""
+    if mode == PTX:
+        entry = f"{fn.name}_entry_point"
+        module.triple = "nvptx64-nvidia-cuda"
+        func = ir.Function(module, ir.FunctionType(VOID, abi), entry)
+        em.begin_function(func)
+        return entry, func, _param_values(em, fn, func.args), None
+    ptr_params = [p for p in fn.params if p.type.is_pointer]
+    cta_t = ir.FunctionType(VOID, abi + [I64] * len(ptr_params) + [ir.PointerType()] + [I32] * 6 + [em.shared_ptr])
+    func = ir.Function(module, cta_t, f"{fn.name}_cta")
+    func.linkage = "internal"
+    a = func.args
+    n = len(fn.params)
+    m = n + len(ptr_params) + 1
+    em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
+    return f"{fn.name}_grid", func, _param_values(em, fn, a[:n]), (a, n, m)
+
+
 def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool = False,
                    assume_aligned: bool = True, verify_llvm: bool = True,
                    max_shared_bytes: int = MAX_SHARED_BYTES,
@@ -538,26 +561,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     module = ir.Module(name=fn.name)
     em = Emitter(module, mode, num_warps, fast_math=fast_math, sm=sm)
     abi = [_param_abi_type(em, p.type) for p in fn.params]
-    if mode == PTX:
-        entry = f"{fn.name}_entry_point"
-        module.triple = "nvptx64-nvidia-cuda"
-        func = ir.Function(module, ir.FunctionType(VOID, abi), entry)
-        em.begin_function(func)
-        params = _param_values(em, fn, func.args)
-    else:
-        # CTA arguments: the parameters, one i64 byte limit per pointer parameter and the error
-        # record (bounds checks, eggpu.codegen.bounds), program ids, grid size, shared memory
-        entry = f"{fn.name}_grid"
-        ptr_params = [p for p in fn.params if p.type.is_pointer]
-        cta_t = ir.FunctionType(VOID, abi + [I64] * len(ptr_params) + [ir.PointerType()] + [I32] * 6
-                                + [em.shared_ptr])
-        func = ir.Function(module, cta_t, f"{fn.name}_cta")
-        func.linkage = "internal"
-        a = func.args
-        n = len(fn.params)
-        m = n + len(ptr_params) + 1
-        em.begin_function(func, pids=a[m:m + 3], nprogs=a[m + 3:m + 6], smem=a[m + 6])
-        params = _param_values(em, fn, a[:n])
+    entry, func, params, cta_args = _begin_entry(fn, module, em, mode, abi)
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
     lw.num_stages = num_stages
     # what a strategy may plan for (lower_mma): the target's limit; a host build, the emulated GPU's
@@ -566,6 +570,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     if mode == HOST:
         from .bounds import BoundsChecker
 
+        a, n, m = cta_args
         ptr_index = [i for i, p in enumerate(fn.params) if p.type.is_pointer]
         bases = {fn.params[i].name or f"arg{i}": (a[i], a[n + k]) for k, i in enumerate(ptr_index)}
         lw.bounds = BoundsChecker(fn, em, bases, a[m - 1], list(a[m:m + 3]))
