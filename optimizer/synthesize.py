@@ -35,6 +35,7 @@ import math
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from eggpu.ir import DType
 from eggpu.ir.errors import RuleError
@@ -50,6 +51,8 @@ MAX_SIZE_LIMIT = 7
 DEFAULT_PROOF_MS = 1000
 #: the least cost a rule must save (scalar-add units): dropping only a constant (0.06) is no win
 MIN_GAIN = 0.5
+#: wall-clock seconds one candidate's proof may take before it is stopped (and counted unknown)
+CANDIDATE_CAP_S = 20.0
 #: share of the time limit the enumeration may use before candidates are proved
 ENUM_SHARE = 0.35
 
@@ -254,6 +257,7 @@ def synthesize(
     n_samples: int = DEFAULT_SAMPLES,
     progress: Callable[[str], None] | None = None,
     max_rules: int | None = None,
+    candidate_cap_s: float = CANDIDATE_CAP_S,
 ) -> SynthesisResult:
     """Run the synthesizer (module docstring) for ``dtypes`` and return what it proved.
 
@@ -263,8 +267,6 @@ def synthesize(
     ``n_samples`` the sample inputs per variable (fewer samples: more false candidates for z3 to
     refute, never an unsound rule)."""
     from .cost import CostModel
-    from .rule_verdicts import PROVED, REFUTED
-    from .rule_verifier import verify_rule
 
     if not 1 <= max_size <= MAX_SIZE_LIMIT:
         raise RuleError(f"rules synthesize: max size must be between 1 and {MAX_SIZE_LIMIT}, got {max_size}")
@@ -288,6 +290,21 @@ def synthesize(
     pairs.sort(key=lambda p: (p[1].size, -(p[1].cost - p[2].cost), p[0].name))
     say(f"{len(pairs)} candidates to prove ({res.candidates} pairs, {res.skipped_inexpressible} not expressible)")
     shipped = _shipped_rules() if skip_shipped else []
+    prover = _Prover(proof_ms)
+    try:
+        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say)
+    finally:
+        prover.close()
+    res.seconds = time.perf_counter() - t0
+    return res
+
+
+def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResult, prover: _Prover,
+                      shipped: list[Rule], end: float, max_rules: int | None, cap_s: float,
+                      say: Callable[[str], None]) -> None:
+    """Stage 2-3 of the module docstring: filter, prove and keep, until ``end``."""
+    from .rule_verdicts import PROVED, REFUTED, RuleVerdict
+
     kept: list[Rule] = []
     seen: set[str] = set()
     for n, (dt, lhs, rhs) in enumerate(pairs):
@@ -311,7 +328,12 @@ def synthesize(
             res.skipped_derivable += 1
             continue
         res.tried += 1
-        v = verify_rule(cand, timeout_ms=proof_ms)
+        left = end - time.perf_counter()
+        d = prover.prove(text, min(cap_s, max(left, 0.1)))
+        if d is None:  # stopped at the wall-clock cap (or the time limit)
+            res.unknown.append(f"{lhs} => {rhs} (stopped after {min(cap_s, max(left, 0.1)):.1f}s)")
+            continue
+        v = RuleVerdict.from_json(d)
         if v.results and all(x.status == PROVED for x in v.results):
             r0 = v.results[0]
             kept.append(cand)
@@ -322,8 +344,73 @@ def synthesize(
             res.refuted.append(f"{lhs} => {rhs}")
         else:
             res.unknown.append(f"{lhs} => {rhs}")
-    res.seconds = time.perf_counter() - t0
-    return res
+        if res.tried % 100 == 0:
+            say(f"[{n + 1}/{len(pairs)}] {res.tried} tried: {len(res.rules)} proved, {len(res.refuted)} refuted, "
+                f"{len(res.unknown)} unknown")
+
+
+def _prove_job(conn: Any, proof_ms: int) -> None:
+    """The prover process: rule text in, verdict JSON out, until None."""
+    from .rule_verifier import verify_rule
+
+    while True:
+        text = conn.recv()
+        if text is None:
+            return
+        conn.send(verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=proof_ms).to_json())
+
+
+class _Prover:
+    """Proves candidates in a forked child process, so one candidate can be stopped at a wall-clock
+    cap: the verifier's budgets are z3 resource units, but a query can run for minutes on a loaded
+    machine before its units run out, and the run must end at its time limit. A candidate stopped
+    that way counts as unknown; the child is killed and a fresh one started. Where fork is not
+    available the candidates are proved in this process (no cap)."""
+
+    def __init__(self, proof_ms: int):
+        import multiprocessing as mp
+
+        self.proof_ms = proof_ms
+        self.ctx = mp.get_context("fork") if "fork" in mp.get_all_start_methods() else None
+        self.proc: Any = None
+        self.conn: Any = None
+
+    def _start(self) -> None:
+        self.conn, child = self.ctx.Pipe()
+        self.proc = self.ctx.Process(target=_prove_job, args=(child, self.proof_ms), daemon=True)
+        self.proc.start()
+        child.close()
+
+    def prove(self, text: str, cap_s: float) -> dict[str, Any] | None:
+        """The verdict JSON of the rule ``text``, or None when it took more than ``cap_s`` seconds."""
+        if self.ctx is None:
+            from .rule_verifier import verify_rule
+
+            return verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=self.proof_ms).to_json()
+        if self.proc is None or not self.proc.is_alive():
+            self._start()
+        self.conn.send(text)
+        try:
+            if self.conn.poll(cap_s):
+                return self.conn.recv()
+        except EOFError:  # the child died (e.g. out of memory): a fresh one for the next candidate
+            pass
+        self.proc.kill()
+        self.proc.join()
+        self.proc = None
+        return None
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.conn.send(None)
+            except OSError:
+                pass
+            self.proc.join(2)
+            if self.proc.is_alive():
+                self.proc.kill()
+                self.proc.join()
+            self.proc = None
 
 
 def _shipped_rules() -> list[Rule]:
