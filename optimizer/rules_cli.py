@@ -220,7 +220,7 @@ def synthesize_rules(
     work starts."""
     from pathlib import Path
 
-    from .synthesize import DEFAULT_PROOF_MS, MAX_SIZE_LIMIT, egg_text, synthesize
+    from .synthesize import DEFAULT_PROOF_MS, MAX_SIZE_LIMIT, egg_text, remember_proofs, synthesize
 
     if not 1 <= max_size <= MAX_SIZE_LIMIT:
         raise SynthesizeArgError(f"--max-size: must be between 1 and {MAX_SIZE_LIMIT}, got {max_size}")
@@ -248,6 +248,7 @@ def synthesize_rules(
     from .rules_loader import load_rule_files
 
     loaded = load_rule_files([out])
+    remember_proofs(res, loaded.rules)  # the first compile with the file need not prove them again
     print(f"{res.summary()}\nwrote {len(loaded.rules)} rules to {out}", file=sys.stderr)
     return EXIT_OK
 

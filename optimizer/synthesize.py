@@ -52,7 +52,7 @@ DEFAULT_PROOF_MS = 1000
 #: the least cost a rule must save (scalar-add units): dropping only a constant (0.06) is no win
 MIN_GAIN = 0.5
 #: wall-clock seconds one candidate's proof may take before it is stopped (and counted unknown)
-CANDIDATE_CAP_S = 20.0
+CANDIDATE_CAP_S = 4.0
 #: share of the time limit the enumeration may use before candidates are proved
 ENUM_SHARE = 0.35
 
@@ -68,6 +68,7 @@ class SynthRule:
     text: str
     strategy: str
     units: int
+    verdict: dict[str, Any] = field(default_factory=dict, repr=False)  # the verifier's JSON
 
     def provenance(self) -> str:
         return (f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype {self.dtype} | lhs size {self.lhs.size} | "
@@ -338,7 +339,7 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
             r0 = v.results[0]
             kept.append(cand)
             res.rules.append(SynthRule(name, dt, lhs, rhs, text, r0.strategy or "z3",
-                                       sum(int(x.rlimit or 0) for x in v.results)))
+                                       sum(int(x.rlimit or 0) for x in v.results), d))
             say(f"[{n + 1}/{len(pairs)}] proved {name}: {lhs} => {rhs}")
         elif any(x.status == REFUTED for x in v.results):
             res.refuted.append(f"{lhs} => {rhs}")
@@ -413,6 +414,20 @@ class _Prover:
             self.proc = None
 
 
+def remember_proofs(result: SynthesisResult, rules: Iterable[Rule], cache: Any | None = None) -> int:
+    """Store the verdicts of ``result``'s rules, as loaded back from the written file (``rules``),
+    in the proof cache (default: the user's), so the first compile with the file does not prove
+    them again. Returns how many were stored."""
+    from .proof_cache import ProofCache
+    from .rule_verifier import _cache_key
+
+    by_name = {r.name: r for r in result.rules}
+    entries = {_cache_key(r, 0): by_name[r.name].verdict for r in rules if r.name in by_name and by_name[r.name].verdict}
+    if entries:
+        (cache or ProofCache()).put_many(entries)
+    return len(entries)
+
+
 def _shipped_rules() -> list[Rule]:
     from .rules_loader import load_rules
 
@@ -420,4 +435,4 @@ def _shipped_rules() -> list[Rule]:
 
 
 __all__ = ["DEFAULT_PROOF_MS", "MAX_SIZE_LIMIT", "SYNTH_VERSION", "SynthRule", "SynthesisResult", "derivable", "egg_text",
-           "rule_name", "rule_text", "states", "synthesize"]
+           "remember_proofs", "rule_name", "rule_text", "states", "synthesize"]

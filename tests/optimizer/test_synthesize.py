@@ -9,6 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import eggpu
+import eggpu.language as tl
 from eggpu import cli
 from eggpu.ir import OPS
 from eggpu.ir.dtypes import bool_, f32, i32, u8
@@ -182,6 +184,11 @@ def test_cli_writes_a_loadable_file_with_progress_on_stderr(capsys, tmp_path):
     rules = load_rule_files([out]).rules
     assert rules and all(r.name.startswith("syn-i32-") for r in rules)
     assert ";; command: eggpu rules synthesize --out" in out.read_text()
+    # the proofs went to the proof cache: a compile with the file does not prove them again
+    from eggpu.optimizer.rule_verifier import verify_rules
+
+    verdicts = verify_rules(rules, workers=1)
+    assert all(v.cached and v.usable for v in verdicts.values())
 
 
 @pytest.mark.parametrize("args, message", [
@@ -216,3 +223,34 @@ def test_unsigned_constants_and_samples_fit_the_dtype():
     e = enumerate_terms(u8, max_size=2, lane_cost=CM.lane_cost, const_cost=0.06, n_samples=16)
     consts = sorted(t.value for c in e.classes for t in c.members if t.op == "const")
     assert consts == [0, 1, 2, 255]
+
+
+def test_a_candidate_past_its_wall_clock_cap_is_stopped_and_not_emitted():
+    res = synthesize([i32], max_size=3, time_limit=120, candidate_cap_s=0.001, max_rules=5)
+    assert res.tried and not res.rules
+    assert all("(stopped after 0.0s)" in u for u in res.unknown) and len(res.unknown) == res.tried
+
+
+@eggpu.kernel
+def negdiv(x_ptr: tl.Pointer[tl.i32], y_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask, other=0)
+    tl.store(y_ptr + offs, x // -1 + x * 2, mask=mask)
+
+
+def test_synthesized_rules_fire_in_a_compile_and_the_kernel_stays_right(small_i32, tmp_path):
+    p = tmp_path / "synth.egg"
+    p.write_text(egg_text(small_i32))
+    ck = eggpu.compile(negdiv.Kernel(256), rules=[str(p)], cache=False)
+    fired = {r for r in ck.report["optimizer"]["rules_fired"] if r.startswith("syn-")}
+    div_neg = next(r.name for r in small_i32.rules if str(r.lhs) == "div(x, -1)")
+    assert div_neg in fired
+    assert ck.report["optimizer"]["validation"] == "valid"
+    assert " div(" not in str(ck.ir)
+    for n in (1, 1000, 1001):
+        x = np.random.default_rng(n).integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+        y = np.zeros(n, np.int32)
+        ck.run_cpu(((n + 255) // 256,), x, y, np.int32(n))
+        with np.errstate(over="ignore"):
+            assert np.array_equal(y, (-x) + x * np.int32(2))
