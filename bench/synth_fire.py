@@ -7,6 +7,10 @@ with the shipped rules only and with ``RULES.egg`` added as user rules (``rules=
 prints, per kernel, the synthesized rules that fired (``ck.report["optimizer"]["rules_fired"]``,
 names starting ``syn-``) and the optimizer's cost after extraction both ways, then the totals:
 how many distinct synthesized rules fired anywhere and on how many kernels the cost dropped.
+
+With ``--synthesize [--time-limit 600 --max-size 5 --dtypes i32,f32]`` it first writes RULES.egg
+itself: the synthesizer with the same kernels' IR as its workload (their subterms are tried as
+left-hand sides first, :mod:`eggpu.optimizer.synth_workload`).
 """
 
 from __future__ import annotations
@@ -71,13 +75,39 @@ def measure(rules_file: str, names: list[str] | None = None, target: str = "sm_9
     return {"kernels": rows, "fired_rules": sorted(fired_all), "cost_lowered": lowered}
 
 
+def synthesize_with_workload(out: str, time_limit: float, max_size: int, dtypes: str,
+                             names: list[str] | None = None) -> None:
+    """``eggpu rules synthesize`` with the benchmark kernels' IR as workload; writes ``out``."""
+    from pathlib import Path
+
+    from eggpu.optimizer.rules_cli import parse_synth_dtypes
+    from eggpu.optimizer.rules_loader import load_rule_files
+    from eggpu.optimizer.synthesize import egg_text, remember_proofs, synthesize
+
+    fns = [inst.ir() for _, inst, _ in _instances(names)]
+    t0 = time.perf_counter()
+    res = synthesize(parse_synth_dtypes(dtypes), max_size=max_size, time_limit=time_limit, workload=fns,
+                     progress=lambda m: print(f"[{time.perf_counter() - t0:6.1f}s] {m}", file=sys.stderr, flush=True))
+    Path(out).write_text(egg_text(res, f"python -m bench.synth_fire {out} --synthesize --time-limit {time_limit} "
+                                       f"--max-size {max_size} --dtypes {dtypes}"))
+    remember_proofs(res, load_rule_files([out]).rules)
+    print(res.summary(), file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m bench.synth_fire")
     p.add_argument("rules", help="the .egg file written by eggpu rules synthesize")
     p.add_argument("--kernels", help="comma-separated kernel names (default: all)")
     p.add_argument("--target", default="sm_90")
     p.add_argument("--json", help="also write the result here")
+    p.add_argument("--synthesize", action="store_true",
+                   help="first write RULES by synthesizing with the kernels as workload (their subterms are tried first)")
+    p.add_argument("--time-limit", type=float, default=600.0)
+    p.add_argument("--max-size", type=int, default=5)
+    p.add_argument("--dtypes", default="i32,f32")
     a = p.parse_args(argv)
+    if a.synthesize:
+        synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None)
     res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target)
     print(f"{len(res['fired_rules'])} distinct synthesized rules fired on {sum(1 for r in res['kernels'].values() if r['fired'])}"
           f" of {len(res['kernels'])} kernels; cost lowered on {len(res['cost_lowered'])}: {', '.join(res['cost_lowered'])}")

@@ -209,6 +209,13 @@ class Enumeration:
     partial: bool
     stop_reason: str
     seconds: float
+    #: what a term built elsewhere needs to be fingerprinted the same way (:mod:`.synth_workload`):
+    #: each variable's samples by (sort, name), the sample count, the hash multipliers, and the
+    #: classes by (sort, fingerprint)
+    var_samples: dict[tuple[DType, str], np.ndarray] = field(default_factory=dict)
+    n_samples: int = 0
+    mult: np.ndarray | None = None
+    index: dict[tuple[DType, bytes], FClass] = field(default_factory=dict)
 
 
 class _Pool:
@@ -250,6 +257,7 @@ def enumerate_terms(
     mult = rng.integers(1, 2**63, (2, n_samples), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
     classes: dict[DType, dict[bytes, FClass]] = {s: {} for s in sorts}
     pools: dict[tuple[DType, int], _Pool] = {}
+    var_samples: dict[tuple[DType, str], np.ndarray] = {}
     count = 0
 
     def add_pool(sort: DType, size: int, rows: list[tuple[Term, np.ndarray, bool]]) -> None:
@@ -263,7 +271,8 @@ def enumerate_terms(
         rows = []
         for name in names:
             t = Term("var", sort, value=name)
-            rows.append((t, samples(sort, n_samples, rng), True))
+            var_samples[(sort, name)] = samples(sort, n_samples, rng)
+            rows.append((t, var_samples[(sort, name)], True))
         for c in constants(sort):
             v = np.full(n_samples, c, dtype=numpy_dtype(sort))
             rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
@@ -339,7 +348,9 @@ def enumerate_terms(
             break
         sizes_done = size
     flat = [c for s in sorts for c in classes[s].values()]
-    return Enumeration(dtype, flat, count, sizes_done, stop != "max size reached", stop, time.perf_counter() - t0)
+    index = {(s, fp): c for s in sorts for fp, c in classes[s].items()}
+    return Enumeration(dtype, flat, count, sizes_done, stop != "max size reached", stop, time.perf_counter() - t0,
+                       var_samples, n_samples, mult, index)
 
 
 def _splits(total: int, parts: int) -> list[tuple[int, ...]]:
@@ -354,6 +365,11 @@ def _references() -> dict[str, Callable[..., np.ndarray]]:
 
 
 _OPREF = _references()
+
+
+def reference(op: str) -> Callable[..., np.ndarray]:
+    """The op table's reference semantics of ``op`` (the interpreter's)."""
+    return _OPREF[op]
 
 
 def render(t: Term, const: Callable[[Term], str]) -> str:

@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eggpu.ir import DType
+from eggpu.ir import DType, Function
 from eggpu.ir.errors import RuleError
 
 from .rules_loader import Atom, Rule, SList, Sx, parse_rules
@@ -53,6 +53,9 @@ DEFAULT_PROOF_MS = 1000
 MIN_GAIN = 0.5
 #: wall-clock seconds one candidate's proof may take before it is stopped (and counted unknown)
 CANDIDATE_CAP_S = 4.0
+#: workload candidates (left-hand sides from kernels) get this many times the proof budget and cap:
+#: ``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)`` at f32 takes 13 M z3 units (2.7 idle seconds)
+WORKLOAD_BOOST = 15
 #: share of the time limit the enumeration may use before candidates are proved
 ENUM_SHARE = 0.35
 
@@ -69,10 +72,11 @@ class SynthRule:
     strategy: str
     units: int
     verdict: dict[str, Any] = field(default_factory=dict, repr=False)  # the verifier's JSON
+    workload: bool = False  # the left-hand side came from a workload kernel
 
     def provenance(self) -> str:
         return (f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype {self.dtype} | lhs size {self.lhs.size} | "
-                f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | proved {self.dtype} by {self.strategy} "
+                f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | {'workload' if self.workload else 'enumerated'} | proved {self.dtype} by {self.strategy} "
                 f"({self.units} units)\n;;   {self.lhs}  =>  {self.rhs}")
 
 
@@ -89,6 +93,8 @@ class SynthesisResult:
     skipped_shipped: list[str] = field(default_factory=list)
     skipped_derivable: int = 0
     skipped_inexpressible: int = 0
+    workload_terms: int = 0
+    workload_candidates: int = 0
     partial: bool = False
     stop_reason: str = "done"
     seconds: float = 0.0
@@ -98,7 +104,10 @@ class SynthesisResult:
         return (f"{len(self.rules)} rules proved; {terms} terms enumerated, {self.candidates} candidates, "
                 f"{self.tried} tried, {len(self.refuted)} refuted, {len(self.unknown)} unknown, "
                 f"{len(self.skipped_shipped)} already shipped, {self.skipped_derivable} derivable, "
-                f"{self.skipped_inexpressible} not expressible; {self.seconds:.1f}s"
+                f"{self.skipped_inexpressible} not expressible"
+                + (f", {self.workload_candidates} of {self.workload_terms} workload terms with a cheaper equivalent"
+                   if self.workload_terms else "")
+                + f"; {self.seconds:.1f}s"
                 + (f" (partial: {self.stop_reason})" if self.partial else ""))
 
 
@@ -259,6 +268,7 @@ def synthesize(
     progress: Callable[[str], None] | None = None,
     max_rules: int | None = None,
     candidate_cap_s: float = CANDIDATE_CAP_S,
+    workload: Sequence[Function] = (),
 ) -> SynthesisResult:
     """Run the synthesizer (module docstring) for ``dtypes`` and return what it proved.
 
@@ -266,7 +276,8 @@ def synthesize(
     proving at the end of it, either setting ``partial``. ``max_rules`` stops after that many kept
     rules (also ``partial``). ``proof_ms`` is the z3 budget per candidate (deterministic units);
     ``n_samples`` the sample inputs per variable (fewer samples: more false candidates for z3 to
-    refute, never an unsound rule)."""
+    refute, never an unsound rule). ``workload``: IR functions whose own subterms are tried as
+    left-hand sides first (:mod:`.synth_workload`)."""
     from .cost import CostModel
 
     if not 1 <= max_size <= MAX_SIZE_LIMIT:
@@ -280,6 +291,7 @@ def synthesize(
     cm = CostModel.for_target(target)
     enum_end = t0 + time_limit * ENUM_SHARE
     pairs: list[tuple[DType, Term, Term]] = []
+    first: list[tuple[DType, Term, Term]] = []  # workload candidates: tried before the others
     for i, dt in enumerate(dtypes):
         share = t0 + (enum_end - t0) * (i + 1) / len(dtypes)
         e = enumerate_terms(dt, max_size=max_size, lane_cost=cm.lane_cost, const_cost=cm.const_cost + cm.shape_lane,
@@ -288,12 +300,23 @@ def synthesize(
         if e.partial:
             res.partial, res.stop_reason = True, f"enumeration of {dt}: {e.stop_reason}"
         pairs += [(dt, lhs, rhs) for lhs, rhs in _candidates(e, res)]
+        if workload:
+            from .synth_workload import workload_candidates, workload_terms
+
+            terms = workload_terms(workload, dt, n_vars, cm.lane_cost, cm.const_cost + cm.shape_lane)
+            found = workload_candidates(terms, e, MIN_GAIN)
+            res.workload_terms += len(terms)
+            res.workload_candidates += len(found)
+            say(f"{dt}: {len(terms)} workload terms, {len(found)} with a cheaper equivalent")
+            first += [(dt, lhs, rhs) for lhs, rhs in found]
     pairs.sort(key=lambda p: (p[1].size, -(p[1].cost - p[2].cost), p[0].name))
+    first.sort(key=lambda p: (p[1].size, -(p[1].cost - p[2].cost), p[0].name))
+    pairs = first + pairs
     say(f"{len(pairs)} candidates to prove ({res.candidates} pairs, {res.skipped_inexpressible} not expressible)")
     shipped = _shipped_rules() if skip_shipped else []
     prover = _Prover(proof_ms)
     try:
-        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say)
+        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say, len(first))
     finally:
         prover.close()
     res.seconds = time.perf_counter() - t0
@@ -302,8 +325,9 @@ def synthesize(
 
 def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResult, prover: _Prover,
                       shipped: list[Rule], end: float, max_rules: int | None, cap_s: float,
-                      say: Callable[[str], None]) -> None:
-    """Stage 2-3 of the module docstring: filter, prove and keep, until ``end``."""
+                      say: Callable[[str], None], n_first: int = 0) -> None:
+    """Stage 2-3 of the module docstring: filter, prove and keep, until ``end``. The first
+    ``n_first`` pairs (workload candidates) get :data:`WORKLOAD_BOOST` times the budget and cap."""
     from .rule_verdicts import PROVED, REFUTED, RuleVerdict
 
     kept: list[Rule] = []
@@ -330,7 +354,8 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
             continue
         res.tried += 1
         left = end - time.perf_counter()
-        d = prover.prove(text, min(cap_s, max(left, 0.1)))
+        boost = WORKLOAD_BOOST if n < n_first else 1  # few and valuable: a bigger budget
+        d = prover.prove(text, min(cap_s * boost, max(left, 0.1)), prover.proof_ms * boost)
         if d is None:  # stopped at the wall-clock cap (or the time limit)
             res.unknown.append(f"{lhs} => {rhs} (stopped after {min(cap_s, max(left, 0.1)):.1f}s)")
             continue
@@ -339,7 +364,7 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
             r0 = v.results[0]
             kept.append(cand)
             res.rules.append(SynthRule(name, dt, lhs, rhs, text, r0.strategy or "z3",
-                                       sum(int(x.rlimit or 0) for x in v.results), d))
+                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first))
             say(f"[{n + 1}/{len(pairs)}] proved {name}: {lhs} => {rhs}")
         elif any(x.status == REFUTED for x in v.results):
             res.refuted.append(f"{lhs} => {rhs}")
@@ -355,10 +380,11 @@ def _prove_job(conn: Any, proof_ms: int) -> None:
     from .rule_verifier import verify_rule
 
     while True:
-        text = conn.recv()
-        if text is None:
+        job = conn.recv()
+        if job is None:
             return
-        conn.send(verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=proof_ms).to_json())
+        text, ms = job
+        conn.send(verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=ms or proof_ms).to_json())
 
 
 class _Prover:
@@ -382,15 +408,16 @@ class _Prover:
         self.proc.start()
         child.close()
 
-    def prove(self, text: str, cap_s: float) -> dict[str, Any] | None:
-        """The verdict JSON of the rule ``text``, or None when it took more than ``cap_s`` seconds."""
+    def prove(self, text: str, cap_s: float, proof_ms: int | None = None) -> dict[str, Any] | None:
+        """The verdict JSON of the rule ``text`` (z3 budget ``proof_ms``, default the prover's), or
+        None when it took more than ``cap_s`` seconds."""
         if self.ctx is None:
             from .rule_verifier import verify_rule
 
-            return verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=self.proof_ms).to_json()
+            return verify_rule(parse_rules(text, "<synthesized>")[0][0], timeout_ms=proof_ms or self.proof_ms).to_json()
         if self.proc is None or not self.proc.is_alive():
             self._start()
-        self.conn.send(text)
+        self.conn.send((text, proof_ms))
         try:
             if self.conn.poll(cap_s):
                 return self.conn.recv()

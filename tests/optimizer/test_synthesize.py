@@ -254,3 +254,18 @@ def test_synthesized_rules_fire_in_a_compile_and_the_kernel_stays_right(small_i3
         ck.run_cpu(((n + 255) // 256,), x, y, np.int32(n))
         with np.errstate(over="ignore"):
             assert np.array_equal(y, (-x) + x * np.int32(2))
+
+
+def test_workload_terms_come_from_the_kernel_and_are_tried_first():
+    from eggpu.optimizer.synth_workload import workload_terms
+
+    fn = negdiv.Kernel(256).ir()
+    terms = {str(t) for t in workload_terms([fn], i32, 2, CM.lane_cost, 0.06)}
+    # the load is a variable, the splatted constants are constants
+    assert {"div(x, -1)", "mul(x, 2)", "add(div(x, -1), mul(x, 2))"} <= terms
+    res = synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=3)
+    assert res.workload_terms == len(terms) and res.workload_candidates >= 2
+    first = res.rules[0]
+    assert first.workload and str(first.lhs) in terms
+    assert "| workload | proved i32" in first.provenance()
+    assert all(r.workload for r in res.rules[:res.workload_candidates] if str(r.lhs) in terms)
