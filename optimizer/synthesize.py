@@ -120,7 +120,10 @@ def _const(t: Term) -> str:
     d = f"({DTYPE_CONSTRUCTORS[t.dtype]})"
     if t.dtype.is_float:
         return f"(Splat {d} s (ConstF {d} {float(t.value)!r}))"
-    return f"(Splat {d} s (Const {d} {int(t.value)}))"
+    v = int(t.value)
+    if v >= 1 << 63:  # the schema's i64: unsigned values >= 2**63 wrap to two's complement
+        v -= 1 << 64
+    return f"(Splat {d} s (Const {d} {v}))"
 
 
 def rule_text(name: str, lhs: Term, rhs: Term) -> str:

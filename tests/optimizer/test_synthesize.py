@@ -13,7 +13,7 @@ import eggpu
 import eggpu.language as tl
 from eggpu import cli
 from eggpu.ir import OPS
-from eggpu.ir.dtypes import bool_, f32, i32, u8
+from eggpu.ir.dtypes import bool_, f32, i32, u8, u64
 from eggpu.ir.ops import ELEMENTWISE, PURE, TRANSCENDENTAL
 from eggpu.optimizer.cost import CostModel
 from eggpu.optimizer.rule_verifier import verify_rule
@@ -269,3 +269,11 @@ def test_workload_terms_come_from_the_kernel_and_are_tried_first():
     assert first.workload and str(first.lhs) in terms
     assert "| workload | proved i32" in first.provenance()
     assert all(r.workload for r in res.rules[:res.workload_candidates] if str(r.lhs) in terms)
+
+
+def test_u64_all_ones_is_written_as_the_schemas_wrapped_i64():
+    res = synthesize([u64], max_size=3, time_limit=120)
+    assert not res.unknown and not res.refuted
+    text = egg_text(res)
+    assert "(Const (U64) -1)" in text and "(Const (U64) 18446744073709551615)" not in text
+    assert "minimum(x, 18446744073709551615) => x" in {f"{r.lhs} => {r.rhs}" for r in res.rules}
