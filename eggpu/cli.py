@@ -1,4 +1,4 @@
-"""The ``eggpu`` command line (DESIGN.md §7): demo, compile, rules check, explain.
+"""The ``eggpu`` command line (DESIGN.md §7): demo, compile, rules check, rules synthesize, explain.
 
 User mistakes (bad file, unknown kernel, bad option, a kernel that does not compile) print one
 ``eggpu: error: ...`` line on stderr and exit with status 1 (2 for command-line usage errors and
@@ -77,6 +77,17 @@ def positive_int(text: str) -> int:
     return value
 
 
+def positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive number, got {text!r}") from None
+    if not (value > 0 and value < float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eggpu", description="Compile Triton-style kernels with verified rewrites.")
     sub = p.add_subparsers(dest="command")
@@ -104,6 +115,14 @@ def _parser() -> argparse.ArgumentParser:
     rc.add_argument("--per-dtype", action="store_true",
                     help="one row per rule and dtype: verdict, seconds, how it was decided")
     rc.set_defaults(func=cmd_rules_check)
+    rs = rsub.add_parser("synthesize", help="enumerate, fingerprint and prove new rules; write them as an .egg file")
+    rs.add_argument("--out", required=True, help="the .egg file to write")
+    rs.add_argument("--max-size", type=positive_int, default=5, help="largest term, in nodes (default 5)")
+    rs.add_argument("--time-limit", type=positive_float, default=600.0, help="seconds for the whole run (default 600)")
+    rs.add_argument("--dtypes", default="i32,f32", help="comma-separated dtypes to enumerate (default i32,f32)")
+    rs.add_argument("--vars", type=positive_int, default=2, help="variables per term (1-3, default 2)")
+    rs.add_argument("--proof-ms", type=positive_int, default=None, help="z3 budget per candidate")
+    rs.set_defaults(func=cmd_rules_synthesize)
     r.set_defaults(func=lambda a: (r.print_help(), EXIT_USAGE)[1])
 
     e = sub.add_parser("explain", help="show the IR before/after optimization and the rules that fired")
@@ -293,6 +312,19 @@ def cmd_rules_check(a: argparse.Namespace) -> int:
     except RuleError as e:  # one "eggpu: error:" line per problem, on stderr
         print("\n".join(f"eggpu: error: {line}" for line in str(e).splitlines()), file=sys.stderr)
         return EXIT_LOAD_ERROR
+
+
+def cmd_rules_synthesize(a: argparse.Namespace) -> int:
+    from eggpu.optimizer.rules_cli import SynthesizeArgError, synthesize_rules
+
+    command = "eggpu rules synthesize " + " ".join(
+        f"--{k.replace('_', '-')} {v}" for k, v in (("out", a.out), ("max_size", a.max_size), ("time_limit", a.time_limit),
+                                                    ("dtypes", a.dtypes), ("vars", a.vars)))
+    try:
+        return synthesize_rules(a.out, max_size=a.max_size, time_limit=a.time_limit, dtypes=a.dtypes, n_vars=a.vars,
+                                proof_ms=a.proof_ms, command=command)
+    except SynthesizeArgError as e:
+        raise UsageError(str(e)) from None
 
 
 def cmd_demo(a: argparse.Namespace) -> int:

@@ -171,6 +171,88 @@ def verdicts_json(rules, verdicts, counts: dict[str, int], seconds: float) -> di
     return {"summary": counts, "seconds": round(seconds, 3), "rules": out}
 
 
+# ------------------------------------------------------------------ rules synthesize
+
+#: the dtypes ``eggpu rules synthesize`` enumerates by default
+DEFAULT_SYNTH_DTYPES = "i32,f32"
+
+
+class SynthesizeArgError(RuleError):
+    """A bad argument of ``eggpu rules synthesize`` (the message names the option)."""
+
+
+def parse_synth_dtypes(text: str) -> list:
+    """``"i32,f32"`` -> the dtypes; SynthesizeArgError naming ``--dtypes`` for an empty list, an
+    unknown, duplicate or unsupported (bool, pointer) name."""
+    from eggpu.ir.dtypes import BY_NAME
+
+    names = [n.strip() for n in text.split(",")]
+    if not text.strip() or any(not n for n in names):
+        raise SynthesizeArgError(f"--dtypes: expected comma-separated dtype names such as i32,f32, got {text!r}")
+    out = []
+    allowed = [n for n, d in BY_NAME.items() if d.is_int or d.is_float]
+    for n in names:
+        d = BY_NAME.get(n)
+        if d is None or n not in allowed:
+            why = "bool terms are enumerated with every dtype" if n == "bool" else "unknown dtype"
+            raise SynthesizeArgError(f"--dtypes: {why} {n!r} (choose from {', '.join(allowed)})")
+        if d in out:
+            raise SynthesizeArgError(f"--dtypes: {n!r} is given twice")
+        out.append(d)
+    return out
+
+
+def synthesize_rules(
+    out_path: str | os.PathLike,
+    *,
+    max_size: int,
+    time_limit: float,
+    dtypes: str = DEFAULT_SYNTH_DTYPES,
+    n_vars: int = 2,
+    proof_ms: int | None = None,
+    progress: bool = True,
+    command: str = "",
+) -> int:
+    """``eggpu rules synthesize``: run :func:`.synthesize.synthesize`, write the rules to
+    ``out_path`` (atomically: a temporary file renamed into place; the folder must exist), then
+    load the file back with the rules loader (as the compiler will). Progress lines and the
+    summary go to stderr. Returns 0; bad arguments raise :class:`SynthesizeArgError` before any
+    work starts."""
+    from pathlib import Path
+
+    from .synthesize import DEFAULT_PROOF_MS, MAX_SIZE_LIMIT, egg_text, remember_proofs, synthesize
+
+    if not 1 <= max_size <= MAX_SIZE_LIMIT:
+        raise SynthesizeArgError(f"--max-size: must be between 1 and {MAX_SIZE_LIMIT}, got {max_size}")
+    if not (time_limit > 0 and time_limit < float("inf")):
+        raise SynthesizeArgError(f"--time-limit: must be a positive number of seconds, got {time_limit}")
+    if not 1 <= n_vars <= 3:
+        raise SynthesizeArgError(f"--vars: must be 1, 2 or 3, got {n_vars}")
+    dts = parse_synth_dtypes(dtypes)
+    out = Path(out_path)
+    if out.is_dir():
+        raise SynthesizeArgError(f"--out: {out} is a directory (give a file name such as {out / 'synth.egg'})")
+    if not out.parent.is_dir():
+        raise SynthesizeArgError(f"--out: folder {out.parent} does not exist")
+    t0 = time.perf_counter()
+
+    def say(msg: str) -> None:
+        if progress:
+            print(f"[{time.perf_counter() - t0:6.1f}s] {msg}", file=sys.stderr, flush=True)
+
+    res = synthesize(dts, max_size=max_size, time_limit=time_limit, n_vars=n_vars,
+                     proof_ms=proof_ms or DEFAULT_PROOF_MS, progress=say)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_text(egg_text(res, command), encoding="utf-8")
+    os.replace(tmp, out)
+    from .rules_loader import load_rule_files
+
+    loaded = load_rule_files([out])
+    remember_proofs(res, loaded.rules)  # the first compile with the file need not prove them again
+    print(f"{res.summary()}\nwrote {len(loaded.rules)} rules to {out}", file=sys.stderr)
+    return EXIT_OK
+
+
 def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper
     import argparse
 

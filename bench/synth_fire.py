@@ -1,0 +1,123 @@
+"""Which synthesized rules fire on the benchmark kernels (``eggpu rules synthesize``'s goal).
+
+``python -m bench.synth_fire RULES.egg [--kernels a,b] [--target sm_90]`` compiles every naive
+kernel (:mod:`bench.naive_kernels`, with the bench case's types, constexprs and launch facts) and
+every library kernel (:mod:`eggpu.kernels`, default dtype, first case) twice, without the cache:
+with the shipped rules only and with ``RULES.egg`` added as user rules (``rules=[...]``). It
+prints, per kernel, the synthesized rules that fired (``ck.report["optimizer"]["rules_fired"]``,
+names starting ``syn-``) and the optimizer's cost after extraction both ways, then the totals:
+how many distinct synthesized rules fired anywhere and on how many kernels the cost dropped.
+
+With ``--synthesize [--time-limit 600 --max-size 5 --dtypes i32,f32]`` it first writes RULES.egg
+itself: the synthesizer with the same kernels' IR as its workload (their subterms are tried as
+left-hand sides first, :mod:`eggpu.optimizer.synth_workload`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from typing import Any
+
+import numpy as np
+
+PREFIX = "syn-"
+
+
+def _instances(names: list[str] | None) -> list[tuple[str, Any, dict[str, Any]]]:
+    """(label, kernel instance, compile options) of every naive and library kernel."""
+    from eggpu.demo import _pick_dtype
+    from eggpu.kernels import LIBRARY
+
+    from .naive import NAIVE, launch_facts, load, param_names
+
+    egg = load("eggpu")
+    out = []
+    for k in NAIVE:
+        if names and k.name not in names:
+            continue
+        case = k.make(k.bench_size, np.random.default_rng(0))
+        fn = getattr(egg, k.name)
+        options, _attrs, _consts = launch_facts(case, param_names(fn), k.consts)
+        out.append((f"naive/{k.name}", fn.specialize(*case.args, **k.consts), options))
+    for lk in LIBRARY:
+        if names and lk.name not in names:
+            continue
+        dtype = _pick_dtype(lk)
+        case = lk.make_case(lk.sizes[0], dtype, np.random.default_rng(0))
+        out.append((f"library/{lk.name}", lk.instance(case), {}))
+    return out
+
+
+def measure(rules_file: str, names: list[str] | None = None, target: str = "sm_90") -> dict[str, Any]:
+    """``{"kernels": {label: {"fired": {rule: count}, "cost_shipped", "cost_synth"}}, "fired_rules":
+    [...], "cost_lowered": [...]}``."""
+    import eggpu
+
+    rows: dict[str, Any] = {}
+    fired_all: set[str] = set()
+    for label, inst, options in _instances(names):
+        t0 = time.perf_counter()
+        base = eggpu.compile(inst, target=target, cache=False, **options)
+        syn = eggpu.compile(inst, target=target, cache=False, rules=[rules_file], **options)
+        b, s = base.report.get("optimizer") or {}, syn.report.get("optimizer") or {}
+        fired = {r: n for r, n in (s.get("rules_fired") or {}).items() if r.startswith(PREFIX)}
+        fired_all |= set(fired)
+        rows[label] = {"fired": fired, "cost_shipped": b.get("cost_after"), "cost_synth": s.get("cost_after"),
+                       "validation": s.get("validation")}
+        print(f"{label}: {len(fired)} synthesized rules fired, cost {b.get('cost_after')} -> {s.get('cost_after')}, "
+              f"validation {s.get('validation')} ({time.perf_counter() - t0:.1f}s)"
+              + (f"\n    {', '.join(sorted(fired))}" if fired else ""), file=sys.stderr, flush=True)
+    lowered = [k for k, r in rows.items() if r["cost_shipped"] is not None and r["cost_synth"] is not None
+               and r["cost_synth"] < r["cost_shipped"] - 1e-9]
+    return {"kernels": rows, "fired_rules": sorted(fired_all), "cost_lowered": lowered}
+
+
+def synthesize_with_workload(out: str, time_limit: float, max_size: int, dtypes: str,
+                             names: list[str] | None = None) -> None:
+    """``eggpu rules synthesize`` with the benchmark kernels' IR as workload; writes ``out``."""
+    from pathlib import Path
+
+    from eggpu.optimizer.rules_cli import parse_synth_dtypes
+    from eggpu.optimizer.rules_loader import load_rule_files
+    from eggpu.optimizer.synthesize import egg_text, remember_proofs, synthesize
+
+    fns = [inst.ir() for _, inst, _ in _instances(names)]
+    t0 = time.perf_counter()
+    res = synthesize(parse_synth_dtypes(dtypes), max_size=max_size, time_limit=time_limit, workload=fns,
+                     progress=lambda m: print(f"[{time.perf_counter() - t0:6.1f}s] {m}", file=sys.stderr, flush=True))
+    Path(out).write_text(egg_text(res, f"python -m bench.synth_fire {out} --synthesize --time-limit {time_limit} "
+                                       f"--max-size {max_size} --dtypes {dtypes}"))
+    remember_proofs(res, load_rule_files([out]).rules)
+    print(res.summary(), file=sys.stderr)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m bench.synth_fire")
+    p.add_argument("rules", help="the .egg file written by eggpu rules synthesize")
+    p.add_argument("--kernels", help="comma-separated kernel names (default: all)")
+    p.add_argument("--target", default="sm_90")
+    p.add_argument("--json", help="also write the result here")
+    p.add_argument("--synthesize", action="store_true",
+                   help="first write RULES by synthesizing with the kernels as workload (their subterms are tried first)")
+    p.add_argument("--time-limit", type=float, default=600.0)
+    p.add_argument("--max-size", type=int, default=5)
+    p.add_argument("--dtypes", default="i32,f32")
+    a = p.parse_args(argv)
+    if a.synthesize:
+        synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None)
+    res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target)
+    print(f"{len(res['fired_rules'])} distinct synthesized rules fired on {sum(1 for r in res['kernels'].values() if r['fired'])}"
+          f" of {len(res['kernels'])} kernels; cost lowered on {len(res['cost_lowered'])}: {', '.join(res['cost_lowered'])}")
+    for r in res["fired_rules"]:
+        print(f"  {r}")
+    if a.json:
+        with open(a.json, "w", encoding="utf-8") as f:
+            json.dump(res, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
