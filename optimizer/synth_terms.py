@@ -246,111 +246,136 @@ def enumerate_terms(
     model's per-lane cost); a constant costs ``const_cost``, a variable 0. Stops early (``partial``
     with the reason) at ``deadline`` (a ``time.perf_counter()`` value) or after ``max_terms`` terms;
     sizes finished before that are complete."""
-    from .schema import CONSTRUCTORS, pascal
-
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
-    sigs = signatures(dtype, with_bool=True)
-    sorts = [dtype] + ([bool_] if dtype != bool_ and (bool_vars or any(s.result == bool_ for s in sigs)) else [])
-    if dtype != bool_ and bool_ not in sorts:
-        sigs = [s for s in sigs if bool_ not in s.operands]
-    mult = rng.integers(1, 2**63, (2, n_samples), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
-    classes: dict[DType, dict[bytes, FClass]] = {s: {} for s in sorts}
-    pools: dict[tuple[DType, int], _Pool] = {}
-    var_samples: dict[tuple[DType, str], np.ndarray] = {}
-    count = 0
-
-    def add_pool(sort: DType, size: int, rows: list[tuple[Term, np.ndarray, bool]]) -> None:
-        if rows:
-            vals = np.stack([r[1] for r in rows])
-            pools[(sort, size)] = _Pool([r[0] for r in rows], vals, np.array([r[2] for r in rows]))
-
-    # size 1: variables and constants
-    for sort in sorts:
-        names = VALUE_VARS[:n_vars] if sort == dtype else BOOL_VARS[:bool_vars]
-        rows = []
-        for name in names:
-            t = Term("var", sort, value=name)
-            var_samples[(sort, name)] = samples(sort, n_samples, rng)
-            rows.append((t, var_samples[(sort, name)], True))
-        for c in constants(sort):
-            v = np.full(n_samples, c, dtype=numpy_dtype(sort))
-            rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
-        kept = []
-        for t, v, hv in rows:
-            (fp,) = fingerprints(v[None, :], sort, mult)
-            cl = classes[sort].setdefault(fp, FClass(sort))
-            cl.members.append(t)
-            count += 1
-            if len(cl.members) == 1:
-                kept.append((t, v, hv))
-        add_pool(sort, 1, kept)
-
-    dt_arg = {s: CONSTRUCTORS[pascal(s.op)].dtypes[0] for s in sigs}
-    sizes_done, stop = 1, "max size reached"
+    en = _Enumerator(dtype, n_samples, np.random.default_rng(seed), bool_vars, deadline, max_terms)
+    en.seed_leaves(n_vars, bool_vars, const_cost)
+    sizes_done = 1
     for size in range(2, max_size + 1):
-        new: dict[DType, dict[bytes, tuple[Term, np.ndarray, bool]]] = {s: {} for s in sorts}
-        cut = False
-        for sig in sigs:
-            arity = len(sig.operands)
-            price_dt = sig.operands[1] if dt_arg[sig] == "operand1" else sig.operands[0]
-            op_cost = lane_cost(sig.op, price_dt)
-            for split in _splits(size - 1, arity):
-                ps = [pools.get((d, k)) for d, k in zip(sig.operands, split)]
-                if any(p is None for p in ps):
-                    continue
-                if sig.commutative and split[0] < split[1]:  # bigger operand first: constants on the right
-                    continue
-                same = sig.commutative and split[0] == split[1]
-                shape = tuple(len(p.terms) for p in ps)
-                total = int(np.prod(shape))
-                for lo in range(0, total, CHUNK):
-                    idx = np.unravel_index(np.arange(lo, min(total, lo + CHUNK)), shape)
-                    keep = np.zeros(len(idx[0]), dtype=bool)
-                    for p, i in zip(ps, idx):
-                        keep |= p.has_var[i]
-                    if same:
-                        keep &= idx[0] <= idx[1]
-                    if not keep.any():
-                        continue
-                    idx = tuple(i[keep] for i in idx)
-                    ref = _OPREF[sig.op]
-                    with np.errstate(all="ignore"):
-                        vals = np.asarray(ref({}, *[p.values[i] for p, i in zip(ps, idx)], dtype=sig.operands[0]))
-                    fps = fingerprints(vals, sig.result, mult)
-                    table = classes[sig.result]
-                    for r, fp in enumerate(fps):
-                        args = tuple(p.terms[i[r]] for p, i in zip(ps, idx))
-                        t = Term(sig.op, sig.result, args, size=size, cost=op_cost + sum(a.cost for a in args))
-                        cl = table.get(fp)
-                        if cl is None:
-                            cl = table[fp] = FClass(sig.result)
-                            new[sig.result][fp] = (t, vals[r], True)
-                        elif fp in new[sig.result] and t.cost < new[sig.result][fp][0].cost:
-                            new[sig.result][fp] = (t, vals[r], True)
-                        cl.members.append(t)
-                    count += len(fps)
-                    if count >= max_terms:
-                        cut, stop = True, f"term limit ({max_terms}) reached at size {size}"
-                    elif deadline is not None and time.perf_counter() > deadline:
-                        cut, stop = True, f"time limit reached at size {size}"
-                    if cut:
-                        break
-                if cut:
-                    break
-            if cut:
-                break
-        for sort in sorts:
-            add_pool(sort, size, list(new[sort].values()))
+        en.grow(size, lane_cost)
         if progress:
-            progress(f"{dtype}: size {size}: {count} terms, {sum(len(c) for c in classes.values())} classes")
-        if cut:
+            progress(f"{dtype}: size {size}: {en.count} terms, {sum(len(c) for c in en.classes.values())} classes")
+        if en.stop != "max size reached":
             break
         sizes_done = size
-    flat = [c for s in sorts for c in classes[s].values()]
-    index = {(s, fp): c for s in sorts for fp, c in classes[s].items()}
-    return Enumeration(dtype, flat, count, sizes_done, stop != "max size reached", stop, time.perf_counter() - t0,
-                       var_samples, n_samples, mult, index)
+    flat = [c for s in en.sorts for c in en.classes[s].values()]
+    index = {(s, fp): c for s in en.sorts for fp, c in en.classes[s].items()}
+    return Enumeration(dtype, flat, en.count, sizes_done, en.stop != "max size reached", en.stop,
+                       time.perf_counter() - t0, en.var_samples, n_samples, en.mult, index)
+
+
+class _Enumerator:
+    """The state of one :func:`enumerate_terms` run: the fingerprint classes per sort, the child
+    pools (one representative per class, by sort and size), and the stop reason (``stop`` stays
+    ``"max size reached"`` while the run goes on)."""
+
+    def __init__(self, dtype: DType, n_samples: int, rng: np.random.Generator, bool_vars: int,
+                 deadline: float | None, max_terms: int) -> None:
+        from .schema import CONSTRUCTORS, pascal
+
+        self.dtype, self.n_samples, self.rng = dtype, n_samples, rng
+        self.deadline, self.max_terms = deadline, max_terms
+        sigs = signatures(dtype, with_bool=True)
+        self.sorts = [dtype] + ([bool_] if dtype != bool_ and (bool_vars or any(s.result == bool_ for s in sigs))
+                                else [])
+        if dtype != bool_ and bool_ not in self.sorts:
+            sigs = [s for s in sigs if bool_ not in s.operands]
+        self.sigs = sigs
+        self.dt_arg = {s: CONSTRUCTORS[pascal(s.op)].dtypes[0] for s in sigs}
+        self.mult = rng.integers(1, 2**63, (2, n_samples), dtype=np.uint64) * np.uint64(2) + np.uint64(1)
+        self.classes: dict[DType, dict[bytes, FClass]] = {s: {} for s in self.sorts}
+        self.pools: dict[tuple[DType, int], _Pool] = {}
+        self.var_samples: dict[tuple[DType, str], np.ndarray] = {}
+        self.count = 0
+        self.stop = "max size reached"
+
+    def add_pool(self, sort: DType, size: int, rows: list[tuple[Term, np.ndarray, bool]]) -> None:
+        if rows:
+            vals = np.stack([r[1] for r in rows])
+            self.pools[(sort, size)] = _Pool([r[0] for r in rows], vals, np.array([r[2] for r in rows]))
+
+    def seed_leaves(self, n_vars: int, bool_vars: int, const_cost: float) -> None:
+        """Size 1: the variables and constants of every sort."""
+        for sort in self.sorts:
+            names = VALUE_VARS[:n_vars] if sort == self.dtype else BOOL_VARS[:bool_vars]
+            rows = []
+            for name in names:
+                self.var_samples[(sort, name)] = samples(sort, self.n_samples, self.rng)
+                rows.append((Term("var", sort, value=name), self.var_samples[(sort, name)], True))
+            for c in constants(sort):
+                v = np.full(self.n_samples, c, dtype=numpy_dtype(sort))
+                rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
+            kept = []
+            for t, v, hv in rows:
+                (fp,) = fingerprints(v[None, :], sort, self.mult)
+                cl = self.classes[sort].setdefault(fp, FClass(sort))
+                cl.members.append(t)
+                self.count += 1
+                if len(cl.members) == 1:
+                    kept.append((t, v, hv))
+            self.add_pool(sort, 1, kept)
+
+    def grow(self, size: int, lane_cost: Callable[[str, DType], float]) -> None:
+        """Every term of ``size`` nodes over the pools of smaller sizes; its new classes' cheapest
+        members become the pool of ``size``. Sets ``stop`` when a limit cuts the size short."""
+        new: dict[DType, dict[bytes, tuple[Term, np.ndarray, bool]]] = {s: {} for s in self.sorts}
+        for sig in self.sigs:
+            price_dt = sig.operands[1] if self.dt_arg[sig] == "operand1" else sig.operands[0]
+            op_cost = lane_cost(sig.op, price_dt)
+            for split in _splits(size - 1, len(sig.operands)):
+                ps = [self.pools.get((d, k)) for d, k in zip(sig.operands, split)]
+                if any(p is None for p in ps) or (sig.commutative and split[0] < split[1]):
+                    continue  # bigger operand first for a commutative op: constants on the right
+                self._apply(sig, ps, sig.commutative and split[0] == split[1], size, op_cost, new[sig.result])
+                if self.stop != "max size reached":
+                    break
+            if self.stop != "max size reached":
+                break
+        for sort in self.sorts:
+            self.add_pool(sort, size, list(new[sort].values()))
+
+    def _apply(self, sig: Any, ps: list[_Pool], same: bool, size: int, op_cost: float,
+               new: dict[bytes, tuple[Term, np.ndarray, bool]]) -> None:
+        """``sig`` over every combination of children from ``ps`` (in chunks of :data:`CHUNK`;
+        at least one child holds a variable; ``same``: equal pools of a commutative op, one order)."""
+        shape = tuple(len(p.terms) for p in ps)
+        total = int(np.prod(shape))
+        for lo in range(0, total, CHUNK):
+            idx = np.unravel_index(np.arange(lo, min(total, lo + CHUNK)), shape)
+            keep = np.zeros(len(idx[0]), dtype=bool)
+            for p, i in zip(ps, idx):
+                keep |= p.has_var[i]
+            if same:
+                keep &= idx[0] <= idx[1]
+            if keep.any():
+                self._classify(sig, ps, tuple(i[keep] for i in idx), size, op_cost, new)
+            if self._out_of_budget(size):
+                return
+
+    def _classify(self, sig: Any, ps: list[_Pool], idx: tuple, size: int, op_cost: float,
+                  new: dict[bytes, tuple[Term, np.ndarray, bool]]) -> None:
+        """Evaluate one chunk of combinations and file each term under its fingerprint's class."""
+        with np.errstate(all="ignore"):
+            vals = np.asarray(_OPREF[sig.op]({}, *[p.values[i] for p, i in zip(ps, idx)], dtype=sig.operands[0]))
+        fps = fingerprints(vals, sig.result, self.mult)
+        table = self.classes[sig.result]
+        for r, fp in enumerate(fps):
+            args = tuple(p.terms[i[r]] for p, i in zip(ps, idx))
+            t = Term(sig.op, sig.result, args, size=size, cost=op_cost + sum(a.cost for a in args))
+            cl = table.get(fp)
+            if cl is None:
+                cl = table[fp] = FClass(sig.result)
+                new[fp] = (t, vals[r], True)
+            elif fp in new and t.cost < new[fp][0].cost:
+                new[fp] = (t, vals[r], True)
+            cl.members.append(t)
+        self.count += len(fps)
+
+    def _out_of_budget(self, size: int) -> bool:
+        if self.count >= self.max_terms:
+            self.stop = f"term limit ({self.max_terms}) reached at size {size}"
+        elif self.deadline is not None and time.perf_counter() > self.deadline:
+            self.stop = f"time limit reached at size {size}"
+        return self.stop != "max size reached"
 
 
 def _splits(total: int, parts: int) -> list[tuple[int, ...]]:

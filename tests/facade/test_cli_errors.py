@@ -124,5 +124,5 @@ def test_an_out_of_range_num_stages_is_one_error_line(capsys, spec, stages):
     code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
                          "--num-stages", stages)
     assert code != 0 and out == ""
-    assert err.startswith("eggpu: error: ") and f"num_stages must be an int from 1 (no software pipelining) to 8, " \
+    assert err.startswith("eggpu: error: ") and f"num_stages must be None (automatic) or an int from 1 (no software pipelining) to 8, " \
         f"got {stages}" in err and err.count("\n") == 1, err
