@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 GROUPS = ("int_simple", "int_mul", "int_divrem", "int_divrem_const", "float_simple", "float_div", "transcendental",
           "select", "cast", "address", "memory", "masked", "reduce", "reduce_tree", "dot", "control")
 
-_FREE = {"const", "splat", "broadcast", "expand_dims", "reshape", "bitcast", "yield"}
+_FREE = {"const", "splat", "broadcast", "expand_dims", "reshape", "bitcast", "int_to_ptr", "ptr_to_int", "yield"}
 _MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
 _REDUCE = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin"}
 _LOOPS = {"for", "while"}
