@@ -418,16 +418,12 @@ class _Program:
                      write: bool = False) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
         """The accesses at raw ``addrs`` (the active lanes ``lanes`` of ``p``, all when None) grouped by
         array (:meth:`AddressSpace.resolve`); OutOfBoundsError for the first lane outside them all."""
-        groups, bad = self.memory.resolve(addrs, p.dtype)
+        groups, bad = self.memory.resolve(addrs, p.dtype, write)
         if bad >= 0:
             flat = bad if lanes is None else int(lanes[bad])
             shape = p.shape
             lane = f"lane {tuple(int(i) for i in np.unravel_index(flat, shape))} " if shape else ""
             raise oob(self._where(op), lane, verb, int(addrs[bad]), p.dtype, len(self.memory))
-        if write:
-            for view, _, _ in groups:
-                if not view.flags.writeable:
-                    raise self._error(op, "writes through a raw address into a read-only array")
         return groups
 
     def _raw_load(self, op: Operation, p: RawPointer, mask: np.ndarray | None, other: np.ndarray | None,

@@ -11,7 +11,8 @@ arrays by address range:
 * an access of a ``T`` element at address ``a`` is valid when ``[a, a + sizeof(T))`` lies inside
   one of the arrays and ``a`` is a multiple of ``sizeof(T)`` (the GPU faults on a misaligned
   access too); the element is read or written in that array's memory, whatever the array's own
-  dtype (the bytes are reinterpreted, as on the GPU);
+  dtype (the bytes are reinterpreted, as on the GPU); a store or an atomic also needs a writable
+  array (a read-only numpy array is not written through a raw address either);
 * any other address is an :class:`~eggpu.ir.errors.OutOfBoundsError` naming the kernel, the op,
   the program, the lane and the address (:func:`raw_message`, the same words in the interpreter
   and in run_cpu) — never a read of unrelated memory, never a crash.
@@ -95,9 +96,10 @@ def check_buffers(kernel: str, buffers: Any, error: type[Exception]) -> list[np.
 def raw_message(head: str, lane: str, verb: str, address: int, dtype: DType, arrays: int) -> str:
     """The error of an access through a raw address outside every known array (interpreter and
     run_cpu). ``head``: "kernel: op at loc in program P"; ``lane``: "lane (i, j) " or ""."""
+    which = "array" if verb == "reads" else "writable array"
     return (f"{head}: out-of-bounds access: {lane}{verb} address {address & 0xFFFF_FFFF_FFFF_FFFF:#x} "
-            f"({dtype}, {dtype.itemsize} bytes), which is not an aligned element of any of the {arrays} "
-            f"array(s) of this launch (pointer arguments and buffers=); pass the arrays the kernel reaches "
+            f"({dtype}, {dtype.itemsize} bytes), which is not an aligned element of any {which} among the "
+            f"{arrays} of this launch (pointer arguments and buffers=); pass the arrays the kernel reaches "
             f"through raw addresses as buffers=[...]")
 
 
@@ -131,15 +133,17 @@ class AddressSpace:
             hit = self._typed[key] = (raw[pad:pad + n * size].view(dt.np), start + pad)
         return hit
 
-    def resolve(self, addresses: np.ndarray, dt: DType) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]:
-        """Group the accesses of ``dt`` elements at ``addresses`` (flat int64) by array:
-        ``([(typed view, element indices, positions in addresses)], first bad position or -1)``."""
+    def resolve(self, addresses: np.ndarray, dt: DType,
+                write: bool = False) -> tuple[list[tuple[np.ndarray, np.ndarray, np.ndarray]], int]:
+        """Group the accesses of ``dt`` elements at ``addresses`` (flat int64) by array (only the
+        writable arrays when ``write``): ``([(typed view, element indices, positions in
+        addresses)], first bad position or -1)``."""
         size = dt.itemsize
         addr = addresses.astype(np.int64).view(np.uint64)
         owner = np.full(addr.size, -1, dtype=np.int64)
         aligned = (addr % np.uint64(size)) == 0
-        for i, (start, end, _, _) in enumerate(self.spans):
-            if end - start < size:
+        for i, (start, end, _, a) in enumerate(self.spans):
+            if end - start < size or (write and not a.flags.writeable):
                 continue
             # the first array (by start address) holding the element: one address, one owner
             owner[(owner < 0) & aligned & (addr >= np.uint64(start)) & (addr <= np.uint64(end - size))] = i
