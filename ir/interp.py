@@ -16,7 +16,11 @@ What the interpreter does itself and what it takes from the op table:
   and ``for``/``while``/``if``/``yield`` are the interpreter's own.
 
 Memory model: a pointer argument is a C-contiguous numpy array whose dtype is the pointee dtype;
-it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place.
+it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place. A pointer
+made by ``int_to_ptr`` is a :class:`~eggpu.ir.raw_memory.RawPointer` of host byte addresses,
+resolved at each access against the pointer arguments' arrays and ``buffers=``
+(:mod:`eggpu.ir.raw_memory`); ``ptr_to_int`` of an argument pointer is its array's address plus
+the byte offset.
 
 * ``load(ptr[, mask[, other]])`` reads only unmasked lanes; masked lanes take ``other`` (0
   without it).
