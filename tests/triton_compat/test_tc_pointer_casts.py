@@ -238,3 +238,17 @@ def test_optimized_casts_pass_translation_validation():
                                              np.zeros(4, np.float32), 4, BLOCK=16))
     assert ck.report["optimizer"]["validation"] == "valid"
     assert "int_to_ptr" in str(ck.ir) and "ptr_to_int" in str(ck.ir)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(-(2**63), 2**63 - 1))
+def test_z3_encoding_keeps_the_64_address_bits(v):
+    """int_to_ptr/ptr_to_int are the identity on 64-bit addresses (pointers are BitVec(64) in z3),
+    so rules and translation validation see ptr_to_int(int_to_ptr(a)) == a."""
+    from eggpu.ir.dtypes import f16, i64, u64
+    from eggpu.optimizer import z3ops
+
+    as_pointer = z3ops.eval_concrete("int_to_ptr", i64, {"dtype": f16}, v)
+    assert as_pointer == v % 2**64
+    assert z3ops.eval_concrete("ptr_to_int", f16, {"dtype": i64}, as_pointer) == v
+    assert z3ops.eval_concrete("ptr_to_int", f16, {"dtype": u64}, as_pointer) == v % 2**64
