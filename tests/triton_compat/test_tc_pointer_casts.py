@@ -252,3 +252,20 @@ def test_z3_encoding_keeps_the_64_address_bits(v):
     assert as_pointer == v % 2**64
     assert z3ops.eval_concrete("ptr_to_int", f16, {"dtype": i64}, as_pointer) == v
     assert z3ops.eval_concrete("ptr_to_int", f16, {"dtype": u64}, as_pointer) == v % 2**64
+
+
+@eggpu.jit
+def histogram_into(table, keys, n, BLOCK: tl.constexpr):
+    counts = tl.load(table).to(tl.pointer_type(tl.int32))
+    offs = tl.arange(0, BLOCK)
+    tl.atomic_add(counts + tl.load(keys + offs, mask=offs < n), 1, mask=offs < n)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_atomics_through_a_raw_address(monkeypatch, mode, n):
+    keys = np.random.default_rng(n).integers(0, 7, 1024).astype(np.int32)
+    counts = np.zeros(7, np.int32)
+    launch(monkeypatch, mode, histogram_into, (1,), np.array([counts.ctypes.data], np.int64), keys, n, BLOCK=1024,
+           buffers=[counts])
+    np.testing.assert_array_equal(counts, np.bincount(keys[:n], minlength=7))
