@@ -25,9 +25,18 @@ never accessed) against the buffer of the pointer parameter the address derives 
   record and :meth:`eggpu.codegen.host.HostKernel.run` raises
   :class:`~eggpu.ir.errors.OutOfBoundsError` in the interpreter's words.
 
+* **Raw addresses** (a pointer that may derive from ``int_to_ptr``: :data:`RAW_ORIGIN` among its
+  origins, :mod:`eggpu.ir.raw_memory`): the address is looked up in the launch's address table,
+  every pointer argument's array and every ``buffers=`` array, by an internal function
+  ``eggpu_raw_inside`` (a loop over the table): the element must lie inside one array, be aligned
+  to its size and, for a write or an atomic, the array must be writable. The error names the
+  address, in the interpreter's words (:func:`eggpu.ir.raw_memory.raw_message`).
+
 Error record (``RECORD_SLOTS`` i64 values): ``[0]`` check index + 1 (0: no error), ``[1]`` the
 failing lane's flat index in the access's block (-1 for a scalar access), ``[2]`` its element
-offset (from the first candidate's base), ``[3..5]`` the program id.
+offset (from the first candidate's base; a raw access: its address), ``[3..5]`` the program id;
+``[6]``, ``[7]`` are inputs: the address of the address table (``int64[n, 3]``: start address,
+size in bytes, writable) and ``n``.
 """
 
 from __future__ import annotations
@@ -36,12 +45,16 @@ from dataclasses import dataclass
 
 from llvmlite import ir
 
-from eggpu.ir.effects import pointer_origins
+from eggpu.ir.dtypes import DType
+from eggpu.ir.effects import RAW_ORIGIN, pointer_origins
 from eggpu.ir.graph import Function, Operation
 
 from .emitter import I8, I32, I64, Emitter, is_const_false
+from .llvm_values import I1
 
-RECORD_SLOTS = 6
+RECORD_SLOTS = 8
+RAW_TABLE_SLOT = 6
+"""Record slots 6 and 7: the address table of raw-address checks and its length (inputs)."""
 I64_MAX = (1 << 63) - 1
 
 
@@ -54,6 +67,12 @@ class BoundsCheck:
     verb: str  # "reads", "writes", "updates" (the interpreter's words)
     params: tuple[str, ...]  # the pointer parameters the address may derive from, in parameter order
     shape: tuple[int, ...]  # the access's block shape; () for a scalar access
+    dtype: DType | None = None  # the accessed element dtype (the message of a raw access)
+
+    @property
+    def raw(self) -> bool:
+        """Whether the address may be raw (``int_to_ptr``): checked against the address table."""
+        return self.params == (RAW_ORIGIN,)
 
 
 class BoundsChecker:
@@ -80,10 +99,15 @@ class BoundsChecker:
         of ``op``; return from the CTA with the error record filled when one is outside."""
         em, b = self.em, self.em.b
         names = self.origins.get(id(op.operands[0])) or tuple(self.bases)
-        names = tuple(n for n in names if n in self.bases) or tuple(self.bases)
+        if RAW_ORIGIN in names:  # every array of the launch is a candidate: the address table
+            names = (RAW_ORIGIN,)
+            self._raw_access = (elem_bytes, verb != "reads")
+        else:
+            names = tuple(n for n in names if n in self.bases) or tuple(self.bases)
         shape = tuple(op.operands[0].type.shape)
         code = len(self.checks) + 1
-        self.checks.append(BoundsCheck(op.op, str(op.loc) if op.loc is not None else None, verb, names, shape))
+        self.checks.append(BoundsCheck(op.op, str(op.loc) if op.loc is not None else None, verb, names, shape,
+                                       op.operands[0].type.dtype))
         live = [(j, p, m) for j, (p, m) in enumerate(zip(ptrs, masks)) if not is_const_false(m)]
         if not live or not names:  # (no pointer parameter: nothing to check against)
             return
@@ -99,7 +123,7 @@ class BoundsChecker:
         cont = em.new_block("inbounds")
         b.cbranch(failed, cold, cont)
         b.position_at_end(cold)
-        off = b.sdiv(diff, I64(elem_bytes))
+        off = diff if names == (RAW_ORIGIN,) else b.sdiv(diff, I64(elem_bytes))
         for i, v in enumerate([I64(code), lane, off] + [b.zext(p, I64) for p in self.pids]):
             b.store(v, b.gep(self.record, [I64(i)], source_etype=I64))
         b.ret_void()
@@ -109,6 +133,9 @@ class BoundsChecker:
         """Scalar pointer ``p``: (its byte offset from the first candidate's base, i1 inside some candidate)."""
         b = self.em.b
         addr = b.ptrtoint(p, I64)
+        if names == (RAW_ORIGIN,):
+            size, write = self._raw_access
+            return addr, b.call(self._raw_fn(), [addr, I64(size), I64(int(write)), self.record])
         first = None
         ok = None
         for name in names:
@@ -119,6 +146,42 @@ class BoundsChecker:
             ok = inside if ok is None else b.or_(ok, inside)
         assert first is not None and ok is not None
         return first, ok
+
+    def _raw_fn(self) -> ir.Function:
+        """``i1 eggpu_raw_inside(i64 addr, i64 size, i64 write, ptr record)``: whether a ``size``-byte
+        element at ``addr`` lies inside an array of the record's address table, aligned, and in a
+        writable one when ``write`` (module docstring). Emitted once per module."""
+        module = self.em.module
+        fn = module.globals.get("eggpu_raw_inside")
+        if fn is not None:
+            return fn
+        fn = ir.Function(module, ir.FunctionType(I1, [I64, I64, I64, ir.PointerType()]), "eggpu_raw_inside")
+        fn.linkage = "internal"
+        addr, size, write, record = fn.args
+        entry, head, body, found, done = (fn.append_basic_block(n) for n in ("entry", "head", "body", "found", "done"))
+        b = ir.IRBuilder(entry)
+        table = b.inttoptr(b.load(b.gep(record, [I64(RAW_TABLE_SLOT)], source_etype=I64), typ=I64), ir.PointerType())
+        n = b.load(b.gep(record, [I64(RAW_TABLE_SLOT + 1)], source_etype=I64), typ=I64)
+        aligned = b.icmp_unsigned("==", b.and_(addr, b.sub(size, I64(1))), I64(0))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.phi(I64)
+        i.add_incoming(I64(0), entry)
+        b.cbranch(b.and_(aligned, b.icmp_unsigned("<", i, n)), body, done)
+        b.position_at_end(body)
+        row = [b.load(b.gep(table, [b.add(b.mul(i, I64(3)), I64(k))], source_etype=I64), typ=I64) for k in range(3)]
+        start, nbytes, writable = row
+        fits = b.icmp_unsigned(">=", nbytes, size)
+        inside = b.icmp_unsigned("<=", b.sub(addr, start), b.sub(nbytes, size))
+        may = b.or_(b.icmp_unsigned("==", write, I64(0)), b.icmp_unsigned("!=", writable, I64(0)))
+        i_next = b.add(i, I64(1))
+        i.add_incoming(i_next, body)
+        b.cbranch(b.and_(b.and_(fits, inside), may), found, head)
+        b.position_at_end(found)
+        b.ret(ir.Constant(I1, 1))
+        b.position_at_end(done)
+        b.ret(ir.Constant(I1, 0))
+        return fn
 
     def _scan(self, lay, live, names: tuple[str, ...]) -> tuple[ir.Value, ir.Value]:
         """A loop over the CTA's lanes (scalar code, like :meth:`Emitter.lane_loop`) checking
@@ -183,12 +246,18 @@ def message(kernel: str, chk: BoundsCheck, record, pid_rank: int, sizes: dict[st
     :meth:`eggpu.ir.interp._Program._check_bounds`)."""
     import numpy as np
 
+    from eggpu.ir.raw_memory import raw_message
+
     flat, off = int(record[1]), int(record[2])
     pid = tuple(int(x) for x in record[3:3 + 3])[:pid_rank]
     where = f" at {chk.loc}" if chk.loc is not None else ""
     lane = ""
     if chk.shape and flat >= 0:
         lane = f"lane {tuple(int(i) for i in np.unravel_index(flat, chk.shape))} "
+    if chk.raw:
+        assert chk.dtype is not None
+        return raw_message(f"{kernel}: {chk.op}{where} in program {pid[0] if len(pid) == 1 else pid}", lane,
+                           chk.verb, off, chk.dtype, int(record[RAW_TABLE_SLOT + 1]))
     head = f"{kernel}: {chk.op}{where} in program {pid[0] if len(pid) == 1 else pid}: out-of-bounds access: "
     first = chk.params[0]
     if len(chk.params) == 1:

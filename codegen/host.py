@@ -31,8 +31,9 @@ from eggpu.ir import launch_args
 from eggpu.ir.effects import written_params
 from eggpu.ir.errors import CodegenError, LaunchError, OutOfBoundsError
 from eggpu.ir.graph import Function
+from eggpu.ir.raw_memory import check_buffers
 
-from .bounds import RECORD_SLOTS
+from .bounds import RAW_TABLE_SLOT, RECORD_SLOTS
 from .bounds import message as bounds_message
 from .lowering import LoweredModule, lower_function
 
@@ -104,7 +105,7 @@ class HostKernel:
     def llvm_ir(self) -> str:
         return self.lowered.llvm_ir
 
-    def run(self, grid: int | Sequence[int], *args: Any) -> None:
+    def run(self, grid: int | Sequence[int], *args: Any, buffers: Sequence[np.ndarray] | None = None) -> None:
         """Run every program of ``grid`` (an int or 1-3 ints) on ``args`` (numpy arrays and scalars).
 
         Raises LaunchError for a wrong argument count, a non-array or wrong-dtype or
@@ -117,18 +118,25 @@ class HostKernel:
         its address derives from; the check runs before the access, so nothing outside an
         array is ever read or written, and no later program runs (earlier programs' and the
         failing program's earlier accesses have happened, as in the interpreter).
+
+        ``buffers``: the arrays the kernel reaches through raw addresses (``int_to_ptr``) besides
+        the pointer arguments; an access through a raw address is checked against all of them
+        (:mod:`eggpu.ir.raw_memory`, :mod:`eggpu.codegen.bounds`).
         """
         dims, rank = launch_args.normalize_grid(self.fn.name, grid, LaunchError, limit=launch_args.GRID_LIMIT)
+        bufs = check_buffers(self.fn.name, buffers, LaunchError)
         slots, keep, sizes = self._pack(args)
         if 0 in dims:
             return
         record = np.zeros(RECORD_SLOTS, np.int64)
+        table = _address_table(keep + bufs)
+        record[RAW_TABLE_SLOT], record[RAW_TABLE_SLOT + 1] = table.ctypes.data, table.shape[0]
         nslot = len(self.fn.params) + len(self.lowered.pointer_params)
         slots[nslot] = record.ctypes.data
         smem = _aligned_buffer(self.lowered.shared_bytes)
         slots[nslot + 1] = smem.ctypes.data
         self._call(ctypes.addressof(slots), *dims)
-        del keep, smem
+        del keep, smem, table, bufs
         if record[0]:
             chk = self.lowered.bounds_checks[int(record[0]) - 1]
             raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes))
@@ -182,6 +190,13 @@ class HostKernel:
             else:
                 slots[i] = _scalar_bits(launch_args.convert_scalar(fn.name, name, t.dtype, a, LaunchError))
         return slots, keep, sizes
+
+
+def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
+    """The address table of raw-address checks (:mod:`eggpu.codegen.bounds`): one row per array,
+    ``(start address, size in bytes, writable)``."""
+    rows = [(a.__array_interface__["data"][0], a.nbytes, int(a.flags.writeable)) for a in arrays]
+    return np.array(rows, dtype=np.int64).reshape(-1, 3)
 
 
 def _aligned_buffer(nbytes: int) -> np.ndarray:

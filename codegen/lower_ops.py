@@ -23,6 +23,7 @@ from eggpu.ir.graph import Operation
 from eggpu.ir.ops import OPS, TRANSCENDENTAL
 
 from . import scalar_ops as S
+from .emitter import I64
 from .layout import LV
 
 Handler = Callable[..., list[LV]]
@@ -96,6 +97,19 @@ def lower_addptr(lw, op: Operation) -> list[LV]:
     return elementwise(lw, op, lambda p, o: em.b.gep(p, [S.offset_i64(em, odt, o)], source_etype=et))
 
 
+def lower_int_to_ptr(lw, op: Operation) -> list[LV]:
+    """A 64-bit integer address -> a global pointer: ``inttoptr`` (no ``cvta``: the integer is a
+    global address already, as Triton's ``int_to_ptr``)."""
+    em = lw.em
+    return elementwise(lw, op, lambda v: em.b.inttoptr(v, em.like_type(v, em.global_ptr)))
+
+
+def lower_ptr_to_int(lw, op: Operation) -> list[LV]:
+    """A global pointer -> its 64-bit address: ``ptrtoint`` (i64 and u64 are both LLVM ``i64``)."""
+    em = lw.em
+    return elementwise(lw, op, lambda p: em.b.ptrtoint(p, em.like_type(p, I64)))
+
+
 # ---------------------------------------------------------------- leaves
 
 
@@ -144,6 +158,8 @@ def _build() -> dict[str, Handler]:
         "cast": lower_cast,
         "bitcast": lower_bitcast,
         "addptr": lower_addptr,
+        "int_to_ptr": lower_int_to_ptr,
+        "ptr_to_int": lower_ptr_to_int,
     }
     for name in S.BINARY:
         table[name] = _binary(name)

@@ -132,9 +132,12 @@ class CompiledKernel:
             raise LaunchError(f"{self.name}: {method} takes the launch arguments positionally "
                               f"({', '.join(p.name for p in self.params)}), got keyword {', '.join(map(repr, kwargs))}")
 
-    def run_cpu(self, grid: int | Sequence[int], *args: Any, **kwargs: Any) -> None:
+    def run_cpu(self, grid: int | Sequence[int], *args: Any, buffers: Sequence[Any] | None = None,
+                **kwargs: Any) -> None:
         """Run the compiled lowering on the CPU (lock-step CTAs); arrays are written in place.
-        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError)."""
+        Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError).
+        ``buffers``: the arrays the kernel reaches through raw addresses (``int_to_ptr``), see
+        :mod:`eggpu.ir.raw_memory`."""
         self._no_keywords("run_cpu", kwargs)
         # Checked here as well as by the host kernel so a bad call fails before the JIT build.
         g = normalize_grid(self.name, grid)
@@ -147,7 +150,7 @@ class CompiledKernel:
             # the CPU build executes the data movement of this kernel's GPU target (e.g. tensor-core dots)
             self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm,
                                     num_stages=self.options.num_stages)
-        self._host.run(grid, *args)
+        self._host.run(grid, *args, buffers=buffers)
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).

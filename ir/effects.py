@@ -27,16 +27,24 @@ def written_params(fn: Function) -> frozenset[str]:
     return frozenset(p.name or "" for p in fn.params if id(p) in found and p.type.is_pointer)
 
 
+RAW_ORIGIN = "<raw address>"
+"""The origin :func:`pointer_origins` names for a pointer made by ``int_to_ptr`` (a raw address:
+it may point into any array of the launch, :mod:`eggpu.ir.raw_memory`)."""
+
+
 def pointer_origins(fn: Function) -> dict[int, tuple[str, ...]]:
     """``id(pointer operand)`` -> names of the pointer parameters it may derive from (in
-    parameter order, following pointer-typed values only), for every load, store and atomic."""
+    parameter order, following pointer-typed values only), for every load, store and atomic;
+    :data:`RAW_ORIGIN` last when it may derive from an ``int_to_ptr``."""
     producers = control_flow_sources(fn)
     out: dict[int, tuple[str, ...]] = {}
     for op in fn.walk():
         if op.op in ("load", "store") or op.op.startswith("atomic_"):
             root = op.operands[0]
-            found = _reach(fn, [root], producers, pointers_only=True)
-            out[id(root)] = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params) if id(p) in found)
+            raw: list[Operation] = []
+            found = _reach(fn, [root], producers, pointers_only=True, raw=raw)
+            names = tuple(p.name or f"arg{i}" for i, p in enumerate(fn.params) if id(p) in found)
+            out[id(root)] = names + ((RAW_ORIGIN,) if raw else ())
     return out
 
 
@@ -69,8 +77,10 @@ def _carried_sources(inits: Iterable[Value], ys: tuple[Value, ...]) -> list[list
     return [[init] + ([ys[i]] if i < len(ys) else []) for i, init in enumerate(inits)]
 
 
-def _reach(fn: Function, roots: list[Value], producers: dict[int, list[Value]], *, pointers_only: bool) -> set[int]:
-    """ids of the parameters of ``fn`` reachable from ``roots`` through definitions."""
+def _reach(fn: Function, roots: list[Value], producers: dict[int, list[Value]], *, pointers_only: bool,
+           raw: list[Operation] | None = None) -> set[int]:
+    """ids of the parameters of ``fn`` reachable from ``roots`` through definitions; the
+    ``int_to_ptr`` ops reached are appended to ``raw`` when given."""
     params = {id(p) for p in fn.params}
     found: set[int] = set()
     seen: set[int] = set()
@@ -85,5 +95,7 @@ def _reach(fn: Function, roots: list[Value], producers: dict[int, list[Value]], 
         elif id(v) in producers:
             stack.extend(producers[id(v)])
         elif isinstance(v.owner, Operation):
+            if raw is not None and v.owner.op == "int_to_ptr":
+                raw.append(v.owner)
             stack.extend(v.owner.operands)
     return found

@@ -16,7 +16,11 @@ What the interpreter does itself and what it takes from the op table:
   and ``for``/``while``/``if``/``yield`` are the interpreter's own.
 
 Memory model: a pointer argument is a C-contiguous numpy array whose dtype is the pointee dtype;
-it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place.
+it is addressed flat (element offsets into ``arr.reshape(-1)``) and written in place. A pointer
+made by ``int_to_ptr`` is a :class:`~eggpu.ir.raw_memory.RawPointer` of host byte addresses,
+resolved at each access against the pointer arguments' arrays and ``buffers=``
+(:mod:`eggpu.ir.raw_memory`); ``ptr_to_int`` of an argument pointer is its array's address plus
+the byte offset.
 
 * ``load(ptr[, mask[, other]])`` reads only unmasked lanes; masked lanes take ``other`` (0
   without it).
@@ -51,6 +55,7 @@ from .errors import InterpreterError, OutOfBoundsError
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
+from .raw_memory import AddressSpace, RawPointer, address_of, check_buffers, oob
 from .semantics import round_f64
 from .types import BlockType
 
@@ -88,7 +93,7 @@ class PointerValue:
         return f"PointerValue({self.name}, offsets={self.offsets!r})"
 
 
-def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
+def interpret(fn: Function, grid: int | Sequence[int], *args: Any, buffers: Sequence[np.ndarray] | None = None) -> None:
     """Run ``fn`` for every program of ``grid`` on ``args``.
 
     ``grid``: an int or a tuple of 1 to 3 non-negative ints within CUDA's limits (x at most
@@ -96,6 +101,9 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     parameter; pointer parameters take C-contiguous numpy arrays of the pointee dtype (written in
     place), scalar parameters take Python or numpy numbers converted to the parameter dtype
     (floats are rejected for integer parameters, out-of-range values are rejected).
+    ``buffers``: the arrays the kernel reaches through raw addresses (``int_to_ptr``, see
+    :mod:`eggpu.ir.raw_memory`), besides the pointer arguments; an access through a raw address
+    outside all of them is an :class:`OutOfBoundsError`.
     Raises :class:`InterpreterError` for bad arguments, arguments that break ``fn.facts``, out-of-bounds accesses and ``for`` loops
     with step 0; for a ``fn`` that is not an IR :class:`Function` too (a ``@kernel`` instance runs
     with ``instance.interpret(grid, ...)``).
@@ -108,9 +116,12 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any) -> None:
     dims, rank = launch_args.normalize_grid(fn.name, grid, InterpreterError)
     with np.errstate(all="ignore"):
         params = _bind_args(fn, args)
+        bufs = check_buffers(fn.name, buffers, InterpreterError)
         # the function's specialization facts hold for every launch, here as for compiled code
         check_launch(fn.name, fn.facts, launch_args.param_names(fn.params), args, dims, InterpreterError)
         program = _Program(fn, dims, params)
+        program.memory = AddressSpace([(p.name, p.base) for p in params if isinstance(p, PointerValue)]
+                                      + [(f"buffers[{i}]", b) for i, b in enumerate(bufs)])
         program.grid_rank = rank
         program.run()
 
@@ -176,6 +187,7 @@ class _Program:
         self.dims = dims
         self.pid: tuple[int, int, int] = (0, 0, 0)
         self.grid_rank = 3  # how many program-id axes error messages show
+        self.memory = AddressSpace([])  # what raw addresses may refer to (set by interpret)
         self.slots: dict[int, int] = {}
         self.template: list[Any] = []
         self.pid_slots: list[tuple[int, int]] = []
@@ -256,6 +268,8 @@ class _Program:
             return None
         if name == "addptr":
             return self._addptr(op)
+        if name in ("int_to_ptr", "ptr_to_int"):
+            return self._int_ptr(op)
         if name == "load":
             return self._load(op)
         if name == "store":
@@ -320,9 +334,29 @@ class _Program:
 
         def run(env: list) -> None:
             p = env[ip]
+            if isinstance(p, RawPointer):
+                env[out] = p.add(env[io])
+                return
             env[out] = p.with_offsets(p.offsets + env[io].astype(np.int64))
 
         return run
+
+    def _int_ptr(self, op: Operation) -> Handler:
+        """``int_to_ptr``: the integers are byte addresses (a :class:`RawPointer`); ``ptr_to_int``:
+        a pointer's byte address (an argument pointer's is its array's address plus the offset)."""
+        (ia,) = (self._in(op, v) for v in op.operands)
+        out = self._slot(op.result)
+        dt = op.attrs["dtype"]
+        if op.op == "int_to_ptr":
+            def to_ptr(env: list) -> None:
+                env[out] = RawPointer(np.asarray(env[ia]).view(np.int64), dt)
+
+            return to_ptr
+
+        def to_int(env: list) -> None:
+            env[out] = _frozen(np.array(address_of(env[ia]), dtype=np.int64).view(dt.np))
+
+        return to_int
 
     def _pointer_op(self, op: Operation) -> Handler:
         name = op.op
@@ -343,6 +377,10 @@ class _Program:
 
             def where(env: list) -> None:
                 a, b = env[ia], env[ib]
+                if isinstance(a, RawPointer) or isinstance(b, RawPointer):  # select addresses
+                    sel = ref(attrs, env[ic], address_of(a), address_of(b), dtype=bool_)
+                    env[out] = RawPointer(sel, op.result.type.dtype)
+                    return
                 if a.base is not b.base:
                     raise self._error(op, f"selects between pointers into different buffers "
                                           f"'{a.name}' and '{b.name}'")
@@ -355,7 +393,9 @@ class _Program:
 
             def compare(env: list) -> None:
                 a, b = env[ia], env[ib]
-                if a.base is b.base:
+                if isinstance(a, RawPointer) or isinstance(b, RawPointer):  # compare addresses
+                    env[out] = np.asarray(ref(attrs, address_of(a), address_of(b), dtype=i64))
+                elif a.base is b.base:
                     env[out] = np.asarray(ref(attrs, a.offsets, b.offsets, dtype=i64))
                 else:  # distinct allocations never share an address
                     env[out] = np.full(shape, name == "ne", dtype=bool)
@@ -378,6 +418,41 @@ class _Program:
             raise OutOfBoundsError(f"{self._where(op)}: out-of-bounds access: {lane_txt}{verb} offset {int(sel[k])} "
                                    f"of buffer '{p.name}' which has {size} element(s)")
 
+    def _raw_resolve(self, op: Operation, p: RawPointer, addrs: np.ndarray, lanes: np.ndarray | None, verb: str,
+                     write: bool = False) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """The accesses at raw ``addrs`` (the active lanes ``lanes`` of ``p``, all when None) grouped by
+        array (:meth:`AddressSpace.resolve`); OutOfBoundsError for the first lane outside them all."""
+        groups, bad = self.memory.resolve(addrs, p.dtype, write)
+        if bad >= 0:
+            flat = bad if lanes is None else int(lanes[bad])
+            shape = p.shape
+            lane = f"lane {tuple(int(i) for i in np.unravel_index(flat, shape))} " if shape else ""
+            raise oob(self._where(op), lane, verb, int(addrs[bad]), p.dtype, len(self.memory))
+        return groups
+
+    def _raw_load(self, op: Operation, p: RawPointer, mask: np.ndarray | None, other: np.ndarray | None,
+                  np_dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+        addrs = p.offsets.reshape(-1)
+        lanes = None if mask is None else np.flatnonzero(mask)
+        r = np.zeros(addrs.size, dtype=np_dt) if other is None else np.array(other, dtype=np_dt).reshape(-1)
+        sel = addrs if lanes is None else addrs[lanes]
+        for view, idx, pos in self._raw_resolve(op, p, sel, lanes, "reads"):
+            r[pos if lanes is None else lanes[pos]] = view[idx]
+        return r.reshape(shape)
+
+    def _raw_store(self, op: Operation, p: RawPointer, addrs: np.ndarray, vals: np.ndarray,
+                   lanes: np.ndarray | None) -> None:
+        groups = self._raw_resolve(op, p, addrs, lanes, "writes", write=True)
+        for view, idx, pos in groups:
+            v = vals[pos]
+            if idx.size > 1 and not bool(np.all(idx[1:] > idx[:-1])):  # the last lane of each address wins
+                order = np.argsort(idx, kind="stable")
+                s = idx[order]
+                last = np.ones(s.size, dtype=bool)
+                last[:-1] = s[1:] != s[:-1]
+                idx, v = idx[order[last]], v[order[last]]
+            view[idx] = v
+
     def _check_writable(self, op: Operation, p: PointerValue) -> None:
         if not p.base.flags.writeable:
             raise self._error(op, f"buffer '{p.name}' is a read-only array")
@@ -393,6 +468,10 @@ class _Program:
 
         def run(env: list) -> None:
             p = env[ip]
+            if isinstance(p, RawPointer):
+                env[out] = self._raw_load(op, p, env[im] if im is not None else None,
+                                          env[io] if io is not None else None, np_dt, shape)
+                return
             offs = p.offsets.reshape(-1)
             if im is None:
                 self._check_bounds(op, p, offs, None, "reads")
@@ -423,6 +502,9 @@ class _Program:
             if im is not None:
                 lanes = np.flatnonzero(env[im])
                 offs, vals = offs[lanes], vals[lanes]
+            if isinstance(p, RawPointer):
+                self._raw_store(op, p, offs, vals, lanes)
+                return
             self._check_bounds(op, p, offs, lanes, "writes")
             self._check_writable(op, p)
             if offs.size > 1 and not bool(np.all(offs[1:] > offs[:-1])):
@@ -474,9 +556,15 @@ class _Program:
             if im is not None:
                 lanes = np.flatnonzero(env[im])
                 offs, vals, cmps = offs[lanes], vals[lanes], cmps[lanes]
-            self._check_bounds(op, p, offs, lanes, "updates")
-            self._check_writable(op, p)
-            old = _apply_atomic(p.base, offs, vals, cmps, combine)
+            if isinstance(p, RawPointer):
+                # per array (distinct arrays never share an address: lane order per address is kept)
+                old = np.zeros(offs.size, dtype=np_dt)
+                for view, idx, pos in self._raw_resolve(op, p, offs, lanes, "updates", write=True):
+                    old[pos] = _apply_atomic(view, idx, vals[pos], cmps[pos], combine)
+            else:
+                self._check_bounds(op, p, offs, lanes, "updates")
+                self._check_writable(op, p)
+                old = _apply_atomic(p.base, offs, vals, cmps, combine)
             if lanes is None:
                 env[out] = old.reshape(shape)
             else:

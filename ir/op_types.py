@@ -9,7 +9,7 @@ from typing import Any
 
 from .dtypes import DType, bool_, f32, i32
 from .errors import IRError
-from .types import BlockType
+from .types import BlockType, PointerType
 
 
 def fail(op: str, msg: str) -> IRError:
@@ -155,6 +155,29 @@ def addptr_type(ts, attrs):
     if p.shape != o.shape:
         raise fail("addptr", f"pointer shape {p.shape} differs from offset shape {o.shape}")
     return (p,)
+
+
+def int_to_ptr_type(ts, attrs):
+    """``int_to_ptr``: a 64-bit integer block (i64 or u64: a global address in bytes) -> pointers to
+    ``attrs["dtype"]`` of the same shape."""
+    (t,) = ts
+    dt = attrs["dtype"]
+    if t.is_pointer or not t.dtype.is_int or t.dtype.bits != 64:
+        raise fail("int_to_ptr", f"needs a 64-bit integer (i64 or u64: an address), got {t.elem}")
+    if not isinstance(dt, DType):
+        raise fail("int_to_ptr", f"the pointee must be a dtype, got {dt!r}")
+    return (BlockType(PointerType(dt), t.shape),)
+
+
+def ptr_to_int_type(ts, attrs):
+    """``ptr_to_int``: pointers -> their addresses in bytes as ``attrs["dtype"]`` (i64 or u64)."""
+    (t,) = ts
+    dt = attrs["dtype"]
+    if not t.is_pointer:
+        raise fail("ptr_to_int", f"needs a pointer, got {t.elem}")
+    if not (isinstance(dt, DType) and dt.is_int and dt.bits == 64):
+        raise fail("ptr_to_int", f"converts to a 64-bit integer (i64 or u64), got {dt}")
+    return (BlockType(dt, t.shape),)
 
 
 def gather_type(ts, attrs):

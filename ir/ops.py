@@ -45,8 +45,10 @@ from .op_types import (
     fail,
     gather_type,
     index_type,
+    int_to_ptr_type,
     load_type,
     no_check,
+    ptr_to_int_type,
     reduce_type,
     reshape_type,
     same_type,
@@ -278,6 +280,13 @@ OPS_LIST: list[OpDef] = [
     _op("addptr", arity=(2, 2), traits=(PURE, ELEMENTWISE), rule=addptr_type, family=ANY,
         edge="offset counts elements (not bytes); any integer dtype, sign-extended (zero-extended if unsigned) to 64 bits",
         doc="pointer + offset"),
+    _op("int_to_ptr", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=int_to_ptr_type, family=INT, attrs=("dtype",),
+        edge="i64/u64 byte address -> pointer to dtype, bits unchanged (no cvta: a global address); "
+        "the interpreter and run_cpu resolve it against the launch's arrays and buffers=",
+        doc="integer address -> pointer"),
+    _op("ptr_to_int", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=ptr_to_int_type, family=ANY, attrs=("dtype",),
+        edge="the pointer's byte address as i64/u64, bits unchanged; int_to_ptr(ptr_to_int(p)) == p",
+        doc="pointer -> integer address"),
     # reductions
     _op("reduce_sum", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_sum"), family=NUM, attrs=("axis",),
         edge="ints wrap; f16/bf16 accumulate in f32; float order unspecified", doc="sum along axis", reference=ref.reduce_sum),
@@ -370,6 +379,10 @@ def result_types(name: str, operand_types: Sequence[BlockType], attrs: dict[str,
     check_family(op, operand_types)
     return op.type_rule(operand_types, attrs)
 
+
+POINTER_OPS = ("addptr", "int_to_ptr", "ptr_to_int")
+"""Elementwise ops that make or take pointer values: the interpreter runs them itself (a pointer is
+not a numpy value), so they have no numpy ``reference``."""
 
 ELEMENTWISE_OPS = tuple(o.name for o in OPS_LIST if ELEMENTWISE in o.traits)
 EFFECT_OPS = tuple(o.name for o in OPS_LIST if EFFECT in o.traits)

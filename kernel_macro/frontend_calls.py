@@ -86,6 +86,13 @@ class Calls:
                 return tl.dtype(args[0])
             except TypeError as e:
                 raise self.error(node, str(e)) from None
+        if fobj is tl.pointer_type:  # a compile-time type, the target of x.to(...)
+            if _has_tensor(tuple(args)) or _has_tensor(tuple(kwargs.values())):
+                raise self.error(node, "tl.pointer_type(dtype) takes a compile-time dtype, e.g. tl.float16")
+            try:
+                return tl.pointer_type(*args, **kwargs)
+            except TypeError as e:
+                raise self.error(node, str(e)) from None
         if isinstance(fobj, types.BuiltinFunctionType | type) and getattr(fobj, "__module__", None) == "builtins":
             return self._call_python_builtin(node, fobj, args, kwargs)
         if isinstance(fobj, types.FunctionType):

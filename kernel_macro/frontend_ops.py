@@ -37,6 +37,7 @@ from eggpu.ir.ops import transcendental_ops
 from .frontend_memory import Memory
 from .frontend_values import SemanticError, Tensor, describe, fmt_shape, is_number
 from .language import PointerAnnotation
+from .pointer_casts import pointer_cast
 
 _FOLD = {
     "add": operator.add, "sub": operator.sub, "mul": operator.mul, "truediv": operator.truediv,
@@ -248,14 +249,13 @@ class Semantic(Memory):
     # ------------------------------------------------------------ dtypes
 
     def cast(self, x: Any, dt: Any, bitcast: bool = False) -> Tensor:
-        if isinstance(dt, PointerAnnotation):
-            raise SemanticError("casting to a pointer type is not supported", arg="dtype")
+        if isinstance(dt, PointerAnnotation) or isinstance(x, Tensor) and x.is_pointer:
+            if isinstance(x, int) and not isinstance(x, bool):  # a literal address
+                x = self.const(x, i64)
+            return pointer_cast(self.b, self.to_tensor(x), dt)
         if not isinstance(dt, DType):
             raise SemanticError(f"expected a dtype such as tl.f32, got {describe(dt)}", arg="dtype")
         x = self.to_tensor(x)
-        if x.is_pointer:
-            raise SemanticError(f"cannot convert a pointer ({x.type}) to {dt}",
-                                "load the values first: tl.load(ptr).to(...)")
         if bitcast:
             if x.dtype.bits != dt.bits:
                 raise SemanticError(f"bitcast needs equal widths: {x.dtype} has {x.dtype.bits} bits, "

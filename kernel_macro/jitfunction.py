@@ -139,6 +139,11 @@ def _int_dtype(v: int) -> DType:
     return i64
 
 
+def _buffers_kw(buffers: Any) -> dict[str, Any]:
+    """``run_cpu``'s keyword for ``buffers=`` (none when the launch passed none)."""
+    return {} if buffers is None else {"buffers": buffers}
+
+
 class _Launcher:
     """``fn[grid]``: waiting for the launch arguments."""
 
@@ -383,18 +388,24 @@ class JITFunction:
 
     def _launch(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> Any:
         """``fn[grid](*args, **kwargs)``: the launch cache first (:meth:`_launch_key`), else the
-        general path, whose outcome is remembered under the launch's key."""
+        general path, whose outcome is remembered under the launch's key. ``buffers=[...]`` (unless
+        the kernel has a parameter of that name): the arrays the kernel reaches through raw
+        addresses on the host (interpret and run_cpu; :mod:`eggpu.ir.raw_memory`); a GPU launch
+        does not need them (its raw addresses are device addresses)."""
+        buffers = None
+        if "buffers" in kwargs and all(p.name != "buffers" for p in self.params):
+            buffers = kwargs.pop("buffers")
         mode = _device_or_none()
         if mode is None or mode == "interpret":
-            return self._launch_general(grid, args, kwargs)
+            return self._run_general(grid, args, kwargs, buffers)[0]
         bound = self._launch_key(args, kwargs, mode)
         if bound is None:
-            return self._launch_general(grid, args, kwargs)
+            return self._run_general(grid, args, kwargs, buffers)[0]
         key, values, options = bound
         try:
             entry = self._fast.get(key)
         except TypeError:  # an unhashable constexpr
-            return self._launch_general(grid, args, kwargs)
+            return self._run_general(grid, args, kwargs, buffers)[0]
         if entry is not None:
             block, positions, compiled = entry
             if callable(grid):
@@ -409,9 +420,9 @@ class JITFunction:
                     else:
                         plan.launch(grid, runtime)  # what ck.launch does, without re-packing the arguments
                 else:
-                    ck.run_cpu(grid, *runtime)
+                    ck.run_cpu(grid, *runtime, **_buffers_kw(buffers))
                 return ck
-        ck, kernel, grid = self._run_general(grid, args, kwargs)
+        ck, kernel, grid = self._run_general(grid, args, kwargs, buffers)
         if _device() != mode:  # EGGPU_JIT_DEVICE changed meanwhile (another thread): remember nothing
             return ck
         block = self._blocks[(type(kernel), kernel._key())]
@@ -488,7 +499,8 @@ class JITFunction:
         """The launch without the launch cache: bind, specialize, compile (cached), run."""
         return self._run_general(grid, args, kwargs)[0]
 
-    def _run_general(self, grid: Any, args: tuple, kwargs: dict[str, Any]) -> tuple[Any, Any, Any]:
+    def _run_general(self, grid: Any, args: tuple, kwargs: dict[str, Any],
+                     buffers: Any = None) -> tuple[Any, Any, Any]:
         """(compiled kernel, or the Kernel instance when interpreted; Kernel instance; resolved grid)."""
         values, options = self._bind(args, dict(kwargs))
         kernel, runtime = self._specialize(values)
@@ -499,7 +511,7 @@ class JITFunction:
         normalize_grid(self.__name__, grid, LaunchError)  # before anything reads it
         mode = _device()
         if mode == "interpret":
-            kernel.interpret(grid, *runtime)
+            kernel.interpret(grid, *runtime, buffers=buffers)
             return kernel, kernel, grid
         compile_options: dict[str, Any] = {k: options[k] for k in ("num_warps", "num_stages") if k in options}
         compile_options.update(self._facts(kernel, runtime, grid, mode))
@@ -515,7 +527,7 @@ class JITFunction:
                     raise LaunchError(
                         f"{self.__name__}: parameter {p.name} is a device array, but this launch runs on the CPU "
                         f"(no CUDA GPU, or EGGPU_JIT_DEVICE=cpu); pass numpy arrays")
-            ck.run_cpu(grid, *runtime)
+            ck.run_cpu(grid, *runtime, **_buffers_kw(buffers))
         return ck, kernel, grid
 
     def _call_grid(self, grid: Any, meta: dict[str, Any]) -> Any:

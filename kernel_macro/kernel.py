@@ -406,8 +406,9 @@ class Kernel:
                 _IR_CACHE.put(key, deps.digest, fn)
         return fn.clone()
 
-    def interpret(self, grid: Any, *args: Any) -> Any:
-        """Run the IR with the numpy interpreter (pointer arguments are numpy arrays, written in place)."""
+    def interpret(self, grid: Any, *args: Any, buffers: Any = None) -> Any:
+        """Run the IR with the numpy interpreter (pointer arguments are numpy arrays, written in place;
+        ``buffers``: the arrays the kernel reaches through raw addresses, see :mod:`eggpu.ir.raw_memory`)."""
         if not isinstance(self, Kernel):  # called on the class: Kadd.interpret(grid, ...)
             from eggpu.ir.launch_args import short_repr  # (imports numpy: not on a cache hit's path)
 
@@ -422,7 +423,7 @@ class Kernel:
             )
         from eggpu.ir import interp
 
-        return interp.interpret(self.ir(), grid, *args)
+        return interp.interpret(self.ir(), grid, *args, buffers=buffers)
 
     def compile(self, **options: Any) -> Any:
         """Compile through the pipeline registered in :mod:`eggpu.kernel_macro.hooks`

@@ -186,6 +186,19 @@ class Pointer:
         return PointerAnnotation(item)
 
 
+def pointer_type(element_ty: Any, address_space: int = 1, const: _builtin_bool = False) -> PointerAnnotation:
+    """Triton's ``tl.pointer_type(dtype)``: the target type of an integer-to-pointer conversion,
+    ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address; see
+    docs/language.md, "Coming from Triton"). Only global pointers (``address_space=1``), not const."""
+    if isinstance(element_ty, str):
+        element_ty = dtype(element_ty)
+    if not isinstance(element_ty, DType):
+        raise TypeError(f"tl.pointer_type(element_ty) takes a dtype such as tl.float16, got {element_ty!r}")
+    if address_space != 1 or const:
+        raise TypeError("tl.pointer_type: eggpu has only global, non-const pointers (address_space=1, const=False)")
+    return PointerAnnotation(element_ty)
+
+
 class constexpr:  # noqa: N801 - Triton's name
     """Annotation of a compile-time parameter (``BLOCK_SIZE: tl.constexpr``).
 
@@ -684,7 +697,7 @@ __all__ = [
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
     "bfloat16", "float32", "float64", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
-    "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "constexpr",
+    "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",

@@ -32,8 +32,6 @@ UNSUPPORTED: dict[str, str] = {
     # types as values
     "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",
     "block_type": "eggpu block types are not values in a kernel",
-    "pointer_type": "eggpu pointer types are not values; annotate pointers with tl.Pointer[...] (or leave "
-                    "them unannotated under @eggpu.jit)",
     "const_pointer_type": "eggpu has no const pointers",
     "const": "eggpu has no const pointers",
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",

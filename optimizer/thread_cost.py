@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 GROUPS = ("int_simple", "int_mul", "int_divrem", "int_divrem_const", "float_simple", "float_div", "transcendental",
           "select", "cast", "address", "memory", "masked", "reduce", "reduce_tree", "dot", "control")
 
-_FREE = {"const", "splat", "broadcast", "expand_dims", "reshape", "bitcast", "yield"}
+_FREE = {"const", "splat", "broadcast", "expand_dims", "reshape", "bitcast", "int_to_ptr", "ptr_to_int", "yield"}
 # derived from the op table's traits, so a new memory op or reduction is priced as one
 _MEMORY = frozenset(name for name, d in OPS.items() if Trait.EFFECT in d.traits)
 _REDUCE = frozenset(name for name, d in OPS.items() if Trait.REDUCTION in d.traits)

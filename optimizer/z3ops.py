@@ -37,7 +37,8 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   cosh, asinh, acosh, atanh, and the binary atan2) are uninterpreted
   functions per dtype, so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
-  (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``).
+  (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``);
+  ``int_to_ptr``/``ptr_to_int`` keep the 64 bits (identity).
 * shape ops ``splat``, ``broadcast``, ``expand_dims``, ``reshape`` are lane-wise identities.
 * block ops (``trans``, reductions, ``dot``, ``gather``) are NOT lane-wise: they are uninterpreted functions
   of their operand(s). The argument must stand for the WHOLE operand block (e.g. a fresh constant
@@ -614,6 +615,8 @@ Z3_OPS: dict[str, Encoder] = {
     "reshape": _identity,
     "trans": _block_uf("trans"),
     "addptr": _addptr,
+    "int_to_ptr": _identity,  # pointers are 64-bit byte addresses: the move keeps the bits
+    "ptr_to_int": _identity,
     **{name: _transcendental(name) for name in UF_OPS},
     **{name: _block_uf(name) for name in BLOCK_OPS if name != "trans"},
 }
@@ -626,8 +629,10 @@ def result_dtype(op: str, dtype: DType, attrs: Mapping[str, Any]) -> DType | Non
         return bool_
     if op in ("cast", "bitcast"):
         return attrs["dtype"]
-    if op == "addptr":
+    if op in ("addptr", "int_to_ptr"):
         return None
+    if op == "ptr_to_int":
+        return attrs["dtype"]
     if op in ("reduce_argmax", "reduce_argmin"):
         return i32
     if op == "dot":
@@ -765,6 +770,8 @@ def eval_concrete(op: str, dtype: DType, attrs: Mapping[str, Any], *values: Any,
         elif op == "addptr":
             odt = attrs.get("offset_dtype") or BY_NAME["i64"]
             args.append(from_python(v, None if i == 0 else odt, mode))
+        elif op == "ptr_to_int":
+            args.append(from_python(v, None, mode))
         else:
             args.append(from_python(v, dtype, mode))
     if o.has(Trait.LEAF):

@@ -449,10 +449,11 @@ SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
 OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
 
-# Ops whose behaviour is the interpreter's own (tested in test_interp.py): leaves, pointer
-# arithmetic, memory and control flow. They have no numpy reference in the op table.
+# Ops whose behaviour is the interpreter's own (tested in test_interp.py; the int <-> pointer
+# casts in tests/triton_compat/test_tc_pointer_casts.py): leaves, pointer arithmetic and casts,
+# memory and control flow. They have no numpy reference in the op table.
 INTERPRETER_OPS = frozenset({
-    "const", "program_id", "num_programs", "arange", "addptr",
+    "const", "program_id", "num_programs", "arange", "addptr", "int_to_ptr", "ptr_to_int",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
     "for", "while", "if", "yield",
 })

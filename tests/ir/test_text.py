@@ -251,8 +251,19 @@ def while_and_gather() -> Function:
     return b.finish()
 
 
+def raw_addresses() -> Function:
+    """An address loaded from a table becomes a pointer (int_to_ptr); a pointer's address is stored (ptr_to_int)."""
+    b = Builder("raw", [("table", pointer(i64)), ("out", pointer(u64))])
+    table, out = b.params
+    p = b.op("int_to_ptr", b.op("load", table), dtype=f16)
+    offs = b.op("arange", start=0, end=4)
+    ptrs = b.op("addptr", b.op("splat", p, shape=(4,)), offs)
+    b.effect("store", b.op("addptr", b.op("splat", out, shape=(4,)), offs), b.op("ptr_to_int", ptrs, dtype=u64))
+    return b.finish()
+
+
 PROGRAMS = {f.__name__: f for f in (vector_add, elementwise_zoo, all_dtypes_and_constants, memory_and_atomics,
-                                     shapes_reductions_dot, control_flow, while_and_gather)}
+                                     shapes_reductions_dot, control_flow, while_and_gather, raw_addresses)}
 
 
 # ---------------------------------------------------------------- round trips

@@ -97,6 +97,10 @@ def all_pure_ops_program() -> Function:
     outs.append(b.op("dot", sq, sq, b.op("trans", sq, perm=(1, 0))))
     outs.append(b.op("dot", sq, sq, precision="tf32"))  # must not merge with the exact dot above
     outs.append(b.op("splat", b.const(-0.0, f32), shape=s4))
+    # a pointer's address and back (int_to_ptr/ptr_to_int); only the loaded values are stored, as
+    # the addresses differ from run to run
+    addresses = b.op("ptr_to_int", _ptr(b, f32, s4), dtype=u64)
+    outs.append(b.op("load", b.op("int_to_ptr", addresses, dtype=f32)))
     outs.append(b.op("gather", sq, b.op("trans", b.op("cast", sq, dtype=i32), perm=(1, 0)), axis=1))
     outs += [b.const(float("nan"), f32), b.const(2**64 - 1, u64), b.const(-(2**63), i64), b.const(True, bool_),
              b.const(0.1, f16), b.const(-1.5, bf16)]

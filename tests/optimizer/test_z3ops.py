@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from eggpu.ir import ALL_DTYPES, OPS
 from eggpu.ir.dtypes import bool_, f64
-from eggpu.ir.ops import ELEMENTWISE, ELEMENTWISE_OPS, _family_ok
+from eggpu.ir.ops import ELEMENTWISE, ELEMENTWISE_OPS, POINTER_OPS, _family_ok
 from eggpu.ir.types import BlockType
 from eggpu.optimizer import z3ops
 
@@ -153,7 +153,7 @@ def _family_dtypes(op):
 
 CASES = []  # (op, dtype, attrs)
 for _op in ELEMENTWISE_OPS:
-    if _op in z3ops.UF_OPS or _op == "addptr":
+    if _op in z3ops.UF_OPS or _op in POINTER_OPS:  # pointer ops: no numpy reference (see test_tc_pointer_casts)
         continue
     for _d in _family_dtypes(_op):
         if _op == "cast":

@@ -11,9 +11,7 @@ import eggpu
 import eggpu.language as tl
 from bench import compat
 
-EXPECTED_FAILURES = {
-    "grouped_matmul_kernel": "tl.pointer_type is not supported by eggpu",
-}
+EXPECTED_FAILURES: dict[str, str] = {}  # case name -> a phrase of its error (none left: 15/15 pass)
 FAST = ["add_kernel", "_dropout", "_seeded_dropout", "_layer_norm_bwd_dwdb", "_attn_bwd_preprocess"]
 
 
@@ -38,11 +36,10 @@ def test_every_tutorial_kernel(name, mode):
         assert why is None, why
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED_FAILURES))
-def test_unsupported_tutorial_kernels_fail_with_a_located_reason(name):
-    why = compat.run_case(compat.BY_NAME[name], "interpret")
-    assert why is not None and EXPECTED_FAILURES[name] in why
-    assert why.startswith("KernelCompileError: bench/compat_kernels.py:")
+@pytest.mark.parametrize("mode", compat.MODES)
+def test_grouped_gemm_through_raw_addresses(mode):
+    """Tutorial 08's grouped GEMM: int64 address tables cast with tl.pointer_type, ragged groups."""
+    assert compat.run_case(compat.BY_NAME["grouped_matmul_kernel"], mode) is None
 
 
 def test_the_harness_reports_a_wrong_result():
