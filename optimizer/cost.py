@@ -84,34 +84,34 @@ _MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xc
 # BEGIN CALIBRATION (generated: python -m bench cost-fit --write)
 CALIBRATION: dict[str, dict[str, float]] = {
     "sm_80": {
-        "address": 1.128,
+        "address": 2.292,
         "cast": 0.25,
         "control": 4.0,
-        "float_div": 2.094,
-        "float_simple": 2.648,
+        "float_div": 2.366,
+        "float_simple": 1.185,
         "int_divrem_const": 0.25,
-        "int_mul": 2.453,
+        "int_mul": 1.765,
         "masked": 0.25,
         "memory": 0.25,
-        "reduce": 1.907,
-        "reduce_tree": 0.742,
+        "reduce": 0.25,
+        "reduce_tree": 1.137,
         "select": 0.25,
-        "transcendental": 0.693
+        "transcendental": 1.012
     },
     "sm_90": {
-        "address": 1.297,
+        "address": 2.208,
         "cast": 0.25,
         "control": 4.0,
-        "float_div": 2.121,
-        "float_simple": 2.649,
+        "float_div": 2.36,
+        "float_simple": 1.313,
         "int_divrem_const": 0.25,
-        "int_mul": 2.832,
+        "int_mul": 2.499,
         "masked": 0.25,
         "memory": 0.25,
-        "reduce": 2.284,
-        "reduce_tree": 0.704,
+        "reduce": 0.25,
+        "reduce_tree": 1.253,
         "select": 0.25,
-        "transcendental": 0.661
+        "transcendental": 0.991
     }
 }
 # END CALIBRATION
