@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Iterable
@@ -39,12 +40,20 @@ _HEX64 = re.compile(rb"[0-9a-f]{64}\Z")
 
 
 def source_files(dirs: Iterable[Path]) -> list[Path]:
-    """Every ``*.py`` and ``*.egg`` under ``dirs`` (not in ``__pycache__``), sorted."""
+    """Every ``*.py`` and ``*.egg`` under ``dirs`` (not in ``__pycache__``), sorted by path parts
+    (``Path`` order). Walked with :func:`os.walk`, which skips the ``__pycache__`` folders
+    instead of listing and sorting their bytecode (a cache hit runs this: ``Path.rglob`` and
+    sorting ``Path`` objects cost several ms); symbolic links to folders are not followed."""
     out = []
     for root in sorted(dirs):
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".egg") and "__pycache__" not in path.parts:
-                out.append(path)
+        if "__pycache__" in root.parts:
+            continue
+        found = []
+        for folder, subdirs, names in os.walk(root):
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+            rel = os.path.relpath(folder, root).split(os.sep) if folder != str(root) else []
+            found += [((*rel, n), n) for n in names if n.endswith((".py", ".egg"))]
+        out += [root.joinpath(*parts) for parts, _ in sorted(found)]
     return out
 
 

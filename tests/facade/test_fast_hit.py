@@ -131,3 +131,20 @@ def test_the_kernel_library_compiles_cold_without_numpy(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got == {"import": False, "compiles": {"softmax_forward": ["miss", False], "matmul": ["miss", False]}}
+
+
+def test_source_files_lists_what_rglob_lists_in_path_order(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    for rel in ("a/b.py", "a-c/x.py", "a/__pycache__/b.cpython-312.pyc", "a/__pycache__/stale.py", "z.egg",
+                "a/deep/er/m.py", "a/deep/notes.txt", "a.py", "A.py", ".hidden.py", "sub.egg/inner.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n")
+    other = tmp_path / "other"
+    (other / "__pycache__").mkdir(parents=True)
+    (other / "k.py").write_text("")
+    want = [p for r in sorted([root, other]) for p in sorted(r.rglob("*"))
+            if p.suffix in (".py", ".egg") and "__pycache__" not in p.parts and p.is_file()]
+    got = fpmod.source_files([other, root])
+    assert got == want
+    assert root / "a/b.py" in got and not any("__pycache__" in p.parts for p in got)
+    assert got.index(root / "a/b.py") < got.index(root / "a-c/x.py")  # Path order, not string order
