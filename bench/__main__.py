@@ -191,12 +191,9 @@ def _command_line(argv: list[str]) -> str:
 
 
 def _copy_proofs(dirs, proofs_home) -> Path:
-    import shutil
+    from .compile_time import with_install_caches
 
-    d = dirs.new("inproc")
-    if proofs_home is not None and (proofs_home / "proofs").is_dir():
-        shutil.copytree(proofs_home / "proofs", d / "proofs")
-    return d
+    return with_install_caches(dirs.new("inproc"), proofs_home)
 
 
 def _warm_bytecode(e, dirs) -> None:
