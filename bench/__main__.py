@@ -216,7 +216,8 @@ def _write(res: dict[str, Any], out: str) -> Path:
         path = REPO / path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(res, indent=1, default=str))
+    # compact: the full results stay under the repository's 200 KB limit per file
+    tmp.write_text(json.dumps(res, separators=(",", ":"), default=str))
     os.replace(tmp, path)
     return path
 
