@@ -23,7 +23,6 @@ first one per library, as ``importlib.metadata`` finds it), without importing
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from eggpu.ir import versions
+from eggpu.ir.hashing import sha256
 
 #: files whose times are this close to "now" are not trusted to a memo (see the module docstring)
 RACY_SECONDS = 2.0
@@ -73,7 +73,7 @@ def library_versions(names: Iterable[str] = LIBRARIES) -> list[str]:
 def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) -> str:
     """The fingerprint itself: sha256 over every file's name and bytes, the library versions
     and eggpu's version."""
-    h = hashlib.sha256()
+    h = sha256()
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     for lib in libraries:
@@ -93,7 +93,7 @@ def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> st
         st = os.stat(p)
         stats.append((p, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
         newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    signature = hashlib.sha256(json.dumps([stats, libs, version]).encode()).hexdigest()
+    signature = sha256(json.dumps([stats, libs, version]).encode()).hexdigest()
     memo = memo_dir / f"toolchain-{signature}.fingerprint" if memo_dir is not None else None
     if memo is not None:
         from eggpu.ir.cachefs import CacheUnavailable, read_trusted
