@@ -11,6 +11,8 @@
     python -m bench cost-fit [--write]           # fit optimizer/cost.py's table on those SASS counts
     python -m bench launch                       # host µs per launch, eggpu vs Triton, fake driver
                                                  # (bench/results/launch.json)
+    python -m bench.cold_pairs [KERNEL ...]      # cold compiles in alternating fresh processes:
+                                                 # in-process time and process CPU, ratios (printed)
 
 Sections (``--sections``, default all): ``import``, ``frontend``, ``proofs``, ``compile``,
 ``warm``, ``optimizer``, ``quality``, ``cpu``, ``gpu``. Each is described in

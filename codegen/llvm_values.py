@@ -9,7 +9,7 @@ import struct
 
 from llvmlite import ir
 
-from eggpu.ir.dtypes import DType, bf16, f16, f32, f64, round_float
+from eggpu.ir.dtypes import DType, bf16, f16, f32, f64, round_once
 from eggpu.ir.errors import CodegenError
 
 I1 = ir.IntType(1)
@@ -53,9 +53,9 @@ def round_constant(value, dt: DType) -> float:
     inf (also an integer too large for a double); -0.0 and NaN payloads are kept as numpy's
     conversions keep them.
 
-    f64, f32 and f16 values that are not NaN are rounded without numpy
-    (:func:`eggpu.ir.dtypes.round_float`: one correctly rounded conversion, as ``round_f64``'s
-    round-to-odd through f32 gives for f16); bf16 and NaNs take the numpy path."""
+    Values that are not NaN are rounded without numpy (:func:`eggpu.ir.dtypes.round_once`: the
+    same single rounding, in integers, tested against ``round_f64``); NaNs take the numpy path,
+    which keeps their payloads."""
     import math
 
     try:
@@ -63,7 +63,7 @@ def round_constant(value, dt: DType) -> float:
     except OverflowError:
         x = math.inf if value > 0 else -math.inf
     if x == x and dt.name in _STRUCT_FORMATS:
-        return round_float(x, dt)
+        return round_once(x, dt)
     import numpy as np
 
     from eggpu.ir.semantics import round_f64
@@ -72,8 +72,9 @@ def round_constant(value, dt: DType) -> float:
         return float(round_f64(np.asarray(x, dtype=np.float64), dt))
 
 
-#: struct formats of the float dtypes whose bits :mod:`struct` reads and writes exactly
-_STRUCT_FORMATS = {"f64": ("<d", "<Q"), "f32": ("<f", "<I"), "f16": ("<e", "<H")}
+#: struct formats (value, bits) that hold each float dtype's values exactly; bf16 values are f32
+#: values whose bits are the f32 bits' upper half
+_STRUCT_FORMATS = {"f64": ("<d", "<Q"), "f32": ("<f", "<I"), "f16": ("<e", "<H"), "bf16": ("<f", "<I")}
 
 
 def _float_bits(value, dt: DType) -> int:
@@ -81,7 +82,8 @@ def _float_bits(value, dt: DType) -> int:
     r = round_constant(value, dt)
     if r == r and dt.name in _STRUCT_FORMATS:  # exact in dt already: packing does not round
         fmt, ufmt = _STRUCT_FORMATS[dt.name]
-        return struct.unpack(ufmt, struct.pack(fmt, r))[0]
+        bits = struct.unpack(ufmt, struct.pack(fmt, r))[0]
+        return bits >> 16 if dt.name == "bf16" else bits
     import numpy as np
 
     from eggpu.ir.semantics import round_f64

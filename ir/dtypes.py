@@ -207,6 +207,31 @@ def round_float(value: float, dt: DType) -> float:
     return struct.unpack("<f", struct.pack("<I", b))[0]
 
 
+def round_once(value: float, dt: DType) -> float:
+    """``value`` rounded once, to nearest even, to the float dtype ``dt`` (overflow to +-inf,
+    subnormals kept, -0.0 kept), as a Python float: :func:`eggpu.ir.semantics.round_f64` for one
+    value, computed exactly with integers (no numpy). Unlike :func:`round_float` this never rounds
+    twice: bf16 is rounded from the double directly, not through f32. NaN is returned as given
+    (callers that keep NaN payloads handle NaN themselves)."""
+    v = float(value)
+    if dt.bits == 64 or v != v or math.isinf(v) or v == 0.0:
+        return v
+    exp_bits, mant_bits = {"f32": (8, 23), "f16": (5, 10), "bf16": (8, 7)}[dt.name]
+    emax = (1 << (exp_bits - 1)) - 1
+    emin = 1 - emax
+    num, den = abs(v).as_integer_ratio()  # den is a power of two
+    e = math.frexp(abs(v))[1] - 1  # abs(v) in [2**e, 2**(e+1))
+    q = max(e, emin) - mant_bits  # the exponent of one unit in the last place
+    # n = abs(v) / 2**q, rounded half to even, in integers
+    top, bottom = (num << -q, den) if q < 0 else (num, den << q)
+    n, rem = divmod(top, bottom)
+    if 2 * rem > bottom or (2 * rem == bottom and n & 1):
+        n += 1
+    if n.bit_length() - 1 + q > emax:  # n * 2**q >= 2**(emax + 1): past the largest finite value
+        return math.copysign(math.inf, v)
+    return math.copysign(math.ldexp(n, q), v)
+
+
 def from_numpy(npdt: Any) -> DType:
     """The eggpu dtype for a numpy dtype (or anything ``np.dtype`` accepts)."""
     import numpy as np

@@ -7,10 +7,20 @@ import struct
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from eggpu.ir.dtypes import bf16, f16, f32, f64, is_numpy_scalar, loaded_numpy, numpy_dtype, round_float
+from eggpu.ir.dtypes import (
+    bf16,
+    f16,
+    f32,
+    f64,
+    is_numpy_scalar,
+    loaded_numpy,
+    numpy_dtype,
+    round_float,
+    round_once,
+)
 
 FLOATS = (f16, bf16, f32, f64)
 
@@ -68,3 +78,29 @@ def test_numpy_scalars_are_recognized_only_through_a_loaded_numpy() -> None:
     assert is_numpy_scalar(np.float32(1.5), "float") and not is_numpy_scalar(np.float32(1.5), "int")
     assert is_numpy_scalar(np.int8(3), "int") and is_numpy_scalar(np.bool_(True), "bool")
     assert is_numpy_scalar(np.uint16(3)) and not is_numpy_scalar(3) and not is_numpy_scalar(1.5, "float")
+
+
+def _round_f64(v: float, dt) -> float:
+    from eggpu.ir.semantics import round_f64
+
+    with np.errstate(all="ignore"):
+        return float(round_f64(np.asarray([v], dtype=np.float64), dt)[0])
+
+
+@settings(max_examples=3000, deadline=None)
+@given(v=doubles, dt=st.sampled_from(FLOATS))
+def test_round_once_is_the_interpreters_single_rounding_bit_for_bit(v: float, dt) -> None:
+    """round_once (codegen's constants, no numpy) equals eggpu.ir.semantics.round_f64, which
+    rounds bf16 once (through round-to-odd), unlike numpy's double rounding in round_float.
+    NaNs are outside its contract (returned as given; codegen sends them to numpy)."""
+    assume(v == v)
+    assert _bits(round_once(v, dt)) == _bits(_round_f64(v, dt))
+
+
+@pytest.mark.parametrize("dt", FLOATS, ids=str)
+@pytest.mark.parametrize("v", [3.3895313892515355e38, 3.3961775292304683e38, 3.4028235677973366e38, 1e39,
+                               65504.0, 65519.99, 65520.0, 2.0**-133, 2.0**-134, 1.5 * 2.0**-135, 2.0**-149,
+                               2.0**-150, 2.0**-150 * 1.0000001, 5e-324, 1.7976931348623157e308, -0.0, 1.0 + 2.0**-8])
+def test_round_once_edges(v: float, dt) -> None:
+    assert _bits(round_once(v, dt)) == _bits(_round_f64(v, dt))
+    assert _bits(round_once(-v, dt)) == _bits(_round_f64(-v, dt))
