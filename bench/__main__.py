@@ -11,6 +11,8 @@
     python -m bench cost-fit [--write]           # fit optimizer/cost.py's table on those SASS counts
     python -m bench launch                       # host µs per launch, eggpu vs Triton, fake driver
                                                  # (bench/results/launch.json)
+    python -m bench.cold_pairs [KERNEL ...]      # cold compiles in alternating fresh processes:
+                                                 # in-process time and process CPU, ratios (printed)
 
 Sections (``--sections``, default all): ``import``, ``frontend``, ``proofs``, ``compile``,
 ``warm``, ``optimizer``, ``quality``, ``cpu``, ``gpu``. Each is described in
@@ -191,12 +193,9 @@ def _command_line(argv: list[str]) -> str:
 
 
 def _copy_proofs(dirs, proofs_home) -> Path:
-    import shutil
+    from .compile_time import with_install_caches
 
-    d = dirs.new("inproc")
-    if proofs_home is not None and (proofs_home / "proofs").is_dir():
-        shutil.copytree(proofs_home / "proofs", d / "proofs")
-    return d
+    return with_install_caches(dirs.new("inproc"), proofs_home)
 
 
 def _warm_bytecode(e, dirs) -> None:
@@ -219,7 +218,8 @@ def _write(res: dict[str, Any], out: str) -> Path:
         path = REPO / path
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(res, indent=1, default=str))
+    # compact: the full results stay under the repository's 200 KB limit per file
+    tmp.write_text(json.dumps(res, separators=(",", ":"), default=str))
     os.replace(tmp, path)
     return path
 

@@ -2,9 +2,10 @@
 
 Per suite entry, at the timing target (sm_90), interleaving eggpu and Triton rep by rep:
 
-- ``cold``: empty kernel cache. For eggpu the rule-proof cache is pre-filled (proofs are a
-  one-time cost per rule set, measured separately and in ``cold_empty``); for Triton the cache
-  directory is simply empty.
+- ``cold``: empty kernel cache. For eggpu the per-installation caches are pre-filled
+  (:data:`INSTALL_CACHES`: rule proofs and parsed rules, a one-time cost per rule set measured
+  separately and in ``cold_empty``, and the ptxas version); for Triton the cache directory is
+  simply empty.
 - ``cold_empty`` (eggpu only): a completely empty ``EGGPU_CACHE_DIR``, so the compile also proves
   the shipped rules.
 - ``hit``: a fresh process compiling the same kernel with the cache filled by a cold run.
@@ -124,11 +125,22 @@ def cold_empty(entry: Entry, target: str, reps: int, dirs: Dirs, progress=print
     return runs, home
 
 
-def _with_proofs(dirs: Dirs, proofs_home: Path | None) -> Path:
-    d = dirs.new("eggpu")
-    if proofs_home is not None and (proofs_home / "proofs").is_dir():
-        shutil.copytree(proofs_home / "proofs", d / "proofs")
+#: the per-installation caches a cold compile starts with (rule proofs and parsed rules; the
+#: ptxas version): facts about the rule set and the toolchain, not about any kernel. The kernel
+#: cache and the libdevice subsets (per set of math functions) start empty.
+INSTALL_CACHES = ("proofs", "toolchain")
+
+
+def with_install_caches(d: Path, home: Path | None) -> Path:
+    """Copy :data:`INSTALL_CACHES` from ``home`` (a cache directory an earlier compile filled) into ``d``."""
+    for name in INSTALL_CACHES:
+        if home is not None and (home / name).is_dir():
+            shutil.copytree(home / name, d / name)
     return d
+
+
+def _with_proofs(dirs: Dirs, proofs_home: Path | None) -> Path:
+    return with_install_caches(dirs.new("eggpu"), proofs_home)
 
 
 def _collect(results: list[tuple[dict[str, Any], float]]) -> dict[str, Any]:

@@ -350,8 +350,9 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
                  "`import triton` to the compiled result (package and kernel-library imports included), so "
                  "they include what a user waits for in a new process except the interpreter start-up, which "
                  "the `wall` columns add. \"to PTX\" subtracts the time spent in `ptxas` (both pipelines run it "
-                 "to produce the cubin). eggpu's `cold` has its rule-proof cache filled (proofs are done once per "
-                 "rule set and cached); `all empty` starts from an empty `EGGPU_CACHE_DIR`, so the compile "
+                 "to produce the cubin). eggpu's `cold` has its per-installation caches filled (rule proofs and "
+                 "parsed rules, done once per rule set, and the `ptxas --version` answer, once per ptxas; the "
+                 "kernel cache and the libdevice subsets are empty); `all empty` starts from an empty `EGGPU_CACHE_DIR`, so the compile "
                  "also proves the shipped rules. Medians [min–max].\n")
         hdr = ["kernel", "eggpu cold → cubin", "eggpu cold → PTX", "eggpu all empty", "Triton cold → cubin",
                "Triton cold → PTX", "ratio cold", "ratio → PTX", "eggpu hit", "Triton hit", "eggpu hit wall",

@@ -5,9 +5,11 @@ mangling for overloaded intrinsics, and tests for constant-true/false masks."""
 
 from __future__ import annotations
 
+import struct
+
 from llvmlite import ir
 
-from eggpu.ir.dtypes import DType, bf16, f16, f32, f64
+from eggpu.ir.dtypes import DType, bf16, f16, f32, f64, round_once
 from eggpu.ir.errors import CodegenError
 
 I1 = ir.IntType(1)
@@ -49,23 +51,39 @@ def round_constant(value, dt: DType) -> float:
     as the Python float of the result: exactly what the interpreter does with a ``const``
     (:func:`eggpu.ir.semantics.round_f64`). A finite value beyond the range becomes a signed
     inf (also an integer too large for a double); -0.0 and NaN payloads are kept as numpy's
-    conversions keep them."""
+    conversions keep them.
+
+    Values that are not NaN are rounded without numpy (:func:`eggpu.ir.dtypes.round_once`: the
+    same single rounding, in integers, tested against ``round_f64``); NaNs take the numpy path,
+    which keeps their payloads."""
     import math
-
-    import numpy as np
-
-    from eggpu.ir.semantics import round_f64
 
     try:
         x = float(value)
     except OverflowError:
         x = math.inf if value > 0 else -math.inf
+    if x == x and dt.name in _STRUCT_FORMATS:
+        return round_once(x, dt)
+    import numpy as np
+
+    from eggpu.ir.semantics import round_f64
+
     with np.errstate(all="ignore"):
         return float(round_f64(np.asarray(x, dtype=np.float64), dt))
 
 
+#: struct formats (value, bits) that hold each float dtype's values exactly; bf16 values are f32
+#: values whose bits are the f32 bits' upper half
+_STRUCT_FORMATS = {"f64": ("<d", "<Q"), "f32": ("<f", "<I"), "f16": ("<e", "<H"), "bf16": ("<f", "<I")}
+
+
 def _float_bits(value, dt: DType) -> int:
     """The IEEE bits of ``value`` rounded to the float dtype ``dt`` (:func:`round_constant`)."""
+    r = round_constant(value, dt)
+    if r == r and dt.name in _STRUCT_FORMATS:  # exact in dt already: packing does not round
+        fmt, ufmt = _STRUCT_FORMATS[dt.name]
+        bits = struct.unpack(ufmt, struct.pack(fmt, r))[0]
+        return bits >> 16 if dt.name == "bf16" else bits
     import numpy as np
 
     from eggpu.ir.semantics import round_f64
@@ -92,8 +110,6 @@ class FloatConstant(ir.Constant):
         self.dtype = dt
 
     def _get_reference(self) -> str:
-        import numpy as np
-
         if self.dtype == bf16:
             return f"0xR{self.bits:04X}"
         if self.dtype == f16:
@@ -102,8 +118,8 @@ class FloatConstant(ir.Constant):
             b = self.bits
             if b & 0x7F800000 == 0x7F800000:  # inf/NaN: widen by bits (a cast would quiet a NaN)
                 wide = ((b >> 31) << 63) | (0x7FF << 52) | ((b & 0x7FFFFF) << 29)
-            else:  # exact
-                wide = int(np.asarray(b, dtype=np.uint32).view(np.float32).astype(np.float64).view(np.uint64))
+            else:  # exact: widening an f32 to a double never rounds
+                (wide,) = struct.unpack("<Q", struct.pack("<d", struct.unpack("<f", struct.pack("<I", b))[0]))
             return f"0x{wide:016x}"
         return f"0x{self.bits:016x}"
 

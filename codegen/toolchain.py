@@ -232,33 +232,108 @@ def _run_ptxas_info(ptxas: Path, flag: str) -> str:
 
 
 @functools.lru_cache(maxsize=8)
-def _ptxas_version(ptxas: str, _mtime_ns: int) -> tuple[int, int]:
+def _ptxas_version(ptxas: str, stamp: tuple[int, ...]) -> tuple[int, int]:
+    key = _version_key(ptxas, stamp)
+    known = _version_from_disk(key) if key is not None else None
+    if known is not None:
+        return known
     out = _run_ptxas_info(Path(ptxas), "--version")
     m = re.search(r"release (\d+)\.(\d+)", out) or re.search(r"\bV(\d+)\.(\d+)", out)
     if m is None:
         raise ToolchainError(f"cannot read a CUDA release from `{ptxas} --version`:\n{out.strip()}")
-    return int(m.group(1)), int(m.group(2))
+    version = int(m.group(1)), int(m.group(2))
+    if key is not None:
+        _version_to_disk(key, version)
+    return version
 
 
-def _stamp(path: Path) -> int:
+def _stamp(path: Path) -> tuple[int, ...]:
+    """What identifies the file's contents without reading it: device, inode, size, modification
+    and status-change times of the file ``path`` resolves to (``()`` when it cannot be stat'ed).
+    Replacing or rewriting the executable changes at least one of them (a write sets the
+    status-change time, which ``touch`` cannot set back)."""
     try:
-        return path.stat().st_mtime_ns
+        st = path.stat()
     except OSError:
-        return 0
+        return ()
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def ptxas_version(ptxas: Path | str | None = None) -> tuple[int, int]:
     """CUDA release ``(major, minor)`` of ``ptxas`` (default: the one :func:`find_ptxas` finds).
 
     Read from ``ptxas --version`` ("Cuda compilation tools, release 13.0, V13.0.88"); cached
-    per executable path and modification time.
+    per executable path and :func:`_stamp` in the process and on disk
+    (``toolchain/<sha256>.version`` in ``$EGGPU_CACHE_DIR``, else the user cache dir), so a new
+    process does not start ``ptxas --version`` again (15-40 ms). ``EGGPU_TOOLCHAIN_CACHE=0``
+    turns the disk layer off.
     """
     path = Path(ptxas) if ptxas is not None else find_ptxas()
     return _ptxas_version(str(path), _stamp(path))
 
 
+# ---------------------------------------------------------------- the disk layer of ptxas_version
+
+_VERSION_FORMAT = 1
+_VERSION_KEEP = 16
+
+
+def _version_folder() -> tuple[Path, Path] | None:
+    """``(folder of the entries, cache root)``, or None when the disk layer is off."""
+    if os.environ.get("EGGPU_TOOLCHAIN_CACHE", "1") == "0":
+        return None
+    root = os.environ.get("EGGPU_CACHE_DIR")
+    if not root:
+        import platformdirs
+
+        root = platformdirs.user_cache_dir("eggpu")
+    return Path(root) / "toolchain", Path(root)
+
+
+def _version_key(ptxas: str, stamp: tuple[int, ...]) -> str | None:
+    """sha256 of the executable's path, the path it resolves to and its :func:`_stamp`; None
+    when the file cannot be stat'ed (nothing is then read or stored)."""
+    if not stamp:
+        return None
+    import hashlib
+
+    text = "\0".join((f"ptxas-version-{_VERSION_FORMAT}", ptxas, os.path.realpath(ptxas), *map(str, stamp)))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _version_from_disk(key: str) -> tuple[int, int] | None:
+    """The stored version (``"13.5"``), or None when there is none or it is unusable."""
+    from eggpu.ir.cachefs import CacheUnavailable, read_trusted
+
+    where = _version_folder()
+    if where is None:
+        return None
+    try:
+        raw = read_trusted(where[0] / f"{key}.version")
+    except (CacheUnavailable, OSError):
+        return None
+    m = re.fullmatch(rb"(\d{1,4})\.(\d{1,4})", raw or b"")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def _version_to_disk(key: str, version: tuple[int, int]) -> None:
+    """Store an entry; silently does nothing when the directory cannot be used (a shortcut only)."""
+    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
+
+    where = _version_folder()
+    if where is None:
+        return
+    folder, root = where
+    try:
+        ensure_trusted_dir(folder, under=root)
+        atomic_write(folder / f"{key}.version", f"{version[0]}.{version[1]}".encode())
+        prune_newest(folder, ".version", 64 + len(".version"), _VERSION_KEEP)
+    except (CacheUnavailable, OSError):
+        pass
+
+
 @functools.lru_cache(maxsize=8)
-def _ptxas_gpus(ptxas: str, _mtime_ns: int) -> frozenset[str]:
+def _ptxas_gpus(ptxas: str, _stamp_key: tuple[int, ...]) -> frozenset[str]:
     out = _run_ptxas_info(Path(ptxas), "--help")
     m = re.search(r"--gpu-name.*?Allowed values for this option:(.*?)(?:Default value|\n\s*\n)", out, re.S)
     if m is None:

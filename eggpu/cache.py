@@ -28,7 +28,6 @@ hashed to compute the key (see :func:`cache_key`).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -46,6 +45,7 @@ from eggpu.ir.cachefs import (
     read_trusted,
     warn_once,
 )
+from eggpu.ir.hashing import sha256
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -74,11 +74,11 @@ def default_cache_dir() -> Path:
 def cache_key(parts: dict[str, Any]) -> str:
     """sha256 over a canonical JSON rendering of everything that changes the output."""
     blob = json.dumps(parts, sort_keys=True, separators=(",", ":"), default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return sha256(blob.encode()).hexdigest()
 
 
 def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return sha256(data).hexdigest()
 
 
 @dataclass

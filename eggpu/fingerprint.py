@@ -23,14 +23,15 @@ first one per library, as ``importlib.metadata`` finds it), without importing
 
 from __future__ import annotations
 
-import hashlib
 import json
+import os
 import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
 
 from eggpu.ir import versions
+from eggpu.ir.hashing import sha256
 
 #: files whose times are this close to "now" are not trusted to a memo (see the module docstring)
 RACY_SECONDS = 2.0
@@ -39,12 +40,27 @@ _HEX64 = re.compile(rb"[0-9a-f]{64}\Z")
 
 
 def source_files(dirs: Iterable[Path]) -> list[Path]:
-    """Every ``*.py`` and ``*.egg`` under ``dirs`` (not in ``__pycache__``), sorted."""
+    """Every ``*.py`` and ``*.egg`` under ``dirs`` (not in ``__pycache__``), sorted by path parts
+    (``Path`` order). Walked with :func:`os.walk`, which skips the ``__pycache__`` folders
+    instead of listing and sorting their bytecode (a cache hit runs this: ``Path.rglob`` and
+    sorting ``Path`` objects cost several ms); symbolic links to folders are not followed."""
+    return [Path(p) for p in _source_paths(dirs)]
+
+
+def _source_paths(dirs: Iterable[Path]) -> list[str]:
+    """:func:`source_files` as strings (``str(path)`` of each): a cache hit stats them without
+    making ``Path`` objects."""
     out = []
     for root in sorted(dirs):
-        for path in sorted(root.rglob("*")):
-            if path.suffix in (".py", ".egg") and "__pycache__" not in path.parts:
-                out.append(path)
+        if "__pycache__" in root.parts:
+            continue
+        top = str(root)
+        found = []
+        for folder, subdirs, names in os.walk(top):
+            subdirs[:] = [d for d in subdirs if d != "__pycache__"]
+            rel = tuple(os.path.relpath(folder, top).split(os.sep)) if folder != top else ()
+            found += [(*rel, n) for n in names if n.endswith((".py", ".egg"))]
+        out += [os.path.join(top, *parts) for parts in sorted(found)]
     return out
 
 
@@ -57,7 +73,7 @@ def library_versions(names: Iterable[str] = LIBRARIES) -> list[str]:
 def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) -> str:
     """The fingerprint itself: sha256 over every file's name and bytes, the library versions
     and eggpu's version."""
-    h = hashlib.sha256()
+    h = sha256()
     for path in files:
         h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
     for lib in libraries:
@@ -69,15 +85,15 @@ def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) 
 def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> str:
     """The fingerprint of the sources under ``dirs`` (see the module docstring), memoized in
     ``memo_dir`` (a trusted cache directory; None: no memo)."""
-    files = source_files(dirs)
+    paths = _source_paths(dirs)
     libs = library_versions()
     stats = []
     newest = 0
-    for p in files:
-        st = p.stat()
-        stats.append((str(p), st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
+    for p in paths:
+        st = os.stat(p)
+        stats.append((p, st.st_size, st.st_ino, st.st_mtime_ns, st.st_ctime_ns))
         newest = max(newest, st.st_mtime_ns, st.st_ctime_ns)
-    signature = hashlib.sha256(json.dumps([stats, libs, version]).encode()).hexdigest()
+    signature = sha256(json.dumps([stats, libs, version]).encode()).hexdigest()
     memo = memo_dir / f"toolchain-{signature}.fingerprint" if memo_dir is not None else None
     if memo is not None:
         from eggpu.ir.cachefs import CacheUnavailable, read_trusted
@@ -88,7 +104,7 @@ def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> st
             data = None
         if data is not None and _HEX64.match(data):
             return data.decode()
-    fp = hash_sources(files, libs, version)
+    fp = hash_sources([Path(p) for p in paths], libs, version)
     if memo is not None and time.time_ns() - newest > RACY_SECONDS * 1e9:
         from eggpu.ir.cachefs import CacheUnavailable, atomic_write
 

@@ -7,7 +7,6 @@ the IR is parsed and the host build made only when asked for (``ck.ir``, ``ck.ru
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
+from eggpu.ir.hashing import sha256
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
 
@@ -58,7 +58,7 @@ class CompileOptions:
             "optimize": self.optimize,
             "fast_math": self.fast_math,
             "num_warps": self.num_warps,
-            "rules": [[Path(label).name, hashlib.sha256(data).hexdigest()] for label, data in self.rule_sources()]
+            "rules": [[Path(label).name, sha256(data).hexdigest()] for label, data in self.rule_sources()]
             if self.optimize else [],
             "specialize": self.facts.as_dict(),
             "offsets_i32": self.offsets_i32,

@@ -28,7 +28,6 @@ from __future__ import annotations
 import errno
 import os
 import stat
-import tempfile
 import time
 import warnings
 from collections.abc import Iterator
@@ -169,6 +168,8 @@ def atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically: a fresh ``mkstemp`` file in the same directory,
     then :func:`os.replace`. Never opens ``path`` itself, so a planted symlink there is replaced,
     not followed. Raises :class:`CacheUnavailable` on any OS error (the temp file is removed)."""
+    import tempfile  # lazily: a cache hit reads only (tempfile pulls in shutil and random)
+
     try:
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     except OSError as e:

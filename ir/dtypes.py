@@ -7,6 +7,8 @@ signed integer, ``u`` unsigned integer, ``f`` float) and a width in bits. ``bf16
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -148,6 +150,86 @@ def _finfo(dt: DType) -> Any:
     import numpy as np
 
     return np.finfo(numpy_dtype(dt))
+
+
+def loaded_numpy() -> Any:
+    """The numpy module when something in this process already imported it, else None.
+
+    A value can only be a numpy scalar, array or type when numpy is loaded, so code that merely
+    recognizes numpy values (``isinstance(v, np.generic)``) asks this instead of importing numpy
+    (~100 ms) on a path that never meets one (a compile of a kernel that reads no numpy constant).
+    """
+    return sys.modules.get("numpy")
+
+
+def is_numpy_scalar(v: Any, kind: str = "") -> bool:
+    """Whether ``v`` is a numpy scalar (``np.generic``); with ``kind``, one of that category:
+    ``"bool"`` (``np.bool_``), ``"int"`` (``np.integer``), ``"float"`` (``np.floating``).
+    Never imports numpy (see :func:`loaded_numpy`)."""
+    np = loaded_numpy()
+    if np is None:
+        return False
+    cls = {"": np.generic, "bool": np.bool_, "int": np.integer, "float": np.floating}[kind]
+    return isinstance(v, cls)
+
+
+def round_float(value: float, dt: DType) -> float:
+    """``value`` rounded to the float dtype ``dt`` as numpy's ``astype`` from float64 rounds it
+    (round-to-nearest-even, overflow to +-inf, -0.0 kept), as a Python float.
+
+    f64 is the identity. Finite values and infinities of f32 and f16 go through :mod:`struct` (a
+    C ``(float)`` cast, and CPython's correctly rounded half packing, which is what numpy's
+    float64 -> float16 conversion computes); bf16 as ml_dtypes converts from float64: to f32 first,
+    then round-to-nearest-even on the f32 bits (two roundings, see
+    :func:`eggpu.ir.semantics.round_f64`). So constant rounding in a compile does not import
+    numpy; tests compare every path with numpy's. NaNs (whose payload bits numpy keeps and
+    CPython's half packing drops) go through numpy.
+    """
+    import struct
+
+    v = float(value)
+    if dt.bits == 64:
+        return v
+    if v != v or dt.name not in ("f32", "f16", "bf16"):
+        import numpy as np
+
+        with np.errstate(all="ignore"):
+            return float(np.asarray(v).astype(numpy_dtype(dt)).astype(np.float64))
+    fmt = "<e" if dt.name == "f16" else "<f"
+    try:
+        r = struct.unpack(fmt, struct.pack(fmt, v))[0]
+    except OverflowError:  # rounds past the largest finite value
+        r = math.copysign(math.inf, v)
+    if dt.name != "bf16" or math.isinf(r):
+        return r
+    (b,) = struct.unpack("<I", struct.pack("<f", r))
+    b = ((b + 0x7FFF + ((b >> 16) & 1)) >> 16) << 16  # RNE to the top 16 bits (a carry may give inf)
+    return struct.unpack("<f", struct.pack("<I", b))[0]
+
+
+def round_once(value: float, dt: DType) -> float:
+    """``value`` rounded once, to nearest even, to the float dtype ``dt`` (overflow to +-inf,
+    subnormals kept, -0.0 kept), as a Python float: :func:`eggpu.ir.semantics.round_f64` for one
+    value, computed exactly with integers (no numpy). Unlike :func:`round_float` this never rounds
+    twice: bf16 is rounded from the double directly, not through f32. NaN is returned as given
+    (callers that keep NaN payloads handle NaN themselves)."""
+    v = float(value)
+    if dt.bits == 64 or v != v or math.isinf(v) or v == 0.0:
+        return v
+    exp_bits, mant_bits = {"f32": (8, 23), "f16": (5, 10), "bf16": (8, 7)}[dt.name]
+    emax = (1 << (exp_bits - 1)) - 1
+    emin = 1 - emax
+    num, den = abs(v).as_integer_ratio()  # den is a power of two
+    e = math.frexp(abs(v))[1] - 1  # abs(v) in [2**e, 2**(e+1))
+    q = max(e, emin) - mant_bits  # the exponent of one unit in the last place
+    # n = abs(v) / 2**q, rounded half to even, in integers
+    top, bottom = (num << -q, den) if q < 0 else (num, den << q)
+    n, rem = divmod(top, bottom)
+    if 2 * rem > bottom or (2 * rem == bottom and n & 1):
+        n += 1
+    if n.bit_length() - 1 + q > emax:  # n * 2**q >= 2**(emax + 1): past the largest finite value
+        return math.copysign(math.inf, v)
+    return math.copysign(math.ldexp(n, q), v)
 
 
 def from_numpy(npdt: Any) -> DType:

@@ -1,4 +1,8 @@
-"""numpy reference semantics of the op table's ops (:mod:`eggpu.ir.ops` rows name them).
+"""numpy reference semantics of the op table's ops (:data:`REFERENCES`, by op name).
+
+:mod:`eggpu.ir.ops` gives each row with a reference a :class:`~eggpu.ir.ops.LazyReference` that
+looks its function up here on its first call, so importing the op table (every compile does)
+does not import numpy; running a reference (the interpreter, counterexample checks, tests) does.
 
 Each reference is called as ``ref(attrs, *operands, dtype=element dtype of the first operand)``
 on numpy arrays and returns the result array; edge cases follow the row's ``edge`` text and
@@ -233,3 +237,66 @@ def dot(attrs, a, b, *acc, dtype):
         if acc:
             r = r + acc[0]
         return r.astype(np.int32)
+
+
+#: the reference of every op that has one, by op name (the op table's ``reference`` column)
+REFERENCES = {
+    "add": bin_by_kind(fadd, np.add),
+    "sub": bin_by_kind(fsub, np.subtract),
+    "mul": bin_by_kind(fmul, np.multiply),
+    "div": div_ref,
+    "rem": rem_ref,
+    "minimum": minmax(True),
+    "maximum": minmax(False),
+    "and": int_only(np.bitwise_and),
+    "or": int_only(np.bitwise_or),
+    "xor": int_only(np.bitwise_xor),
+    "shl": shl,
+    "shr": shr,
+    "eq": cmp(np.equal),
+    "ne": cmp(np.not_equal),
+    "lt": cmp(np.less),
+    "le": cmp(np.less_equal),
+    "gt": cmp(np.greater),
+    "ge": cmp(np.greater_equal),
+    "neg": neg,
+    "not": invert,
+    "abs": absolute,
+    "exp": float_unary(np.exp),
+    "exp2": float_unary(np.exp2),
+    "log": float_unary(np.log),
+    "log2": float_unary(np.log2),
+    "sqrt": float_unary(np.sqrt, exact=True),
+    "rsqrt": float_unary(rsqrt),
+    "sin": float_unary(np.sin),
+    "cos": float_unary(np.cos),
+    "tanh": float_unary(np.tanh),
+    "erf": float_unary(sem.erf),
+    "asin": float_unary(np.arcsin),
+    "acos": float_unary(np.arccos),
+    "atan": float_unary(np.arctan),
+    "sinh": float_unary(np.sinh),
+    "cosh": float_unary(np.cosh),
+    "asinh": float_unary(np.arcsinh),
+    "acosh": float_unary(np.arccosh),
+    "atanh": float_unary(np.arctanh),
+    "atan2": float_binary_math(np.arctan2),
+    "floor": float_unary(np.floor, exact=True),
+    "ceil": float_unary(np.ceil, exact=True),
+    "where": where,
+    "fma": fma,
+    "cast": cast,
+    "bitcast": bitcast,
+    "splat": splat,
+    "broadcast": broadcast,
+    "expand_dims": expand_dims,
+    "reshape": reshape,
+    "trans": trans,
+    "reduce_sum": reduce_sum,
+    "reduce_max": reduce_minmax(False),
+    "reduce_min": reduce_minmax(True),
+    "reduce_argmax": reduce_arg(False),
+    "reduce_argmin": reduce_arg(True),
+    "gather": gather,
+    "dot": dot,
+}

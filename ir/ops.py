@@ -24,10 +24,6 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-import numpy as np
-
-from . import op_references as ref
-from . import semantics as sem
 from .errors import IRError
 from .op_types import (
     DOT_PRECISIONS,  # noqa: F401 - re-exported: the schema and frontend read it here
@@ -103,7 +99,7 @@ class OpDef:
     type_rule: Callable[[Sequence[BlockType], dict[str, Any]], tuple[BlockType, ...]]
     family: Family = Family.ANY
     attrs: tuple[str, ...] = ()
-    reference: Callable[..., np.ndarray] | None = None
+    reference: Callable[..., Any] | None = None
     edge_cases: str = ""
     doc: str = ""
     num_regions: int = 0
@@ -120,6 +116,37 @@ class OpDef:
     @property
     def is_pure(self) -> bool:
         return Trait.PURE in self.traits
+
+
+class LazyReference:
+    """An op's numpy reference semantics, looked up in :data:`eggpu.ir.op_references.REFERENCES`
+    by op name on the first call: importing the op table (every compile, the optimizer, codegen)
+    then does not import numpy (~100 ms); only running a reference does. Called exactly like the
+    function it stands for: ``ref(attrs, *operands, dtype=...)``."""
+
+    __slots__ = ("_fn", "name")
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._fn: Callable[..., Any] | None = None
+
+    def resolve(self) -> Callable[..., Any]:
+        """The reference function itself (a KeyError names an op op_references does not define)."""
+        if self._fn is None:
+            from .op_references import REFERENCES
+
+            self._fn = REFERENCES[self.name]
+        return self._fn
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __repr__(self) -> str:
+        return f"LazyReference({self.name!r})"
+
+
+def _ref(name: str) -> LazyReference:
+    return LazyReference(name)
 
 
 def _family_ok(family: Family | str, t: BlockType) -> bool:
@@ -140,7 +167,7 @@ def _family_ok(family: Family | str, t: BlockType) -> bool:
 
 
 def _op(name: str, *, arity: tuple[int, int | None], traits: Sequence[Trait], rule: Callable[..., Any],
-        family: Family = Family.ANY, attrs: Sequence[str] = (), reference: Callable[..., np.ndarray] | None = None,
+        family: Family = Family.ANY, attrs: Sequence[str] = (), reference: Callable[..., Any] | None = None,
         edge: str = "", doc: str = "", regions: int = 0, optional: Sequence[str] = ()) -> OpDef:
     """One row of the table: the op's name, then every property by keyword."""
     return OpDef(name=name, arity=arity, traits=frozenset(traits), type_rule=rule, family=family, attrs=tuple(attrs),
@@ -164,119 +191,119 @@ OPS_LIST: list[OpDef] = [
         edge="i32 block [start, end); end - start is the block size", doc="the lane indices start..end-1"),
     # arithmetic
     _op("add", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("add"), family=NUM,
-        reference=ref.bin_by_kind(ref.fadd, np.add), edge="ints wrap; floats IEEE RNE", doc="a + b"),
+        reference=_ref("add"), edge="ints wrap; floats IEEE RNE", doc="a + b"),
     _op("sub", arity=(2, 2), traits=_EW, rule=same_type("sub"), family=NUM,
-        reference=ref.bin_by_kind(ref.fsub, np.subtract), edge="ints wrap; floats IEEE RNE", doc="a - b"),
+        reference=_ref("sub"), edge="ints wrap; floats IEEE RNE", doc="a - b"),
     _op("mul", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("mul"), family=NUM,
-        reference=ref.bin_by_kind(ref.fmul, np.multiply), edge="ints wrap (low bits of the product)", doc="a * b"),
+        reference=_ref("mul"), edge="ints wrap (low bits of the product)", doc="a * b"),
     _op("div", arity=(2, 2), traits=_EW, rule=same_type("div"), family=NUM,
         edge="ints truncate toward zero (sdiv/udiv); x/0 = 0; INT_MIN/-1 wraps to INT_MIN; floats IEEE",
-        doc="a / b", reference=ref.div_ref),
+        doc="a / b", reference=_ref("div")),
     _op("rem", arity=(2, 2), traits=_EW, rule=same_type("rem"), family=NUM,
         edge="ints: sign of the dividend (srem/urem); x%0 = 0; INT_MIN%-1 = 0; floats: C fmod",
-        doc="remainder of truncating division", reference=ref.rem_ref),
+        doc="remainder of truncating division", reference=_ref("rem")),
     _op("minimum", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("minimum"), family=NUM,
-        edge="floats: NaN ignored unless both NaN; -0.0 < +0.0 (IEEE-754-2019 minimumNumber)", doc="min(a, b)", reference=ref.minmax(True)),
+        edge="floats: NaN ignored unless both NaN; -0.0 < +0.0 (IEEE-754-2019 minimumNumber)", doc="min(a, b)", reference=_ref("minimum")),
     _op("maximum", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("maximum"), family=NUM,
-        edge="floats: NaN ignored unless both NaN; -0.0 < +0.0 (IEEE-754-2019 maximumNumber)", doc="max(a, b)", reference=ref.minmax(False)),
+        edge="floats: NaN ignored unless both NaN; -0.0 < +0.0 (IEEE-754-2019 maximumNumber)", doc="max(a, b)", reference=_ref("maximum")),
     _op("and", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("and"), family=INTBOOL,
-        reference=ref.int_only(np.bitwise_and), edge="bitwise; logical on bool", doc="a & b"),
+        reference=_ref("and"), edge="bitwise; logical on bool", doc="a & b"),
     _op("or", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("or"), family=INTBOOL,
-        reference=ref.int_only(np.bitwise_or), edge="bitwise; logical on bool", doc="a | b"),
+        reference=_ref("or"), edge="bitwise; logical on bool", doc="a | b"),
     _op("xor", arity=(2, 2), traits=_EW2 + (ASSOCIATIVE,), rule=same_type("xor"), family=INTBOOL,
-        reference=ref.int_only(np.bitwise_xor), edge="bitwise; logical on bool", doc="a ^ b"),
+        reference=_ref("xor"), edge="bitwise; logical on bool", doc="a ^ b"),
     _op("shl", arity=(2, 2), traits=_EW, rule=same_type("shl"), family=INT,
-        edge="shift amount outside [0, bits) (negative included) gives 0", doc="a << b", reference=ref.shl),
+        edge="shift amount outside [0, bits) (negative included) gives 0", doc="a << b", reference=_ref("shl")),
     _op("shr", arity=(2, 2), traits=_EW, rule=same_type("shr"), family=INT,
         edge="arithmetic for signed, logical for unsigned; amount outside [0, bits) (negative included) gives 0, or the sign fill when signed",
-        doc="a >> b", reference=ref.shr),
+        doc="a >> b", reference=_ref("shr")),
     # comparisons
-    _op("eq", arity=(2, 2), traits=_EW2 + (COMPARISON,), rule=compare_type("eq"), family=ANY, reference=ref.cmp(np.equal),
+    _op("eq", arity=(2, 2), traits=_EW2 + (COMPARISON,), rule=compare_type("eq"), family=ANY, reference=_ref("eq"),
         edge="floats ordered: NaN == x is false; -0.0 == +0.0", doc="a == b"),
-    _op("ne", arity=(2, 2), traits=_EW2 + (COMPARISON,), rule=compare_type("ne"), family=ANY, reference=ref.cmp(np.not_equal),
+    _op("ne", arity=(2, 2), traits=_EW2 + (COMPARISON,), rule=compare_type("ne"), family=ANY, reference=_ref("ne"),
         edge="floats unordered: NaN != x is true", doc="a != b"),
-    _op("lt", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("lt"), family=NUM, reference=ref.cmp(np.less),
+    _op("lt", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("lt"), family=NUM, reference=_ref("lt"),
         edge="floats ordered (false on NaN); ints by signedness", doc="a < b"),
-    _op("le", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("le"), family=NUM, reference=ref.cmp(np.less_equal),
+    _op("le", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("le"), family=NUM, reference=_ref("le"),
         edge="floats ordered (false on NaN); ints by signedness", doc="a <= b"),
-    _op("gt", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("gt"), family=NUM, reference=ref.cmp(np.greater),
+    _op("gt", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("gt"), family=NUM, reference=_ref("gt"),
         edge="floats ordered (false on NaN); ints by signedness", doc="a > b"),
-    _op("ge", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("ge"), family=NUM, reference=ref.cmp(np.greater_equal),
+    _op("ge", arity=(2, 2), traits=_EW + (COMPARISON,), rule=compare_type("ge"), family=NUM, reference=_ref("ge"),
         edge="floats ordered (false on NaN); ints by signedness", doc="a >= b"),
     # unary
-    _op("neg", arity=(1, 1), traits=_EW, rule=same_type("neg"), family=NUM, reference=ref.neg,
+    _op("neg", arity=(1, 1), traits=_EW, rule=same_type("neg"), family=NUM, reference=_ref("neg"),
         edge="ints wrap (-INT_MIN == INT_MIN; unsigned: 0 - x); floats flip the sign bit (also of NaN, 0)", doc="-a"),
-    _op("not", arity=(1, 1), traits=_EW, rule=same_type("not"), family=INTBOOL, reference=ref.invert,
+    _op("not", arity=(1, 1), traits=_EW, rule=same_type("not"), family=INTBOOL, reference=_ref("not"),
         edge="bitwise complement; logical not on bool", doc="~a"),
-    _op("abs", arity=(1, 1), traits=_EW, rule=same_type("abs"), family=NUM, reference=ref.absolute,
+    _op("abs", arity=(1, 1), traits=_EW, rule=same_type("abs"), family=NUM, reference=_ref("abs"),
         edge="abs(INT_MIN) == INT_MIN; unsigned identity; floats clear the sign bit", doc="|a|"),
-    _op("exp", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp"), family=FLOAT, reference=ref.float_unary(np.exp),
+    _op("exp", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp"), family=FLOAT, reference=_ref("exp"),
         edge="overflow gives +inf; libdevice/libm accuracy (a few ulp)", doc="e**a"),
-    _op("exp2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp2"), family=FLOAT, reference=ref.float_unary(np.exp2),
+    _op("exp2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp2"), family=FLOAT, reference=_ref("exp2"),
         edge="overflow gives +inf", doc="2**a"),
-    _op("log", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log"), family=FLOAT, reference=ref.float_unary(np.log),
+    _op("log", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log"), family=FLOAT, reference=_ref("log"),
         edge="log(0) = -inf; log(<0) = NaN", doc="natural log"),
-    _op("log2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log2"), family=FLOAT, reference=ref.float_unary(np.log2),
+    _op("log2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log2"), family=FLOAT, reference=_ref("log2"),
         edge="log2(0) = -inf; log2(<0) = NaN", doc="base-2 log"),
-    _op("sqrt", arity=(1, 1), traits=_EW, rule=same_type("sqrt"), family=FLOAT, reference=ref.float_unary(np.sqrt, exact=True),
+    _op("sqrt", arity=(1, 1), traits=_EW, rule=same_type("sqrt"), family=FLOAT, reference=_ref("sqrt"),
         edge="correctly rounded; sqrt(-0.0) = -0.0; sqrt(<0) = NaN", doc="square root"),
-    _op("rsqrt", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("rsqrt"), family=FLOAT, reference=ref.float_unary(ref.rsqrt),
+    _op("rsqrt", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("rsqrt"), family=FLOAT, reference=_ref("rsqrt"),
         edge="rsqrt(0) = +inf; approximate on GPUs (libdevice)", doc="1/sqrt(a)"),
-    _op("sin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sin"), family=FLOAT, reference=ref.float_unary(np.sin),
+    _op("sin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sin"), family=FLOAT, reference=_ref("sin"),
         edge="sin(inf) = NaN", doc="sine"),
-    _op("cos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cos"), family=FLOAT, reference=ref.float_unary(np.cos),
+    _op("cos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cos"), family=FLOAT, reference=_ref("cos"),
         edge="cos(inf) = NaN", doc="cosine"),
-    _op("tanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("tanh"), family=FLOAT, reference=ref.float_unary(np.tanh),
+    _op("tanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("tanh"), family=FLOAT, reference=_ref("tanh"),
         edge="saturates to +-1", doc="hyperbolic tangent"),
-    _op("erf", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("erf"), family=FLOAT, reference=ref.float_unary(sem.erf),
+    _op("erf", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("erf"), family=FLOAT, reference=_ref("erf"),
         edge="saturates to +-1", doc="error function"),
-    _op("asin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asin"), family=FLOAT, reference=ref.float_unary(np.arcsin),
+    _op("asin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asin"), family=FLOAT, reference=_ref("asin"),
         edge="asin(+-1) = +-pi/2; |x| > 1 = NaN; keeps -0.0", doc="arcsine (radians)"),
-    _op("acos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acos"), family=FLOAT, reference=ref.float_unary(np.arccos),
+    _op("acos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acos"), family=FLOAT, reference=_ref("acos"),
         edge="acos(1) = +0; acos(-1) = pi; |x| > 1 = NaN", doc="arccosine (radians)"),
-    _op("atan", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atan"), family=FLOAT, reference=ref.float_unary(np.arctan),
+    _op("atan", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atan"), family=FLOAT, reference=_ref("atan"),
         edge="atan(+-inf) = +-pi/2; keeps -0.0", doc="arctangent (radians)"),
-    _op("sinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sinh"), family=FLOAT, reference=ref.float_unary(np.sinh),
+    _op("sinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sinh"), family=FLOAT, reference=_ref("sinh"),
         edge="overflow gives +-inf; keeps -0.0", doc="hyperbolic sine"),
-    _op("cosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cosh"), family=FLOAT, reference=ref.float_unary(np.cosh),
+    _op("cosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cosh"), family=FLOAT, reference=_ref("cosh"),
         edge="cosh(+-0) = 1; cosh(+-inf) = +inf (overflow too)", doc="hyperbolic cosine"),
-    _op("asinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asinh"), family=FLOAT, reference=ref.float_unary(np.arcsinh),
+    _op("asinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asinh"), family=FLOAT, reference=_ref("asinh"),
         edge="asinh(+-inf) = +-inf; keeps -0.0", doc="inverse hyperbolic sine"),
-    _op("acosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acosh"), family=FLOAT, reference=ref.float_unary(np.arccosh),
+    _op("acosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acosh"), family=FLOAT, reference=_ref("acosh"),
         edge="acosh(1) = +0; acosh(inf) = inf; x < 1 = NaN", doc="inverse hyperbolic cosine"),
-    _op("atanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atanh"), family=FLOAT, reference=ref.float_unary(np.arctanh),
+    _op("atanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atanh"), family=FLOAT, reference=_ref("atanh"),
         edge="atanh(+-1) = +-inf; |x| > 1 = NaN; keeps -0.0", doc="inverse hyperbolic tangent"),
     _op("atan2", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atan2"), family=FLOAT,
-        reference=ref.float_binary_math(np.arctan2),
+        reference=_ref("atan2"),
         edge="C's atan2(y, x): signed zeros pick +-0 or +-pi; atan2(+-inf, +-inf) = +-pi/4, +-3pi/4",
         doc="angle of (x, y): atan2(a, b) with a = y"),
-    _op("floor", arity=(1, 1), traits=_EW, rule=same_type("floor"), family=FLOAT, reference=ref.float_unary(np.floor, exact=True),
+    _op("floor", arity=(1, 1), traits=_EW, rule=same_type("floor"), family=FLOAT, reference=_ref("floor"),
         edge="exact; keeps -0.0, NaN, inf", doc="round toward -inf"),
-    _op("ceil", arity=(1, 1), traits=_EW, rule=same_type("ceil"), family=FLOAT, reference=ref.float_unary(np.ceil, exact=True),
+    _op("ceil", arity=(1, 1), traits=_EW, rule=same_type("ceil"), family=FLOAT, reference=_ref("ceil"),
         edge="exact; keeps -0.0, NaN, inf", doc="round toward +inf"),
     # ternary
     _op("where", arity=(3, 3), traits=(PURE, ELEMENTWISE), rule=where_type, family=ANY,
-        edge="both branches are computed (no short circuit); lanes picked by cond", doc="cond ? a : b", reference=ref.where),
+        edge="both branches are computed (no short circuit); lanes picked by cond", doc="cond ? a : b", reference=_ref("where")),
     _op("fma", arity=(3, 3), traits=_EW, rule=same_type("fma"), family=FLOAT,
-        edge="a*b+c rounded once (reference: exact for f64, via f64 for narrower dtypes)", doc="fused multiply-add", reference=ref.fma),
+        edge="a*b+c rounded once (reference: exact for f64, via f64 for narrower dtypes)", doc="fused multiply-add", reference=_ref("fma")),
     # conversions
     _op("cast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=cast_type, family=ANY, attrs=("dtype",),
         edge="int->int wraps/extends by source signedness; float->int truncates and saturates (NaN -> 0); "
         "int->float and float->float RNE; x->bool is x != 0",
-        doc="value conversion", reference=ref.cast),
+        doc="value conversion", reference=_ref("cast")),
     _op("bitcast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=bitcast_type, family=ANY, attrs=("dtype",),
-        edge="reinterprets the bits; widths must match", doc="bit reinterpretation", reference=ref.bitcast),
+        edge="reinterprets the bits; widths must match", doc="bit reinterpretation", reference=_ref("bitcast")),
     # shapes and pointers
     _op("splat", arity=(1, 1), traits=(PURE, SHAPE), rule=splat_type, family=ANY, attrs=("shape",),
-        edge="every lane holds the scalar", doc="scalar -> block", reference=ref.splat),
+        edge="every lane holds the scalar", doc="scalar -> block", reference=_ref("splat")),
     _op("broadcast", arity=(1, 1), traits=(PURE, SHAPE), rule=broadcast_type, family=ANY, attrs=("shape",),
-        edge="dims of size 1 are repeated; ranks must match", doc="expand size-1 dims", reference=ref.broadcast),
+        edge="dims of size 1 are repeated; ranks must match", doc="expand size-1 dims", reference=_ref("broadcast")),
     _op("expand_dims", arity=(1, 1), traits=(PURE, SHAPE), rule=expand_dims_type, family=ANY, attrs=("axis",),
-        edge="inserts a dim of size 1 (x[:, None])", doc="add a unit axis", reference=ref.expand_dims),
+        edge="inserts a dim of size 1 (x[:, None])", doc="add a unit axis", reference=_ref("expand_dims")),
     _op("reshape", arity=(1, 1), traits=(PURE, SHAPE), rule=reshape_type, family=ANY, attrs=("shape",),
-        edge="row-major; element count must match", doc="reshape a block", reference=ref.reshape),
+        edge="row-major; element count must match", doc="reshape a block", reference=_ref("reshape")),
     _op("trans", arity=(1, 1), traits=(PURE, SHAPE), rule=trans_type, family=ANY, attrs=("perm",),
-        edge="permutes axes", doc="transpose", reference=ref.trans),
+        edge="permutes axes", doc="transpose", reference=_ref("trans")),
     _op("addptr", arity=(2, 2), traits=(PURE, ELEMENTWISE), rule=addptr_type, family=ANY,
         edge="offset counts elements (not bytes); any integer dtype, sign-extended (zero-extended if unsigned) to 64 bits",
         doc="pointer + offset"),
@@ -289,22 +316,22 @@ OPS_LIST: list[OpDef] = [
         doc="pointer -> integer address"),
     # reductions
     _op("reduce_sum", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_sum"), family=NUM, attrs=("axis",),
-        edge="ints wrap; f16/bf16 accumulate in f32; float order unspecified", doc="sum along axis", reference=ref.reduce_sum),
+        edge="ints wrap; f16/bf16 accumulate in f32; float order unspecified", doc="sum along axis", reference=_ref("reduce_sum")),
     _op("reduce_max", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_max"), family=NUM, attrs=("axis",),
-        edge="as maximum: NaN ignored unless all NaN", doc="max along axis", reference=ref.reduce_minmax(False)),
+        edge="as maximum: NaN ignored unless all NaN", doc="max along axis", reference=_ref("reduce_max")),
     _op("reduce_min", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_min"), family=NUM, attrs=("axis",),
-        edge="as minimum: NaN ignored unless all NaN", doc="min along axis", reference=ref.reduce_minmax(True)),
+        edge="as minimum: NaN ignored unless all NaN", doc="min along axis", reference=_ref("reduce_min")),
     _op("reduce_argmax", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_argmax", True), family=NUM, attrs=("axis",),
-        edge="i32 index of the first maximum; NaN ignored (all NaN -> 0)", doc="argmax along axis", reference=ref.reduce_arg(False)),
+        edge="i32 index of the first maximum; NaN ignored (all NaN -> 0)", doc="argmax along axis", reference=_ref("reduce_argmax")),
     _op("reduce_argmin", arity=(1, 1), traits=(PURE, REDUCTION), rule=reduce_type("reduce_argmin", True), family=NUM, attrs=("axis",),
-        edge="i32 index of the first minimum; NaN ignored (all NaN -> 0)", doc="argmin along axis", reference=ref.reduce_arg(True)),
+        edge="i32 index of the first minimum; NaN ignored (all NaN -> 0)", doc="argmin along axis", reference=_ref("reduce_argmin")),
     _op("gather", arity=(2, 2), traits=(PURE,), rule=gather_type, family=ANY, attrs=("axis",),
         edge="result[c] = src[c with c[axis] = index[c]]; an index outside [0, n) is clamped into it",
-        doc="gather along an axis", reference=ref.gather),
+        doc="gather along an axis", reference=_ref("gather")),
     _op("dot", arity=(2, 3), traits=(PURE,), rule=dot_type, family=NUM, optional=("precision",),
         edge="[M,K]x[K,N]; floats accumulate in f32 (ints in i32); optional accumulator added; "
         "precision 'tf32' (f32 only) first rounds each operand to TF32 (10 mantissa bits, ties away from zero)",
-        doc="matrix product", reference=ref.dot),
+        doc="matrix product", reference=_ref("dot")),
     # memory
     _op("load", arity=(1, 3), traits=(EFFECT,), rule=load_type, family=ANY,
         edge="masked-off lanes are not read and take `other` (0 without other)",

@@ -40,9 +40,7 @@ import re
 import struct
 from typing import Any
 
-import numpy as np
-
-from .dtypes import DType
+from .dtypes import DType, is_numpy_scalar
 from .errors import IRError
 from .graph import Block, Function, Operation, Value
 from .ops import OPS_LIST, OpDef
@@ -89,11 +87,11 @@ def format_float(x: float) -> str:
 
 def format_attr(v: Any) -> str:
     """Text of an attribute value; raises IRError for kinds the text form cannot express."""
-    if isinstance(v, bool | np.bool_):
+    if isinstance(v, bool) or is_numpy_scalar(v, "bool"):
         return "true" if v else "false"
-    if isinstance(v, int | np.integer):
+    if isinstance(v, int) or is_numpy_scalar(v, "int"):
         return str(int(v))
-    if isinstance(v, float | np.floating):
+    if isinstance(v, float) or is_numpy_scalar(v, "float"):
         return format_float(float(v))
     if isinstance(v, DType):
         return v.name

@@ -14,9 +14,7 @@ from __future__ import annotations
 import struct
 from typing import Any
 
-import numpy as np
-
-from .dtypes import DType
+from .dtypes import DType, is_numpy_scalar
 from .graph import Block, Function, Value
 
 __all__ = ["attr_identity", "first_difference", "structurally_equal"]
@@ -24,11 +22,11 @@ __all__ = ["attr_identity", "first_difference", "structurally_equal"]
 
 def attr_identity(v: Any) -> tuple:
     """A hashable key that is equal exactly when two attribute values are the same (bitwise floats)."""
-    if isinstance(v, bool | np.bool_):
+    if isinstance(v, bool) or is_numpy_scalar(v, "bool"):
         return ("bool", bool(v))
-    if isinstance(v, int | np.integer):
+    if isinstance(v, int) or is_numpy_scalar(v, "int"):
         return ("int", int(v))
-    if isinstance(v, float | np.floating):
+    if isinstance(v, float) or is_numpy_scalar(v, "float"):
         return ("float", struct.pack("<d", float(v)))
     if isinstance(v, DType):
         return ("dtype", v.name)

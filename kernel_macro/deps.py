@@ -25,13 +25,13 @@ so rebinding a module global (``SCALE = 7``) or reloading a helper's module chan
 from __future__ import annotations
 
 import ast
-import hashlib
 import json
 import sys
 import types
 from typing import Any, NamedTuple, TypeVar
 
 from eggpu.ir.dtypes import DType
+from eggpu.ir.hashing import sha256
 
 from . import language as tl
 from .diagnostics import Source
@@ -206,4 +206,4 @@ def dependencies(fn: Any) -> Dependencies:
     w = _Walk()
     w.visit(fn)
     blob = json.dumps(w.functions, sort_keys=True, separators=(",", ":"), default=str)
-    return Dependencies(w.functions, hashlib.sha256(blob.encode()).hexdigest(), w.opaque)
+    return Dependencies(w.functions, sha256(blob.encode()).hexdigest(), w.opaque)

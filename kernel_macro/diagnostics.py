@@ -16,7 +16,6 @@ of the verbatim source line.
 from __future__ import annotations
 
 import ast
-import difflib
 import inspect
 import textwrap
 from collections.abc import Iterable
@@ -90,6 +89,8 @@ REPORT_HINT = ("this is a bug in eggpu, not in your kernel: please report it wit
 
 def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
     """``" (did you mean tl.exp?)"``-style suffix text, or empty."""
+    import difflib  # lazily: only error messages suggest names
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"did you mean {prefix}{close[0]}?" if close else ""
 

@@ -39,10 +39,8 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-
 from eggpu.ir.builder import Builder
-from eggpu.ir.dtypes import DType, bool_, from_numpy
+from eggpu.ir.dtypes import DType, bool_, from_numpy, loaded_numpy
 from eggpu.ir.errors import CompileError, EggpuError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
@@ -323,9 +321,10 @@ class CodeGenerator(ControlFlow, Calls):
                 return self.binding[v]
             raise self.error(node, f"TypeVar {v.__name__} is not a dtype parameter of {self.name}",
                              "use a TypeVar that annotates one of the kernel's parameters, or a dtype")
-        if isinstance(v, np.generic):
+        np = loaded_numpy()  # a numpy value exists only if numpy is loaded: never import it here
+        if np is not None and isinstance(v, np.generic):
             return v.item()
-        if isinstance(v, type) and issubclass(v, np.generic):
+        if np is not None and isinstance(v, type) and issubclass(v, np.generic):
             try:
                 return from_numpy(v)  # np.float32 used as a dtype
             except IRError:

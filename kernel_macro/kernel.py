@@ -17,7 +17,6 @@ naming the kernel.
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -65,6 +64,8 @@ def to_dtype(x: Any, kernel: str) -> DType:
     if isinstance(x, str):
         if x in BY_NAME:
             return BY_NAME[x]
+        import difflib  # lazily: only error messages suggest names
+
         close = difflib.get_close_matches(x, list(BY_NAME), n=1)
         if not close:
             try:
@@ -131,6 +132,8 @@ class KernelSpec:
         if isinstance(ref, str):
             g = self.fn.__globals__
             if ref not in g:
+                import difflib  # lazily: only error messages suggest names
+
                 close = difflib.get_close_matches(ref, [k for k in g if not k.startswith("_")], n=1)
                 dym = f" (did you mean {close[0]}?)" if close else ""
                 raise BackwardKernelError(
@@ -262,6 +265,8 @@ class Kernel:
         for k, v in kwargs.items():
             match = next((p for p in params if k in (p.name.lower(), p.name)), None)
             if match is None:
+                import difflib  # lazily: only error messages suggest names
+
                 close = difflib.get_close_matches(k.lower(), lowered, n=1)
                 dym = f" (did you mean {close[0]}?)" if close else ""
                 raise ConstexprArgumentError(
@@ -637,6 +642,8 @@ def _build(fn: Any, dtypes: Any, backward: Any, unknown: dict[str, Any]) -> Any:
         raise DecoratorArgumentError(f"@eggpu.kernel decorates a function, got {fn!r}")
     if unknown:
         k = next(iter(unknown))
+        import difflib  # lazily: only error messages suggest names
+
         close = difflib.get_close_matches(k, _DECORATOR_ARGS, n=1)
         dym = f" (did you mean {close[0]}=?)" if close else ""
         raise DecoratorArgumentError(

@@ -30,7 +30,6 @@ import random
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-import numpy as np
 import z3
 
 from eggpu.ir import OPS, DType
@@ -57,7 +56,9 @@ def _concrete(v: z3.ExprRef, ty: Any) -> Any:
     return z3ops.to_python(v, ty)
 
 
-def _arr(v: Any, dt: DType) -> np.ndarray:
+def _arr(v: Any, dt: DType) -> Any:
+    import numpy as np  # only when a counterexample is checked (never on a compile that proves nothing)
+
     with np.errstate(all="ignore"):
         if dt.is_int and not isinstance(v, bool):
             return np.asarray(int(v) % (1 << dt.bits), dtype=np.uint64).astype(dt.np)
@@ -65,6 +66,8 @@ def _arr(v: Any, dt: DType) -> np.ndarray:
 
 
 def _scalar(a: Any) -> Any:
+    import numpy as np
+
     x = np.asarray(a).reshape(()).item()
     return float(x) if isinstance(x, float) else x
 

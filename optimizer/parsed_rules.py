@@ -1,8 +1,8 @@
 """A disk cache of parsed rule files, so a new process does not parse the same rule bytes again.
 
 Parsing and checking the ~260 shipped rules (:func:`.rules_loader.parse_rules`) takes 100-150 ms
-per process here; rebuilding them from a JSON copy takes about a quarter of that. An entry is
-``parsed/<key>.json`` in the proof cache directory, where ``key`` is the sha256 of
+per process here; reading them back takes 5-15 ms. An entry is ``parsed/<key>.pickle`` in the
+proof cache directory, where ``key`` is the sha256 of
 
 * every source's label and text, in order (the exact bytes :func:`.rules_loader.load_sources`
   parses: the labels are the rules' ``file``), and
@@ -10,22 +10,30 @@ per process here; rebuilding them from a JSON copy takes about a quarter of that
   and ``eggpu/ir/ops.py`` (the schema is generated from the op table), and :data:`FORMAT`.
 
 So an entry only ever answers for the same text parsed by the same parser. Only sources that
-parse without error are stored (an error is reported by parsing again). Entries are read and
-written only through :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files,
-atomic replacement); a directory that cannot be trusted, a malformed entry or any other problem
-makes :func:`get` return None: the rules are then parsed as usual. At most :data:`KEEP` entries
-are kept (the oldest are removed when a new one is written).
+parse without error are stored (an error is reported by parsing again).
+
+The entry is a pickle of ``[(rules, declared rulesets), ...]`` (rebuilding ~8,000 frozen
+dataclass nodes from JSON cost 25-60 ms, most of this cache's time). It is read with an
+unpickler that resolves no global except :class:`~.rules_loader.Rule`,
+:class:`~.rules_loader.SList` and :class:`~.rules_loader.Atom` (so loading builds only those and
+builtin containers, and runs no code: a planted ``os.system`` is refused), and the result is
+checked field by field, down every tree, before it is used. Entries are read and written only
+through :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files, atomic replacement);
+a directory that cannot be trusted, a malformed entry or any other problem makes :func:`get`
+return None: the rules are then parsed as usual. At most :data:`KEEP` entries are kept (the
+oldest are removed when a new one is written).
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
+import io
+import pickle
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2
 KEEP = 8
 _code: str | None = None
 
@@ -61,22 +69,33 @@ def _folder() -> tuple[Path, Path]:
     return cache_dir() / "parsed", cache_root()
 
 
+_SUFFIX = ".pickle"
+
+
+class _RulesOnly(pickle.Unpickler):
+    """An unpickler that can build Rule, SList and Atom and builtin values, and nothing else."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        from . import rules_loader
+
+        if module == rules_loader.__name__ and name in ("Rule", "SList", "Atom"):
+            return getattr(rules_loader, name)
+        raise pickle.UnpicklingError(f"{module}.{name} is not allowed in a parsed-rule entry")
+
+
 def get(sources: Sequence[tuple[str, str]]) -> list[tuple[list[Any], list[str]]] | None:
     """The parsed ``(rules, declared rulesets)`` of each source, or None (see the module docstring)."""
     from eggpu.ir.cachefs import CacheUnavailable, read_trusted
 
     folder, root = _folder()
     try:
-        raw = read_trusted(folder / f"{key(sources)}.json")
+        raw = read_trusted(folder / f"{key(sources)}{_SUFFIX}")
         if raw is None:
             return None
-        doc = json.loads(raw.decode("utf-8"))
-        files = doc["files"]
-        if doc.get("format") != FORMAT or not isinstance(files, list) or len(files) != len(sources):
-            return None
-        return [([_rule(v) for v in f["rules"]], [str(d) for d in f["declared"]]) for f in files]
-    except (CacheUnavailable, OSError, ValueError, KeyError, TypeError, IndexError, AttributeError,
-            RecursionError, UnicodeDecodeError):
+        doc = _RulesOnly(io.BytesIO(raw)).load()
+        return doc if _valid(doc, len(sources)) else None
+    except (CacheUnavailable, OSError, pickle.UnpicklingError, ValueError, KeyError, TypeError, IndexError,
+            AttributeError, EOFError, RecursionError, UnicodeDecodeError, MemoryError):
         return None
 
 
@@ -86,58 +105,76 @@ def put(sources: Sequence[tuple[str, str]], parsed: Sequence[tuple[list[Any], li
     from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
 
     folder, root = _folder()
-    doc = {"format": FORMAT, "files": [{"rules": [_rule_json(r) for r in rules], "declared": list(decl)}
-                                       for rules, decl in parsed]}
+    doc = [(list(rules), list(decl)) for rules, decl in parsed]
     try:
+        data = pickle.dumps(doc, protocol=pickle.HIGHEST_PROTOCOL)
         ensure_trusted_dir(folder, under=root)
-        atomic_write(folder / f"{key(sources)}.json", json.dumps(doc, separators=(",", ":")).encode())
-        prune_newest(folder, ".json", 69, KEEP)
-    except (CacheUnavailable, OSError, ValueError):
+        atomic_write(folder / f"{key(sources)}{_SUFFIX}", data)
+        prune_newest(folder, _SUFFIX, 64 + len(_SUFFIX), KEEP)
+    except (CacheUnavailable, OSError, ValueError, TypeError, pickle.PicklingError, RecursionError):
         pass
 
 
-# ---------------------------------------------------------------------- JSON form of a Rule
+# ---------------------------------------------------------------------- checking an entry
 
 
-def _sx_json(x: Any) -> Any:
-    from .rules_loader import Atom
-
-    if x is None:
-        return None
-    if isinstance(x, Atom):
-        return [x.text, x.line]
-    return {"i": [_sx_json(i) for i in x.items], "l": x.line, "e": x.end, "s": x.start}
-
-
-def _sx(v: Any) -> Any:
-    from .rules_loader import Atom, SList
-
-    if v is None:
-        return None
-    if isinstance(v, list):
-        text, line = v
-        if not isinstance(text, str) or not isinstance(line, int):
-            raise TypeError("bad atom")
-        return Atom(text, line)
-    return SList(tuple(_sx(i) for i in v["i"]), int(v["l"]), int(v["e"]), int(v["s"]))
+def _valid(doc: Any, n_sources: int) -> bool:
+    """Whether ``doc`` has exactly the shape :func:`put` writes: a list of ``(rules, declared)``
+    per source, every rule's fields of their declared types, every tree made of Atoms/SLists."""
+    if type(doc) is not list or len(doc) != n_sources:
+        return False
+    for entry in doc:
+        if type(entry) is not tuple or len(entry) != 2:
+            return False
+        rules, declared = entry
+        if type(rules) is not list or type(declared) is not list or not all(type(d) is str for d in declared):
+            return False
+        if not all(_valid_rule(r) for r in rules):
+            return False
+    return True
 
 
-def _rule_json(r: Any) -> list[Any]:
-    return [r.name, r.file, r.line, r.ruleset, r.kind, _sx_json(r.lhs), _sx_json(r.rhs),
-            [_sx_json(g) for g in r.guards], [_sx_json(a) for a in r.actions], r.text, r.egglog,
-            dict(r.var_sorts)]
-
-
-def _rule(v: list[Any]) -> Any:
+def _valid_rule(r: Any) -> bool:
     from .rules_loader import Rule
 
-    name, file, line, ruleset, kind, lhs, rhs, guards, actions, text, egglog, var_sorts = v
-    if not all(isinstance(s, str) for s in (name, file, ruleset, kind, text, egglog)) or not isinstance(line, int):
-        raise TypeError("bad rule")
-    if not isinstance(var_sorts, dict) or not all(isinstance(s, str) for s in var_sorts.values()):
-        raise TypeError("bad variable sorts")
-    return Rule(name, file, line, ruleset, kind, _sx(lhs), _sx(rhs), tuple(_sx(g) for g in guards),
-                tuple(_sx(a) for a in actions), text, egglog, var_sorts)
+    if type(r) is not Rule:
+        return False
+    try:
+        fields = (r.name, r.file, r.ruleset, r.kind, r.text, r.egglog)
+        trees = (r.lhs, r.rhs, *r.guards, *r.actions)
+        sorts = r.var_sorts
+        line = r.line
+    except (AttributeError, TypeError):
+        return False
+    return (all(type(f) is str for f in fields) and type(line) is int and type(r.guards) is tuple
+            and type(r.actions) is tuple and type(sorts) is dict
+            and all(type(k) is str and type(v) is str for k, v in sorts.items())
+            and all(t is None or _valid_tree(t) for t in trees))
+
+
+def _valid_tree(x: Any) -> bool:
+    from .rules_loader import Atom, SList
+
+    stack = [x]
+    while stack:
+        x = stack.pop()
+        if type(x) is Atom:
+            try:
+                if type(x.text) is not str or type(x.line) is not int:
+                    return False
+            except AttributeError:
+                return False
+            continue
+        if type(x) is not SList:
+            return False
+        try:
+            items, ints = x.items, (x.line, x.end, x.start)
+        except AttributeError:
+            return False
+        if type(items) is not tuple or not all(type(i) is int for i in ints):
+            return False
+        stack.extend(items)
+    return True
 
 
 __all__ = ["FORMAT", "KEEP", "get", "key", "put"]

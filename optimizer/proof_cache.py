@@ -19,6 +19,7 @@ file or entry is ignored with a warning; no cache problem ever fails verificatio
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -67,14 +68,21 @@ def cache_root() -> Path:
     return cache_dir().parent
 
 
-def rule_key(egglog_text: str, extra: str = "") -> str:
-    """Cache key of a rule: sha256 of its text, the schema and verifier versions and z3's."""
+@functools.lru_cache(maxsize=1)
+def _z3_version() -> str:
+    """The loaded z3 library's version (a ctypes call into libz3: asked once per process, since
+    the library loaded in a process cannot change; ~260 look-ups per compile otherwise)."""
     import z3
 
+    return z3.get_version_string()
+
+
+def rule_key(egglog_text: str, extra: str = "") -> str:
+    """Cache key of a rule: sha256 of its text, the schema and verifier versions and z3's."""
     from .schema import SCHEMA_VERSION
 
     h = hashlib.sha256()
-    for part in (egglog_text, extra, SCHEMA_VERSION, VERIFIER_VERSION, z3.get_version_string()):
+    for part in (egglog_text, extra, SCHEMA_VERSION, VERIFIER_VERSION, _z3_version()):
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

@@ -47,6 +47,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eggpu.ir import ALL_DTYPES, OPS_LIST, DType
+from eggpu.ir.dtypes import round_float
 from eggpu.ir.errors import IRError
 from eggpu.ir.ops import DOT_PRECISIONS, LEAF
 from eggpu.ir.types import BlockType, PointerType
@@ -193,11 +194,7 @@ def const_payload(value: Any, dtype: DType) -> tuple[str, int]:
     in range; unsigned values ``>= 2**63`` wrap to negative i64; bool is 0/1.
     """
     if dtype.is_float:
-        import numpy as np
-
-        with np.errstate(all="ignore"):
-            v = float(np.asarray(float(value)).astype(dtype.np))
-        return "ConstF", float_bits(v)
+        return "ConstF", float_bits(round_float(value, dtype))
     v = int(value)
     if dtype.is_bool:
         return "Const", 1 if v else 0

@@ -67,11 +67,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
 import z3
 
 from eggpu.ir import Block, BlockType, Function, Operation, Value
-from eggpu.ir.dtypes import DType, i32
+from eggpu.ir.dtypes import DType, i32, round_float
 from eggpu.ir.ops import Trait
 
 from . import z3ops
@@ -215,8 +214,7 @@ class _Eval:
             value, dt = attrs["value"], attrs["dtype"]
             if dt.is_float and self.ck.mode == z3ops.EXACT:
                 # round first, so constants equal in their dtype get one z3 term
-                with np.errstate(all="ignore"):
-                    value = float(np.asarray(float(value)).astype(dt.np).astype(np.float64))
+                value = round_float(value, dt)
             return z3ops.const(value, dt, self.ck.mode)
         if name in ("program_id", "num_programs"):
             enc = z3ops.encode(name, i32, attrs, [])

@@ -52,14 +52,15 @@ axioms of :func:`real_axioms`; other transcendental ops are uninterpreted.
 
 from __future__ import annotations
 
+import math
+import struct
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
-import numpy as np
 import z3
 
 from eggpu.ir import OPS, DType
-from eggpu.ir.dtypes import BY_NAME, bool_, i32
+from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
@@ -152,11 +153,10 @@ def const(value: Any, dtype: DType, mode: str = EXACT) -> Enc:
         return Enc(z3.BitVecVal(int(value) % (1 << dtype.bits), dtype.bits), TRUE)
     v = float(value)
     if mode == REAL:
-        if not np.isfinite(v):
+        if not math.isfinite(v):
             return Enc(z3.RealVal(0), z3.BoolVal(False))
-        with np.errstate(all="ignore"):
-            r = float(np.asarray(v).astype(dtype.np))
-        if not np.isfinite(r):
+        r = round_float(v, dtype)
+        if not math.isfinite(r):
             return Enc(z3.RealVal(0), z3.BoolVal(False))
         from fractions import Fraction
 
@@ -167,9 +167,8 @@ def const(value: Any, dtype: DType, mode: str = EXACT) -> Enc:
 
 def fp_value(v: float, dtype: DType) -> z3.FPRef:
     """FP term for Python float ``v`` rounded (RNE) to ``dtype``; exact bits (keeps -0.0)."""
-    with np.errstate(all="ignore"):
-        r = np.asarray(float(v)).astype(np.float64)
-    b64 = z3.BitVecVal(int(r.view(np.uint64)), 64)
+    (bits,) = struct.unpack("<Q", struct.pack("<d", float(v)))  # the float64's exact bits
+    b64 = z3.BitVecVal(bits, 64)
     f64 = z3.fpBVToFP(b64, z3.Float64())
     if dtype.bits == 64:
         return f64
@@ -182,6 +181,8 @@ def from_python(value: Any, dtype: DType | None, mode: str = EXACT) -> z3.ExprRe
     if dtype is None:
         return z3.BitVecVal(int(value) % (1 << 64), 64)
     if dtype.is_float and mode == EXACT:
+        import numpy as np  # a value already of a numpy dtype: numpy is loaded where this runs
+
         a = np.asarray(value, dtype=dtype.np)
         bits = int(a.view(np.dtype(f"u{a.dtype.itemsize}")))
         return z3.fpBVToFP(z3.BitVecVal(bits, dtype.bits), fp_sort(dtype))
@@ -752,6 +753,8 @@ def to_python(v: z3.ExprRef, dtype: DType | None) -> Any:
     if v.isNaN():
         return float("nan")
     bits = z3.simplify(z3.fpToIEEEBV(v)).as_long()
+    import numpy as np  # concrete counterexample values only, never on a compile's path
+
     arr = np.array(bits, dtype=np.dtype(f"u{dtype.bits // 8}"))
     return float(arr.view(dtype.np))
 

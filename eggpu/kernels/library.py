@@ -18,13 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from eggpu.ir.dtypes import DType, bf16, f16, f32, f64, i8, i32
 from eggpu.ir.errors import KernelError
 
 from . import reference as ref
 from .elementwise import gelu_backward, gelu_forward, relu_backward, relu_forward, vector_add
+from .lazy_numpy import np
 from .losses import cross_entropy_forward
 from .matmul import matmul
 from .norms import layer_norm_backward, layer_norm_forward, rms_norm_forward

@@ -9,8 +9,9 @@ Row-wise functions work on the last axis of a 2-D array ``[rows, cols]``.
 from __future__ import annotations
 
 import math
+from typing import Any
 
-import numpy as np
+from .lazy_numpy import np
 
 SQRT1_2 = 0.7071067811865476  # 1/sqrt(2)
 INV_SQRT_2PI = 0.3989422804014327  # 1/sqrt(2*pi)
@@ -20,11 +21,14 @@ def _f64(x: np.ndarray) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-_erf = np.vectorize(math.erf, otypes=[np.float64])
+_erf: Any = None  # np.vectorize(math.erf), made on first use (numpy is imported lazily)
 
 
 def erf(x: np.ndarray) -> np.ndarray:
     """The error function, elementwise (math.erf; empty arrays allowed)."""
+    global _erf
+    if _erf is None:
+        _erf = np.vectorize(math.erf, otypes=[np.float64])
     x = _f64(x)
     return _erf(x) if x.size else x.copy()
 

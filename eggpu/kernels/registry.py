@@ -25,10 +25,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
+
+from .lazy_numpy import np
 
 Size = int | tuple[int, ...]
 """A case size: ``n`` for 1-D kernels, ``(rows, cols)`` for row kernels, ``(M, N, K)`` for matmul."""

@@ -14,7 +14,8 @@ import pytest
 
 from eggpu import fingerprint as fpmod
 
-HEAVY = ("numpy", "eggpu.optimizer", "eggpu.kernel_macro.frontend", "eggpu.codegen", "egglog", "z3", "llvmlite")
+HEAVY = ("numpy", "eggpu.optimizer", "eggpu.kernel_macro.frontend", "eggpu.codegen", "egglog", "z3", "llvmlite",
+         "_hashlib")  # OpenSSL: a hit hashes with eggpu.ir.hashing
 
 SCRIPT = textwrap.dedent(f"""
     import json, sys
@@ -45,6 +46,8 @@ def _run(tmp_path: Path) -> dict:
 def test_a_fresh_process_cache_hit_stays_light(tmp_path: Path) -> None:
     miss = _run(tmp_path)
     assert miss["cache"] == "miss" and "eggpu.optimizer" in miss["heavy"]
+    # a cold compile optimizes, validates and lowers without numpy too (op references are lazy)
+    assert "numpy" not in miss["heavy"] and "eggpu.codegen" in miss["heavy"]
     hit = _run(tmp_path)
     assert hit["cache"] == "hit" and hit["ptx"] == miss["ptx"] and hit["params"] == miss["params"]
     assert hit["heavy"] == []
@@ -103,3 +106,46 @@ def test_a_malformed_memo_is_ignored(sources: Path, tmp_path: Path, monkeypatch:
     (path,) = _memos(memo)
     path.write_bytes(b"not a digest")
     assert fpmod.fingerprint([sources], "0.1.0", memo) == first
+
+
+LIBRARY_SCRIPT = textwrap.dedent("""
+    import json, sys
+    import eggpu
+    from eggpu.ir.dtypes import parse_dtype
+    from eggpu.kernels import get
+    after_import = "numpy" in sys.modules
+    out = {}
+    for name, dtype, consts in (("softmax_forward", "f32", [256]), ("matmul", "f16", [32, 32, 16])):
+        ck = eggpu.compile(get(name).kernel(parse_dtype(dtype), consts))
+        out[name] = [ck.report["cache"], "numpy" in sys.modules]
+    print(json.dumps({"import": after_import, "compiles": out}))
+""")
+
+
+def test_the_kernel_library_compiles_cold_without_numpy(tmp_path: Path) -> None:
+    """Importing the library and a cold compile of its kernels (f32 and f16 constants, exp,
+    reductions, dot) import no numpy; only building test cases or references does."""
+    script = tmp_path / "library_script.py"
+    script.write_text(LIBRARY_SCRIPT)
+    env = {"EGGPU_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got == {"import": False, "compiles": {"softmax_forward": ["miss", False], "matmul": ["miss", False]}}
+
+
+def test_source_files_lists_what_rglob_lists_in_path_order(tmp_path: Path) -> None:
+    root = tmp_path / "pkg"
+    for rel in ("a/b.py", "a-c/x.py", "a/__pycache__/b.cpython-312.pyc", "a/__pycache__/stale.py", "z.egg",
+                "a/deep/er/m.py", "a/deep/notes.txt", "a.py", "A.py", ".hidden.py", "sub.egg/inner.py"):
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text("x = 1\n")
+    other = tmp_path / "other"
+    (other / "__pycache__").mkdir(parents=True)
+    (other / "k.py").write_text("")
+    want = [p for r in sorted([root, other]) for p in sorted(r.rglob("*"))
+            if p.suffix in (".py", ".egg") and "__pycache__" not in p.parts and p.is_file()]
+    got = fpmod.source_files([other, root])
+    assert got == want
+    assert root / "a/b.py" in got and not any("__pycache__" in p.parts for p in got)
+    assert got.index(root / "a/b.py") < got.index(root / "a-c/x.py")  # Path order, not string order

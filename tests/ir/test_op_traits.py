@@ -30,3 +30,24 @@ def test_every_elementwise_op_states_its_reference_in_its_row() -> None:
     # pointer arithmetic and the int <-> pointer casts are the interpreter's own rules)
     missing = [n for n, op in OPS.items() if op.has(Trait.ELEMENTWISE) and op.reference is None]
     assert missing == ["addptr", "int_to_ptr", "ptr_to_int"]
+
+
+def test_every_lazy_reference_names_a_function_of_op_references_and_back() -> None:
+    from eggpu.ir import op_references
+    from eggpu.ir.ops import LazyReference
+
+    lazy = {n: op.reference for n, op in OPS.items() if isinstance(op.reference, LazyReference)}
+    assert all(ref.name == n for n, ref in lazy.items())  # a row never borrows another op's reference
+    assert set(lazy) == set(op_references.REFERENCES)
+    assert all(ref.resolve() is op_references.REFERENCES[n] for n, ref in lazy.items())
+    assert repr(OPS["add"].reference) == "LazyReference('add')"
+
+
+def test_importing_the_op_table_does_not_import_numpy() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; import eggpu.ir.ops, eggpu.ir.printer, eggpu.ir.structural; "
+            "print('numpy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert out.stdout.strip() == "False"

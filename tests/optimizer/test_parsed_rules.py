@@ -4,7 +4,10 @@ malformed or planted entry, an untrusted folder, a file with errors) is parsed a
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 import os
+import pickle
 
 import pytest
 
@@ -47,7 +50,7 @@ def _same(a, b) -> None:
 def test_a_second_load_reads_the_parse_back(cache, parses):
     sources = [("mine.egg", MINE)]
     first = load_sources(sources)
-    assert parses == ["mine.egg"] and len(list(cache.glob("*.json"))) == 1
+    assert parses == ["mine.egg"] and len(list(cache.glob("*.pickle"))) == 1
     second = load_sources(sources)
     assert parses == ["mine.egg"]  # not parsed again
     _same(first, second)
@@ -77,15 +80,59 @@ def test_files_with_errors_are_not_cached(cache, parses):
     for _ in range(2):
         with pytest.raises(RuleError, match="t-typo"):
             load_sources([("bad.egg", bad)])
-    assert parses == ["bad.egg", "bad.egg"] and not list(cache.glob("*.json"))
+    assert parses == ["bad.egg", "bad.egg"] and not list(cache.glob("*.pickle"))
 
 
-@pytest.mark.parametrize("content", [b"{not json", b'{"format": 1, "files": [{"rules": [[1, 2]], "declared": []}]}',
-                                     b'{"format": 99, "files": []}', b"[]", b"\xff\xfe"])
-def test_a_malformed_entry_is_parsed_as_usual(cache, parses, content):
+def _pickled(value) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+_PARSE = rules_loader.parse_rules  # before any test counts its calls
+
+
+def _a_rule(**changes):
+    rule = _PARSE(MINE, "x.egg")[0][0]
+    return dataclasses.replace(rule, **changes)
+
+
+class _Boom:
+    """Unpickling this would call os.system: a parsed-rule entry must never resolve it."""
+
+    def __reduce__(self):
+        return (os.system, ("touch " + str(_Boom.marker),))
+
+
+MALFORMED = {
+    "not a pickle": b"{not json",
+    "truncated": _pickled([([], [])])[:-3],
+    "empty list": _pickled([]),
+    "not a list": _pickled({"files": []}),
+    "rule is a list": _pickled([([[1, 2]], [])]),
+    "declared not str": _pickled([([], [3])]),
+    "bad line": lambda: _pickled([([_a_rule(line="7")], ["mine"])]),
+    "bad tree": lambda: _pickled([([_a_rule(lhs=("Mul", 1))], ["mine"])]),
+    "bad sorts": lambda: _pickled([([_a_rule(var_sorts={"x": 1})], ["mine"])]),
+    "foreign class": _pickled([([], [collections.OrderedDict()])]),
+}
+
+
+@pytest.mark.parametrize("what", sorted(MALFORMED))
+def test_a_malformed_entry_is_parsed_as_usual(cache, parses, what):
+    content = MALFORMED[what]
+    content = content() if callable(content) else content
+    assert_malformed_is_ignored(cache, parses, content)
+
+
+def test_an_entry_that_would_run_code_is_refused_unrun(cache, parses, tmp_path):
+    _Boom.marker = tmp_path / "ran"
+    assert_malformed_is_ignored(cache, parses, _pickled([([_Boom()], [])]))
+    assert not _Boom.marker.exists()
+
+
+def assert_malformed_is_ignored(cache, parses, content):
     sources = [("mine.egg", MINE)]
     fresh = load_sources(sources)
-    entry = next(cache.glob("*.json"))
+    entry = next(cache.glob("*.pickle"))
     entry.write_bytes(content)
     again = load_sources(sources)
     assert parses == ["mine.egg", "mine.egg"]
@@ -95,8 +142,8 @@ def test_a_malformed_entry_is_parsed_as_usual(cache, parses, content):
 def test_a_planted_symlink_entry_is_not_followed(cache, parses, tmp_path):
     sources = [("mine.egg", MINE)]
     load_sources(sources)
-    entry = next(cache.glob("*.json"))
-    elsewhere = tmp_path / "elsewhere.json"
+    entry = next(cache.glob("*.pickle"))
+    elsewhere = tmp_path / "elsewhere.pickle"
     elsewhere.write_bytes(entry.read_bytes())
     entry.unlink()
     os.symlink(elsewhere, entry)
@@ -109,4 +156,4 @@ def test_only_the_newest_entries_are_kept(cache, parses, monkeypatch):
     monkeypatch.setattr(parsed_rules, "KEEP", 3)
     for k in range(5):
         load_sources([(f"m{k}.egg", MINE)])
-    assert len(list(cache.glob("*.json"))) == 3
+    assert len(list(cache.glob("*.pickle"))) == 3
