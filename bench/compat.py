@@ -375,12 +375,13 @@ def _mismatch(checks: list[Check]) -> str | None:
     return None
 
 
-def run_case(case: Case, mode: str, seed: int = 0) -> str | None:
-    """None when ``case`` matches numpy in ``mode``, else why not (one line)."""
+def run_case(case: Case, mode: str, seed: int = 0, loader: Callable[[str], ModuleType] | None = None) -> str | None:
+    """None when ``case`` matches numpy in ``mode``, else why not (one line). ``loader`` loads the
+    kernel module for a backend (default: this file's tutorial kernels)."""
     old = os.environ.get("EGGPU_JIT_DEVICE")
     os.environ["EGGPU_JIT_DEVICE"] = mode
     try:
-        checks = case.run(load("eggpu"), _launch_eggpu, np.random.default_rng(seed))
+        checks = case.run((loader or load)("eggpu"), _launch_eggpu, np.random.default_rng(seed))
         return _mismatch(checks)
     except Exception as e:  # noqa: BLE001 - the harness reports every failure, it does not stop
         return _first_line(e)

@@ -72,7 +72,7 @@ from .frontend_common import (
 )
 from .frontend_control import ControlFlow
 from .frontend_ops import Semantic, SemanticError, Tensor, describe
-from .frontend_values import BlockTypeValue
+from .frontend_values import BlockTypeValue, is_number
 from .signature import _closure_vars
 from .unsupported import (
     LIBDEVICE_UNSUPPORTED_HINT,
@@ -386,6 +386,10 @@ class CodeGenerator(ControlFlow, Calls):
                 shown = v.__name__ if isinstance(v, type) else describe(v) if isinstance(v, DType) else f"the type {v}"
                 raise self.error(node, f"{shown} has no attribute {attr!r}", col=self._attr_col(node))
             return self._outer_value(node, attr, getattr(v, attr))
+        if is_number(v) and (attr == "to" or attr in TENSOR_METHODS):
+            # Triton: a method of a compile-time number (`acc = 0; acc = acc.to(tl.int64)`) applies
+            # to the number as a scalar tensor of its default dtype (int -> i32 or i64, float -> f32)
+            return BoundMethod(self.sem.to_tensor(v), attr)
         raise self.error(node, f"cannot read attribute {attr!r} of {describe(v)}", col=self._attr_col(node))
 
     def _language_attribute(self, node: ast.Attribute, mod: types.ModuleType, base: str, attr: str) -> Any:
