@@ -19,6 +19,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from eggpu.ir.dtypes import DType, i32
+from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
 from eggpu.ir.ops import OPS, TRANSCENDENTAL
 
@@ -27,7 +28,7 @@ from .layout import LV
 
 Handler = Callable[..., list[LV]]
 
-_EAGER = {"div", "rem", "fma"}
+_EAGER = {"div", "rem", "fma", "inline_asm"}
 
 
 def elementwise(lw, op: Operation, fn: Callable[..., ir.Value]) -> list[LV]:
@@ -96,6 +97,20 @@ def lower_addptr(lw, op: Operation) -> list[LV]:
     return elementwise(lw, op, lambda p, o: em.b.gep(p, [S.offset_i64(em, odt, o)], source_etype=et))
 
 
+def lower_inline_asm(lw, op: Operation) -> list[LV]:
+    """``tl.inline_asm_elementwise`` on the GPU: an LLVM inline-asm call per owned element (Triton's
+    pack=1), with the user's PTX and constraints verbatim (``$0`` the result, ``$1``.. the
+    operands). Side-effecting unless declared pure. The host lowering (run_cpu) cannot run PTX."""
+    em = lw.em
+    if em.is_host:
+        raise CodegenError(gpu_only_message(lw.fn.name, op, "run_cpu (the host lowering)"))
+    ret = em.reg_type(op.attrs["dtype"])
+    args = [em.reg_type(None if v.type.is_pointer else v.type.dtype) for v in op.operands]
+    fty = ir.FunctionType(ret, args)
+    asm, constraints, effect = op.attrs["asm"], op.attrs["constraints"], not op.attrs["pure"]
+    return elementwise(lw, op, lambda *vs: em.b.asm(fty, asm, constraints, list(vs), effect))
+
+
 # ---------------------------------------------------------------- leaves
 
 
@@ -144,6 +159,7 @@ def _build() -> dict[str, Handler]:
         "cast": lower_cast,
         "bitcast": lower_bitcast,
         "addptr": lower_addptr,
+        "inline_asm": lower_inline_asm,
     }
     for name in S.BINARY:
         table[name] = _binary(name)

@@ -47,7 +47,7 @@ import numpy as np
 
 from . import launch_args
 from .dtypes import bool_, i64
-from .errors import InterpreterError, OutOfBoundsError
+from .errors import InterpreterError, OutOfBoundsError, gpu_only_message
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
@@ -262,6 +262,8 @@ class _Program:
             return self._store(op)
         if name.startswith("atomic_"):
             return self._atomic(op)
+        if name == "inline_asm":
+            raise InterpreterError(gpu_only_message(self.fn.name, op, "the numpy interpreter"))
         if name == "for":
             return self._for(op)
         if name == "if":

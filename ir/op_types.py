@@ -260,3 +260,14 @@ def cas_type(ts, attrs):
 
 def no_check(ts, attrs):  # for/if/yield: checked structurally by the verifier
     return ()
+
+
+def inline_asm_type(ts, attrs):
+    """``inline_asm``: operands of one shape (the frontend broadcasts them), no pointers; the
+    result has that shape and the ``dtype`` attribute."""
+    for t in ts:
+        if t.is_pointer:
+            raise fail("inline_asm", f"operands must be values, got {t}")
+        if t.shape != ts[0].shape:
+            raise fail("inline_asm", f"operands must have one shape, got {', '.join(map(str, ts))}")
+    return (BlockType(attrs["dtype"], ts[0].shape),)

@@ -45,6 +45,7 @@ from .op_types import (
     fail,
     gather_type,
     index_type,
+    inline_asm_type,
     load_type,
     no_check,
     reduce_type,
@@ -309,6 +310,12 @@ OPS_LIST: list[OpDef] = [
     _op("atomic_xchg", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xchg"), family=ANY, edge="returns the old value", doc="*p = v"),
     _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL,
         edge="returns the old value; writes v where *p == cmp", doc="compare and swap"),
+    # escape hatch
+    _op("inline_asm", arity=(1, None), traits=(EFFECT,), rule=inline_asm_type, family=ANY,
+        attrs=("asm", "constraints", "dtype", "pure"),
+        edge="GPU only: the PTX runs once per element ($0 the result, $1.. the operands); kept in "
+        "program order and never folded; the interpreter and the host lowering refuse it",
+        doc="tl.inline_asm_elementwise (pack=1)"),
     # control flow
     _op("for", arity=(3, None), traits=(CONTROL,), rule=no_check, family=ANY, regions=1,
         edge="operands lo, hi, step (i32 scalars), then initial carried values; body args (iv, carried...); "

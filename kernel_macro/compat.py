@@ -183,6 +183,42 @@ def _float_binary(name: str):
     return impl
 
 
+def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (pack=1,
+    one result). GPU only; the interpreter and run_cpu refuse it (see the op table)."""
+    fn = "tl.inline_asm_elementwise"
+    for name in ("asm", "constraints"):
+        if not isinstance(a[name], str):
+            raise SemanticError(f"{fn}: {name} must be a string, got {describe(a[name])}", arg=name)
+    dtype = a["dtype"]
+    if isinstance(dtype, tuple | list):
+        if len(dtype) != 1:
+            raise SemanticError(f"{fn} with several results (dtype={len(dtype)} dtypes) is not supported by eggpu",
+                                "write one call per result", arg="dtype")
+        dtype = dtype[0]
+    if not isinstance(dtype, DType):
+        raise SemanticError(f"{fn}: dtype must be a dtype such as tl.int32, got {describe(dtype)}", arg="dtype")
+    if a["pack"] != 1:
+        raise SemanticError(f"{fn}(pack={a['pack']!r}) is not supported by eggpu: each asm call computes one "
+                            "element", "pass pack=1 and write the asm for one element", arg="pack")
+    args = a["args"]
+    args = list(args) if isinstance(args, tuple | list) else [args]
+    if not args:
+        raise SemanticError(f"{fn} needs at least one argument in args", arg="args")
+    ts = [s.to_tensor(v) for v in args]
+    shape: tuple[int, ...] = ()
+    for t in ts:
+        shape = s.broadcast_shapes(shape, t.shape)
+    outputs = [c for c in a["constraints"].split(",") if c.strip().startswith("=")]
+    inputs = [c for c in a["constraints"].split(",") if c.strip() and not c.strip().startswith(("=", "~"))]
+    if len(outputs) != 1 or len(inputs) != len(ts):
+        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name 1 output and {len(ts)} inputs "
+                            f"(one per argument), got {len(outputs)} and {len(inputs)}", arg="constraints")
+    ops = [s.broadcast_to(t, shape).value for t in ts]
+    return Tensor(s.b.op("inline_asm", *ops, asm=a["asm"], constraints=a["constraints"], dtype=dtype,
+                         pure=bool(a["is_pure"])))
+
+
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
     x, y = a["x"], a["y"]
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -440,7 +476,7 @@ IMPLS: dict[str, Any] = {
     "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
     "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
-    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi,
+    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,

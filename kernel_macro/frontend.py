@@ -91,6 +91,7 @@ class CodeGenerator(ControlFlow, Calls):
         self.b = Builder(name, list(params))
         self.sem = Semantic(self.b)
         self.scalar_lists = False  # while lowering the arguments of a call that takes lists of runtime scalars
+        self.block_lists = False  # while lowering the arguments of a call that takes a list of blocks
         self.binding = binding
         self.name = name
         scope: dict[str, Any] = dict(consts)
@@ -424,6 +425,8 @@ class CodeGenerator(ControlFlow, Calls):
         vals = tuple(self._call_args(node.elts))
         if self.scalar_lists and all(not isinstance(v, Tensor) or not v.is_block for v in vals):
             return vals  # shapes/offsets of block pointers and tensor descriptors (frontend_calls.py)
+        if self.block_lists:
+            return vals  # tl.inline_asm_elementwise(..., [x, y], ...): read once, never mutated
         for v in vals:
             if _has_tensor(v):
                 raise self.error(node, "lists of runtime values are not supported in a kernel",

@@ -516,6 +516,16 @@ def umulhi(x: Any, y: Any) -> Any:
 
 
 @_builtin
+def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is_pure: _builtin_bool,
+                           pack: int) -> Any:
+    """Run PTX ``asm`` once per element of the broadcast ``args`` (LLVM inline-asm syntax: ``$0``
+    is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``).
+    GPU only: the interpreter and ``run_cpu`` refuse a kernel that uses it. eggpu supports one
+    result dtype and ``pack=1``."""
+    raise _outside("inline_asm_elementwise")
+
+
+@_builtin
 def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _builtin_bool = False) -> Any:
     """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
     width). ``fp_downcast_rounding`` may be None or ``"rtne"`` (round to nearest even, what eggpu
@@ -696,7 +706,7 @@ __all__ = [
     # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
     *TRANSCENDENTAL_STUBS,
     "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
-    "umulhi",
+    "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "gather", "join", "split", "interleave", "cat", "flip", "histogram", "philox_impl",

@@ -26,7 +26,6 @@ UNSUPPORTED: dict[str, str] = {
     "device_print": "kernels have no stdout; store values to an output buffer (tl.static_print prints "
                     "compile-time values)",
     "device_assert": "eggpu has no runtime assertions; use tl.static_assert for compile-time checks",
-    "inline_asm_elementwise": "eggpu has no inline assembly",
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values

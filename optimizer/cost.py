@@ -234,6 +234,8 @@ class CostModel:
             return self.dot_mac * mac + acc
         if op in _MEMORY:
             return self.memory_lane * operand_types[0].numel
+        if op == "inline_asm":  # opaque user PTX, never rewritten: priced like a memory op per lane
+            return self.memory_lane * result_types[0].numel
         if op in ("for", "while", "if", "yield"):
             return 1.0
         t = operand_types[0]

@@ -79,6 +79,7 @@ NOT_ENCODED: dict[str, str] = {
     "atomic_min": "memory effect: an optimization boundary",
     "atomic_xchg": "memory effect: an optimization boundary",
     "atomic_cas": "memory effect: an optimization boundary",
+    "inline_asm": "opaque PTX assembly: an optimization boundary (its result is an opaque value)",
     "for": "control flow: regions are optimized separately; results are opaque values",
     "if": "control flow: regions are optimized separately; results are opaque values",
     "while": "control flow: regions are optimized separately; results are opaque values",

@@ -203,6 +203,21 @@ def test_for_loop_step_zero_is_an_error():
     assert "loop" in msg and "for" in msg and "step is 0" in msg and "lo=4" in msg and "hi=9" in msg
 
 
+def test_inline_asm_is_refused_before_any_program_runs():
+    """The interpreter cannot run PTX: one error naming the kernel and the feature, and no store."""
+    b = Builder("asm_k", [("out", pointer(i32))])
+    (out,) = b.params
+    offs = offsets_1d(b, 4)
+    v = b.op("inline_asm", offs, asm="mov.b32 $0, $1;", constraints="=r,r", dtype=i32, pure=True)
+    b.effect("store", ptr_at(b, out, offs), v)
+    dest = np.full(4, 7, np.int32)
+    with pytest.raises(InterpreterError) as e:
+        interpret(b.finish(), 1, dest)
+    msg = message(e)
+    assert "asm_k: tl.inline_asm_elementwise is GPU-only: the numpy interpreter cannot run PTX" in msg
+    assert dest.tolist() == [7, 7, 7, 7]
+
+
 def test_for_loop_carries_a_pointer_and_nests():
     """Outer loop over rows advances a carried pointer; inner loop sums the row."""
     b = Builder("rows", [("a", pointer(i32)), ("out", pointer(i32)), ("R", scalar(i32)), ("C", scalar(i32))])

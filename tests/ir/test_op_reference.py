@@ -463,11 +463,12 @@ REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce
 OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
 
 # Ops whose behaviour is the interpreter's own (tested in test_interp.py): leaves, pointer
-# arithmetic, memory and control flow. They have no numpy reference in the op table.
+# arithmetic, memory and control flow, and inline_asm (which it refuses: PTX runs on a GPU only).
+# They have no numpy reference in the op table.
 INTERPRETER_OPS = frozenset({
     "const", "program_id", "num_programs", "arange", "addptr",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "for", "while", "if", "yield",
+    "for", "while", "if", "yield", "inline_asm",
 })
 
 
