@@ -586,12 +586,13 @@ def _assoc_scan(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list
 
 
 def _atomic_rmw(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
-    def body(d):
+    def body(case):
+        d, sem = case
         n = 37
         x = _rand(rng, d, n, low=-20 if not d.startswith("u") else 0, high=20)
         za, zmax, zmin = np.zeros(1, d), np.full(1, x.min(), d), np.full(1, x.max(), d)
         old = np.zeros(n, d)
-        launch(k.atomic_rmw_kernel, (n,), za, zmax, zmin, old, x)
+        launch(k.atomic_rmw_kernel, (n,), za, zmax, zmin, old, x, SEM=sem)
         # the adds chain 0 -> ... -> total in some order: the values read ({old} and the total)
         # are the values written ({old + x}) and the initial 0, as multisets
         out = [(f"{d} add", za, [x.sum()], *((1e-5, 1e-4) if d == "float32" else (0, 0))),
@@ -599,7 +600,9 @@ def _atomic_rmw(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list
         if d != "float32":
             out.append((f"{d} olds", np.sort(np.r_[old, za]), np.sort(np.r_[old + x, np.zeros(1, d)]), 0, 0))
         return out
-    return _each(("int32", "uint32", "int64", "float32"), body)
+    # test_atomic_rmw's sem values (None is Triton's default)
+    return _each([(d, sem) for d in ("int32", "uint32", "int64", "float32")
+                  for sem in (None, "acquire", "release", "acq_rel", "relaxed")], body)
 
 
 def _tensor_atomic(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:

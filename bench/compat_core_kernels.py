@@ -524,12 +524,12 @@ def associative_scan_kernel(A, B, Z, BLOCK: tl.constexpr):
 
 
 @triton.jit
-def atomic_rmw_kernel(Z_ADD, Z_MAX, Z_MIN, OLD, X):
+def atomic_rmw_kernel(Z_ADD, Z_MAX, Z_MIN, OLD, X, SEM: tl.constexpr):
     pid = tl.program_id(0)
     x = tl.load(X + pid)
-    old = tl.atomic_add(Z_ADD, x)
-    tl.atomic_max(Z_MAX, x)
-    tl.atomic_min(Z_MIN, x)
+    old = tl.atomic_add(Z_ADD, x, sem=SEM)
+    tl.atomic_max(Z_MAX, x, sem=SEM)
+    tl.atomic_min(Z_MIN, x, sem=SEM)
     tl.store(OLD + pid, old)
 
 

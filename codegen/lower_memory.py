@@ -25,7 +25,8 @@ broadcast through shared memory.
 Atomics apply element by element in row-major order (the host loops over chunks, then lanes,
 then the chunk's slots) and return the old value (0 for masked-off lanes). Integer
 add/max/min and float add use ``atomicrmw``; float max/min (minimumNumber semantics) use a
-compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed).
+compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed); an
+op's ``sem`` (acquire/release/acq_rel) adds device-scope fences around it on the GPU.
 """
 
 from __future__ import annotations
@@ -494,7 +495,25 @@ def _guarded(em: Emitter, mask: ir.Value | None, rt: ir.Type, body) -> ir.Value:
     return phi
 
 
+def _fence(em: Emitter, sem: str, after: bool) -> None:
+    """GPU: the ordering of ``sem`` as device-scope fences around a relaxed atomic (LLVM's NVPTX
+    back end drops the ordering of ``atomicrmw``, so the fences carry it): release before,
+    acquire after, both for acq_rel. The host runs lanes in lock-step: nothing to order."""
+    if em.is_host or sem == "relaxed":
+        return
+    if (after and sem in ("acquire", "acq_rel")) or (not after and sem in ("release", "acq_rel")):
+        em.b.fence("acquire" if after else "release", "device")
+
+
 def lower_atomic(lw, op: Operation) -> list[LV]:
+    sem = op.attrs.get("sem", "relaxed")
+    _fence(lw.em, sem, after=False)
+    out = _lower_atomic(lw, op)
+    _fence(lw.em, sem, after=True)
+    return out
+
+
+def _lower_atomic(lw, op: Operation) -> list[LV]:
     em = lw.em
     name = op.op
     pt = op.operands[0].type

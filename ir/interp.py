@@ -344,10 +344,17 @@ class _Program:
             ic, ia, ib = ins
 
             def where(env: list) -> None:
-                a, b = env[ia], env[ib]
+                a, b, c = env[ia], env[ib], env[ic]
                 if a.base is not b.base:
+                    # a condition that picks one buffer for every lane (a scalar `tl.where(flag,
+                    # a_ptr, b_ptr)`) selects that pointer; lanes split between buffers cannot be
+                    # addressed by one base
+                    if np.all(c) or not np.any(c):
+                        pick = a if np.all(c) else b
+                        env[out] = pick.with_offsets(np.broadcast_to(pick.offsets, op.result.type.shape))
+                        return
                     raise self._error(op, f"selects between pointers into different buffers "
-                                          f"'{a.name}' and '{b.name}'")
+                                          f"'{a.name}' and '{b.name}' lane by lane")
                 env[out] = a.with_offsets(ref(attrs, env[ic], a.offsets, b.offsets, dtype=bool_))
 
             return where

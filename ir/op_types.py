@@ -236,8 +236,19 @@ def store_type(ts, attrs):
     return ()
 
 
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
+"""Memory orderings of an atomic's optional ``sem`` attribute (absent: relaxed), Triton's names."""
+
+
+def _check_sem(name: str, attrs: dict[str, Any]) -> None:
+    sem = attrs.get("sem", "relaxed")
+    if sem not in ATOMIC_SEMS:
+        raise fail(name, f"sem must be one of {', '.join(ATOMIC_SEMS)}, got {sem!r}")
+
+
 def atomic_type(name):
     def rule(ts, attrs):
+        _check_sem(name, attrs)
         p, v = ts[0], ts[1]
         if not p.is_pointer:
             raise fail(name, f"first operand must be a pointer, got {p}")
@@ -251,6 +262,7 @@ def atomic_type(name):
 
 
 def cas_type(ts, attrs):
+    _check_sem("atomic_cas", attrs)
     p, c, v = ts
     out = BlockType(p.dtype, p.shape) if p.is_pointer else None
     if out is None or c != out or v != out:

@@ -28,7 +28,7 @@ from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_normal", "evict_first", "evict_last")
-_SEMS = (None, "relaxed")
+_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")  # None: relaxed (see docs/language.md)
 _SCOPES = (None, "gpu", "cta")  # eggpu atomics are device scope, which also satisfies "cta"
 _PRECISIONS = (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6", "hf32")
 
@@ -72,26 +72,26 @@ def store(s: Semantic, a: dict[str, Any]) -> None:
     return s.store(a["ptr"], a["value"], a["mask"])
 
 
-def _atomic_hints(a: dict[str, Any], fn: str) -> None:
+def _atomic_hints(a: dict[str, Any], fn: str) -> dict[str, str]:
+    """The IR attributes for ``sem=`` (none when relaxed); checks ``scope=``."""
     if a["sem"] not in _SEMS:
-        raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not supported by eggpu: atomics are relaxed",
-                            "drop sem= (or pass sem='relaxed'); order accesses with separate kernels", arg="sem")
+        raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not a memory ordering",
+                            f"pass one of {', '.join(repr(x) for x in _SEMS[1:])}", arg="sem")
     if a["scope"] not in _SCOPES:
         raise SemanticError(f"tl.{fn}(scope={a['scope']!r}) is not supported by eggpu: atomics have device scope",
                             "drop scope= (or pass scope='gpu')", arg="scope")
+    return {} if a["sem"] in (None, "relaxed") else {"sem": a["sem"]}
 
 
 def atomic(kind: str):
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
-        _atomic_hints(a, kind)
-        return s.atomic(kind, a["ptr"], a["val"], a["mask"])
+        return s.atomic(kind, a["ptr"], a["val"], a["mask"], **_atomic_hints(a, kind))
 
     return impl
 
 
 def atomic_cas(s: Semantic, a: dict[str, Any]) -> Tensor:
-    _atomic_hints(a, "atomic_cas")
-    return s.atomic_cas(a["ptr"], a["cmp"], a["val"])
+    return s.atomic_cas(a["ptr"], a["cmp"], a["val"], **_atomic_hints(a, "atomic_cas"))
 
 
 # ---------------------------------------------------------------- compute

@@ -354,7 +354,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 6:
         x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.bfloat16).reshape(16)
     if WHICH == 7:
-        x = tl.atomic_add(x_ptr + offs, x, sem="acquire")
+        x = tl.atomic_add(x_ptr + offs, x, sem="seq_cst")
     if WHICH == 8:
         x = tl.load(x_ptr + offs, cache_modifier=".zz")
     if WHICH == 9:
@@ -390,8 +390,8 @@ UNSUPPORTED_CASES = [
      "available", None),
     (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
      "not available (as in Triton)", "use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.bf16)"),
-    (7, 'sem="acquire"', "sem", "tl.atomic_add(sem='acquire') is not supported by eggpu: atomics are relaxed",
-     "drop sem= (or pass sem='relaxed'); order accesses with separate kernels"),
+    (7, 'sem="seq_cst"', "sem", "tl.atomic_add(sem='seq_cst') is not a memory ordering",
+     "pass one of 'relaxed', 'acquire', 'release', 'acq_rel'"),
     (8, 'cache_modifier=".zz"', "cache_modifier", "tl.load: cache_modifier='.zz' is not one of '', '.ca', '.cg', "
      "'.cv'", None),
     (9, "keepdims=True", "keepdims", "x.sum() got an unexpected keyword argument 'keepdims'",
