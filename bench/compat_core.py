@@ -636,10 +636,15 @@ def _atomic_cas(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list
 
 
 def _bitwise_atomic(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
-    x = (1 << np.arange(16)).astype(np.int32)
-    z = np.zeros(1, np.int32)
-    launch(k.bitwise_atomic_kernel, (16,), z, x)
-    return [("or", z, [0xFFFF], 0, 0)]
+    x = (1 << np.arange(16)).astype(np.int32) | rng.integers(0, 2**16, 16).astype(np.int32) << 16
+    z_or, z_and, z_xor = np.zeros(1, np.int32), np.full(1, -1, np.int32), np.zeros(4, np.int32)
+    old = np.zeros((16, 4), np.int32)
+    launch(k.bitwise_atomic_kernel, (16,), z_or, z_and, z_xor, old, x)
+    want_xor = np.bitwise_xor.reduce(x)
+    # the old values of the xors chain 0 -> ... -> total in program order
+    chain = np.bitwise_xor.accumulate(np.r_[0, x])[:-1]
+    return [("or", z_or, [np.bitwise_or.reduce(x)], 0, 0), ("and", z_and, [np.bitwise_and.reduce(~x)], 0, 0),
+            ("xor", z_xor, np.full(4, want_xor), 0, 0), ("xor olds", old, np.repeat(chain[:, None], 4, 1), 0, 0)]
 
 
 # ---------------------------------------------------------------- control flow

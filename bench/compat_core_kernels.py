@@ -557,9 +557,13 @@ def atomic_cas_kernel(Lock, X, SEM: tl.constexpr):
 
 
 @triton.jit
-def bitwise_atomic_kernel(Z, X):
+def bitwise_atomic_kernel(Z_OR, Z_AND, Z_XOR, OLD, X):
     pid = tl.program_id(0)
-    tl.atomic_or(Z, tl.load(X + pid))
+    x = tl.load(X + pid)
+    tl.atomic_or(Z_OR, x)
+    tl.atomic_and(Z_AND, ~x, sem="acq_rel")
+    old = tl.atomic_xor(Z_XOR + tl.arange(0, 4), tl.full((4, ), 1, tl.int32) * x)
+    tl.store(OLD + pid * 4 + tl.arange(0, 4), old)
 
 
 # ---------------------------------------------------------------- test_if, test_if_else, test_if_return, constexpr if

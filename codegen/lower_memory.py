@@ -414,7 +414,8 @@ def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals
 # ---------------------------------------------------------------- atomics
 
 _RMW_INT = {"atomic_add": ("add", "add"), "atomic_max": ("max", "umax"), "atomic_min": ("min", "umin"),
-            "atomic_xchg": ("xchg", "xchg")}
+            "atomic_xchg": ("xchg", "xchg"), "atomic_and": ("and", "and"), "atomic_or": ("or", "or"),
+            "atomic_xor": ("xor", "xor")}
 
 
 def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
@@ -427,6 +428,8 @@ def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp:
         return S.minimum(em, dt, old, v)
     if name == "atomic_xchg":
         return v
+    if name in ("atomic_and", "atomic_or", "atomic_xor"):
+        return S.BINARY[name[len("atomic_"):]](em, dt, old, v)
     assert name == "atomic_cas" and cmp is not None
     return em.b.select(em.b.icmp_unsigned("==", old, cmp), v, old)
 
@@ -592,5 +595,8 @@ HANDLERS = {
     "atomic_max": lower_atomic,
     "atomic_min": lower_atomic,
     "atomic_xchg": lower_atomic,
+    "atomic_and": lower_atomic,
+    "atomic_or": lower_atomic,
+    "atomic_xor": lower_atomic,
     "atomic_cas": lower_atomic,
 }

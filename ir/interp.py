@@ -59,7 +59,8 @@ __all__ = ["PointerValue", "interpret"]
 Handler = Callable[[list], None]
 
 _POINTER_SHAPE_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape", "trans"})
-_ATOMIC_COMBINE = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum"}
+_ATOMIC_COMBINE = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum", "atomic_and": "and",
+                   "atomic_or": "or", "atomic_xor": "xor"}
 
 
 class PointerValue:
@@ -448,7 +449,7 @@ class _Program:
 
     def _atomic(self, op: Operation) -> Handler:
         name = op.op
-        if name not in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"):
+        if name not in _ATOMIC_COMBINE and name not in ("atomic_xchg", "atomic_cas"):
             raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
         ins = tuple(self._in(op, v) for v in op.operands)
         out = self._slot(op.result)

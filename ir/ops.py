@@ -312,6 +312,12 @@ OPS_LIST: list[OpDef] = [
         edge="returns the old value; ordering as atomic_add", doc="*p = min(*p, v)"),
     _op("atomic_xchg", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xchg"), family=ANY, optional=("sem",),
         edge="returns the old value; ordering as atomic_add", doc="*p = v"),
+    _op("atomic_and", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_and"), family=INT, optional=("sem",),
+        edge="returns the old value; ordering as atomic_add", doc="*p &= v"),
+    _op("atomic_or", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_or"), family=INT, optional=("sem",),
+        edge="returns the old value; ordering as atomic_add", doc="*p |= v"),
+    _op("atomic_xor", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xor"), family=INT, optional=("sem",),
+        edge="returns the old value; ordering as atomic_add", doc="*p ^= v"),
     _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=("sem",),
         edge="returns the old value; writes v where *p == cmp; ordering as atomic_add", doc="compare and swap"),
     # escape hatch

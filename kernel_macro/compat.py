@@ -474,7 +474,8 @@ def static_print(s: Semantic, a: dict[str, Any]) -> None:
 IMPLS: dict[str, Any] = {
     "load": load, "store": store,
     "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
-    "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
+    "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas, "atomic_and": atomic("atomic_and"),
+    "atomic_or": atomic("atomic_or"), "atomic_xor": atomic("atomic_xor"),
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
     "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},

@@ -95,6 +95,10 @@ class Memory:
         p = self._pointer(ptr, fn)
         if p.dtype.is_bool and kind != "atomic_xchg":
             raise SemanticError(f"tl.{fn} needs a numeric pointer, got {p.type}", arg="ptr")
+        if kind in ("atomic_and", "atomic_or", "atomic_xor") and not p.dtype.is_int:
+            raise SemanticError(f"tl.{fn} needs an integer pointer, got {p.type}",
+                                "bitwise atomics work on integers: update the bits through an integer pointer "
+                                "of the same width", arg="ptr")
         shape = p.shape
         for extra in (val, mask):
             if isinstance(extra, Tensor) and len(extra.shape) > len(shape):

@@ -396,6 +396,24 @@ def atomic_xchg(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: An
 
 
 @_builtin
+def atomic_and(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr &= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_and")
+
+
+@_builtin
+def atomic_or(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr |= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_or")
+
+
+@_builtin
+def atomic_xor(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr ^= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_xor")
+
+
+@_builtin
 def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
     raise _outside("atomic_cas")
@@ -701,6 +719,7 @@ __all__ = [
     # memory
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
     "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "atomic_and", "atomic_or", "atomic_xor",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops

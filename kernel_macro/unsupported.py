@@ -13,15 +13,12 @@ from .language import LIBDEVICE_NAMES, MATH_NAMES
 
 _NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
                        "they are not a type to test or pass as an argument")
-_NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
 
 UNSUPPORTED: dict[str, str] = {
     "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
     "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
     # tensor descriptors
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
-    # atomics
-    "atomic_and": _NO_ATOMIC_BITWISE, "atomic_or": _NO_ATOMIC_BITWISE, "atomic_xor": _NO_ATOMIC_BITWISE,
     # debugging and escape hatches
     "device_print": "kernels have no stdout; store values to an output buffer (tl.static_print prints "
                     "compile-time values)",

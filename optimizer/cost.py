@@ -64,7 +64,8 @@ _TRANSCENDENTAL = {name: _TRANSCENDENTAL_COSTS.get(name, _TRANSCENDENTAL_DEFAULT
 _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum",
                    "reduce_argmax": "maximum", "reduce_argmin": "minimum"}
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape"}
-_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
+_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
+           "atomic_or", "atomic_xor"}
 
 # Multipliers of the per-lane defaults above, per target, fitted to ptxas + nvdisasm SASS counts
 # of the benchmark kernels by ``python -m bench cost-fit --write`` (bench/cost_fit.py: groups,

@@ -468,7 +468,7 @@ OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUC
 INTERPRETER_OPS = frozenset({
     "const", "program_id", "num_programs", "arange", "addptr",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "for", "while", "if", "yield", "inline_asm",
+    "atomic_and", "atomic_or", "atomic_xor", "for", "while", "if", "yield", "inline_asm",
 })
 
 

@@ -13,7 +13,6 @@ import eggpu.language as tl
 from bench import compat_core
 
 EXPECTED_FAILURES = {
-    "bitwise_atomic": "tl.atomic_or is not supported by eggpu",
     "inline_asm_elementwise": "tl.inline_asm_elementwise is GPU-only",
 }
 FAST = ["empty_kernel", "neg", "shift", "compare", "where_scalar_pointer", "masked_load", "reduce2d",

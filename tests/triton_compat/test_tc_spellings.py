@@ -360,7 +360,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 9:
         x = x.sum(axis=0, keepdims=True)
     if WHICH == 10:
-        x = tl.atomic_and(x_ptr + offs, 1)
+        x = tl.atomic_and(x_ptr + offs, 1)  # x_ptr points to floats
     if WHICH == 11:
         x = x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
     if WHICH == 12:
@@ -396,8 +396,8 @@ UNSUPPORTED_CASES = [
      "'.cv'", None),
     (9, "keepdims=True", "keepdims", "x.sum() got an unexpected keyword argument 'keepdims'",
      "did you mean keep_dims=? the signature is tl.sum(input, axis=None, keep_dims=False, dtype=None)"),
-    (10, "tl.atomic_and", "atomic_and", "tl.atomic_and is not supported by eggpu: eggpu's IR has atomic "
-     "add/max/min/xchg/cas only", None),
+    (10, "tl.atomic_and", "x_ptr + offs", "tl.atomic_and needs an integer pointer, got ptr<f32>[16]",
+     "bitwise atomics work on integers: update the bits through an integer pointer of the same width"),
     (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') is not supported by eggpu: float "
      "conversions round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')"),
     (12, "tl.umulhi(x.to(tl.int64), 3)", "tl.umulhi", "tl.umulhi needs 32-bit integer operands, got i64",
