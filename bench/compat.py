@@ -393,7 +393,8 @@ def run_case(case: Case, mode: str, seed: int = 0, loader: Callable[[str], Modul
 
 
 _TRITON_TYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
-                 "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint32": "u32", "bool": "i1"}
+                 "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+                 "uint64": "u64", "bool": "i1"}
 
 
 def _triton_launch(compiled: list[str]) -> Launch:
@@ -414,7 +415,7 @@ def _triton_launch(compiled: list[str]) -> Launch:
         values = {**dict(zip(names, args)), **kwargs}
         if cfg is not None and cfg.pre_hook is not None:
             cfg.pre_hook({**values, **cfg.all_kwargs()})
-        consts = {n: v for n, v in values.items() if n in kwargs and fn.params[names.index(n)].is_constexpr}
+        consts = {n: v for n, v in values.items() if fn.params[names.index(n)].is_constexpr}
         sig: dict[str, str] = {}
         for n in names:
             v = values[n]
@@ -426,6 +427,8 @@ def _triton_launch(compiled: list[str]) -> Launch:
                 sig[n] = "*" + _TRITON_TYPES[v.dtype.name]
             elif isinstance(v, float):
                 sig[n] = "fp32"
+            elif isinstance(v, bool):
+                sig[n] = "i1"
             else:
                 sig[n] = "i32" if -2**31 <= int(v) < 2**31 else "i64"
         src = ASTSource(fn=fn, signature=sig, constexprs=consts)
@@ -450,11 +453,11 @@ class _HostDescriptors:
         return getattr(self._mod, name)
 
 
-def triton_compiles(case: Case) -> str | None:
+def triton_compiles(case: Case, loader: Callable[[str], ModuleType] | None = None) -> str | None:
     """None when Triton compiles every launch of ``case`` to PTX, else why not (one line)."""
     compiled: list[str] = []
     try:
-        mod = _HostDescriptors(load("triton"))
+        mod = _HostDescriptors((loader or load)("triton"))
         case.run(mod, _triton_launch(compiled), np.random.default_rng(0))  # type: ignore[arg-type]
     except Exception as e:  # noqa: BLE001
         return _first_line(e, last=True)

@@ -13,7 +13,10 @@ Cases whose feature the goal of issue #11 leaves out (tensor descriptors, FP8, m
 in the catalogue; ``inline_asm_elementwise`` is in it but is GPU-only by design (PTX), so it is
 listed under :data:`GPU_ONLY` and not counted in the pass rate.
 
-    python -m bench.compat_core [--only NAME ...] [--json OUT.json]
+    python -m bench.compat_core [--only NAME ...] [--triton] [--json OUT.json]
+
+``--triton`` also compiles every launch with Triton (PTX, sm_90, no GPU needed), which shows
+that the catalogue is Triton code.
 
 The last run is kept in ``bench/results/compat_core.json``.
 """
@@ -961,6 +964,7 @@ def run_case(case: Case, mode: str, seed: int = 0) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
+    ap.add_argument("--triton", action="store_true", help="also compile every launch with Triton (PTX, sm_90)")
     ap.add_argument("--json", type=Path, default=None, help="write the results as JSON")
     ns = ap.parse_args(argv)
     cases = [BY_NAME[n] for n in ns.only] if ns.only else list(CASES)
@@ -968,14 +972,18 @@ def main(argv: list[str] | None = None) -> int:
     for case in cases:
         t0 = time.perf_counter()
         res = {mode: run_case(case, mode) for mode in compat.MODES}
+        if ns.triton:
+            res["triton"] = compat.triton_compiles(case, loader=load)
         ok = all(res[m] is None for m in compat.MODES)
         rows.append({"case": case.name, "test_core": case.tutorial, "pass": ok, "gpu_only": case.name in GPU_ONLY,
                      **res, "seconds": round(time.perf_counter() - t0, 1)})
         why = "" if ok else "  " + " | ".join(f"{m}: {res[m]}" for m in compat.MODES if res[m] is not None)
-        print(f"{'PASS' if ok else 'FAIL'}  {case.tutorial:<45} {case.name}{why}", flush=True)
+        tri = "" if not ns.triton else f"  [triton: {'ok' if res['triton'] is None else res['triton']}]"
+        print(f"{'PASS' if ok else 'FAIL'}  {case.tutorial:<45} {case.name}{tri}{why}", flush=True)
     counted = [r for r in rows if not r["gpu_only"]]
     passed = sum(r["pass"] for r in counted)
-    print(f"\n{passed}/{len(counted)} test_core kernels match numpy in interpret and run_cpu "
+    tri = "" if not ns.triton else f"; Triton compiles {sum(r['triton'] is None for r in rows)}/{len(rows)}"
+    print(f"\n{passed}/{len(counted)} test_core-style kernels match numpy in interpret and run_cpu{tri} "
           f"({100 * passed / max(len(counted), 1):.0f} %; GPU-only, not counted: {sorted(GPU_ONLY)})")
     if ns.json:
         ns.json.write_text(json.dumps({"passed": passed, "total": len(counted), "cases": rows}, indent=2) + "\n")

@@ -140,3 +140,17 @@ def test_what_eggpu_cannot_honour_is_a_located_compile_error(fn, problem, at):
     first, line, caret = str(info.value).splitlines()[:3]
     assert first.startswith(f"{__file__}:") and problem in first
     assert line[caret.index("^"):].startswith(at)  # the caret points at the argument
+
+
+def test_run_cpu_of_a_cached_kernel_still_names_the_source_line(monkeypatch, tmp_path):
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path / "cache"))
+    x, y, z = _ints()
+    spec = funnel_shift.specialize(x, y, z, n=9, BLOCK=128)
+    eggpu.compile(spec, target="sm_90")
+    ck = eggpu.compile(spec, target="sm_90")
+    assert ck.report["cache"] == "hit" and ck.report["gpu_only"][0][:3] == ["inline_asm", __file__, 23]
+    with pytest.raises(CodegenError) as info:
+        ck.run_cpu((1,), x, y, z)
+    first, line, caret = str(info.value).splitlines()[:3]
+    assert first.startswith(f"{__file__}:23:") and "run_cpu (the host lowering) cannot run PTX" in first
+    assert "tl.inline_asm_elementwise(" in line and caret.strip() == "^"
