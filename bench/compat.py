@@ -24,6 +24,7 @@ The last run's results are kept in ``bench/results/compat.json`` (``--triton --j
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -413,6 +414,9 @@ def _triton_launch(compiled: list[str]) -> Launch:
             fn = fn.fn
         names = list(fn.arg_names)
         values = {**dict(zip(names, args)), **kwargs}
+        defaults = {p.name: p.default for p in inspect.signature(fn.fn).parameters.values()
+                    if p.default is not inspect.Parameter.empty}
+        values = {**{n: defaults[n] for n in names if n not in values and n in defaults}, **values}
         if cfg is not None and cfg.pre_hook is not None:
             cfg.pre_hook({**values, **cfg.all_kwargs()})
         consts = {n: v for n, v in values.items() if fn.params[names.index(n)].is_constexpr}

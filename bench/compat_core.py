@@ -859,6 +859,74 @@ def _dot_int(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Ch
     return [("int8 -> int32", z, x.astype(np.int32) @ y.astype(np.int32), 0, 0)]
 
 
+def _dot3d(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal((2, 16, 16)).astype(np.float16)
+    y = rng.standard_normal((2, 16, 32)).astype(np.float16)
+    z = np.zeros((2, 16, 32), np.float32)
+    launch(k.dot3d_kernel, (1,), x, y, z, B=2, M=16, N=32, K=16)
+    return [("2x16x16 @ 2x16x32", z, x.astype(np.float64) @ y.astype(np.float64), 1e-2, 1e-2)]
+
+
+def _default_args(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    r0, r1 = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    launch(k.default_args_kernel, (1,), r0, r1)
+    return [("helper default", r0, [7], 0, 0), ("kernel default", r1, [3], 0, 0)]
+
+
+def _short_circuit(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    out = []
+    for x, flag in ((5, True), (0, False), (100, True), (-3, False), (10, True)):
+        o = np.zeros(2, np.int32)
+        launch(k.short_circuit_kernel, (1,), np.array([x], np.int32), o, FLAG=flag)
+        first = 1 if 0 < x < 10 else 2 if x in (0, 100) else 3
+        out.append((f"x={x} flag={flag}", o, [first, 5 if flag else 4], 0, 0))
+    return out
+
+
+def _unsigned_abs(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x, y = _rand(rng, "uint32"), _rand(rng, "int32")
+    o1, o2 = np.zeros_like(x), np.zeros_like(y)
+    launch(k.unsigned_abs_kernel, (1,), o1, o2, x, y, SIZE=SIZE)
+    with np.errstate(over="ignore"):
+        return [("uint32", o1, x, 0, 0), ("int32", o2, np.abs(-y), 0, 0)]
+
+
+def _tensor_atomic_cas(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = np.tile(np.array([0, 1], np.int64), 64)
+    launch(k.tensor_atomic_cas_kernel, (1,), x, SIZE=128)
+    return [("cas 0 -> 2", x, np.tile(np.array([2, 1], np.int64), 64), 0, 0)]
+
+
+def _ravel_view(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    z1, z2 = np.zeros(128, np.float32), np.zeros(128, np.float32)
+    launch(k.ravel_view_kernel, (1,), x, z1, z2, M=8, N=16)
+    return [("ravel", z1, x.ravel(), 0, 0), ("reshape", z2, x.ravel(), 0, 0)]
+
+
+def _argmax_keep_dims(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal((8, 32)).astype(np.float32)
+    z = np.zeros(8, np.int32)
+    launch(k.argmax_keep_dims_kernel, (1,), x, z, M=8, N=32)
+    return [("axis=1", z, x.argmax(axis=1), 0, 0)]
+
+
+def _zero_strided(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal(64).astype(np.float32)
+    z = np.zeros(64, np.float32)
+    launch(k.zero_strided_kernel, (1,), x, z, N=64, STRIDE=0)
+    return [("stride 0", z, x[0] + np.arange(64, dtype=np.float32), 0, 0)]
+
+
+def _scalar_masked_load(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    out = []
+    for n in (0, 1):
+        z = np.zeros(1, np.float32)
+        launch(k.scalar_masked_load_kernel, (1,), np.array([4.5], np.float32), z, n)
+        out.append((f"n={n}", z, [4.5 if n else -1.0], 0, 0))
+    return out
+
+
 # ---------------------------------------------------------------- inline asm (GPU only)
 
 
@@ -951,6 +1019,15 @@ CASES: tuple[Case, ...] = (
     Case("flip", "test_flip", _flip),
     Case("dot", "test_dot (acc, trans)", _dot),
     Case("dot_int8", "test_dot (int8, out_dtype)", _dot_int),
+    Case("dot3d", "test_dot3d", _dot3d),
+    Case("default_args", "test_default", _default_args),
+    Case("short_circuit", "test_short_circuiting / test_constexpr_not_op", _short_circuit),
+    Case("unsigned_abs", "test_unsigned_name_mangling", _unsigned_abs),
+    Case("tensor_atomic_cas", "test_tensor_atomic_cas", _tensor_atomic_cas),
+    Case("ravel_view", "test_ravel / test_reshape", _ravel_view),
+    Case("argmax_keep_dims", "test_reduce (argmax keep_dims)", _argmax_keep_dims),
+    Case("zero_strided", "test_zero_strided_tensors", _zero_strided),
+    Case("scalar_masked_load", "test_load_scalar_with_mask", _scalar_masked_load),
     Case("inline_asm_elementwise", "test_inline_asm", _inline_asm),
 )
 BY_NAME = {c.name: c for c in CASES}

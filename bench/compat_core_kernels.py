@@ -853,3 +853,85 @@ def inline_asm_kernel(X, Y, Z, n: tl.constexpr, BLOCK: tl.constexpr):
     z = tl.inline_asm_elementwise("shf.l.wrap.b32 $0, $1, $2, $3;", "=r,r, r, r", [x, y, s], dtype=tl.int32,
                                   is_pure=True, pack=1)
     tl.store(Z + tl.arange(0, BLOCK), z)
+
+
+# ---------------------------------------------------------------- more of test_core: dot3d, defaults, short circuits
+
+
+@triton.jit
+def dot3d_kernel(X, Y, Z, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    b = tl.arange(0, B)[:, None, None]
+    x = tl.load(X + b * M * K + tl.arange(0, M)[None, :, None] * K + tl.arange(0, K)[None, None, :])
+    y = tl.load(Y + b * K * N + tl.arange(0, K)[None, :, None] * N + tl.arange(0, N)[None, None, :])
+    z = tl.dot(x, y)
+    tl.store(Z + b * M * N + tl.arange(0, M)[None, :, None] * N + tl.arange(0, N)[None, None, :], z)
+
+
+@triton.jit
+def default_args_kernel(ret0, ret1, value=3):
+    tl.store(ret0, _default_helper())
+    tl.store(ret1, _default_helper(value))
+
+
+@triton.jit
+def _default_helper(value=7):
+    return value
+
+
+@triton.jit
+def short_circuit_kernel(X, Out, FLAG: tl.constexpr):
+    x = tl.load(X)
+    if x > 0 and x < 10:
+        tl.store(Out, 1)
+    elif x == 0 or x == 100:
+        tl.store(Out, 2)
+    else:
+        tl.store(Out, 3)
+    if not FLAG:
+        tl.store(Out + 1, 4)
+    else:
+        tl.store(Out + 1, 5)
+
+
+@triton.jit
+def unsigned_abs_kernel(O1, O2, X, Y, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    x = tl.load(X + off)
+    y = tl.load(Y + off)
+    tl.store(O1 + off, tl.abs(x))
+    tl.store(O2 + off, tl.abs(-y))
+
+
+@triton.jit
+def tensor_atomic_cas_kernel(X, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    t0 = tl.zeros([SIZE], dtype=tl.int64)
+    t1 = tl.full([SIZE], 2, dtype=tl.int64)
+    tl.atomic_cas(X + off, t0, t1)
+
+
+@triton.jit
+def ravel_view_kernel(X, Z1, Z2, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(Z1 + tl.arange(0, M * N), tl.ravel(x))
+    tl.store(Z2 + tl.arange(0, M * N), x.reshape(M * N))
+
+
+@triton.jit
+def argmax_keep_dims_kernel(X, Z, M: tl.constexpr, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :])
+    z = tl.argmax(x, axis=1, keep_dims=True)
+    tl.store(Z + tl.arange(0, M)[:, None], z)
+
+
+@triton.jit
+def zero_strided_kernel(X, Z, N: tl.constexpr, STRIDE: tl.constexpr):
+    off = tl.arange(0, N)
+    x = tl.load(X + off * STRIDE)
+    tl.store(Z + off, x + off)
+
+
+@triton.jit
+def scalar_masked_load_kernel(X, Z, n):
+    x = tl.load(X, mask=n > 0, other=-1.0)
+    tl.store(Z, x)

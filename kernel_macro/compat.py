@@ -24,6 +24,7 @@ from eggpu.ir.ops import transcendental_ops
 from . import block_pointers
 from . import language as tl
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
+from .frontend_values import fmt_shape
 
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
@@ -368,8 +369,26 @@ def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
         shown = acc.type if isinstance(acc, Tensor) else describe(acc)
         raise SemanticError(f"tl.dot(out_dtype=f16): acc must be an f16 block, got {shown}",
                             "pass an f16 accumulator (tl.zeros(..., dtype=tl.float16)) or drop out_dtype=", arg="acc")
-    r = s.dot(x, y, acc, precision=_dot_precision(a))
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.type.rank == 3:
+        r = _batched_dot(s, x, y, acc)
+    else:
+        r = s.dot(x, y, acc, precision=_dot_precision(a))
     return s.cast(r, f16) if half and acc is None else r
+
+
+def _batched_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
+    """Triton's 3-D ``tl.dot``, ``[B, M, K] x [B, K, N]``: a broadcast product summed over K, in f32
+    for floats and i32 for integers as the 2-D dot accumulates (no tensor cores: the IR's ``dot``
+    is 2-D); ``acc`` is added after."""
+    if y.type.rank != 3 or x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise SemanticError(f"tl.dot needs [B, M, K] x [B, K, N] blocks, got {fmt_shape(x.shape)} and "
+                            f"{fmt_shape(y.shape)}", arg="b")
+    if x.is_pointer or y.is_pointer or x.dtype.is_bool or y.dtype.is_bool:
+        raise SemanticError(f"tl.dot needs numeric blocks, got {x.type} and {y.type}", "convert with .to(tl.i32)")
+    out = f32 if (x.dtype.is_float or y.dtype.is_float) else i32
+    prod = s.binary("mul", s.expand_dims(s.cast(x, out), 3), s.expand_dims(s.cast(y, out), 1))  # [B, M, K, N]
+    r = s.reduce("reduce_sum", prod, 2, False)
+    return r if acc is None else s.binary("add", r, acc)
 
 
 # ---------------------------------------------------------------- hints

@@ -121,3 +121,53 @@ def test_jit_accepts_tritons_noinline_and_debug(run_both, n):
     x = np.random.default_rng(n).standard_normal(n).astype(np.float32)
     for (_, out) in run_both(_calls_noinline, (eggpu.cdiv(n, 512),), x, np.zeros_like(x), n, BLOCK=512).values():
         np.testing.assert_array_equal(out, x * 2 + 1)
+
+
+@eggpu.jit
+def _dot3d(X, Y, W, Z, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, ACC: tl.constexpr):
+    b = tl.arange(0, B)[:, None, None]
+    x = tl.load(X + b * M * K + tl.arange(0, M)[None, :, None] * K + tl.arange(0, K)[None, None, :])
+    y = tl.load(Y + b * K * N + tl.arange(0, K)[None, :, None] * N + tl.arange(0, N)[None, None, :])
+    zp = Z + b * M * N + tl.arange(0, M)[None, :, None] * N + tl.arange(0, N)[None, None, :]
+    if ACC:
+        z = tl.dot(x, y, acc=tl.load(W + b * M * N + tl.arange(0, M)[None, :, None] * N
+                                     + tl.arange(0, N)[None, None, :]))
+    else:
+        z = tl.dot(x, y)
+    tl.store(zp, z)
+
+
+@pytest.mark.parametrize("dt, acc", [(np.float16, False), (np.float32, True), (np.int8, False)])
+def test_a_3d_dot_is_a_batched_matrix_product(run_both, dt, acc):
+    rng = np.random.default_rng(3)
+    bsz, m, n, k = 2, 4, 8, 16
+    x = rng.integers(-9, 9, (bsz, m, k)).astype(dt) if dt == np.int8 else rng.standard_normal((bsz, m, k)).astype(dt)
+    y = rng.integers(-9, 9, (bsz, k, n)).astype(dt) if dt == np.int8 else rng.standard_normal((bsz, k, n)).astype(dt)
+    out_dt = np.int32 if dt == np.int8 else np.float32
+    w = rng.standard_normal((bsz, m, n)).astype(out_dt)
+    want = x.astype(np.float64) @ y.astype(np.float64) + (w if acc else 0)
+    for (*_, z) in run_both(_dot3d, (1,), x, y, w, np.zeros((bsz, m, n), out_dt), B=bsz, M=m, N=n, K=k,
+                            ACC=acc).values():
+        np.testing.assert_allclose(z, want, rtol=1e-5, atol=1e-4)
+
+
+def test_a_3d_dot_compiles_to_ptx():
+    x = np.zeros((2, 4, 16), np.float16)
+    ck = eggpu.compile(_dot3d.specialize(x, np.zeros((2, 16, 8), np.float16), np.zeros((2, 4, 8), np.float32),
+                                         np.zeros((2, 4, 8), np.float32), B=2, M=4, N=8, K=16, ACC=False),
+                       target="sm_90")
+    assert ".visible .entry _dot3d_entry_point" in ck.ptx
+
+
+@eggpu.jit
+def _dot3d_mismatch(X, Z):
+    x = tl.load(X + tl.arange(0, 2)[:, None, None] * 64 + tl.arange(0, 4)[None, :, None] * 16
+                + tl.arange(0, 16)[None, None, :])
+    tl.store(Z + tl.arange(0, 2)[:, None, None] + tl.arange(0, 4)[None, :, None] + tl.arange(0, 4)[None, None, :],
+             tl.dot(x, x))
+
+
+def test_a_3d_dot_of_mismatched_shapes_is_a_located_error():
+    with pytest.raises(eggpu.CompileError) as ei:
+        _dot3d_mismatch.specialize(np.zeros(128, np.float32), np.zeros(32, np.float32)).ir()
+    assert "tl.dot needs [B, M, K] x [B, K, N] blocks, got [2, 4, 16] and [2, 4, 16]" in str(ei.value).splitlines()[0]
