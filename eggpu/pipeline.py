@@ -442,6 +442,10 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
     Facts.from_dict(r.get("specialization", {}))  # malformed facts: the entry is rejected
     if not isinstance(r.get("written_params", []), list):
         raise TypeError("written_params is not a list")
+    gpu_only = r.get("gpu_only", [])
+    if not isinstance(gpu_only, list) or not all(
+            isinstance(g, list) and len(g) in (1, 4) and all(isinstance(x, str | int) for x in g) for g in gpu_only):
+        raise TypeError("gpu_only is not a list of [op, file, line, col] entries")
     if type(r.get("dynamic_shared_bytes", 0)) is not int or r.get("dynamic_shared_bytes", 0) < 0:
         raise TypeError("dynamic_shared_bytes is not a non-negative int")
     return CompiledKernel(kernel.name, kernel.id, entry_point, opts.target, entry.files["ptx"],
