@@ -413,6 +413,9 @@ def _triton_launch(compiled: list[str]) -> Launch:
             options["num_warps"] = cfg.num_warps
             fn = fn.fn
         names = list(fn.arg_names)
+        for opt in ("num_warps", "num_stages", "num_ctas"):  # launch options, not kernel arguments
+            if opt in kwargs and opt not in names:
+                options[opt] = kwargs.pop(opt)
         values = {**dict(zip(names, args)), **kwargs}
         defaults = {p.name: p.default for p in inspect.signature(fn.fn).parameters.values()
                     if p.default is not inspect.Parameter.empty}

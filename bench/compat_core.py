@@ -62,7 +62,7 @@ CASES: tuple[Case, ...] = (
     Case("sub", "test_bin_op -", O._binary("sub_kernel", O._arith("sub"), O._same(O.INTS + O.FLOATS) + O.MIXED)),
     Case("mul", "test_bin_op *", O._binary("mul_kernel", O._arith("mul"), O._same(O.INTS + O.FLOATS) + O.MIXED)),
     Case("truediv", "test_bin_op /", O._truediv),
-    Case("floordiv", "test_bin_op //", O._binary("floordiv_kernel", O._arith("floordiv"), O._same(O.INTS + O.FLOATS),
+    Case("floordiv", "test_floordiv", O._binary("floordiv_kernel", O._arith("floordiv"), O._same(O.INTS),
                                                y_nonzero=True)),
     Case("mod", "test_bin_op %", O._binary("mod_kernel", O._arith("mod"), O._same(O.INTS + O.FLOATS), y_nonzero=True)),
     Case("broadcast_lhs", "test_bin_op (broadcast lhs)", O._broadcast_lhs),

@@ -262,7 +262,7 @@ def _call(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check
     x = rng.standard_normal(32).astype(np.float32)
     o = np.zeros_like(x)
     launch(k.call_kernel, (1,), o, x, N=32)
-    return [("helpers", o, x * 2 + x * 3, 1e-6, 1e-6)]
+    return [("helpers", o, x * 2 + x * 3 + (x[0] + 1), 1e-6, 1e-6)]
 
 
 def _program_ids(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:

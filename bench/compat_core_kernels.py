@@ -347,7 +347,7 @@ def masked_load_kernel(in_ptr, out_ptr, in_size: tl.constexpr, out_size: tl.cons
 @triton.jit
 def cache_modifier_kernel(dst, src, CACHE: tl.constexpr):
     offsets = tl.arange(0, 128)
-    x = tl.load(src + offsets, cache_modifier=CACHE, eviction_policy="evict_last")
+    x = tl.load(src + offsets, cache_modifier=CACHE)  # PTX refuses .ca with an eviction policy
     tl.store(dst + offsets, x, cache_modifier=".wb")
 
 
@@ -410,6 +410,6 @@ def expand_dims_kernel(Z, X, N: tl.constexpr):
     x = tl.load(X + offs)
     t = tl.expand_dims(x, 0)
     t = tl.expand_dims(t, 2)
-    t = tl.broadcast_to(t, (2, N, 3))
-    tl.store(Z + tl.arange(0, 2)[:, None, None] * N * 3 + offs[None, :, None] * 3 + tl.arange(0, 3)[None, None, :],
+    t = tl.broadcast_to(t, (2, N, 4))
+    tl.store(Z + tl.arange(0, 2)[:, None, None] * N * 4 + offs[None, :, None] * 4 + tl.arange(0, 4)[None, None, :],
              t)

@@ -278,7 +278,7 @@ def _helper_scale(x, factor=2):
 
 @triton.jit(noinline=True)
 def _helper_noinline(x, y):
-    return x + y
+    return x + y  # Triton's noinline functions take scalars
 
 
 @triton.jit
@@ -286,7 +286,7 @@ def call_kernel(Out, X, N: tl.constexpr):
     off = tl.arange(0, N)
     x = tl.load(X + off)
     y = _helper_scale(x)
-    z = _helper_noinline(y, _helper_scale(x, 3))
+    z = y + _helper_scale(x, 3) + _helper_noinline(tl.load(X), 1.0)
     tl.store(Out + off, z)
 
 
