@@ -104,11 +104,21 @@ def lower_inline_asm(lw, op: Operation) -> list[LV]:
     em = lw.em
     if em.is_host:
         raise CodegenError(gpu_only_message(lw.fn.name, op, "run_cpu (the host lowering)"))
-    ret = em.reg_type(op.attrs["dtype"])
+    rets = [em.reg_type(r.type.dtype) for r in op.results]
     args = [em.reg_type(None if v.type.is_pointer else v.type.dtype) for v in op.operands]
-    fty = ir.FunctionType(ret, args)
+    fty = ir.FunctionType(rets[0] if len(rets) == 1 else ir.LiteralStructType(rets), args)
     asm, constraints, effect = op.attrs["asm"], op.attrs["constraints"], not op.attrs["pure"]
-    return elementwise(lw, op, lambda *vs: em.b.asm(fty, asm, constraints, list(vs), effect))
+    if len(rets) == 1:
+        return elementwise(lw, op, lambda *vs: em.b.asm(fty, asm, constraints, list(vs), effect))
+    # several results: one call per element returns a struct; each result takes its field
+    ins = [lw.get(v) for v in op.operands]
+    if all(lv.u is not None for lv in ins):
+        call = em.b.asm(fty, asm, constraints, [lv.u for lv in ins], effect)
+        return [LV(r.type, u=em.b.extract_value(call, i)) for i, r in enumerate(op.results)]
+    cols = [lw.elems(lv) for lv in ins]
+    calls = [em.b.asm(fty, asm, constraints, [c[j] for c in cols], effect)
+             for j in range(lw.layout(op.results[0].type.shape).per)]
+    return [LV(r.type, elems=[em.b.extract_value(c, i) for c in calls]) for i, r in enumerate(op.results)]
 
 
 # ---------------------------------------------------------------- leaves

@@ -275,11 +275,12 @@ def no_check(ts, attrs):  # for/if/yield: checked structurally by the verifier
 
 
 def inline_asm_type(ts, attrs):
-    """``inline_asm``: operands of one shape (the frontend broadcasts them), no pointers; the
-    result has that shape and the ``dtype`` attribute."""
+    """``inline_asm``: operands (values or pointers) of one shape (the frontend broadcasts them);
+    one result of that shape per dtype of the ``dtype`` attribute (a dtype or a tuple of them)."""
     for t in ts:
-        if t.is_pointer:
-            raise fail("inline_asm", f"operands must be values, got {t}")
         if t.shape != ts[0].shape:
             raise fail("inline_asm", f"operands must have one shape, got {', '.join(map(str, ts))}")
-    return (BlockType(attrs["dtype"], ts[0].shape),)
+    dts = attrs["dtype"] if isinstance(attrs["dtype"], tuple) else (attrs["dtype"],)
+    if not dts or not all(isinstance(d, DType) for d in dts):
+        raise fail("inline_asm", f"dtype must be a dtype or a tuple of dtypes, got {attrs['dtype']!r}")
+    return tuple(BlockType(d, ts[0].shape) for d in dts)

@@ -323,8 +323,8 @@ OPS_LIST: list[OpDef] = [
     # escape hatch
     _op("inline_asm", arity=(1, None), traits=(EFFECT,), rule=inline_asm_type, family=ANY,
         attrs=("asm", "constraints", "dtype", "pure"),
-        edge="GPU only: the PTX runs once per element ($0 the result, $1.. the operands); kept in "
-        "program order and never folded; the interpreter and the host lowering refuse it",
+        edge="GPU only: the PTX runs once per element ($0.. the results, one per dtype, then the operands); "
+        "kept in program order and never folded; the interpreter and the host lowering refuse it",
         doc="tl.inline_asm_elementwise (pack=1)"),
     # control flow
     _op("for", arity=(3, None), traits=(CONTROL,), rule=no_check, family=ANY, regions=1,

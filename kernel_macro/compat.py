@@ -185,20 +185,18 @@ def _float_binary(name: str):
 
 
 def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
-    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (pack=1,
-    one result). GPU only; the interpreter and run_cpu refuse it (see the op table)."""
+    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (pack=1;
+    one result per dtype, a tuple when there are several). GPU only; the interpreter and run_cpu
+    refuse it (see the op table)."""
     fn = "tl.inline_asm_elementwise"
     for name in ("asm", "constraints"):
         if not isinstance(a[name], str):
             raise SemanticError(f"{fn}: {name} must be a string, got {describe(a[name])}", arg=name)
     dtype = a["dtype"]
-    if isinstance(dtype, tuple | list):
-        if len(dtype) != 1:
-            raise SemanticError(f"{fn} with several results (dtype={len(dtype)} dtypes) is not supported by eggpu",
-                                "write one call per result", arg="dtype")
-        dtype = dtype[0]
-    if not isinstance(dtype, DType):
-        raise SemanticError(f"{fn}: dtype must be a dtype such as tl.int32, got {describe(dtype)}", arg="dtype")
+    dts = tuple(dtype) if isinstance(dtype, tuple | list) else (dtype,)
+    if not dts or not all(isinstance(d, DType) for d in dts):
+        raise SemanticError(f"{fn}: dtype must be a dtype such as tl.int32 or a tuple of them, got {describe(dtype)}",
+                            arg="dtype")
     if a["pack"] != 1:
         raise SemanticError(f"{fn}(pack={a['pack']!r}) is not supported by eggpu: each asm call computes one "
                             "element", "pass pack=1 and write the asm for one element", arg="pack")
@@ -212,12 +210,15 @@ def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
         shape = s.broadcast_shapes(shape, t.shape)
     outputs = [c for c in a["constraints"].split(",") if c.strip().startswith("=")]
     inputs = [c for c in a["constraints"].split(",") if c.strip() and not c.strip().startswith(("=", "~"))]
-    if len(outputs) != 1 or len(inputs) != len(ts):
-        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name 1 output and {len(ts)} inputs "
-                            f"(one per argument), got {len(outputs)} and {len(inputs)}", arg="constraints")
+    if len(outputs) != len(dts) or len(inputs) != len(ts):
+        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name {len(dts)} output(s) (one per "
+                            f"dtype) and {len(ts)} input(s) (one per argument), got {len(outputs)} and {len(inputs)}",
+                            arg="constraints")
     ops = [s.broadcast_to(t, shape).value for t in ts]
-    return Tensor(s.b.op("inline_asm", *ops, asm=a["asm"], constraints=a["constraints"], dtype=dtype,
-                         pure=bool(a["is_pure"])))
+    op = s.b.create("inline_asm", ops, {"asm": a["asm"], "constraints": a["constraints"],
+                                        "dtype": dts if len(dts) > 1 else dts[0], "pure": bool(a["is_pure"])})
+    results = tuple(Tensor(r) for r in op.results)
+    return results if len(results) > 1 else results[0]
 
 
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:

@@ -537,9 +537,9 @@ def umulhi(x: Any, y: Any) -> Any:
 def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is_pure: _builtin_bool,
                            pack: int) -> Any:
     """Run PTX ``asm`` once per element of the broadcast ``args`` (LLVM inline-asm syntax: ``$0``
-    is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``).
-    GPU only: the interpreter and ``run_cpu`` refuse a kernel that uses it. eggpu supports one
-    result dtype and ``pack=1``."""
+    is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``). A tuple
+    of dtypes gives a tuple of results (``$0``, ``$1``, ... first). GPU only: the interpreter and
+    ``run_cpu`` refuse a kernel that uses it. eggpu supports ``pack=1``."""
     raise _outside("inline_asm_elementwise")
 
 

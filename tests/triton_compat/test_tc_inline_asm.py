@@ -113,7 +113,7 @@ def _packed(X, Z):
 @eggpu.jit
 def _two_results(X, Z):
     x = tl.load(X + tl.arange(0, 16))
-    a, b = tl.inline_asm_elementwise("mov.b32 $0, $2; mov.b32 $1, $2;", "=r,=r,r", [x],
+    a, b = tl.inline_asm_elementwise("mov.b32 $0, $2; mov.b32 $1, $2;", "=r,r", [x],
                                      dtype=(tl.int32, tl.int32), is_pure=True, pack=1)
     tl.store(Z + tl.arange(0, 16), a + b)
 
@@ -128,9 +128,10 @@ def _bad_constraints(X, Z):
 @pytest.mark.parametrize("fn, problem, at", [
     (_packed, "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes one element",
      "pack=4"),
-    (_two_results, "tl.inline_asm_elementwise with several results (dtype=2 dtypes) is not supported by eggpu",
-     "dtype=(tl.int32, tl.int32)"),
-    (_bad_constraints, "constraints '=r,r,r' must name 1 output and 1 inputs (one per argument), got 1 and 2",
+    (_two_results, "constraints '=r,r' must name 2 output(s) (one per dtype) and 1 input(s) (one per argument), "
+     "got 1 and 1", '"=r,r"'),
+    (_bad_constraints, "constraints '=r,r,r' must name 1 output(s) (one per dtype) and 1 input(s) (one per "
+     "argument), got 1 and 2",
      '"=r,r,r"'),
 ])
 def test_what_eggpu_cannot_honour_is_a_located_compile_error(fn, problem, at):
@@ -154,3 +155,44 @@ def test_run_cpu_of_a_cached_kernel_still_names_the_source_line(monkeypatch, tmp
     first, line, caret = str(info.value).splitlines()[:3]
     assert first.startswith(f"{__file__}:23:") and "run_cpu (the host lowering) cannot run PTX" in first
     assert "tl.inline_asm_elementwise(" in line and caret.strip() == "^"
+
+
+@eggpu.jit
+def split_halves(X, LO, HI, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < N, other=0)
+    # two results, as Triton's test_inline_asm_multiple_outputs: the halves of each 32-bit word
+    lo, hi = tl.inline_asm_elementwise("and.b32 $0, $2, 65535; shr.u32 $1, $2, 16;", "=r,=r,r", [x],
+                                       dtype=(tl.uint32, tl.uint32), is_pure=True, pack=1)
+    tl.store(LO + offs, lo, mask=offs < N)
+    tl.store(HI + offs, hi, mask=offs < N)
+
+
+@eggpu.jit
+def load_through_asm(X, Z, BLOCK: tl.constexpr):
+    # a pointer argument, as Triton's test_inline_asm_with_pointers
+    ptrs = X + tl.arange(0, BLOCK)
+    v = tl.inline_asm_elementwise("ld.global.b32 $0, [$1];", "=r,l", [ptrs], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+    tl.store(Z + tl.arange(0, BLOCK), v)
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_several_results_and_pointer_arguments_compile_and_assemble(target):
+    x = np.zeros(1001, np.uint32)
+    ck = eggpu.compile(split_halves.specialize(x, x.copy(), x.copy(), 1001, BLOCK=256), target=target)
+    # 256 elements over 128 threads: two calls per thread, each with both instructions
+    assert sum("shr.u32" in ln for ln in ck.ptx.splitlines()) == 2
+    assert sum("and.b32" in ln and "65535" in ln for ln in ck.ptx.splitlines()) == 2
+    assert ck.report["optimizer"]["validation"] == "valid"
+    assert _ptxas_registers(ck.ptx, target) > 0
+    y = np.zeros(128, np.int32)
+    ck2 = eggpu.compile(load_through_asm.specialize(y, y.copy(), BLOCK=128), target=target)
+    assert sum("ld.global.b32" in ln for ln in ck2.ptx.splitlines()) == 1
+    assert _ptxas_registers(ck2.ptx, target) > 0
+
+
+def test_several_results_print_and_parse_back():
+    x = np.zeros(8, np.uint32)
+    text = str(split_halves.specialize(x, x, x, 8, BLOCK=16).ir())
+    assert "dtype=(u32,u32)" in text and str(parse_function(text)) == text
