@@ -24,6 +24,7 @@ The last run's results are kept in ``bench/results/compat.json`` (``--triton --j
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import math
 import os
@@ -389,12 +390,13 @@ def _mismatch(checks: list[Check]) -> str | None:
     return None
 
 
-def run_case(case: Case, mode: str, seed: int = 0) -> str | None:
-    """None when ``case`` matches numpy in ``mode``, else why not (one line)."""
+def run_case(case: Case, mode: str, seed: int = 0, loader: Callable[[str], ModuleType] | None = None) -> str | None:
+    """None when ``case`` matches numpy in ``mode``, else why not (one line). ``loader`` loads the
+    kernel module for a backend (default: this file's tutorial kernels)."""
     old = os.environ.get("EGGPU_JIT_DEVICE")
     os.environ["EGGPU_JIT_DEVICE"] = mode
     try:
-        checks = case.run(load("eggpu"), _launch_eggpu, np.random.default_rng(seed))
+        checks = case.run((loader or load)("eggpu"), _launch_eggpu, np.random.default_rng(seed))
         return _mismatch(checks)
     except Exception as e:  # noqa: BLE001 - the harness reports every failure, it does not stop
         return _first_line(e)
@@ -406,7 +408,8 @@ def run_case(case: Case, mode: str, seed: int = 0) -> str | None:
 
 
 _TRITON_TYPES = {"float16": "fp16", "bfloat16": "bf16", "float32": "fp32", "float64": "fp64", "int8": "i8",
-                 "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint32": "u32", "bool": "i1"}
+                 "int16": "i16", "int32": "i32", "int64": "i64", "uint8": "u8", "uint16": "u16", "uint32": "u32",
+                 "uint64": "u64", "bool": "i1"}
 
 
 def _triton_launch(compiled: list[str]) -> Launch:
@@ -425,10 +428,16 @@ def _triton_launch(compiled: list[str]) -> Launch:
             options["num_warps"] = cfg.num_warps
             fn = fn.fn
         names = list(fn.arg_names)
+        for opt in ("num_warps", "num_stages", "num_ctas"):  # launch options, not kernel arguments
+            if opt in kwargs and opt not in names:
+                options[opt] = kwargs.pop(opt)
         values = {**dict(zip(names, args)), **kwargs}
+        defaults = {p.name: p.default for p in inspect.signature(fn.fn).parameters.values()
+                    if p.default is not inspect.Parameter.empty}
+        values = {**{n: defaults[n] for n in names if n not in values and n in defaults}, **values}
         if cfg is not None and cfg.pre_hook is not None:
             cfg.pre_hook({**values, **cfg.all_kwargs()})
-        consts = {n: v for n, v in values.items() if n in kwargs and fn.params[names.index(n)].is_constexpr}
+        consts = {n: v for n, v in values.items() if fn.params[names.index(n)].is_constexpr}
         sig: dict[str, str] = {}
         for n in names:
             v = values[n]
@@ -440,6 +449,8 @@ def _triton_launch(compiled: list[str]) -> Launch:
                 sig[n] = "*" + _TRITON_TYPES[v.dtype.name]
             elif isinstance(v, float):
                 sig[n] = "fp32"
+            elif isinstance(v, bool):
+                sig[n] = "i1"
             else:
                 sig[n] = "i32" if -2**31 <= int(v) < 2**31 else "i64"
         src = ASTSource(fn=fn, signature=sig, constexprs=consts)
@@ -464,11 +475,11 @@ class _HostDescriptors:
         return getattr(self._mod, name)
 
 
-def triton_compiles(case: Case) -> str | None:
+def triton_compiles(case: Case, loader: Callable[[str], ModuleType] | None = None) -> str | None:
     """None when Triton compiles every launch of ``case`` to PTX, else why not (one line)."""
     compiled: list[str] = []
     try:
-        mod = _HostDescriptors(load("triton"))
+        mod = _HostDescriptors((loader or load)("triton"))
         case.run(mod, _triton_launch(compiled), np.random.default_rng(0))  # type: ignore[arg-type]
     except Exception as e:  # noqa: BLE001
         return _first_line(e, last=True)

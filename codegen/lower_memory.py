@@ -25,7 +25,8 @@ broadcast through shared memory.
 Atomics apply element by element in row-major order (the host loops over chunks, then lanes,
 then the chunk's slots) and return the old value (0 for masked-off lanes). Integer
 add/max/min and float add use ``atomicrmw``; float max/min (minimumNumber semantics) use a
-compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed).
+compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed); an
+op's ``sem`` (acquire/release/acq_rel) adds device-scope fences around it on the GPU.
 """
 
 from __future__ import annotations
@@ -445,7 +446,8 @@ def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals
 # ---------------------------------------------------------------- atomics
 
 _RMW_INT = {"atomic_add": ("add", "add"), "atomic_max": ("max", "umax"), "atomic_min": ("min", "umin"),
-            "atomic_xchg": ("xchg", "xchg")}
+            "atomic_xchg": ("xchg", "xchg"), "atomic_and": ("and", "and"), "atomic_or": ("or", "or"),
+            "atomic_xor": ("xor", "xor")}
 
 
 def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
@@ -458,6 +460,8 @@ def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp:
         return S.minimum(em, dt, old, v)
     if name == "atomic_xchg":
         return v
+    if name in ("atomic_and", "atomic_or", "atomic_xor"):
+        return S.BINARY[name[len("atomic_"):]](em, dt, old, v)
     assert name == "atomic_cas" and cmp is not None
     return em.b.select(em.b.icmp_unsigned("==", old, cmp), v, old)
 
@@ -526,7 +530,25 @@ def _guarded(em: Emitter, mask: ir.Value | None, rt: ir.Type, body) -> ir.Value:
     return phi
 
 
+def _fence(em: Emitter, sem: str, after: bool) -> None:
+    """GPU: the ordering of ``sem`` as device-scope fences around a relaxed atomic (LLVM's NVPTX
+    back end drops the ordering of ``atomicrmw``, so the fences carry it): release before,
+    acquire after, both for acq_rel. The host runs lanes in lock-step: nothing to order."""
+    if em.is_host or sem == "relaxed":
+        return
+    if (after and sem in ("acquire", "acq_rel")) or (not after and sem in ("release", "acq_rel")):
+        em.b.fence("acquire" if after else "release", "device")
+
+
 def lower_atomic(lw, op: Operation) -> list[LV]:
+    sem = op.attrs.get("sem", "relaxed")
+    _fence(lw.em, sem, after=False)
+    out = _lower_atomic(lw, op)
+    _fence(lw.em, sem, after=True)
+    return out
+
+
+def _lower_atomic(lw, op: Operation) -> list[LV]:
     em = lw.em
     name = op.op
     pt = op.operands[0].type
@@ -605,5 +627,8 @@ HANDLERS = {
     "atomic_max": lower_atomic,
     "atomic_min": lower_atomic,
     "atomic_xchg": lower_atomic,
+    "atomic_and": lower_atomic,
+    "atomic_or": lower_atomic,
+    "atomic_xor": lower_atomic,
     "atomic_cas": lower_atomic,
 }

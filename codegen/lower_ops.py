@@ -19,6 +19,7 @@ from collections.abc import Callable
 from llvmlite import ir
 
 from eggpu.ir.dtypes import DType, i32
+from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
 from eggpu.ir.ops import OPS, TRANSCENDENTAL
 
@@ -28,7 +29,7 @@ from .layout import LV
 
 Handler = Callable[..., list[LV]]
 
-_EAGER = {"div", "rem", "fma"}
+_EAGER = {"div", "rem", "fma", "inline_asm"}
 
 
 def elementwise(lw, op: Operation, fn: Callable[..., ir.Value]) -> list[LV]:
@@ -108,6 +109,28 @@ def lower_ptr_to_int(lw, op: Operation) -> list[LV]:
     """A global pointer -> its 64-bit address: ``ptrtoint`` (i64 and u64 are both LLVM ``i64``)."""
     em = lw.em
     return elementwise(lw, op, lambda p: em.b.ptrtoint(p, em.like_type(p, I64)))
+def lower_inline_asm(lw, op: Operation) -> list[LV]:
+    """``tl.inline_asm_elementwise`` on the GPU: an LLVM inline-asm call per owned element (Triton's
+    pack=1), with the user's PTX and constraints verbatim (``$0`` the result, ``$1``.. the
+    operands). Side-effecting unless declared pure. The host lowering (run_cpu) cannot run PTX."""
+    em = lw.em
+    if em.is_host:
+        raise CodegenError(gpu_only_message(lw.fn.name, op, "run_cpu (the host lowering)"))
+    rets = [em.reg_type(r.type.dtype) for r in op.results]
+    args = [em.reg_type(None if v.type.is_pointer else v.type.dtype) for v in op.operands]
+    fty = ir.FunctionType(rets[0] if len(rets) == 1 else ir.LiteralStructType(rets), args)
+    asm, constraints, effect = op.attrs["asm"], op.attrs["constraints"], not op.attrs["pure"]
+    if len(rets) == 1:
+        return elementwise(lw, op, lambda *vs: em.b.asm(fty, asm, constraints, list(vs), effect))
+    # several results: one call per element returns a struct; each result takes its field
+    ins = [lw.get(v) for v in op.operands]
+    if all(lv.u is not None for lv in ins):
+        call = em.b.asm(fty, asm, constraints, [lv.u for lv in ins], effect)
+        return [LV(r.type, u=em.b.extract_value(call, i)) for i, r in enumerate(op.results)]
+    cols = [lw.elems(lv) for lv in ins]
+    calls = [em.b.asm(fty, asm, constraints, [c[j] for c in cols], effect)
+             for j in range(lw.layout(op.results[0].type.shape).per)]
+    return [LV(r.type, elems=[em.b.extract_value(c, i) for c in calls]) for i, r in enumerate(op.results)]
 
 
 # ---------------------------------------------------------------- leaves
@@ -160,6 +183,7 @@ def _build() -> dict[str, Handler]:
         "addptr": lower_addptr,
         "int_to_ptr": lower_int_to_ptr,
         "ptr_to_int": lower_ptr_to_int,
+        "inline_asm": lower_inline_asm,
     }
     for name in S.BINARY:
         table[name] = _binary(name)

@@ -125,6 +125,19 @@ class CompiledKernel:
 
         check_launch(self.name, self.facts, [p.name for p in self.params], list(args), grid, LaunchError)
 
+    def _refuse_gpu_only(self) -> None:
+        """run_cpu of a kernel with inline asm: one CodegenError at its first use in the source."""
+        used = self.report.get("gpu_only") or []
+        if used:
+            from types import SimpleNamespace
+
+            from eggpu.ir.errors import CodegenError, gpu_only_message
+            from eggpu.ir.graph import Loc
+
+            first = used[0]
+            where = SimpleNamespace(loc=Loc(first[1], first[2], first[3]) if len(first) == 4 else None)
+            raise CodegenError(gpu_only_message(self.name, where, "run_cpu (the host lowering)"))
+
     def _no_keywords(self, method: str, kwargs: dict[str, Any]) -> None:
         if kwargs:
             from eggpu.ir.errors import LaunchError
@@ -143,6 +156,7 @@ class CompiledKernel:
         g = normalize_grid(self.name, grid)
         check_args(self.name, self.params, args)
         self._check_facts(g, args)
+        self._refuse_gpu_only()
         if self._host is None:
             from eggpu.codegen import build_host
             from eggpu.codegen.target import get_target
@@ -447,6 +461,10 @@ def _from_cache(kernel: Any, opts: CompileOptions, entry: Any) -> CompiledKernel
     Facts.from_dict(r.get("specialization", {}))  # malformed facts: the entry is rejected
     if not isinstance(r.get("written_params", []), list):
         raise TypeError("written_params is not a list")
+    gpu_only = r.get("gpu_only", [])
+    if not isinstance(gpu_only, list) or not all(
+            isinstance(g, list) and len(g) in (1, 4) and all(isinstance(x, str | int) for x in g) for g in gpu_only):
+        raise TypeError("gpu_only is not a list of [op, file, line, col] entries")
     if type(r.get("dynamic_shared_bytes", 0)) is not int or r.get("dynamic_shared_bytes", 0) < 0:
         raise TypeError("dynamic_shared_bytes is not a non-negative int")
     return CompiledKernel(kernel.name, kernel.id, entry_point, opts.target, entry.files["ptx"],
@@ -489,6 +507,10 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         _apply_facts(fn, opts)
     report["specialization"] = fn.facts.as_dict()
     report["ir_ops_before"] = fn.op_count()
+    # where the kernel uses GPU-only ops (inline asm), from the source IR: run_cpu refuses it with
+    # the source line even when the compiled kernel comes from the cache (its IR text has no locations)
+    report["gpu_only"] = [[op.op, op.loc.file, op.loc.line, op.loc.col] if op.loc is not None else [op.op]
+                          for op in fn.walk() if op.op == "inline_asm"]
     if opts.optimize:
         from eggpu.optimizer import optimize as run_optimizer
 

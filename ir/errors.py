@@ -97,3 +97,15 @@ def unknown_keyword(what: str, name: str, known: Iterable[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return f"{what}: unknown keyword argument {name!r}{hint} (known: {', '.join(known)})"
+
+
+def gpu_only_message(kernel: str, op: Any, runner: str) -> str:
+    """Why ``runner`` (the interpreter, run_cpu) cannot run ``op`` (an ``inline_asm``), located:
+    ``file:line:col: kernel: ...`` then the source line with a caret when the file is readable."""
+    loc = getattr(op, "loc", None)
+    head = f"{loc}: " if loc is not None else ""
+    text = (f"{head}{kernel}: tl.inline_asm_elementwise is GPU-only: {runner} cannot run PTX assembly; "
+            "launch the kernel on a CUDA GPU (ck.launch, or kernel[grid] with a GPU), or write the "
+            "computation with tl operations")
+    excerpt = loc.excerpt() if loc is not None else ""
+    return f"{text}\n{excerpt}" if excerpt else text

@@ -121,6 +121,13 @@ class Loc:
     def __str__(self) -> str:
         return f"{self.file}:{self.line}:{self.col + 1}"
 
+    def excerpt(self) -> str:
+        """The source line and a caret under the column (empty when the file cannot be read)."""
+        import linecache
+
+        text = linecache.getline(self.file, self.line).rstrip("\n")
+        return f"{text}\n{' ' * self.col}^" if text else ""
+
 
 @dataclass(eq=False)
 class Function:

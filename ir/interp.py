@@ -51,7 +51,7 @@ import numpy as np
 
 from . import launch_args
 from .dtypes import bool_, i64
-from .errors import InterpreterError, OutOfBoundsError
+from .errors import InterpreterError, OutOfBoundsError, gpu_only_message
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
 from .ops import OPS
@@ -64,7 +64,8 @@ __all__ = ["PointerValue", "interpret"]
 Handler = Callable[[list], None]
 
 _POINTER_SHAPE_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape", "trans"})
-_ATOMIC_COMBINE = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum"}
+_ATOMIC_COMBINE = {"atomic_add": "add", "atomic_max": "maximum", "atomic_min": "minimum", "atomic_and": "and",
+                   "atomic_or": "or", "atomic_xor": "xor"}
 
 
 class PointerValue:
@@ -276,6 +277,8 @@ class _Program:
             return self._store(op)
         if name.startswith("atomic_"):
             return self._atomic(op)
+        if name == "inline_asm":
+            raise InterpreterError(gpu_only_message(self.fn.name, op, "the numpy interpreter"))
         if name == "for":
             return self._for(op)
         if name == "if":
@@ -381,9 +384,17 @@ class _Program:
                     sel = ref(attrs, env[ic], address_of(a), address_of(b), dtype=bool_)
                     env[out] = RawPointer(sel, op.result.type.dtype)
                     return
+                c = env[ic]
                 if a.base is not b.base:
+                    # a condition that picks one buffer for every lane (a scalar `tl.where(flag,
+                    # a_ptr, b_ptr)`) selects that pointer; lanes split between buffers cannot be
+                    # addressed by one base
+                    if np.all(c) or not np.any(c):
+                        pick = a if np.all(c) else b
+                        env[out] = pick.with_offsets(np.broadcast_to(pick.offsets, op.result.type.shape))
+                        return
                     raise self._error(op, f"selects between pointers into different buffers "
-                                          f"'{a.name}' and '{b.name}'")
+                                          f"'{a.name}' and '{b.name}' lane by lane")
                 env[out] = a.with_offsets(ref(attrs, env[ic], a.offsets, b.offsets, dtype=bool_))
 
             return where
@@ -521,7 +532,7 @@ class _Program:
 
     def _atomic(self, op: Operation) -> Handler:
         name = op.op
-        if name not in ("atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"):
+        if name not in _ATOMIC_COMBINE and name not in ("atomic_xchg", "atomic_cas"):
             raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
         ins = tuple(self._in(op, v) for v in op.operands)
         out = self._slot(op.result)

@@ -259,8 +259,19 @@ def store_type(ts, attrs):
     return ()
 
 
+ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
+"""Memory orderings of an atomic's optional ``sem`` attribute (absent: relaxed), Triton's names."""
+
+
+def _check_sem(name: str, attrs: dict[str, Any]) -> None:
+    sem = attrs.get("sem", "relaxed")
+    if sem not in ATOMIC_SEMS:
+        raise fail(name, f"sem must be one of {', '.join(ATOMIC_SEMS)}, got {sem!r}")
+
+
 def atomic_type(name):
     def rule(ts, attrs):
+        _check_sem(name, attrs)
         p, v = ts[0], ts[1]
         if not p.is_pointer:
             raise fail(name, f"first operand must be a pointer, got {p}")
@@ -274,6 +285,7 @@ def atomic_type(name):
 
 
 def cas_type(ts, attrs):
+    _check_sem("atomic_cas", attrs)
     p, c, v = ts
     out = BlockType(p.dtype, p.shape) if p.is_pointer else None
     if out is None or c != out or v != out:
@@ -283,3 +295,15 @@ def cas_type(ts, attrs):
 
 def no_check(ts, attrs):  # for/if/yield: checked structurally by the verifier
     return ()
+
+
+def inline_asm_type(ts, attrs):
+    """``inline_asm``: operands (values or pointers) of one shape (the frontend broadcasts them);
+    one result of that shape per dtype of the ``dtype`` attribute (a dtype or a tuple of them)."""
+    for t in ts:
+        if t.shape != ts[0].shape:
+            raise fail("inline_asm", f"operands must have one shape, got {', '.join(map(str, ts))}")
+    dts = attrs["dtype"] if isinstance(attrs["dtype"], tuple) else (attrs["dtype"],)
+    if not dts or not all(isinstance(d, DType) for d in dts):
+        raise fail("inline_asm", f"dtype must be a dtype or a tuple of dtypes, got {attrs['dtype']!r}")
+    return tuple(BlockType(d, ts[0].shape) for d in dts)

@@ -24,11 +24,12 @@ from eggpu.ir.ops import transcendental_ops
 from . import block_pointers
 from . import language as tl
 from .frontend_ops import Semantic, SemanticError, Tensor, describe, is_number
+from .frontend_values import fmt_shape
 
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_normal", "evict_first", "evict_last")
-_SEMS = (None, "relaxed")
+_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")  # None: relaxed (see docs/language.md)
 _SCOPES = (None, "gpu", "cta")  # eggpu atomics are device scope, which also satisfies "cta"
 _PRECISIONS = (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6", "hf32")
 
@@ -72,26 +73,26 @@ def store(s: Semantic, a: dict[str, Any]) -> None:
     return s.store(a["ptr"], a["value"], a["mask"])
 
 
-def _atomic_hints(a: dict[str, Any], fn: str) -> None:
+def _atomic_hints(a: dict[str, Any], fn: str) -> dict[str, str]:
+    """The IR attributes for ``sem=`` (none when relaxed); checks ``scope=``."""
     if a["sem"] not in _SEMS:
-        raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not supported by eggpu: atomics are relaxed",
-                            "drop sem= (or pass sem='relaxed'); order accesses with separate kernels", arg="sem")
+        raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not a memory ordering",
+                            f"pass one of {', '.join(repr(x) for x in _SEMS[1:])}", arg="sem")
     if a["scope"] not in _SCOPES:
         raise SemanticError(f"tl.{fn}(scope={a['scope']!r}) is not supported by eggpu: atomics have device scope",
                             "drop scope= (or pass scope='gpu')", arg="scope")
+    return {} if a["sem"] in (None, "relaxed") else {"sem": a["sem"]}
 
 
 def atomic(kind: str):
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
-        _atomic_hints(a, kind)
-        return s.atomic(kind, a["ptr"], a["val"], a["mask"])
+        return s.atomic(kind, a["ptr"], a["val"], a["mask"], **_atomic_hints(a, kind))
 
     return impl
 
 
 def atomic_cas(s: Semantic, a: dict[str, Any]) -> Tensor:
-    _atomic_hints(a, "atomic_cas")
-    return s.atomic_cas(a["ptr"], a["cmp"], a["val"])
+    return s.atomic_cas(a["ptr"], a["cmp"], a["val"], **_atomic_hints(a, "atomic_cas"))
 
 
 # ---------------------------------------------------------------- compute
@@ -181,6 +182,43 @@ def _float_binary(name: str):
         return Tensor(s.b.op(name, tx.value, ty.value))
 
     return impl
+
+
+def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (pack=1;
+    one result per dtype, a tuple when there are several). GPU only; the interpreter and run_cpu
+    refuse it (see the op table)."""
+    fn = "tl.inline_asm_elementwise"
+    for name in ("asm", "constraints"):
+        if not isinstance(a[name], str):
+            raise SemanticError(f"{fn}: {name} must be a string, got {describe(a[name])}", arg=name)
+    dtype = a["dtype"]
+    dts = tuple(dtype) if isinstance(dtype, tuple | list) else (dtype,)
+    if not dts or not all(isinstance(d, DType) for d in dts):
+        raise SemanticError(f"{fn}: dtype must be a dtype such as tl.int32 or a tuple of them, got {describe(dtype)}",
+                            arg="dtype")
+    if a["pack"] != 1:
+        raise SemanticError(f"{fn}(pack={a['pack']!r}) is not supported by eggpu: each asm call computes one "
+                            "element", "pass pack=1 and write the asm for one element", arg="pack")
+    args = a["args"]
+    args = list(args) if isinstance(args, tuple | list) else [args]
+    if not args:
+        raise SemanticError(f"{fn} needs at least one argument in args", arg="args")
+    ts = [s.to_tensor(v) for v in args]
+    shape: tuple[int, ...] = ()
+    for t in ts:
+        shape = s.broadcast_shapes(shape, t.shape)
+    outputs = [c for c in a["constraints"].split(",") if c.strip().startswith("=")]
+    inputs = [c for c in a["constraints"].split(",") if c.strip() and not c.strip().startswith(("=", "~"))]
+    if len(outputs) != len(dts) or len(inputs) != len(ts):
+        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name {len(dts)} output(s) (one per "
+                            f"dtype) and {len(ts)} input(s) (one per argument), got {len(outputs)} and {len(inputs)}",
+                            arg="constraints")
+    ops = [s.broadcast_to(t, shape).value for t in ts]
+    op = s.b.create("inline_asm", ops, {"asm": a["asm"], "constraints": a["constraints"],
+                                        "dtype": dts if len(dts) > 1 else dts[0], "pure": bool(a["is_pure"])})
+    results = tuple(Tensor(r) for r in op.results)
+    return results if len(results) > 1 else results[0]
 
 
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -332,8 +370,26 @@ def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
         shown = acc.type if isinstance(acc, Tensor) else describe(acc)
         raise SemanticError(f"tl.dot(out_dtype=f16): acc must be an f16 block, got {shown}",
                             "pass an f16 accumulator (tl.zeros(..., dtype=tl.float16)) or drop out_dtype=", arg="acc")
-    r = s.dot(x, y, acc, precision=_dot_precision(a))
+    if isinstance(x, Tensor) and isinstance(y, Tensor) and x.type.rank == 3:
+        r = _batched_dot(s, x, y, acc)
+    else:
+        r = s.dot(x, y, acc, precision=_dot_precision(a))
     return s.cast(r, f16) if half and acc is None else r
+
+
+def _batched_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
+    """Triton's 3-D ``tl.dot``, ``[B, M, K] x [B, K, N]``: a broadcast product summed over K, in f32
+    for floats and i32 for integers as the 2-D dot accumulates (no tensor cores: the IR's ``dot``
+    is 2-D); ``acc`` is added after."""
+    if y.type.rank != 3 or x.shape[0] != y.shape[0] or x.shape[2] != y.shape[1]:
+        raise SemanticError(f"tl.dot needs [B, M, K] x [B, K, N] blocks, got {fmt_shape(x.shape)} and "
+                            f"{fmt_shape(y.shape)}", arg="b")
+    if x.is_pointer or y.is_pointer or x.dtype.is_bool or y.dtype.is_bool:
+        raise SemanticError(f"tl.dot needs numeric blocks, got {x.type} and {y.type}", "convert with .to(tl.i32)")
+    out = f32 if (x.dtype.is_float or y.dtype.is_float) else i32
+    prod = s.binary("mul", s.expand_dims(s.cast(x, out), 3), s.expand_dims(s.cast(y, out), 1))  # [B, M, K, N]
+    r = s.reduce("reduce_sum", prod, 2, False)
+    return r if acc is None else s.binary("add", r, acc)
 
 
 # ---------------------------------------------------------------- hints
@@ -438,9 +494,10 @@ def static_print(s: Semantic, a: dict[str, Any]) -> None:
 IMPLS: dict[str, Any] = {
     "load": load, "store": store,
     "atomic_add": atomic("atomic_add"), "atomic_max": atomic("atomic_max"), "atomic_min": atomic("atomic_min"),
-    "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas,
+    "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas, "atomic_and": atomic("atomic_and"),
+    "atomic_or": atomic("atomic_or"), "atomic_xor": atomic("atomic_xor"),
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
-    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi,
+    "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,

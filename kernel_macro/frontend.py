@@ -70,7 +70,7 @@ from .frontend_common import (
 )
 from .frontend_control import ControlFlow
 from .frontend_ops import Semantic, SemanticError, Tensor, describe
-from .frontend_values import BlockTypeValue
+from .frontend_values import BlockTypeValue, is_number
 from .signature import _closure_vars
 from .unsupported import (
     LIBDEVICE_UNSUPPORTED_HINT,
@@ -89,6 +89,7 @@ class CodeGenerator(ControlFlow, Calls):
         self.b = Builder(name, list(params))
         self.sem = Semantic(self.b)
         self.scalar_lists = False  # while lowering the arguments of a call that takes lists of runtime scalars
+        self.block_lists = False  # while lowering the arguments of a call that takes a list of blocks
         self.binding = binding
         self.name = name
         scope: dict[str, Any] = dict(consts)
@@ -385,6 +386,10 @@ class CodeGenerator(ControlFlow, Calls):
                 shown = v.__name__ if isinstance(v, type) else describe(v) if isinstance(v, DType) else f"the type {v}"
                 raise self.error(node, f"{shown} has no attribute {attr!r}", col=self._attr_col(node))
             return self._outer_value(node, attr, getattr(v, attr))
+        if is_number(v) and (attr == "to" or attr in TENSOR_METHODS):
+            # Triton: a method of a compile-time number (`acc = 0; acc = acc.to(tl.int64)`) applies
+            # to the number as a scalar tensor of its default dtype (int -> i32 or i64, float -> f32)
+            return BoundMethod(self.sem.to_tensor(v), attr)
         raise self.error(node, f"cannot read attribute {attr!r} of {describe(v)}", col=self._attr_col(node))
 
     def _language_attribute(self, node: ast.Attribute, mod: types.ModuleType, base: str, attr: str) -> Any:
@@ -419,6 +424,8 @@ class CodeGenerator(ControlFlow, Calls):
         vals = tuple(self._call_args(node.elts))
         if self.scalar_lists and all(not isinstance(v, Tensor) or not v.is_block for v in vals):
             return vals  # shapes/offsets of block pointers and tensor descriptors (frontend_calls.py)
+        if self.block_lists:
+            return vals  # tl.inline_asm_elementwise(..., [x, y], ...): read once, never mutated
         for v in vals:
             if _has_tensor(v):
                 raise self.error(node, "lists of runtime values are not supported in a kernel",

@@ -58,6 +58,7 @@ class Calls:
         fobj = self.expr(node.func)
         name = fobj.name if isinstance(fobj, BoundMethod) else getattr(fobj, "__eggpu_builtin__", None)
         saved, self.scalar_lists = self.scalar_lists, name in _SCALAR_LIST_FUNCTIONS
+        saved_blocks, self.block_lists = self.block_lists, name == "inline_asm_elementwise"
         try:
             args = self._call_args(node.args)
             kwargs: dict[str, Any] = {}
@@ -67,6 +68,7 @@ class Calls:
                 kwargs[kw.arg] = self.expr(kw.value)
         finally:
             self.scalar_lists = saved
+            self.block_lists = saved_blocks
         builtin = getattr(fobj, "__eggpu_builtin__", None)
         if builtin is not None:
             return self._call_builtin(node, builtin, args, kwargs)

@@ -88,13 +88,17 @@ class Memory:
         ops = (p.value, v.value) + ((m.value,) if m is not None else ())
         self.b.effect("store", *ops)
 
-    def atomic(self, kind: str, ptr: Any, val: Any, mask: Any) -> Tensor:
+    def atomic(self, kind: str, ptr: Any, val: Any, mask: Any, **attrs: Any) -> Tensor:
         """``atomic_add/max/min/xchg``. Unlike ``store``, a scalar pointer broadcasts against a block
         value (every lane updates the one address, in lane order)."""
         fn = kind
         p = self._pointer(ptr, fn)
         if p.dtype.is_bool and kind != "atomic_xchg":
             raise SemanticError(f"tl.{fn} needs a numeric pointer, got {p.type}", arg="ptr")
+        if kind in ("atomic_and", "atomic_or", "atomic_xor") and not p.dtype.is_int:
+            raise SemanticError(f"tl.{fn} needs an integer pointer, got {p.type}",
+                                "bitwise atomics work on integers: update the bits through an integer pointer "
+                                "of the same width", arg="ptr")
         shape = p.shape
         for extra in (val, mask):
             if isinstance(extra, Tensor) and len(extra.shape) > len(shape):
@@ -103,9 +107,9 @@ class Memory:
         v = self._stored_value(p, val, fn, "val")
         m = self._mask_for(p, mask, fn)
         ops = (p.value, v.value) + ((m.value,) if m is not None else ())
-        return Tensor(self.b.op(kind, *ops))
+        return Tensor(self.b.op(kind, *ops, **attrs))
 
-    def atomic_cas(self, ptr: Any, cmp: Any, val: Any) -> Tensor:
+    def atomic_cas(self, ptr: Any, cmp: Any, val: Any, **attrs: Any) -> Tensor:
         p = self._pointer(ptr, "atomic_cas")
         if p.dtype.is_float:
             raise SemanticError(f"tl.atomic_cas supports integer and bool pointers, got {p.type}",
@@ -113,4 +117,4 @@ class Memory:
                                 arg="ptr")
         c = self._stored_value(p, cmp, "atomic_cas", "cmp")
         v = self._stored_value(p, val, "atomic_cas", "val")
-        return Tensor(self.b.op("atomic_cas", p.value, c.value, v.value))
+        return Tensor(self.b.op("atomic_cas", p.value, c.value, v.value, **attrs))

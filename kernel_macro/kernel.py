@@ -699,7 +699,8 @@ def kernel(fn: Any = None, /, *, dtypes: Any = None, backward: Any = None, **unk
     return decorate
 
 
-def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Any = ()) -> Any:
+def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Any = (), noinline: bool = False,
+        debug: Any = None) -> Any:
     """``@eggpu.jit``: a :class:`~eggpu.kernel_macro.jitfunction.JITFunction` wrapping ``fn``.
 
     Called from a kernel, ``fn`` is inlined (plain functions of the kernel's own module are inlined
@@ -707,9 +708,12 @@ def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Any = ()) ->
     it as a Triton-style kernel typed by its arguments and specialized on their values
     (see :mod:`eggpu.kernel_macro.jitfunction`). ``@eggpu.jit(do_not_specialize=["n", 2])``
     (parameter names or positions, Triton's spelling) keeps those arguments out of the value
-    specialization.
+    specialization. Triton's ``noinline=`` and ``debug=`` are accepted and have no effect: eggpu
+    inlines every helper (a call's result is the same either way) and has no device assertions.
     """
     from .jitfunction import make_jit
+
+    del noinline, debug  # accepted for Triton source compatibility; see the docstring
 
     if fn is None:
         return lambda f: make_jit(f, do_not_specialize=do_not_specialize)

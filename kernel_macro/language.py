@@ -409,6 +409,24 @@ def atomic_xchg(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: An
 
 
 @_builtin
+def atomic_and(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr &= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_and")
+
+
+@_builtin
+def atomic_or(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr |= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_or")
+
+
+@_builtin
+def atomic_xor(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+    """Atomically ``*ptr ^= val`` (integer pointers); returns the old values."""
+    raise _outside("atomic_xor")
+
+
+@_builtin
 def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
     raise _outside("atomic_cas")
@@ -526,6 +544,16 @@ def fdiv(x: Any, y: Any, ieee_rounding: _builtin_bool = False) -> Any:
 def umulhi(x: Any, y: Any) -> Any:
     """The high 32 bits of the 64-bit product of two 32-bit integers (signed for i32, unsigned for u32)."""
     raise _outside("umulhi")
+
+
+@_builtin
+def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is_pure: _builtin_bool,
+                           pack: int) -> Any:
+    """Run PTX ``asm`` once per element of the broadcast ``args`` (LLVM inline-asm syntax: ``$0``
+    is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``). A tuple
+    of dtypes gives a tuple of results (``$0``, ``$1``, ... first). GPU only: the interpreter and
+    ``run_cpu`` refuse a kernel that uses it. eggpu supports ``pack=1``."""
+    raise _outside("inline_asm_elementwise")
 
 
 @_builtin
@@ -704,12 +732,13 @@ __all__ = [
     # memory
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
     "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
+    "atomic_and", "atomic_or", "atomic_xor",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
     *TRANSCENDENTAL_STUBS,
     "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
-    "umulhi",
+    "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "gather", "join", "split", "interleave", "cat", "flip", "histogram", "philox_impl",

@@ -13,20 +13,16 @@ from .language import LIBDEVICE_NAMES, MATH_NAMES
 
 _NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
                        "they are not a type to test or pass as an argument")
-_NO_ATOMIC_BITWISE = "eggpu's IR has atomic add/max/min/xchg/cas only"
 
 UNSUPPORTED: dict[str, str] = {
     "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
     "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
     # tensor descriptors
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
-    # atomics
-    "atomic_and": _NO_ATOMIC_BITWISE, "atomic_or": _NO_ATOMIC_BITWISE, "atomic_xor": _NO_ATOMIC_BITWISE,
     # debugging and escape hatches
     "device_print": "kernels have no stdout; store values to an output buffer (tl.static_print prints "
                     "compile-time values)",
     "device_assert": "eggpu has no runtime assertions; use tl.static_assert for compile-time checks",
-    "inline_asm_elementwise": "eggpu has no inline assembly",
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values

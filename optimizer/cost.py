@@ -74,7 +74,8 @@ _TRANSCENDENTAL = {name: _TRANSCENDENTAL_COSTS.get(name, _TRANSCENDENTAL_DEFAULT
 _REDUCE_COMBINE = {"reduce_sum": "add", "reduce_max": "maximum", "reduce_min": "minimum",
                    "reduce_argmax": "maximum", "reduce_argmin": "minimum"}
 _SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape"}
-_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas"}
+_MEMORY = {"load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
+           "atomic_or", "atomic_xor"}
 
 # Multipliers of the default costs of each group (eggpu.optimizer.thread_cost.GROUPS), per target,
 # fitted to ptxas + nvdisasm SASS counts of the benchmark kernels' per-thread estimates by
@@ -267,6 +268,8 @@ class CostModel:
             return self.dot_mac * mac + acc
         if op in _MEMORY:
             return self.memory_lane * operand_types[0].numel
+        if op == "inline_asm":  # opaque user PTX, never rewritten: priced like a memory op per lane
+            return self.memory_lane * result_types[0].numel
         if op in ("for", "while", "if", "yield"):
             return 1.0
         t = operand_types[0]

@@ -455,7 +455,7 @@ OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUC
 INTERPRETER_OPS = frozenset({
     "const", "program_id", "num_programs", "arange", "addptr", "int_to_ptr", "ptr_to_int",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "for", "while", "if", "yield",
+    "atomic_and", "atomic_or", "atomic_xor", "for", "while", "if", "yield", "inline_asm",
 })
 
 def raw(a: np.ndarray) -> list[int]:

@@ -8,7 +8,16 @@ import re
 
 import numpy as np
 import pytest
-from interp_helpers import atomic_kernel, message, ptr_at, scatter_kernel, tile_reduce_kernel, vadd_kernel
+from interp_helpers import (
+    atomic_kernel,
+    message,
+    offsets_1d,
+    ptr_at,
+    scatter_kernel,
+    splat,
+    tile_reduce_kernel,
+    vadd_kernel,
+)
 
 from eggpu.ir import Builder, block, bool_, f16, f32, i8, i32, pointer, scalar
 from eggpu.ir.errors import InterpreterError
@@ -172,14 +181,45 @@ def test_error_read_only_buffer():
     assert message(e) == "vadd: store in program 0: buffer 'out' is a read-only array"
 
 
-def test_error_where_between_different_buffers():
+@pytest.mark.parametrize("c", [True, False])
+def test_a_scalar_where_between_different_buffers_picks_one(c):
+    """Triton's test_where with scalar pointers: `tl.where(flag, a_ptr, b_ptr)` is one buffer."""
     b = Builder("pick", [("a", pointer(i32)), ("b", pointer(i32)), ("c", scalar(bool_))])
-    pa, pb, c = b.params
-    b.effect("store", b.op("where", c, pa, pb), b.const(1, i32))
-    fn = b.finish()
+    pa, pb, cond = b.params
+    offs = b.op("arange", start=0, end=2)
+    picked = b.op("where", cond, pa, pb)
+    b.effect("store", ptr_at(b, picked, offs), splat(b, b.const(1, i32), (2,)))
+    xa, xb = np.zeros(2, np.int32), np.zeros(3, np.int32)
+    interpret(b.finish(), 1, xa, xb, c)
+    assert (xa.tolist(), xb.tolist()) == (([1, 1], [0, 0, 0]) if c else ([0, 0], [1, 1, 0]))
+
+
+def test_error_where_between_different_buffers_lane_by_lane():
+    b = Builder("pick", [("a", pointer(i32)), ("b", pointer(i32))])
+    pa, pb = b.params
+    offs = b.op("arange", start=0, end=2)
+    odd = b.op("eq", b.op("rem", offs, splat(b, b.const(2, i32), (2,))), splat(b, b.const(1, i32), (2,)))
+    picked = b.op("where", odd, ptr_at(b, pa, offs), ptr_at(b, pb, offs))
+    b.effect("store", picked, splat(b, b.const(1, i32), (2,)))
     with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(2, np.int32), np.zeros(3, np.int32), True)
-    assert message(e) == "pick: where in program 0: selects between pointers into different buffers 'a' and 'b'"
+        interpret(b.finish(), 1, np.zeros(2, np.int32), np.zeros(3, np.int32))
+    assert message(e) == ("pick: where in program 0: selects between pointers into different buffers 'a' and 'b' "
+                          "lane by lane")
+
+
+def test_inline_asm_is_refused_before_any_program_runs():
+    """The interpreter cannot run PTX: one error naming the kernel and the feature, and no store."""
+    b = Builder("asm_k", [("out", pointer(i32))])
+    (out,) = b.params
+    offs = offsets_1d(b, 4)
+    v = b.op("inline_asm", offs, asm="mov.b32 $0, $1;", constraints="=r,r", dtype=i32, pure=True)
+    b.effect("store", ptr_at(b, out, offs), v)
+    dest = np.full(4, 7, np.int32)
+    with pytest.raises(InterpreterError) as e:
+        interpret(b.finish(), 1, dest)
+    msg = message(e)
+    assert "asm_k: tl.inline_asm_elementwise is GPU-only: the numpy interpreter cannot run PTX" in msg
+    assert dest.tolist() == [7, 7, 7, 7]
 
 
 def test_error_const_out_of_range():

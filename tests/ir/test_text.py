@@ -177,6 +177,13 @@ def memory_and_atomics() -> Function:
     old = b.op("atomic_xchg", qb, b.op("load", qb, mask), mask)
     b.op("atomic_cas", qb, old, b.op("splat", b.const(7, i32), shape=(16,)))
     b.op("atomic_cas", q, b.const(0, i32), b.const(1, i32))
+    b.op("atomic_and", qb, b.op("load", qb), mask, sem="acquire")
+    b.op("atomic_or", q, b.const(6, i32))
+    b.op("atomic_xor", qb, b.op("load", qb), sem="release")
+    # inline asm: strings with quotes, backslashes and PTX's $ operands survive the text form
+    asm = b.op("inline_asm", x0, b.op("splat", b.const(2.0, f32), shape=(16,)), asm='fma.rn.f32 $0, $1, $2, $1; // "x"\\',
+               constraints="=f,f,f", dtype=f32, pure=False)
+    b.effect("store", pb, asm)
     return b.finish()
 
 

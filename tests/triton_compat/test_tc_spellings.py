@@ -354,13 +354,13 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 6:
         x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.bfloat16).reshape(16)
     if WHICH == 7:
-        x = tl.atomic_add(x_ptr + offs, x, sem="acquire")
+        x = tl.atomic_add(x_ptr + offs, x, sem="seq_cst")
     if WHICH == 8:
         x = tl.load(x_ptr + offs, cache_modifier=".zz")
     if WHICH == 9:
         x = x.sum(axis=0, keepdims=True)
     if WHICH == 10:
-        x = tl.atomic_and(x_ptr + offs, 1)
+        x = tl.atomic_and(x_ptr + offs, 1)  # x_ptr points to floats
     if WHICH == 11:
         x = x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
     if WHICH == 12:
@@ -390,14 +390,14 @@ UNSUPPORTED_CASES = [
      "available", None),
     (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
      "not available (as in Triton)", "use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.bf16)"),
-    (7, 'sem="acquire"', "sem", "tl.atomic_add(sem='acquire') is not supported by eggpu: atomics are relaxed",
-     "drop sem= (or pass sem='relaxed'); order accesses with separate kernels"),
+    (7, 'sem="seq_cst"', "sem", "tl.atomic_add(sem='seq_cst') is not a memory ordering",
+     "pass one of 'relaxed', 'acquire', 'release', 'acq_rel'"),
     (8, 'cache_modifier=".zz"', "cache_modifier", "tl.load: cache_modifier='.zz' is not one of '', '.ca', '.cg', "
      "'.cv'", None),
     (9, "keepdims=True", "keepdims", "x.sum() got an unexpected keyword argument 'keepdims'",
      "did you mean keep_dims=? the signature is tl.sum(input, axis=None, keep_dims=False, dtype=None)"),
-    (10, "tl.atomic_and", "atomic_and", "tl.atomic_and is not supported by eggpu: eggpu's IR has atomic "
-     "add/max/min/xchg/cas only", None),
+    (10, "tl.atomic_and", "x_ptr + offs", "tl.atomic_and needs an integer pointer, got ptr<f32>[16]",
+     "bitwise atomics work on integers: update the bits through an integer pointer of the same width"),
     (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') is not supported by eggpu: float "
      "conversions round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')"),
     (12, "tl.umulhi(x.to(tl.int64), 3)", "tl.umulhi", "tl.umulhi needs 32-bit integer operands, got i64",
