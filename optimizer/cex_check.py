@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import z3
 
@@ -38,6 +38,9 @@ from eggpu.ir.dtypes import bool_
 from . import z3ops
 from .rules_loader import Atom, Sx
 from .schema import CONSTRUCTORS, bits_float
+
+if TYPE_CHECKING:
+    from .rule_budget import SessionModel
 
 ValueOf = Callable[[z3.ExprRef], z3.ExprRef]
 
@@ -268,11 +271,34 @@ def free_constants(formula: z3.ExprRef) -> dict[str, z3.ExprRef]:
     return consts
 
 
-def lift(model: z3.ModelRef, narrow: Mapping[str, z3.ExprRef], wide: Mapping[str, z3.ExprRef],
+def rebuild(v: z3.ExprRef, sort: z3.SortRef) -> z3.ExprRef:
+    """The concrete value ``v`` (bool, bit-vector, float or rational; of any z3 context, e.g. a
+    model's value in its solver session) as a value of ``sort`` in ``sort``'s context, built from
+    Python data. Never by ``translate``: translating out of a context a solver ran in would copy the
+    families it registered (see :mod:`.rule_budget`). Raises ``ValueError`` for anything else."""
+    v = z3.simplify(v)
+    ctx = sort.ctx
+    kind = sort.kind()
+    if kind == z3.Z3_BOOL_SORT and (z3.is_true(v) or z3.is_false(v)):
+        return z3.BoolVal(z3.is_true(v), ctx)
+    if kind == z3.Z3_BV_SORT and z3.is_bv_value(v) and v.size() == sort.size():
+        return z3.BitVecVal(v.as_long(), sort.size(), ctx)
+    if (kind == z3.Z3_FLOATING_POINT_SORT and isinstance(v, z3.FPNumRef)
+            and (v.ebits(), v.sbits()) == (sort.ebits(), sort.sbits())):
+        if v.isNaN():
+            return z3.fpNaN(sort)
+        bits = z3.simplify(z3.fpToIEEEBV(v, v.ctx)).as_long()
+        return z3.simplify(z3.fpBVToFP(z3.BitVecVal(bits, sort.ebits() + sort.sbits(), ctx), sort, ctx))
+    if kind == z3.Z3_REAL_SORT and z3.is_rational_value(v):
+        return z3.RealVal(v.as_fraction(), ctx)
+    raise ValueError(f"not a concrete value of sort {sort}: {v}")
+
+
+def lift(model: SessionModel, narrow: Mapping[str, z3.ExprRef], wide: Mapping[str, z3.ExprRef],
          signed: Mapping[str, bool]) -> list[tuple[z3.ExprRef, z3.ExprRef]]:
     """Substitution for the wide formula's constants from a narrower model: bit-vectors extended by
     the signedness of their dtype (``signed``; default signed), other sorts copied when they
-    match. Constants the narrow model lacks are left out (the caller samples them)."""
+    match (rebuilt in the main context: :func:`rebuild`). Constants the narrow model lacks are left out (the caller samples them)."""
     subs = []
     for name, c in wide.items():
         n = narrow.get(name)
@@ -280,7 +306,7 @@ def lift(model: z3.ModelRef, narrow: Mapping[str, z3.ExprRef], wide: Mapping[str
             continue
         v = model.eval(n, model_completion=True)
         if c.sort() == n.sort():
-            subs.append((c, v))
+            subs.append((c, rebuild(v, c.sort())))
         elif c.sort().kind() == z3.Z3_BV_SORT and n.sort().kind() == z3.Z3_BV_SORT:
             x = z3.simplify(v).as_long()
             wn, wc = n.sort().size(), c.sort().size()
@@ -325,5 +351,5 @@ def substitution(subs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> ValueOf:
     return lambda e: z3.simplify(z3.substitute(e, *subs)) if subs else z3.simplify(e)
 
 
-__all__ = ["NotEvaluable", "describe_uninterpreted", "evaluate", "fmt", "free_constants", "lift", "same",
-           "search", "substitution", "uninterpreted_apps"]
+__all__ = ["NotEvaluable", "describe_uninterpreted", "evaluate", "fmt", "free_constants", "lift", "rebuild",
+           "same", "search", "substitution", "uninterpreted_apps"]

@@ -17,6 +17,18 @@ the same query with the same z3), not by the wall clock:
 * Each instance (one rule at one dtype assignment) is solved in a fresh z3 context
   (:class:`Session`): term ids, and with them z3's heuristics, do not depend on which rules were
   proved before in the process, so the units a proof uses are the same in a worker pool as alone.
+* Nothing a solver touched is ever translated into the main context: a model is read in its
+  session (:class:`SessionModel`) and its values are rebuilt from Python data where the main
+  context needs them (:func:`.cex_check.rebuild`). The reason: a z3 translation (``translate``,
+  ``ModelRef.translate``) copies the source context's *decl-plugin families* into the target,
+  and solving registers families lazily. Translating a model back into the main context (as the
+  verifier once did for every counterexample) gave the main context extra families, every later
+  session inherited them when its query was translated in, so the solver's own families got other
+  ids there — other hashes, another bit-blasting order — and the same float query spent a
+  different number of units (+66 % for ``mul-minus-one-float`` at f16 after one refuted float
+  rule, -29 % for ``fdiv-16-f32``; 2 % for a validation after a validation with a counterexample).
+  Python's string hashing and z3's random seeds (fixed defaults) play no part: the units are
+  identical under every ``PYTHONHASHSEED``.
 
 :data:`BUDGET_VERSION` is part of every proof-cache key: a verdict reached under other rules (a
 wall-clock budget, other rates) is proved again.
@@ -91,6 +103,23 @@ def units(strategy: str, ms: float) -> int:
     return max(rate, int(rate * ms))
 
 
+class SessionModel:
+    """A model of a session's check, read in the session's own context: :meth:`eval` translates a
+    main-context expression INTO the session and evaluates it there, so the value it returns lives
+    in the session's context. Callers turn values into Python data (``as_long``, ``str``,
+    :func:`.z3ops.to_python`) or rebuild them elsewhere with :func:`.cex_check.rebuild`; the model
+    itself is never translated into the main context (that would copy the families the solver
+    registered into it — see the module docstring)."""
+
+    def __init__(self, model: z3.ModelRef, session: Session) -> None:
+        self._model = model
+        self._session = session
+
+    def eval(self, e: z3.ExprRef, model_completion: bool = False) -> z3.ExprRef:
+        """The value of the main-context expression ``e`` (a session-context expression)."""
+        return self._model.eval(self._session.tr(e), model_completion=model_completion)
+
+
 @dataclass
 class Check:
     """One bounded check: z3's answer, the solver (for its model), the strategy, the resource units
@@ -114,8 +143,9 @@ class Check:
 class Session:
     """A fresh z3 context for the checks of one instance and the units they used in all.
 
-    Expressions built in the main context are translated with :meth:`tr`; a model is translated
-    back with :meth:`model`."""
+    Expressions built in the main context are translated in with :meth:`tr`; nothing ever goes
+    the other way (see the module docstring: a context a solver ran in must never be the source
+    of a translation into the main context). A model is read with :meth:`model`."""
 
     def __init__(self) -> None:
         self.ctx = z3.Context()
@@ -125,8 +155,9 @@ class Session:
     def tr(self, e: z3.ExprRef) -> z3.ExprRef:
         return e.translate(self.ctx)
 
-    def model(self, check: Check) -> z3.ModelRef:
-        return check.solver.model().translate(z3.main_ctx())
+    def model(self, check: Check) -> SessionModel:
+        """The model of a ``sat`` check, read in this session's context (see :class:`SessionModel`)."""
+        return SessionModel(check.solver.model(), self)
 
     def solver(self, strategy: str, tactics: Iterable[str] = ()) -> z3.Solver:
         """A solver of ``strategy`` in this context (``tactics``: a pipeline for ``case-split``)."""

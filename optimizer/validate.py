@@ -75,6 +75,7 @@ from eggpu.ir.ops import Trait
 
 from . import z3ops
 from .decode import MASK_OPERAND
+from .rule_budget import SessionModel
 from .validate_solver import Validation, _Checker, abstract_fp_rem
 from .z3ops import Enc
 
@@ -530,7 +531,7 @@ def _mentions(e: z3.ExprRef, names: set[str]) -> bool:
     return False
 
 
-def _counterexample(what: str, model: z3.ModelRef | None, idx: list[z3.ExprRef], xb: Enc, xa: Enc) -> str:
+def _counterexample(what: str, model: SessionModel | None, idx: list[z3.ExprRef], xb: Enc, xa: Enc) -> str:
     if model is None:
         return f"{what} differs"
     lane = ", ".join(str(model.eval(i, model_completion=True)) for i in idx)

@@ -7,9 +7,8 @@ context; the simplification of the structural diff runs in a scratch context of 
 own. So the verdict and the unit count of a pair of functions are the same in every fresh
 process, however loaded the machine. A cached generalized proof is reused only when its recorded
 units fit the current budget and is charged them, so the count does not depend on what the
-process validated before either — exactly for bit-vector queries; z3's float procedure keeps some
-process-wide state (a few per cent more or fewer units on the same float query after other float
-solving), see docs/rules.md.
+process validated before either (a counterexample's model is read in its session, never translated
+into the main context: see :mod:`.rule_budget`).
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Any
 import z3
 
 from . import z3ops
-from .rule_budget import WALL_FACTOR, WALL_MIN_MS, Session, strategy_for, units
+from .rule_budget import WALL_FACTOR, WALL_MIN_MS, Session, SessionModel, strategy_for, units
 from .z3ops import Enc
 
 
@@ -159,11 +158,11 @@ class _Checker:
         left = self.total_units - self.used
         return all(n <= min(units(k, ms), left) for k, n in spent)
 
-    def solve(self, formula: z3.BoolRef, timeout_ms: int | None = None) -> tuple[z3.CheckSatResult, z3.ModelRef | None]:
+    def solve(self, formula: z3.BoolRef, timeout_ms: int | None = None) -> tuple[z3.CheckSatResult, SessionModel | None]:
         """Satisfiability of ``formula`` under the facts, with ``timeout_ms`` (default: the
         checker's) idle-machine milliseconds converted to resource units, and never more than what
         is left of the validation's budget (``unknown`` when either runs out; ``last_reason``
-        says which, with the count). The checks of one validation share one fresh z3 context
+        says which, with the count). Each check runs in a fresh z3 context
         (:class:`.rule_budget.Session`), so the units do not depend on what the process did before.
 
         IEEE ``fp.rem`` terms are first abstracted as uninterpreted functions (see

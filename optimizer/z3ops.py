@@ -756,7 +756,7 @@ def to_python(v: z3.ExprRef, dtype: DType | None) -> Any:
         raise ValueError(f"not a concrete float: {v}")
     if v.isNaN():
         return float("nan")
-    bits = z3.simplify(z3.fpToIEEEBV(v)).as_long()
+    bits = z3.simplify(z3.fpToIEEEBV(v, v.ctx)).as_long()  # v may live in a solver session's context
     import numpy as np  # concrete counterexample values only, never on a compile's path
 
     arr = np.array(bits, dtype=np.dtype(f"u{dtype.bits // 8}"))

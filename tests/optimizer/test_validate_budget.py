@@ -144,15 +144,9 @@ def test_verdict_and_units_are_equal_in_fresh_processes():
 @pytest.mark.slow
 def test_other_validations_before_do_not_change_verdicts():
     """Validating in the opposite order (other terms in z3's main context, other generalized proofs
-    cached): the same verdicts and details; bit-vector unit counts are exactly equal. z3's float
-    procedure is not fully independent of what the process solved before (a few per cent more or
-    fewer units on the same query after other float queries, seen with z3 5.4.1 on fresh contexts),
-    so float counts are only compared within 10 %."""
+    cached): the same verdicts, details and unit counts, float queries included (a model read after
+    the fp_rem pair once changed the float pair's units by 2 %: see test_solver_determinism)."""
     names = list(cases())
     a, b = _fresh(names), _fresh(names[::-1])
     for name in names:
-        assert (a[name][0], a[name][3], a[name][4], a[name][5]) == (b[name][0], b[name][3], b[name][4], b[name][5])
-        if dict(map(tuple, a[name][2])).keys() <= {"z3"}:
-            assert a[name][1] == b[name][1], name
-        else:
-            assert abs(a[name][1] - b[name][1]) <= 0.1 * a[name][1], name
+        assert a[name] == b[name], name
