@@ -768,14 +768,10 @@ LIBDEVICE_NAMES = MATH_NAMES + tuple(n for n in TRANSCENDENTAL_STUBS if n not in
 """The functions of Triton's libdevice namespace that eggpu has: tl.math's and the libdevice-only ones
 (the op table's TRANSCENDENTAL ops that tl.math lacks: tanh, asin, ..., atan2)."""
 
-# Triton's libdevice namespace (``from triton.language.extra import libdevice``, or
-# ``tl.extra.cuda.libdevice``): the libdevice functions eggpu has (they lower to libdevice on the
-# GPU, libm on the host). ``from eggpu.language.extra import libdevice`` works because the
-# modules are registered under those names.
+# Triton's libdevice namespace (libdevice on the GPU, libm on the host), registered as modules
 libdevice = _types.ModuleType("eggpu.language.extra.libdevice",
                               "Triton's ``libdevice``: the libdevice functions eggpu has.")
-for _n in LIBDEVICE_NAMES:
-    # a missing stub fails tests/test_op_coverage.py by name rather than this import
+for _n in LIBDEVICE_NAMES:  # a missing stub fails tests/test_op_coverage.py by name, not here
     if _n in globals():
         setattr(libdevice, _n, globals()[_n])
 libdevice.__all__ = list(LIBDEVICE_NAMES)  # type: ignore[attr-defined]
