@@ -127,12 +127,42 @@ def fminmax(em: Emitter, x: V, y: V, *, is_min: bool) -> V:
     instruction ``min.f32``/``max.f32`` (``.f64``) on every target, because PTX's plain
     ``min``/``max`` implement minimumNumber/maximumNumber; the sm_80 ``min.NaN``/``max.NaN``
     variants propagate NaN and so do *not* implement this op (LLVM emits them only for
-    ``llvm.minimum``/``llvm.maximum``, which eggpu never uses). The host's x86 back end expands
-    the same intrinsic into compares and selects with the same semantics, so ``run_cpu`` and
-    the GPU agree; ``fast_math`` changes nothing here (it already is one instruction).
+    ``llvm.minimum``/``llvm.maximum``, which eggpu never uses). The host build spells the same
+    semantics out in compares and selects (:func:`_host_fminmax`: LLVM's x86 expansion of the
+    intrinsic was seen returning a NaN operand), so ``run_cpu`` and the GPU agree; ``fast_math``
+    changes nothing here (it already is one instruction).
     """
+    if em.is_host:
+        return _host_fminmax(em, x, y, is_min=is_min)
     name = "llvm.minimumnum" if is_min else "llvm.maximumnum"
     return em.intrinsic(name, x.type, [x, y], [x.type])
+
+
+def _host_fminmax(em: Emitter, x: V, y: V, *, is_min: bool) -> V:
+    """minimumNumber/maximumNumber spelled out in compares and selects for the host build.
+
+    LLVM's x86 expansion of ``llvm.maximumnum`` returned the NaN operand of ``maximum(0/0, 0.0)``
+    in some programs (fuzz seed 902267: the same op gave 0.0 alone, NaN beside two unrelated
+    block stores), so the host does not use the intrinsic: the larger (smaller) of two ordered
+    values; of two equal values the AND (OR) of their bits, which orders -0.0 below +0.0 and is
+    the value itself otherwise; a NaN operand gives the other one (two NaNs: a NaN)."""
+    b = em.b
+    t = x.type
+    if isinstance(t, ir.VectorType):
+        it = ir.VectorType(ir.IntType(_bits(t.element)), t.count)
+    else:
+        it = ir.IntType(_bits(t))
+    xi, yi = b.bitcast(x, it), b.bitcast(y, it)
+    tie = b.bitcast(b.or_(xi, yi) if is_min else b.and_(xi, yi), t)
+    pick = b.select(b.fcmp_ordered("<" if is_min else ">", x, y), x, y)
+    r = b.select(b.fcmp_ordered("==", x, y), tie, pick)
+    r = b.select(b.fcmp_unordered("uno", y, y), x, r)
+    return b.select(b.fcmp_unordered("uno", x, x), y, r)
+
+
+def _bits(t: ir.Type) -> int:
+    """Width of a floating-point LLVM type."""
+    return {ir.HalfType: 16, ir.FloatType: 32, ir.DoubleType: 64}[type(t)]
 
 
 def _minmax(is_min: bool):

@@ -118,3 +118,29 @@ def test_ptx_row_max_uses_max_f32():
     lines = _minmax_lines(ptx)
     assert lines and set(lines) == {"max.f32"}, lines
     assert ".NaN" not in ptx
+
+
+def test_host_maximum_of_nan_ignores_it_beside_other_stores():
+    """Fuzz seed 902267: ``maximum(0.0 / 0.0, 0.0)`` gave 0.0 in the interpreter but NaN in
+    run_cpu, only when two unrelated block stores sat beside it (LLVM's x86 expansion of
+    ``llvm.maximumnum``); the host build now spells min/max out itself."""
+    from pathlib import Path
+
+    import ml_dtypes
+
+    from eggpu.codegen import build_host
+    from eggpu.ir.interp import interpret
+    from eggpu.ir.parser import parse_function
+
+    fn = parse_function((Path(__file__).parent / "fixtures" / "fuzz_902267.ir").read_text())
+
+    def args():
+        return [np.array([7, 2, -32768], np.int16), np.array([12, -32768, 2], np.int16), 16, -1.0, 1,
+                np.full(3, 7, np.int64), np.full(1, 7, ml_dtypes.bfloat16), np.full(3, 7, np.uint16)]
+
+    want, got = args(), args()
+    interpret(fn, 1, *want)
+    build_host(fn).run(1, *got)
+    for w, g in zip(want[5:], got[5:]):
+        assert w.tobytes() == g.tobytes(), (w, g)
+    assert float(got[6][0]) == 0.0
