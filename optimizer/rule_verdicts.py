@@ -4,7 +4,7 @@ dtype assignment), :class:`RuleVerdict` (all of one rule) with their JSON forms,
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -115,6 +115,62 @@ class RuleVerdict:
         if not by:
             return "no dtype can match" + (f" ({self.note})" if self.note else "")
         return "; ".join(f"{s}: {compress_keys(ks)}" for s, ks in by.items())
+
+
+class ProvedVerdict(RuleVerdict):
+    """A verdict known to be fully proved (every dtype ``proved``) before its per-dtype results are
+    read: ``usable``, ``status`` and ``refuted`` answer without them; ``results``, ``seconds``
+    and ``note`` call ``load`` (the full :class:`RuleVerdict`) the first time anyone reads them.
+    Used for the shipped verdicts the proof digest vouches for (:mod:`.shipped_proofs`): a compile
+    needs only to know that a rule is proved. Compares equal to the :class:`RuleVerdict` it loads.
+    ``load`` must return a verdict of the same rule; one that is not fully proved raises
+    :class:`~eggpu.ir.errors.VerificationError` (the digest and the file disagree)."""
+
+    def __init__(self, rule: str, location: str, ruleset: str, load: Callable[[], RuleVerdict],
+                 cached: bool = True) -> None:  # no dataclass __init__: the lazy fields stay unset
+        self.rule, self.location, self.ruleset, self.cached = rule, location, ruleset, cached
+        self._load: Callable[[], RuleVerdict] | None = load
+        self._full: dict[str, Any] | None = None
+
+    def _fields(self) -> dict[str, Any]:
+        if self._full is None:
+            from eggpu.ir.errors import VerificationError
+
+            assert self._load is not None
+            v = self._load()
+            if not (v.results and all(r.status == PROVED for r in v.results)):
+                raise VerificationError(f"{self.location}: rule {self.rule!r}: the proof digest says proved, "
+                                        f"its verdict says {v.summary()}")
+            self._full, self._load = {"results": v.results, "seconds": v.seconds, "note": v.note}, None
+        return self._full
+
+    def _setter(name: str):  # noqa: N805 - a helper run at class creation
+        return lambda self, value: self._fields().__setitem__(name, value)
+
+    results = property(lambda self: self._fields()["results"], _setter("results"))  # type: ignore[assignment]
+    seconds = property(lambda self: self._fields()["seconds"], _setter("seconds"))  # type: ignore[assignment]
+    note = property(lambda self: self._fields()["note"], _setter("note"))  # type: ignore[assignment]
+    del _setter
+
+    @property
+    def usable(self) -> bool:
+        return True if self._full is None else RuleVerdict.usable.fget(self)  # type: ignore[attr-defined]
+
+    @property
+    def status(self) -> str:
+        return PROVED if self._full is None else RuleVerdict.status.fget(self)  # type: ignore[attr-defined]
+
+    @property
+    def refuted(self) -> bool:
+        return False if self._full is None else RuleVerdict.refuted.fget(self)  # type: ignore[attr-defined]
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, RuleVerdict):
+            return NotImplemented
+        names = ("rule", "location", "ruleset", "results", "seconds", "cached", "note")
+        return all(getattr(self, n) == getattr(other, n) for n in names)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def _compress_multi(keys: Sequence[str]) -> str | None:

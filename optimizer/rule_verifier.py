@@ -58,19 +58,7 @@ from eggpu.ir import ALL_DTYPES, DType
 from eggpu.ir.errors import RuleError, VerificationError
 
 from . import z3ops
-from .rule_analysis import (
-    NO_MATCH_REASONS,
-    _dt_vars,
-    _IllTyped,
-    _Infeasible,
-    _lane_mapping_problem,
-    _NoMatch,
-    _relation_ok,
-    _Unsupported,
-)
 from .rule_budget import BUDGET_VERSION
-from .rule_encoding import _build, _env_key
-from .rule_solving import _verify_instance
 from .rule_verdicts import (
     ENCODING,
     PROVED,
@@ -79,6 +67,7 @@ from .rule_verdicts import (
     UNKNOWN,
     USABLE,
     DtypeResult,
+    ProvedVerdict,
     RuleVerdict,
     compress_keys,
 )
@@ -94,6 +83,8 @@ def _mode_for(rule: Rule) -> str:
 def assignments(rule: Rule, dtypes: Iterable[DType] | None = None) -> list[dict[str, DType]]:
     """Every assignment of the rule's dtype variables allowed by its family/width relations
     (type feasibility is checked when encoding)."""
+    from .rule_analysis import _dt_vars, _relation_ok
+
     pool = list(dtypes) if dtypes is not None else list(ALL_DTYPES)
     dvs = _dt_vars(rule)
     out = []
@@ -111,6 +102,19 @@ def verify_rule(rule: Rule | str, *, timeout_ms: int = DEFAULT_TIMEOUT_MS,
     """Prove one rule for every dtype it can match (``dtypes`` restricts the candidates).
 
     ``rule`` may be a :class:`Rule` or the text of one rule command."""
+    # the encoding and solving modules load here, not with this module: a compile whose rules all
+    # have cached or shipped verdicts never proves anything
+    from .rule_analysis import (
+        NO_MATCH_REASONS,
+        _IllTyped,
+        _Infeasible,
+        _lane_mapping_problem,
+        _NoMatch,
+        _Unsupported,
+    )
+    from .rule_encoding import _build, _env_key
+    from .rule_solving import _verify_instance
+
     if isinstance(rule, str):
         from .rules_loader import parse_rule
 
@@ -224,6 +228,11 @@ def _known_verdict(r: Rule, cache: Any, timeout_ms: int) -> RuleVerdict | None:
     k = _cache_key(r, timeout_ms)
     hit = cache.get(k)
     if hit is None:
+        known = shipped_proofs.proved(k)  # the digest: no need to parse the shipped file
+        if known is False:
+            return None
+        if known:
+            return ProvedVerdict(r.name, r.location, r.ruleset, lambda: _shipped_verdict(r, k))
         hit = shipped_proofs.get(k)
     if hit is None:
         return None
@@ -231,6 +240,17 @@ def _known_verdict(r: Rule, cache: Any, timeout_ms: int) -> RuleVerdict | None:
     v.cached = True
     v.location, v.rule = r.location, r.name
     return v
+
+
+def _shipped_verdict(r: Rule, key: str) -> RuleVerdict:
+    """The full shipped verdict of ``r`` (for a :class:`ProvedVerdict` the digest vouched for)."""
+    from . import shipped_proofs
+
+    d = shipped_proofs.get(key)
+    if d is None:  # the digest was checked against these very bytes: only a broken file gets here
+        raise VerificationError(f"{r.location}: rule {r.name!r}: the shipped proof digest lists it, "
+                                f"{shipped_proofs.path()} does not")
+    return RuleVerdict.from_json(d)
 
 
 def _prove_all(todo: list[Rule], timeout_ms: int, workers: int | None,
@@ -242,6 +262,8 @@ def _prove_all(todo: list[Rule], timeout_ms: int, workers: int | None,
         import os
 
         workers = min(2, os.cpu_count() or 1)
+    if todo:
+        from . import rule_solving  # noqa: F401  (loaded once here, before any fork, not per worker)
     if not (todo and workers > 1 and len(todo) > 2):
         for r in todo:
             proved(r, _verify_job((r, timeout_ms)))

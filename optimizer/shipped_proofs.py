@@ -23,12 +23,25 @@ file was generated, so a fresh install skips building a throw-away e-graph to ch
 ``egglog-accepted/`` markers of the proof cache do after a first run). Another egglog version,
 an edited rule or any extra rule file gives another digest, which is checked as before.
 
+``rules/proofs.digest`` is the same knowledge compact, for the compile path: a process that
+only needs to know that a shipped rule is proved (every compile) reads ~9 KB instead of parsing
+and checking the whole JSON file (~280 KB, ~260 verdicts) and building every verdict. It is
+binary: a magic, the sha256 of the exact ``proofs.json`` bytes it was made from, the keys of the
+fully proved entries (raw sha256, sorted), the ``egglog_accepted`` digests, and a sha256 of all
+of that. It is trusted only when both hashes check against the ``proofs.json`` read in this
+process; otherwise (stale after an edit, corrupt, foreign) it is ignored with one warning and
+``proofs.json`` is parsed as before (a missing digest silently falls back). A verdict answered
+from it is a :class:`ShippedVerdict`, whose per-dtype results are read from ``proofs.json`` the
+first time anyone asks for them (reports, ``eggpu rules check``).
+
 Regenerate after editing a shipped rule (a test fails until you do)::
 
     python -m eggpu.optimizer.shipped_proofs            # proves every shipped rule, writes the file
     python -m eggpu.optimizer.shipped_proofs --update   # keeps the entries whose key still matches
                                                         # (same rule text, semantics, z3, budget) and
                                                         # proves only new or edited rules
+
+Both write ``proofs.json`` and its digest; ``--digest`` rewrites only the digest.
 """
 
 from __future__ import annotations
@@ -42,8 +55,11 @@ FORMAT = 1
 #: z3 budget per query when the file is generated (generous: this runs once, not per install)
 GENERATION_TIMEOUT_MS = 30_000
 
+_UNREAD: Any = object()
+_raw: Any = _UNREAD  # proofs.json's bytes, read once per process (None: missing or unreadable)
 _loaded: dict[str, Any] | None = None
 _accepted: frozenset[str] = frozenset()
+_digest: Any = _UNREAD  # (raw key -> fully proved, egglog-accepted digests) or None: not usable
 
 
 def path() -> Path:
@@ -53,6 +69,11 @@ def path() -> Path:
     return Path(eggpu.rules.__file__).parent / "proofs.json"
 
 
+def digest_path() -> Path:
+    """The compact digest of :func:`path` (:mod:`.proof_digest`), beside it."""
+    return path().with_name("proofs.digest")
+
+
 def _warn(problem: str) -> None:
     from eggpu.ir.cachefs import warn_once
 
@@ -60,41 +81,60 @@ def _warn(problem: str) -> None:
               "again (once, then cached)", key=f"shipped-proofs:{path()}")
 
 
-def _parse(raw: bytes) -> dict[str, Any]:
-    global _accepted
+def _warn_digest(problem: str) -> None:
+    from eggpu.ir.cachefs import warn_once
+
+    warn_once(f"eggpu: ignoring the shipped proof digest {digest_path()}: {problem}; reading {path().name} "
+              "instead (slower; regenerate it: python -m eggpu.optimizer.shipped_proofs --digest)",
+              key=f"shipped-digest:{digest_path()}")
+
+
+def _file_bytes() -> bytes | None:
+    """proofs.json's bytes (read once: the digest is checked against, and verdicts are parsed
+    from, the same bytes); None when it is missing or unreadable (warned)."""
+    global _raw
+    if _raw is _UNREAD:
+        try:
+            _raw = path().read_bytes()
+        except FileNotFoundError:
+            _raw = None
+        except OSError as e:
+            _warn(str(e.strerror or e))
+            _raw = None
+    return _raw
+
+
+def _parse(raw: bytes, *, warn: bool = True) -> tuple[dict[str, Any], frozenset[str]] | None:
+    """(entries, egglog-accepted digests) of a proofs file's bytes; None when it is not a valid
+    one (with a warning when ``warn``)."""
     from .proof_cache import _valid_verdict
+
+    def bad(problem: str) -> None:
+        if warn:
+            _warn(problem)
+        return None
 
     try:
         doc = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as e:
-        _warn(f"not JSON ({e})")
-        return {}
+        return bad(f"not JSON ({e})")
     if not isinstance(doc, dict) or doc.get("format") != FORMAT or not isinstance(doc.get("entries"), dict):
-        _warn("not an eggpu proofs file (format/entries missing)")
-        return {}
+        return bad("not an eggpu proofs file (format/entries missing)")
     entries = doc["entries"]
     good = {k: v for k, v in entries.items() if isinstance(k, str) and _valid_verdict(v)}
     if len(good) != len(entries):
-        _warn(f"{len(entries) - len(good)} malformed entries")
-        return {}
+        return bad(f"{len(entries) - len(good)} malformed entries")
     accepted = doc.get("egglog_accepted", [])
-    if isinstance(accepted, list) and all(isinstance(d, str) and len(d) == 64 for d in accepted):
-        _accepted = frozenset(accepted)
-    return good
+    ok = isinstance(accepted, list) and all(isinstance(d, str) and len(d) == 64 for d in accepted)
+    return good, frozenset(accepted) if ok else frozenset()
 
 
 def entries() -> dict[str, Any]:
     """The shipped verdicts by proof-cache key ({} when the file is missing or unusable)."""
-    global _loaded
+    global _loaded, _accepted
     if _loaded is None:
-        try:
-            raw = path().read_bytes()
-        except FileNotFoundError:
-            raw = None
-        except OSError as e:
-            _warn(str(e.strerror or e))
-            raw = None
-        _loaded = _parse(raw) if raw is not None else {}
+        raw = _file_bytes()
+        _loaded, _accepted = (_parse(raw) if raw is not None else None) or ({}, frozenset())
     return _loaded
 
 
@@ -102,17 +142,83 @@ def get(key: str) -> Any | None:
     return entries().get(key)
 
 
+def _usable_digest() -> tuple[dict[bytes, bool], frozenset[str]] | None:
+    """The digest's (raw key -> fully proved, egglog-accepted digests) when it was made from the
+    proofs.json this process read; None when there is no usable digest (missing: silently;
+    corrupt, foreign or stale: with one warning) — callers then use :func:`entries`."""
+    global _digest
+    if _digest is _UNREAD:
+        _digest = None
+        raw = _file_bytes()
+        try:
+            blob = digest_path().read_bytes() if raw is not None else None
+        except FileNotFoundError:
+            blob = None
+        except OSError as e:
+            _warn_digest(str(e.strerror or e))
+            blob = None
+        if blob is not None:
+            from eggpu.ir.hashing import sha256
+
+            from .proof_digest import decode
+
+            got = decode(blob)
+            if got is None:
+                _warn_digest("corrupt or not an eggpu proof digest")
+            elif got[0] != sha256(raw).digest():
+                _warn_digest(f"it was made from another {path().name} (stale)")
+            else:
+                _digest = got[1], got[2]
+    return _digest
+
+
+def proved(key: str) -> bool | None:
+    """Whether the shipped verdict of ``key`` is fully proved: True (known from the digest, the
+    JSON file is not parsed), False (the file has no such entry), None (the digest cannot say:
+    no usable digest, or an entry that is not fully proved; ask :func:`get`)."""
+    digest = _usable_digest()
+    if digest is None:
+        return None
+    try:
+        ok = digest[0].get(bytes.fromhex(key))
+    except ValueError:  # not a hex key: no entry of the file has it
+        return False
+    return False if ok is None else (True if ok else None)
+
+
 def egglog_accepted(digest: str) -> bool:
     """Whether egglog accepted the rule program of this digest when the file was generated."""
+    usable = _usable_digest()
+    if usable is not None:
+        return digest in usable[1]
     entries()
     return digest in _accepted
 
 
+def write_digest(out: Path | None = None, source: Path | None = None) -> Path:
+    """Write the digest of the proofs file ``source`` (default :func:`path`) to ``out`` (default
+    beside it); raises ValueError when ``source`` is not a valid proofs file."""
+    from .proof_digest import encode
+    from .rule_verdicts import RuleVerdict
+
+    src = source or path()
+    raw = src.read_bytes()
+    parsed = _parse(raw, warn=False)
+    if parsed is None:
+        raise ValueError(f"{src} is not a valid eggpu proofs file")
+    good, accepted = parsed
+    target = out or src.with_name("proofs.digest")
+    target.write_bytes(encode(raw, {k: RuleVerdict.from_json(v).usable for k, v in good.items()}, accepted))
+    return target
+
+
 def _reset() -> None:
-    """Forget the loaded file (tests)."""
-    global _loaded, _accepted
+    """Forget the loaded file and digest (tests)."""
+    global _loaded, _accepted, _raw, _digest
     _loaded = None
     _accepted = frozenset()
+    _raw = _UNREAD
+    _digest = _UNREAD
 
 
 def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS, progress: bool = True,
@@ -167,6 +273,7 @@ def generate(out: Path | None = None, *, timeout_ms: int = GENERATION_TIMEOUT_MS
         head["egglog_accepted"] = [digest]
     target = out or path()
     target.write_text(_dumps(head, doc_entries))
+    write_digest(source=target)
     _reset()
     return missing
 
@@ -198,11 +305,16 @@ def main(argv: list[str] | None = None) -> int:  # pragma: no cover - thin wrapp
     p.add_argument("--timeout-ms", type=int, default=GENERATION_TIMEOUT_MS)
     p.add_argument("--update", action="store_true",
                    help="keep entries whose rule text, semantics, solver and budget are unchanged; prove the rest")
+    p.add_argument("--digest", action="store_true",
+                   help="only rewrite the compact digest (proofs.digest) of the proofs file; prove nothing")
     a = p.parse_args(argv)
     if a.timeout_ms <= 0:
         p.error("--timeout-ms must be positive")
+    if a.digest:
+        print(f"wrote {write_digest(source=a.output)}")
+        return 0
     missing = generate(a.output, timeout_ms=a.timeout_ms, update=a.update)
-    print(f"wrote {a.output or path()}; {missing} rule(s) not fully proved (left out)")
+    print(f"wrote {a.output or path()} and its digest; {missing} rule(s) not fully proved (left out)")
     return 0
 
 
