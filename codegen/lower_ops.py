@@ -15,6 +15,7 @@ element.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from llvmlite import ir
 
@@ -165,8 +166,15 @@ def lower_arange(lw, op: Operation) -> list[LV]:
 # ---------------------------------------------------------------- the table
 
 
+def _lower_dot(*args: Any, **kwargs: Any) -> Any:
+    """``dot``'s handler (:mod:`.lower_dot`), loaded on the first ``dot``: its tensor-core
+    lowering is four modules a kernel without ``tl.dot`` never needs."""
+    from .lower_dot import HANDLERS
+
+    return HANDLERS["dot"](*args, **kwargs)
+
+
 def _build() -> dict[str, Handler]:
-    from .lower_dot import HANDLERS as DOT
     from .lower_memory import HANDLERS as MEMORY
     from .lower_reduce import HANDLERS as REDUCE
     from .lower_shape import HANDLERS as SHAPE
@@ -189,7 +197,7 @@ def _build() -> dict[str, Handler]:
         table[name] = _binary(name)
     for name in S.UNARY:
         table[name] = _unary(name)
-    for part in (SHAPE, MEMORY, REDUCE, DOT):
+    for part in (SHAPE, MEMORY, REDUCE, {"dot": _lower_dot}):
         table.update(part)
     return table
 

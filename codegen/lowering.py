@@ -258,15 +258,18 @@ class Lowerer:
         a tensor-core ``dot`` stays in mma fragment registers (:mod:`eggpu.codegen.mma_carry`), and
         that dot's operand loads may become ``cp.async`` stages (:mod:`eggpu.codegen.mma_pipeline`:
         a prologue before the loop, one extra carried list with the look-ahead address state)."""
-        from .mma_carry import find_carries
-        from .mma_pipeline import plan_pipeline
-
         em, b = self.em, self.em.b
         lo, hi, step = (self.uniform(self.get(v)) for v in op.operands[:3])
         inits = [self.get(v) for v in op.operands[3:]]
         types = [v.type for v in op.operands[3:]]
-        carries = find_carries(self, op, inits)
-        pipe = plan_pipeline(self, op, carries)  # cp.async stages of the dot's loads (mma_pipeline)
+        if any(o.op == "dot" for o in op.regions[0].walk()):
+            from .mma_carry import find_carries
+            from .mma_pipeline import plan_pipeline
+
+            carries = find_carries(self, op, inits)
+            pipe = plan_pipeline(self, op, carries)  # cp.async stages of the dot's loads (mma_pipeline)
+        else:  # no dot in the body: nothing to carry in mma registers (and those modules stay unloaded)
+            carries, pipe = {}, None
         init_lists = [carries[i].init(self, lv) if i in carries else self._flatten([lv]) for i, lv in enumerate(inits)]
         trips = self._trip_count(lo, hi, step, op.operands[2])
         if pipe is not None:

@@ -21,8 +21,6 @@ from eggpu.ir.errors import (
 __version__ = "0.1.0"
 
 from eggpu.kernel_macro import hooks as _hooks  # noqa: E402
-from eggpu.kernel_macro.autotune import Config, autotune, heuristics  # noqa: E402
-from eggpu.kernel_macro.jitfunction import cdiv, next_power_of_2  # noqa: E402
 from eggpu.kernel_macro.kernel import jit, kernel  # noqa: E402
 from eggpu.pipeline import CompiledKernel, compile  # noqa: E402
 
@@ -38,12 +36,25 @@ def _gpu_available() -> bool:
 _hooks.GPU_AVAILABLE_HOOK = _gpu_available
 
 
-def __getattr__(name: str):
-    if name == "compile_many":  # lazily: a cache hit in a fresh process should not pay for it
-        from eggpu.batch import compile_many
+#: names that load their module on first use: a cache hit in a fresh process pays for none of
+#: them (``@eggpu.jit`` loads the launcher itself; ``@eggpu.kernel`` needs none of them)
+_LAZY = {
+    "compile_many": "eggpu.batch",
+    "Config": "eggpu.kernel_macro.autotune", "autotune": "eggpu.kernel_macro.autotune",
+    "heuristics": "eggpu.kernel_macro.autotune",
+    "cdiv": "eggpu.kernel_macro.jitfunction", "next_power_of_2": "eggpu.kernel_macro.jitfunction",
+}
 
-        return compile_many
-    raise AttributeError(f"module 'eggpu' has no attribute {name!r}")
+
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'eggpu' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
 
 __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "Config", "EggpuError", "IRError", "IRParseError",

@@ -36,7 +36,6 @@ must be UTF-8 (the error gives the byte offset and line of the first bad byte); 
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -254,6 +253,8 @@ class _Fail(Exception):
 
 
 def _did_you_mean(name: str) -> str:
+    import difflib  # lazily: only error messages need it
+
     close = difflib.get_close_matches(name, _ALL_NAMES, n=5, cutoff=0.6)
     if close:  # among equally close names prefer one that extends what was typed
         best = difflib.SequenceMatcher(None, name, close[0]).ratio()
@@ -669,6 +670,8 @@ def load_sources(sources: Sequence[tuple[str, str]], *, validate_egglog: bool = 
     rulesets = tuple(dict.fromkeys([*RULESETS, *declared]))
     for r in all_rules:
         if r.ruleset not in rulesets:
+            import difflib  # lazily: only error messages need it
+
             close = difflib.get_close_matches(r.ruleset, rulesets, n=1)
             hint = f" (did you mean {close[0]}?)" if close else ""
             errors.append(f"{r.file}:{r.line}: rule {r.name!r}: unknown ruleset {r.ruleset}{hint} "
