@@ -15,7 +15,11 @@ import pytest
 from eggpu import fingerprint as fpmod
 
 HEAVY = ("numpy", "eggpu.optimizer", "eggpu.kernel_macro.frontend", "eggpu.codegen", "egglog", "z3", "llvmlite",
-         "_hashlib")  # OpenSSL: a hit hashes with eggpu.ir.hashing
+         "_hashlib",  # OpenSSL: a hit hashes with eggpu.ir.hashing
+         "eggpu.kernel_macro.jitfunction", "eggpu.kernel_macro.autotune")  # @eggpu.jit's launcher, autotuning
+#: what a cold compile of a kernel without tl.dot, whose rules all have shipped verdicts, needs neither
+COLD_UNNEEDED = ("eggpu.optimizer.rule_solving", "eggpu.optimizer.rule_encoding", "eggpu.optimizer.cex_check",
+                 "eggpu.codegen.lower_dot", "eggpu.codegen.lower_mma", "eggpu.codegen.mma_carry", "difflib")
 
 SCRIPT = textwrap.dedent(f"""
     import json, sys
@@ -30,7 +34,10 @@ SCRIPT = textwrap.dedent(f"""
 
     ck = eggpu.compile(scale.Kernel(256))
     print(json.dumps({{"cache": ck.report["cache"], "ptx": len(ck.ptx), "params": [str(p.type) for p in ck.params],
-                      "heavy": [m for m in {HEAVY!r} if m in sys.modules]}}))
+                      "heavy": [m for m in {HEAVY!r} if m in sys.modules],
+                      "cold_unneeded": [m for m in {COLD_UNNEEDED!r} if m in sys.modules],
+                      "shipped_json_parsed": "eggpu.optimizer.shipped_proofs" in sys.modules
+                                             and sys.modules["eggpu.optimizer.shipped_proofs"]._loaded is not None}}))
 """)
 
 
@@ -48,6 +55,8 @@ def test_a_fresh_process_cache_hit_stays_light(tmp_path: Path) -> None:
     assert miss["cache"] == "miss" and "eggpu.optimizer" in miss["heavy"]
     # a cold compile optimizes, validates and lowers without numpy too (op references are lazy)
     assert "numpy" not in miss["heavy"] and "eggpu.codegen" in miss["heavy"]
+    # nor the rule prover, the dot lowering or the parse of rules/proofs.json (its digest answers)
+    assert miss["cold_unneeded"] == [] and miss["shipped_json_parsed"] is False
     hit = _run(tmp_path)
     assert hit["cache"] == "hit" and hit["ptx"] == miss["ptx"] and hit["params"] == miss["params"]
     assert hit["heavy"] == []
