@@ -172,6 +172,11 @@ class ProvedVerdict(RuleVerdict):
 
     __hash__ = None  # type: ignore[assignment]
 
+    def __reduce__(self) -> tuple:
+        """Pickled and copied as the plain :class:`RuleVerdict` it loads (``load`` is a closure)."""
+        return (RuleVerdict, (self.rule, self.location, self.ruleset, self.results, self.seconds, self.cached,
+                              self.note))
+
 
 def _compress_multi(keys: Sequence[str]) -> str | None:
     """``t=i8,u=i16`` style keys that form a full product -> ``t in i8..i64 x u in f16..f64``."""

@@ -78,6 +78,10 @@ def test_a_compile_s_rule_lookups_do_not_parse_the_json_file(tmp_path, fresh_shi
     full.cached, full.rule, full.location = True, r.name, r.location
     assert v.results == full.results and v.seconds == full.seconds and v.note == full.note
     assert v == full and full == v and v.summary() == full.summary()
+    import copy
+    import pickle
+
+    assert pickle.loads(pickle.dumps(v)) == full and copy.copy(v) == full  # as a plain RuleVerdict
 
 
 def test_a_stale_digest_is_ignored_with_a_warning(copy):
