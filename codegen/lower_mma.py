@@ -125,12 +125,12 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
     return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * (N + C_PAD) * 4, tf32)
 
 
-def staging_band(lw, M: int, N: int, wm: int, ab: int) -> int | str:
+def staging_band(lw, M: int, N: int, wm: int, ab: int, limit: int = 0) -> int | str:
     """The local tile rows per staging band of the f32 result (:func:`fragments_to_layout`), or
     the reason it cannot be staged. The result is staged in the operands' bytes: bands within
-    48 KiB (static shared memory) unless the operands (``ab`` bytes) already take more, then
-    within what they take; a band never splits a layout chunk of the result."""
-    c_limit = max(SMEM_LIMIT, ab)
+    48 KiB (static shared memory) unless the operands (``ab`` bytes) or ``limit`` allow more;
+    a band never splits a layout chunk of the result."""
+    c_limit = max(SMEM_LIMIT, ab, limit)
     stride = lw.layout((M, N)).stride
     groups = M // MMA_M // wm
     cs = (N + C_PAD) * 4

@@ -136,6 +136,8 @@ def plan_wgmma(lw, op: Operation) -> MmaPlan | str:
         return f"operands need {ab} bytes of shared memory, more than the {limit} bytes a CTA may use"
     wm = 4 * gm
     band = staging_band(lw, M, N, wm, ab)
+    if isinstance(band, str):  # a 64-row block per warpgroup is the smallest band: more shared memory
+        band = staging_band(lw, M, N, wm, ab, limit)
     if isinstance(band, str):
         return band
     return MmaPlan(M, N, K, wm, 1, band, ab, band * wm * MMA_M * (N + 8) * 4)
@@ -175,15 +177,22 @@ def _wgmma_ptx(em: Emitter, dt, n: int, da: ir.Value, db: ir.Value, acc: list[ir
     return _asm(em, text, m, [da, db, I32(1), *acc], cons)
 
 
+def descriptor_bits(S: int) -> int:
+    """The address-independent bits of the matrix descriptor of a K-major operand with an
+    ``S``-byte swizzle (an unsigned 64-bit int): leading byte offset 0 (bits 16-29, unused by
+    K-major swizzled layouts; Triton sets 0 too), stride byte offset ``8*S >> 4`` (bits 32-45:
+    the next group of 8 rows), base offset 0 (bits 49-51: the bases are 1024-byte aligned),
+    swizzle mode (bits 62-63: 1 = 128B, 2 = 64B, 3 = 32B)."""
+    return ((8 * S) >> 4) << 32 | SWIZZLE_MODE[S] << 62
+
+
 def _descriptor(em: Emitter, addr: ir.Value, S: int) -> ir.Value:
-    """The 64-bit matrix descriptor of a K-major swizzled operand at shared byte address ``addr``:
-    start address ``(addr & 0x3FFFF) >> 4`` (bits 0-13), leading byte offset 0 (unused by
-    K-major swizzled layouts, as Triton sets it), stride byte offset ``8*S >> 4`` (bits 32-45:
-    the next group of 8 rows), base offset 0 (bases 1024-byte aligned), swizzle mode (62-63)."""
+    """The 64-bit matrix descriptor of the operand at shared byte address ``addr``: start address
+    ``(addr & 0x3FFFF) >> 4`` in bits 0-13, then :func:`descriptor_bits`."""
     b = em.b
     field = b.and_(b.lshr(addr, em.k(addr, 4)), em.k(addr, 0x3FFF))
     wide = b.zext(field, em.like_type(addr, I64))
-    const = ((8 * S) >> 4) << 32 | SWIZZLE_MODE[S] << 62
+    const = descriptor_bits(S)
     return b.or_(wide, em.k(wide, const - (1 << 64) if const >= 1 << 63 else const))
 
 
@@ -385,4 +394,4 @@ def dot_wgmma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     return fragments_to_layout(lw, plan, acc)
 
 
-__all__ = ["dot_wgmma", "kmajor_byte", "plan_wgmma", "swizzle_bytes", "wgmma_fragments"]
+__all__ = ["descriptor_bits", "dot_wgmma", "kmajor_byte", "plan_wgmma", "swizzle_bytes", "wgmma_fragments"]

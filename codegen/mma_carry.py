@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from eggpu.ir.dtypes import f32
+from eggpu.ir.errors import CodegenError
 from eggpu.ir.graph import Block, Operation, Value
 from eggpu.ir.types import BlockType
 
@@ -250,7 +251,10 @@ def find_carries(lw, op: Operation, inits: list[LV]) -> dict[int, MmaCarry]:
         dot, add = got
         if dot.results[0].type.dtype != f32 or tuple(dot.results[0].type.shape) != tuple(t.shape):
             continue
-        strategy = select_strategy(lw, dot)[0]
+        try:
+            strategy = select_strategy(lw, dot)[0]
+        except CodegenError:
+            continue  # a forced strategy that does not apply: the dot's own lowering reports it
         if strategy not in ("mma_sync", "wgmma"):
             continue
         plan = plan_wgmma(lw, dot) if strategy == "wgmma" else plan_mma(lw, dot)
