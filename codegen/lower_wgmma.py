@@ -4,22 +4,25 @@ Chosen only with ``dot_strategy="wgmma"`` (``eggpu.compile``; the default choice
 it until a GPU run has checked it). Data movement, per ``dot(a[M,K], b[K,N])``:
 
 1. every thread stores its owned elements of ``a`` and ``b`` into shared memory in the
-   K-major canonical layout of the PTX ISA's matrix descriptors (:func:`kmajor_byte`): ``a``
-   as ``M`` rows of ``K``, ``b`` transposed as ``N`` rows of ``K`` (both operands K-major, so
-   ``imm-trans-a = imm-trans-b = 0``: one descriptor form serves both). ``K`` is cut into
-   blocks of ``W`` elements (``W`` = 64, 32 or 16, the largest dividing ``K``), each block a
-   ``rows x 2W``-byte array with the hardware's ``2W``-byte swizzle (128B, 64B, 32B:
-   16-byte chunk ``c`` of a 128-byte line ``l`` lives at chunk ``c ^ (l % (2W/16))``, on
-   absolute shared addresses, so the operand bases are 1024-byte aligned);
+   canonical layouts of the PTX ISA's matrix descriptors, as Triton stages them: ``a``
+   K-major (:func:`kmajor_byte`: ``K`` cut into blocks of ``W`` = 64, 32 or 16 elements, the
+   largest dividing ``K``, each block a ``M x 2W``-byte array with the hardware's ``2W``-byte
+   swizzle: 16-byte chunk ``c`` of a 128-byte line ``l`` lives at chunk ``c ^ (l % (2W/16))``,
+   on absolute shared addresses, so the operand bases are 1024-byte aligned); ``b`` MN-major
+   when ``N % 16 == 0`` (:func:`mnmajor_byte`: atoms of ``W`` columns, ``W`` from ``N``, each
+   ``K`` rows of ``2W`` bytes, swizzled; the descriptor's leading byte offset steps from atom to
+   atom and ``imm-trans-b = 1``), else K-major like ``a`` (``b`` transposed, scalar stores);
 2. ``fence.proxy.async.shared::cta`` (the generic-proxy stores become visible to the async
    proxy that wgmma reads through), a barrier, ``wgmma.fence``;
 3. warps form warpgroups of 4 (``num_warps`` a multiple of 4); warpgroup ``g`` of the ``G``
    that get distinct work owns the 64-row blocks ``g, g+G, ...`` of ``C`` and all ``N``
    columns; extra warpgroups repeat warpgroup ``g % G``. For each 16-step of ``K``, each block
    issues ``N / n`` wgmma instructions of ``m64nNk16`` (``n`` <= 256) whose descriptors point at
-   the step's 16 columns (start address advanced by 32 bytes within a swizzle block, as Triton
-   does); then ``wgmma.commit_group`` and ``wgmma.wait_group 0`` (which also re-defines the
-   accumulator registers, so nothing reads them before the wait);
+   the step's 16 k (``a``: start address advanced by 32 bytes within a swizzle block; MN-major
+   ``b``: by 16 rows; both as Triton does); then ``wgmma.commit_group`` and
+   ``wgmma.wait_group 0`` (which also re-defines the accumulator registers, so nothing reads
+   them before the wait). In a K loop whose accumulator only feeds the dot
+   (:mod:`eggpu.codegen.mma_carry`) the registers stay carried across iterations;
 4. the accumulator fragment of ``m64nNk16`` per warp is that of ``mma.m16n8`` per 16 rows
    (warp ``w % 4`` of the group holds rows ``16*(w%4) + groupID (+8)``; register ``4j + r`` is
    column ``8j + 2*(lane%4) + r%2``), so the f32 result goes through
@@ -27,7 +30,8 @@ it until a GPU run has checked it). Data movement, per ``dot(a[M,K], b[K,N])``:
 
 Host mode (``run_cpu``) executes the same steps: the same stores at the same swizzled byte
 offsets, and each wgmma is emulated by :func:`_host_wgmma_helper`, which decodes the two 64-bit
-descriptors as the PTX ISA defines them (start address, stride byte offset, swizzle mode) and
+descriptors as the PTX ISA defines them (start address, leading and stride byte offsets,
+swizzle mode, K-major or MN-major by ``imm-trans-b``) and
 reads every A/B element from shared memory through that decoding, so a mismatch between the
 store layout and the descriptors fails ``run_cpu`` vs numpy. Each accumulator adds the 16
 products of one step in k order with ``fma`` (exact products of 16-bit floats; the hardware's
@@ -93,9 +97,26 @@ def kmajor_index(em: Emitter, r: ir.Value, k: ir.Value, rows: int, K: int) -> ir
     return b.lshr(phys, em.k(phys, 1))
 
 
+def mn_major(N: int) -> bool:
+    """Whether ``b [K, N]`` is staged MN-major (``N % 16 == 0``: rows of ``N`` with a swizzle of
+    ``2W`` bytes, ``W`` the largest of 64, 32, 16 dividing ``N``; ``imm-trans-b = 1``, as Triton
+    stages it), else K-major like ``a`` (``N % 16 == 8``)."""
+    return N % 16 == 0
+
+
+def mnmajor_byte(k: int, n: int, K: int, N: int) -> int:
+    """Byte offset of element ``[k, n]`` of an MN-major 16-bit ``[K, N]`` operand: ``N`` cut into
+    atoms of ``W = S/2`` columns, each a ``K x S``-byte array with the ``S``-byte swizzle."""
+    S = swizzle_bytes(N)
+    W = S // 2
+    return swizzle((n // W) * K * S + k * S + (n % W) * 2, S)
+
+
 def instr_n(N: int) -> int:
-    """The ``n`` of each wgmma covering ``N`` columns: the largest multiple of 8 <= 256 dividing ``N``."""
-    return next(d for d in range(min(N, WG_N_MAX), 7, -8) if N % d == 0)
+    """The ``n`` of each wgmma covering ``N`` columns: the largest multiple of 8 <= 256 dividing
+    ``N`` (of the swizzle atom's ``W`` columns when ``b`` is MN-major)."""
+    step = swizzle_bytes(N) // 2 if mn_major(N) else 8
+    return next(d for d in range(WG_N_MAX // step * step, step - 1, -step) if N % d == 0)
 
 
 def operand_offsets(M: int, N: int, K: int) -> tuple[int, int]:
@@ -130,6 +151,8 @@ def plan_wgmma(lw, op: Operation) -> MmaPlan | str:
     if acc > MAX_ACC:
         return (f"{acc} f32 accumulators per thread (more than {MAX_ACC}: registers would spill); "
                 "use more warps or a smaller tile")
+    if mn_major(N) and K * swizzle_bytes(N) >= 1 << 18:
+        return f"K={K} is too deep for the 14-bit leading byte offset of an MN-major b descriptor"
     ab = operand_offsets(M, N, K)[1]
     limit = max(getattr(lw, "smem_limit", SMEM_LIMIT), SMEM_LIMIT)
     if ab > limit:
@@ -166,33 +189,35 @@ def _asm(em: Emitter, text: str, outs: int = 0, ins: list[ir.Value] = (), cons: 
     return [r] if outs == 1 else [b.extract_value(r, i) for i in range(outs)]
 
 
-def _wgmma_ptx(em: Emitter, dt, n: int, da: ir.Value, db: ir.Value, acc: list[ir.Value]) -> list[ir.Value]:
-    """One ``wgmma.mma_async`` (scale-d true: ``D = A @ B + D``), both operands K-major."""
+def _wgmma_ptx(em: Emitter, dt, n: int, da: ir.Value, db: ir.Value, acc: list[ir.Value], trans_b: bool) -> list[ir.Value]:
+    """One ``wgmma.mma_async`` (scale-d true: ``D = A @ B + D``), ``a`` K-major, ``b`` MN-major
+    when ``trans_b``."""
     m = n // 2
     t = "f16" if dt == f16 else "bf16"
     regs = ",".join(f"${i}" for i in range(m))
     text = (f"{{\n.reg .pred p;\nsetp.ne.b32 p, ${m + 2}, 0;\n"
-            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, ${m}, ${m + 1}, p, 1, 1, 0, 0;\n}}")
+            f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} {{{regs}}}, ${m}, ${m + 1}, p, 1, 1, 0, {int(trans_b)};\n}}")
     cons = ",".join(["=f"] * m + ["l", "l", "r"] + [str(i) for i in range(m)])
     return _asm(em, text, m, [da, db, I32(1), *acc], cons)
 
 
-def descriptor_bits(S: int) -> int:
-    """The address-independent bits of the matrix descriptor of a K-major operand with an
-    ``S``-byte swizzle (an unsigned 64-bit int): leading byte offset 0 (bits 16-29, unused by
-    K-major swizzled layouts; Triton sets 0 too), stride byte offset ``8*S >> 4`` (bits 32-45:
-    the next group of 8 rows), base offset 0 (bits 49-51: the bases are 1024-byte aligned),
-    swizzle mode (bits 62-63: 1 = 128B, 2 = 64B, 3 = 32B)."""
-    return ((8 * S) >> 4) << 32 | SWIZZLE_MODE[S] << 62
+def descriptor_bits(S: int, lbo: int = 0) -> int:
+    """The address-independent bits of the matrix descriptor of an operand with an ``S``-byte
+    swizzle (an unsigned 64-bit int): leading byte offset ``lbo >> 4`` (bits 16-29: MN-major,
+    the distance between atoms of ``S/2`` columns; unused by K-major swizzled layouts, where it
+    is 0 as Triton sets it), stride byte offset ``8*S >> 4`` (bits 32-45: the next group of 8
+    rows, K-major, or of 8 k, MN-major), base offset 0 (bits 49-51: the bases are 1024-byte
+    aligned), swizzle mode (bits 62-63: 1 = 128B, 2 = 64B, 3 = 32B)."""
+    return ((8 * S) >> 4) << 32 | (lbo >> 4) << 16 | SWIZZLE_MODE[S] << 62
 
 
-def _descriptor(em: Emitter, addr: ir.Value, S: int) -> ir.Value:
+def _descriptor(em: Emitter, addr: ir.Value, S: int, lbo: int = 0) -> ir.Value:
     """The 64-bit matrix descriptor of the operand at shared byte address ``addr``: start address
     ``(addr & 0x3FFFF) >> 4`` in bits 0-13, then :func:`descriptor_bits`."""
     b = em.b
     field = b.and_(b.lshr(addr, em.k(addr, 4)), em.k(addr, 0x3FFF))
     wide = b.zext(field, em.like_type(addr, I64))
-    const = descriptor_bits(S)
+    const = descriptor_bits(S, lbo)
     return b.or_(wide, em.k(wide, const - (1 << 64) if const >= 1 << 63 else const))
 
 
@@ -215,14 +240,45 @@ def _counted(b: ir.IRBuilder, fn: ir.Function, count: int, body) -> None:
     b.position_at_end(done)
 
 
-def _host_wgmma_helper(em: Emitter, dt, n: int) -> ir.Function:
-    """Host: ``__eggpu_wgmma_m64n{n}k16_{dt}_v{NT}(smem, desc_a, desc_b, d_0..d_{n/2-1})``: one
-    wgmma per warpgroup, all warpgroups, lane by lane. For lane ``t`` (warp ``w = t/32`` of its
+def _host_reader(em: Emitter, b: ir.IRBuilder, smem: ir.Value, dt):
+    """``(decode, element)`` for :func:`_host_wgmma_helper`: ``decode(desc)`` gives the
+    descriptor's ``(start, LBO, SBO, S)`` in bytes, ``element(start, lbo, sbo, S, x, k, mn)`` the
+    f32 value of row/column ``x`` at step ``k`` read from shared memory through them."""
+    def field(d: ir.Value, shift: int) -> ir.Value:
+        """A 14-bit descriptor field, in bytes."""
+        return b.shl(b.trunc(b.and_(b.lshr(d, I64(shift)), I64(0x3FFF)), I32), I32(4))
+
+    def decode(d: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value, ir.Value]:
+        mode = b.trunc(b.lshr(d, I64(62)), I32)
+        S = b.select(b.icmp_unsigned("==", mode, I32(1)), I32(128),
+                     b.select(b.icmp_unsigned("==", mode, I32(2)), I32(64), I32(32)))
+        return field(d, 0), field(d, 16), field(d, 32), S
+
+    def element(start, lbo, sbo, S, x, k: int, mn: bool = False) -> ir.Value:
+        if mn:  # x is the column: atoms of S/2 columns at LBO, groups of 8 k at SBO, k rows of S bytes
+            w = b.lshr(S, I32(1))
+            logical = b.add(b.add(start, b.mul(b.udiv(x, w), lbo)), b.add(b.mul(I32(k // 8), sbo), b.mul(I32(k % 8), S)))
+            logical = b.add(logical, b.shl(b.urem(x, w), I32(1)))
+        else:
+            logical = b.add(b.add(b.add(start, b.mul(b.lshr(x, I32(3)), sbo)), b.mul(b.and_(x, I32(7)), S)),
+                            I32(2 * k))
+        mask = b.sub(b.lshr(S, I32(4)), I32(1))
+        phys = b.xor(logical, b.shl(b.and_(b.lshr(logical, I32(7)), mask), I32(4)))
+        return em.ext_f32(b.load(b.gep(smem, [phys], source_etype=ir.IntType(8)), typ=I16), dt)
+
+    return decode, element
+
+
+def _host_wgmma_helper(em: Emitter, dt, n: int, trans_b: bool) -> ir.Function:
+    """Host: ``__eggpu_wgmma_m64n{n}k16_{dt}_{kk|kt}_v{NT}(smem, desc_a, desc_b, d_0..d_{n/2-1})``:
+    one wgmma per warpgroup, all warpgroups, lane by lane. For lane ``t`` (warp ``w = t/32`` of its
     group ``w % 4``, ``g = (t%32)/4``, ``q = t%4``) and register ``r``: row ``16*(w%4) + g +
     8*((r>>1)&1)``, column ``8*(r>>2) + 2q + (r&1)``; ``d_r = fma(A[row, k], B[k, col], d_r)`` for
-    k = 0..15, each element read at the address its descriptor gives: start + ``(x/8)*SBO +
-    (x%8)*S + 2k`` for row/column ``x``, then the ``S``-byte swizzle (``S`` from the mode bits)."""
-    name = f"__eggpu_wgmma_m64n{n}k16_{dt}_v{em.nt}"
+    k = 0..15, each element read at the address its descriptor gives, then the ``S``-byte swizzle
+    (``S`` from the mode bits): K-major, start + ``(x/8)*SBO + (x%8)*S + 2k`` for row/column
+    ``x``; MN-major (``b`` with ``trans_b``), start + ``(col/W)*LBO + (k/8)*SBO + (k%8)*S +
+    2*(col%W)``, ``W = S/2``."""
+    name = f"__eggpu_wgmma_m64n{n}k16_{dt}_{'kt' if trans_b else 'kk'}_v{em.nt}"
     fn = em.module.globals.get(name)
     if fn is not None:
         return fn
@@ -248,24 +304,11 @@ def _host_wgmma_helper(em: Emitter, dt, n: int) -> ir.Function:
     saved, em.b = em.b, b
     fma = em.declare("llvm.fma.f32", F32, [F32, F32, F32])
 
-    def decode(d: ir.Value) -> tuple[ir.Value, ir.Value, ir.Value]:
-        start = b.shl(b.trunc(b.and_(d, I64(0x3FFF)), I32), I32(4))
-        sbo = b.shl(b.trunc(b.and_(b.lshr(d, I64(32)), I64(0x3FFF)), I32), I32(4))
-        mode = b.trunc(b.lshr(d, I64(62)), I32)
-        S = b.select(b.icmp_unsigned("==", mode, I32(1)), I32(128),
-                     b.select(b.icmp_unsigned("==", mode, I32(2)), I32(64), I32(32)))
-        return start, sbo, S
-
-    def element(start, sbo, S, x, k: int) -> ir.Value:
-        logical = b.add(b.add(b.add(start, b.mul(b.lshr(x, I32(3)), sbo)), b.mul(b.and_(x, I32(7)), S)), I32(2 * k))
-        mask = b.sub(b.lshr(S, I32(4)), I32(1))
-        phys = b.xor(logical, b.shl(b.and_(b.lshr(logical, I32(7)), mask), I32(4)))
-        return em.ext_f32(b.load(b.gep(smem, [phys], source_etype=ir.IntType(8)), typ=I16), dt)
+    decode, element = _host_reader(em, b, smem, dt)
 
     def lane(t: ir.Value) -> None:
         da, db = (b.load(b.gep(buf, [I32(0), t], source_etype=ir.ArrayType(I64, nt)), typ=I64) for buf in dbufs)
-        sa, sba, Sa = decode(da)
-        sb, sbb, Sb = decode(db)
+        a_fields, b_fields = decode(da), decode(db)
         g = b.lshr(b.and_(t, I32(31)), I32(2))
         q = b.and_(t, I32(3))
         row0 = b.add(b.shl(b.and_(b.lshr(t, I32(5)), I32(3)), I32(4)), g)
@@ -276,7 +319,7 @@ def _host_wgmma_helper(em: Emitter, dt, n: int) -> ir.Function:
             p = b.gep(acc_buf, [I32(0), r, t], source_etype=acc_t)
             acc = b.load(p, typ=F32)
             for k in range(WG_K):
-                acc = b.call(fma, [element(sa, sba, Sa, row, k), element(sb, sbb, Sb, col, k), acc])
+                acc = b.call(fma, [element(*a_fields, row, k), element(*b_fields, col, k, trans_b), acc])
             b.store(acc, p)
 
         _counted(b, fn, m, reg)
@@ -293,20 +336,22 @@ def _host_wgmma_helper(em: Emitter, dt, n: int) -> ir.Function:
 # ---------------------------------------------------------------- the strategy
 
 
-def _stage(lw, src: LV, base: ir.Value, rows: int, K: int, transposed: bool) -> None:
-    """Every thread stores its owned elements of ``src`` at :func:`kmajor_index` (``b`` is
-    ``[K, rows]``: ``transposed``). On the GPU a layout chunk of ``a`` (``vec`` elements of one row,
-    inside one 16-byte chunk) is one vector store; the host scatters per element in one lane loop."""
+def _stage(lw, src: LV, base: ir.Value, rows: int, cols: int, transposed: bool) -> None:
+    """Every thread stores its owned elements of the ``[rows, cols]`` operand ``src`` at
+    :func:`kmajor_index` (``a``; an MN-major ``b`` is the same arithmetic on ``[K, N]``; a K-major
+    ``b`` is ``transposed``: ``[K, rows]`` stored as ``rows`` rows of ``cols = K``). On the GPU a
+    layout chunk (``vec`` elements of one row, inside one 16-byte chunk) is one vector store,
+    except transposed; the host scatters per element in one lane loop."""
     em: Emitter = lw.em
     b = em.b
     lay = lw.layout(src.type.shape)
     t = em.mem_type(src.type.dtype)
     elems = lw.elems(src)
-    w = lay.vec if em.is_ptx and not transposed and lay.vec > 1 and K % lay.vec == 0 else 1
+    w = lay.vec if em.is_ptx and not transposed and lay.vec > 1 and cols % lay.vec == 0 else 1
     idxs = []
     for j0 in range(0, lay.per, w):
         r, c = lay.coords(em, j0)
-        idxs.append((kmajor_index(em, c, r, rows, K) if transposed else kmajor_index(em, r, c, rows, K),
+        idxs.append((kmajor_index(em, c, r, rows, cols) if transposed else kmajor_index(em, r, c, rows, cols),
                      lay.owned(em, j0)))
     if em.is_host:
         ptrs = [b.gep(em.spread(base), [i], source_etype=t) for i, _ in idxs]
@@ -342,7 +387,12 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
     base = em.smem_array(0)
     em.smem_align(ALIGN)
     _stage(lw, a, base, M, K, False)
-    _stage(lw, bv, em.smem_array(off_b), N, K, True)
+    trans_b = mn_major(N)
+    if trans_b:
+        _stage(lw, bv, em.smem_array(off_b), K, N, False)
+    else:
+        _stage(lw, bv, em.smem_array(off_b), N, K, True)
+    Sb = swizzle_bytes(N) if trans_b else S
     if em.is_ptx:
         _asm(em, "fence.proxy.async.shared::cta;")
     em.barrier()
@@ -355,7 +405,7 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
         _asm(em, "wgmma.fence.sync.aligned;")
     else:
         addr0 = em.spread(I32(0))
-        helper = _host_wgmma_helper(em, dt, n)
+        helper = _host_wgmma_helper(em, dt, n, trans_b)
     acc = [[list(c) for c in row] for row in acc]
     blocks = M // WG_M // gm
     for ks in range(K // WG_K):
@@ -365,11 +415,15 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
             a_addr = b.add(b.add(addr0, em.k(addr0, kb * M * S + kin * 2)), b.mul(blk, em.k(blk, WG_M * S)))
             da = _descriptor(em, a_addr, S)
             for q in range(N // n):
-                db = _descriptor(em, b.add(addr0, em.k(addr0, off_b + kb * N * S + kin * 2 + q * n * S)), S)
+                if trans_b:  # atom q*n/W of S_b/2 columns, then k rows 16*ks of S_b bytes (Triton's order)
+                    off, lbo = off_b + (q * n // (Sb // 2)) * K * Sb + ks * WG_K * Sb, K * Sb
+                else:
+                    off, lbo = off_b + kb * N * S + kin * 2 + q * n * S, 0
+                db = _descriptor(em, b.add(addr0, em.k(addr0, off)), Sb, lbo)
                 tiles = range(q * n // MMA_N, (q + 1) * n // MMA_N)
                 regs = [acc[i][j][r] for j in tiles for r in range(4)]
                 if em.is_ptx:
-                    out = _wgmma_ptx(em, dt, n, da, db, regs)
+                    out = _wgmma_ptx(em, dt, n, da, db, regs, trans_b)
                 else:
                     call = b.call(helper, [base, da, db, *regs])
                     out = [b.extract_value(call, x) for x in range(len(regs))]
@@ -394,4 +448,4 @@ def dot_wgmma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     return fragments_to_layout(lw, plan, acc)
 
 
-__all__ = ["descriptor_bits", "dot_wgmma", "kmajor_byte", "plan_wgmma", "swizzle_bytes", "wgmma_fragments"]
+__all__ = ["descriptor_bits", "dot_wgmma", "kmajor_byte", "mn_major", "mnmajor_byte", "plan_wgmma", "swizzle_bytes", "wgmma_fragments"]

@@ -294,12 +294,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     CompileError naming the kernel. Whether a loop was pipelined, with how many stages, and why
     not, is in ``ck.report["dot"]``.
 
-    ``dot_strategy``: None (automatic: ``mma_sync`` tensor cores where they apply, else
-    ``shared_fma``) or the strategy every ``tl.dot`` of the kernel must use: ``"shared_fma"``,
-    ``"mma_sync"`` or ``"wgmma"`` (sm_90a warpgroup MMA, opt-in until a GPU run has checked it;
-    needs ``target="sm_90a"``, f16/bf16 operands, ``num_warps`` a multiple of 4 and M%64, N%8,
-    K%16); a strategy that does not apply to a dot is a CodegenError naming the kernel, the dot's
-    shape and the reason.
+    ``dot_strategy``: None (automatic) or the strategy every ``tl.dot`` must use (``"shared_fma"``,
+    ``"mma_sync"``, ``"wgmma"``: sm_90a, opt-in, docs/pipeline.md); CodegenError where it does not apply.
 
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the

@@ -52,7 +52,8 @@ def _run_loop(dt, tiles, nw, M, N, K, seed=0):
 
 # (dtype, BM, BN, BK, num_warps, M, N, K): ragged sizes; every swizzle width (BK 16/32/64 and
 # 128 = two 64-wide K blocks), one and two warpgroups, warpgroups repeating each other (64 rows
-# over 8 warps), two m64 blocks per warpgroup, n = 8 and n = 256 per instruction
+# over 8 warps), two m64 blocks per warpgroup, n = 8 and n = 256 per instruction, b MN-major
+# (N % 16 == 0, Triton's layout) and K-major (BN = 8, 40)
 CASES = [
     ("f16", 64, 64, 32, 4, 100, 70, 50),
     ("bf16", 64, 32, 32, 4, 130, 45, 61),
@@ -60,8 +61,9 @@ CASES = [
     ("bf16", 64, 128, 16, 8, 70, 200, 40),
     ("f16", 128, 32, 128, 8, 200, 40, 300),
     ("bf16", 64, 8, 16, 4, 65, 11, 17),
-    ("f16", 64, 256, 128, 4, 64, 257, 130),
+    ("f16", 64, 256, 16, 4, 64, 257, 20),
     ("f16", 64, 64, 32, 4, 1, 1, 1),
+    ("bf16", 64, 40, 32, 4, 70, 41, 33),
 ]
 
 
@@ -96,7 +98,7 @@ def test_swizzle_mode_mismatch_is_caught_by_run_cpu(monkeypatch):
 def test_stride_byte_offset_mismatch_is_caught_by_run_cpu(monkeypatch):
     """A wrong stride between 8-row groups in the descriptor gives wrong products."""
     good = W.descriptor_bits
-    monkeypatch.setattr(W, "descriptor_bits", lambda S: good(S) + ((8 * S) >> 4 << 32))
+    monkeypatch.setattr(W, "descriptor_bits", lambda S, lbo=0: good(S, lbo) + ((8 * S) >> 4 << 32))
     _, a, b, c = _run_loop("bf16", (64, 32, 64), 4, 64, 32, 64)
     with pytest.raises(AssertionError):
         _check(c, a, b, 64)
@@ -104,7 +106,7 @@ def test_stride_byte_offset_mismatch_is_caught_by_run_cpu(monkeypatch):
 
 @pytest.mark.parametrize("K", [16, 32, 64, 80, 128, 192])
 @pytest.mark.parametrize("rows", [8, 64, 72])
-def test_kmajor_layout_is_a_bijection_and_conflict_free(rows, K):
+def test_kmajor_layout_is_a_bijection_and_conflict_free(rows, K):  # rows: M (a) or N (K-major b)
     """Every element has its own 2 bytes inside the operand, and the 8 rows of one 16-byte column
     chunk (what a core matrix reads) fall in 8 different 16-byte bank groups of a 128-byte line."""
     offs = {W.kmajor_byte(r, k, rows, K) for r in range(rows) for k in range(K)}
@@ -115,8 +117,22 @@ def test_kmajor_layout_is_a_bijection_and_conflict_free(rows, K):
             assert len(banks) == 8, (rows, K, r0, k, banks)
 
 
-def _triton_descriptor_constants(bk: int) -> set[int]:
-    """The address-independent descriptor constants (``or.b64`` immediates) of Triton's sm_90a matmul."""
+@pytest.mark.parametrize("N", [16, 32, 64, 128, 192])
+@pytest.mark.parametrize("K", [16, 48])
+def test_mn_major_layout_is_a_bijection_and_conflict_free(K, N):
+    """b [K, N] MN-major: every element its own 2 bytes; the 8 k rows of one 16-byte chunk of
+    columns fall in 8 different 16-byte bank groups."""
+    assert W.mn_major(N)
+    offs = {W.mnmajor_byte(k, n, K, N) for k in range(K) for n in range(N)}
+    assert offs == set(range(0, K * N * 2, 2))
+    for k0 in range(0, K, 8):
+        for n in range(0, N, 8):
+            banks = {(W.mnmajor_byte(k, n, K, N) // 16) % 8 for k in range(k0, k0 + 8)}
+            assert len(banks) == 8, (K, N, k0, n, banks)
+
+
+def _triton_ptx(bn: int, bk: int) -> str:
+    """Triton's sm_90a PTX of the 64 x ``bn`` x ``bk`` matmul (4 warps, no pipelining)."""
     triton = pytest.importorskip("triton")
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -125,17 +141,34 @@ def _triton_descriptor_constants(bk: int) -> set[int]:
 
     sig = {"a_ptr": "*fp16", "b_ptr": "*fp16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    src = ASTSource(fn=matmul_source("triton"), signature=sig, constexprs={"BM": 64, "BN": 64, "BK": bk},
+    src = ASTSource(fn=matmul_source("triton"), signature=sig, constexprs={"BM": 64, "BN": bn, "BK": bk},
                     attrs={(i,): [["tt.divisibility", 16]] for i in range(6)})
     ptx = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": 4, "num_stages": 1}).asm["ptx"]
     assert "wgmma.mma_async" in ptx
+    return ptx
+
+
+def _or64_constants(ptx: str) -> set[int]:
+    """The address-independent descriptor constants (``or.b64`` immediates) of a PTX text."""
     return {int(x) % (1 << 64) for x in re.findall(r"or\.b64\s+%rd\d+, %rd\d+, (-?\d+);", ptx)}
 
 
-@pytest.mark.parametrize("bk", [32, 64])
-def test_descriptor_bits_match_tritons_for_the_same_swizzle(bk):
-    """Triton's A operand of a BK-wide tile is K-major with the same swizzle width as ours."""
-    assert W.descriptor_bits(W.swizzle_bytes(bk)) in _triton_descriptor_constants(bk)
+@pytest.mark.parametrize("bn,bk", [(64, 32), (32, 64)])
+def test_descriptor_bits_match_tritons_for_the_same_swizzle(bn, bk):
+    """Triton's A (K-major, BK wide) and B (MN-major, BN wide, one swizzle atom) descriptors carry
+    the same constant bits as ours for the same swizzle widths."""
+    got = _or64_constants(_triton_ptx(bn, bk))
+    assert W.descriptor_bits(W.swizzle_bytes(bk)) in got
+    assert W.descriptor_bits(W.swizzle_bytes(bn)) in got
+
+
+def test_mn_major_leading_byte_offset_matches_tritons():
+    """With two 64-column atoms (BN=128), Triton's B descriptor adds a leading byte offset of
+    BK * 128 bytes (the next atom), the value ours has for that operand."""
+    ptx = _triton_ptx(128, 32)
+    lbo = W.descriptor_bits(128, lbo=32 * 128) - W.descriptor_bits(128)
+    assert lbo == (4096 >> 4) << 16
+    assert re.search(rf"or\.b32\s+%r\d+, %r\d+, {lbo};", ptx), "Triton's B descriptor has another LBO"
 
 
 @pytest.mark.parametrize("dt", ["f16", "bf16"])
