@@ -184,6 +184,7 @@ def test_ptxas_accepts_wgmma_ptx_without_spills(dt, tiles, nw):
         assert piece in cp.ptx, piece
     rep = run_ptxas(cp.ptx, "sm_90a")
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+    assert "serialized" not in rep.log and "Performance Loss" not in rep.log, rep.log  # no wgmma serialization
 
 
 def test_sass_contains_hgmma():
