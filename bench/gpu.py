@@ -19,7 +19,9 @@ it prints why and exits 0 with ``{"skipped": reason}``. With one, for each suite
   bandwidth (a 1 GiB device-to-device copy, read + write bytes), and TFLOP/s for matmul
   (f16 and bf16: eggpu's tensor-core path on sm_80+; f32: exact on both sides, Triton with
   ``input_precision="ieee"``); each matmul row records eggpu's ``ck.report["dot"]`` (the
-  strategy and why) as ``eggpu_dot``.
+  strategy and why) as ``eggpu_dot``;
+- on an sm_90 device, when the suite includes a matmul: the opt-in ``wgmma`` dot beside
+  ``mma_sync`` and Triton at two tile configurations (:mod:`bench.gpu_wgmma`), as ``"wgmma"``.
 """
 
 from __future__ import annotations
@@ -60,6 +62,10 @@ def prepare(directory: str, target: str = "sm_90", entries: list[Entry] | None =
     for e in entries or SUITE:
         ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts_for(e)), target=target, cache=directory)
         print(f"prepared {e.key}: {ck.report.get('cache')} -> {ck.cache_path}")
+    if target == "sm_90" and any(e.family == "matmul" for e in entries or SUITE):
+        from . import gpu_wgmma
+
+        gpu_wgmma.prepare(directory)
     from .prepared_cache import record
 
     record(directory)
@@ -280,6 +286,13 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
             for t in ("eggpu", "triton")))
         torch.cuda.empty_cache()
     out["kernels"] = results
+    if any(e.family == "matmul" for e in entries or SUITE):
+        from . import gpu_wgmma
+
+        try:
+            out["wgmma"] = gpu_wgmma.run(torch, _time_gpu, flush, reps, warmup, progress)
+        except Exception as exc:  # noqa: BLE001 - keep the suite's results
+            out["wgmma"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
 
 

@@ -9,7 +9,7 @@ out) and compared with the numpy reference at the library's tolerances. Then the
 :mod:`bench.gpu_dot`: ``tl.dot`` on every strategy (f16/bf16 tensor cores, f32 exact; ragged
 shapes, three tile configurations; GPU vs numpy and vs ``run_cpu``, the strategy from
 ``ck.report["dot"]`` recorded) and float min/max on NaN/±0/inf pairs and rows, bit for bit
-against the interpreter. Without a device it prints why and exits 0. Prints one line per
+against the interpreter; the opt-in ``wgmma`` dot (sm_90a) on sm_90 devices. Without a device it prints why and exits 0. Prints one line per
 kernel/dtype (and per extra case) and a closing ``N passed, N failed``.
 """
 
@@ -45,8 +45,9 @@ def prepare(directory: str, target: str) -> None:
     from .gpu_dot import cases
 
     for c in cases():
-        eggpu.compile(c.instance, target=target, cache=directory)
-        n += 1
+        if runs_on(c, target):
+            eggpu.compile(c.instance, **({"target": target} | c.options), cache=directory)
+            n += 1
     from .prepared_cache import record
 
     record(directory)
@@ -94,10 +95,13 @@ def _extra_checks(target: str) -> list[dict[str, Any]]:
 
     rows = []
     for c in cases():
+        if not runs_on(c, target):
+            print(f"skip {c.label}: needs {c.options['target']}", flush=True)
+            continue
         row: dict[str, Any] = {"kernel": c.label, "dtype": "", "sizes": []}
         t0 = time.perf_counter()
         try:
-            ck = eggpu.compile(c.instance, target=target)
+            ck = eggpu.compile(c.instance, **({"target": target} | c.options))
             row["cache"] = [ck.report.get("cache")]
             args = [a.copy() if isinstance(a, np.ndarray) else a for a in c.args]
             ck.launch(c.grid, *args)
@@ -112,6 +116,12 @@ def _extra_checks(target: str) -> list[dict[str, Any]]:
         how = f" [{', '.join(d['strategy'] for d in dots)}]" if dots else ""
         print(f"{row['result']:4s} {c.label}{how} {row.get('error', '')[:300]}", flush=True)
     return rows
+
+
+def runs_on(case: Any, target: str) -> bool:
+    """Whether ``case`` runs on a device of ``target``: an sm_90a case (wgmma) needs an sm_90 part."""
+    want = case.options.get("target")
+    return want is None or want == target or (want == "sm_90a" and target == "sm_90")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -7,6 +7,8 @@ Cases (each compiled with ``eggpu.compile`` for the device's target, launched wi
   32x32x16 (the benchmark's), 64x64x32 and 128x64x32 (f32 result staged in bands); the GPU
   result is compared with numpy (f64 reference) and with ``run_cpu`` (the host's lock-step
   emulation of the same data movement), and the strategy of ``ck.report["dot"]`` is recorded;
+- ``dot ... wgmma``: the same on the opt-in ``wgmma`` strategy (``target="sm_90a",
+  dot_strategy="wgmma"``, :data:`WGMMA_TILES`), on sm_90 devices only (``Case.options``);
 - ``minmax``: ``tl.minimum``/``tl.maximum`` of every pair of NaN, ±0, ±inf, subnormal and normal
   values, and ``tl.min``/``tl.max`` row reductions, in f32/f64/f16/bf16: the GPU must match the
   interpreter bit for bit (NaN ignored, -0.0 < +0.0: PTX ``min``/``max``).
@@ -15,7 +17,7 @@ Cases (each compiled with ``eggpu.compile`` for the device's target, launched wi
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -26,6 +28,8 @@ import eggpu.language as tl
 DOT_DTYPES = ("f16", "bf16", "f32")
 DOT_TILES = ((32, 32, 16), (64, 64, 32), (128, 64, 32))
 DOT_SHAPE = (300, 260, 200)  # M, N, K: ragged for every tile
+WGMMA_TILES = (((64, 64, 32), 4), ((128, 128, 32), 4), ((128, 64, 64), 8))  # (BM, BN, BK), num_warps
+WGMMA_OPTIONS = {"target": "sm_90a", "dot_strategy": "wgmma"}
 SPECIALS = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 1e-40, -1e-40, 3.5, -2.25]
 
 
@@ -71,20 +75,22 @@ def np_dtype(name: str) -> Any:
 
 @dataclass
 class Case:
-    """One GPU check: ``instance`` (a Kernel to compile), ``grid``, ``args`` (numpy), ``check(gpu_args, ck)``."""
+    """One GPU check: ``instance`` (a Kernel to compile), ``grid``, ``args`` (numpy), ``check(gpu_args, ck)``,
+    ``options``: ``eggpu.compile`` options of the case (its ``target`` replaces the device's)."""
 
     label: str
     instance: Any
     grid: tuple[int, ...]
     args: list[Any]
     check: Any
+    options: dict[str, Any] = field(default_factory=dict)
 
 
 def _copy(args: list[Any]) -> list[Any]:
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-def _dot_case(dt: str, tiles: tuple[int, int, int]) -> Case:
+def _dot_case(dt: str, tiles: tuple[int, int, int], options: dict[str, Any] | None = None) -> Case:
     M, N, K = DOT_SHAPE
     rng = np.random.default_rng(1)
     t = np_dtype(dt)
@@ -106,7 +112,8 @@ def _dot_case(dt: str, tiles: tuple[int, int, int]) -> Case:
             raise AssertionError(f"max error {err:.3g} vs numpy, {err_cpu:.3g} vs run_cpu (tolerance {tol:.3g})")
         return {"max_err": err, "max_err_vs_run_cpu": err_cpu, "dot": ck.report.get("dot")}
 
-    return Case(f"dot[{dt}] {bm}x{bn}x{bk} on {M}x{N}x{K}", inst, grid, args, check)
+    how = f" {options['dot_strategy']} num_warps={options.get('num_warps', 4)}" if options else ""
+    return Case(f"dot[{dt}] {bm}x{bn}x{bk}{how} on {M}x{N}x{K}", inst, grid, args, check, dict(options or {}))
 
 
 def _same_bits(want: np.ndarray, got: np.ndarray) -> int:
@@ -162,5 +169,8 @@ def cases() -> Iterator[Case]:
     for dt in DOT_DTYPES:
         for tiles in DOT_TILES:
             yield _dot_case(dt, tiles)
+    for dt in ("f16", "bf16"):
+        for tiles, nw in WGMMA_TILES:
+            yield _dot_case(dt, tiles, WGMMA_OPTIONS | {"num_warps": nw})
     for dt in ("f32", "f64", "f16", "bf16"):
         yield from _minmax_cases(dt)

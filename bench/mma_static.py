@@ -9,7 +9,9 @@ configuration:
 - ``sass_total``: SASS instructions of the cubin (nvdisasm, NVIDIA's wheel);
 - ``sass_k_loop``: SASS instructions of the K loop (the innermost loop containing ``HMMA``:
   from the target label of its backward branch to that branch), with its opcode histogram;
-- the counts of ``HMMA``, shared loads/stores (``LDS``/``LDSM``/``STS``) and barriers
+- on sm_90 also ``eggpu_wgmma``: the opt-in ``dot_strategy="wgmma"`` compiled for ``sm_90a``
+  (``num_stages=1``: it is not software-pipelined), beside Triton's sm_90a build;
+- the counts of ``HMMA``/``HGMMA``, shared loads/stores (``LDS``/``LDSM``/``STS``) and barriers
   (``BAR``) in the K loop: the shared-memory traffic per iteration.
 
 Both compilers run with ``num_stages=1`` (no software pipelining) and with Triton's default
@@ -173,11 +175,13 @@ def _ptxas_fields(ptx: str, target: str) -> tuple[dict[str, Any], bytes]:
             "shared_bytes": rep.shared_bytes}, rep.cubin
 
 
-def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False, num_stages: int = 1) -> dict[str, Any]:
+def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False, num_stages: int = 1,
+               dot_strategy: str | None = None) -> dict[str, Any]:
     """Compile the matmul with eggpu's codegen (unoptimized IR: the dot lowering is what is measured).
 
     ``facts``: the launch facts Triton's launcher derives for 16-aligned pointers and sizes that
-    are multiples of 16 (``align16`` on the pointers, ``div16`` on M, N, K)."""
+    are multiples of 16 (``align16`` on the pointers, ``div16`` on M, N, K). ``dot_strategy``:
+    the compile option (``"wgmma"``: compiled for ``sm_90a``, as Triton compiles for sm_90)."""
     from eggpu.codegen import compile_ptx_module
     from eggpu.ir.facts import Facts
 
@@ -190,7 +194,7 @@ def eggpu_case(tile: tuple[int, int, int], target: str, facts: bool = False, num
     fn = kern.specialize(a, b, c, M, N, K, BM=bm, BN=bn, BK=bk).ir()
     if facts:
         fn.facts = fn.facts.merged(Facts.make(FACTS))
-    cp = compile_ptx_module(fn, target, num_warps=NUM_WARPS, num_stages=num_stages)
+    cp = compile_ptx_module(fn, target, num_warps=NUM_WARPS, num_stages=num_stages, dot_strategy=dot_strategy)
     out, cubin = _ptxas_fields(cp.ptx, target)
     out["dot"] = [d["strategy"] for d in cp.lowered.dots]
     out["pipelined"] = [bool(d.get("pipelined")) for d in cp.lowered.dots]
@@ -228,12 +232,13 @@ _PTX_BRA = re.compile(r"^\s*(?:@%p\d+\s+)?bra(?:\.uni)?\s+(\$?\w+);")
 
 
 def ptx_k_loop(ptx: str) -> list[str]:
-    """The PTX lines of the innermost loop containing ``mma.sync`` (as :func:`k_loop`; [] when none)."""
+    """The PTX lines of the innermost loop containing ``mma.sync`` or ``wgmma.mma_async`` (as
+    :func:`k_loop`; [] when none)."""
     lines = ptx.splitlines()
     labels = {m.group(1): i for i, ln in enumerate(lines) if (m := _PTX_LABEL.match(ln))}
     spans = [(labels[m.group(1)], i) for i, ln in enumerate(lines)
              if (m := _PTX_BRA.match(ln)) and m.group(1) in labels and labels[m.group(1)] < i]
-    best = _innermost(spans, lambda s, e: any("mma.sync" in x for x in lines[s:e]))
+    best = _innermost(spans, lambda s, e: any("mma.sync" in x or "wgmma.mma_async" in x for x in lines[s:e]))
     return [] if best is None else lines[best[0]:best[1] + 1]
 
 
@@ -242,7 +247,7 @@ def ptx_loop_shared_ops(ptx: str) -> dict[str, int]:
     ``bar.sync`` and ``mma.sync`` in :func:`ptx_k_loop` (empty when there is no such loop)."""
     count: Counter = Counter()
     for ln in ptx_k_loop(ptx):
-        for key in ("st.shared", "ld.shared", "ldmatrix", "cp.async", "bar.sync", "mma.sync"):
+        for key in ("st.shared", "ld.shared", "ldmatrix", "cp.async", "bar.sync", "mma.sync", "wgmma.mma_async"):
             if key in ln:
                 count[key] += 1
     return dict(count)
@@ -270,6 +275,8 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
                            "facts": "align16 pointers, div16 M/N/K" if facts else "none"}
     row["eggpu"] = eggpu_case(tile, target, facts)
     row["eggpu_stages3"] = eggpu_case(tile, target, facts, num_stages=3)
+    if target == "sm_90":  # the opt-in wgmma strategy, for sm_90a as Triton's sm_90 build
+        row["eggpu_wgmma"] = eggpu_case(tile, "sm_90a", facts, dot_strategy="wgmma")
     for stages in (1, 3):
         try:
             row[f"triton_stages{stages}"] = triton_case(tile, target, stages, facts)
@@ -281,6 +288,11 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
         row["ratio_registers_vs_triton1"] = round(e["registers"] / t["registers"], 3)
     if "sass_k_loop" in t and "sass_k_loop" in e and t["sass_k_loop"]:
         row["ratio_k_loop_sass_vs_triton1"] = round(e["sass_k_loop"] / t["sass_k_loop"], 3)
+    w = row.get("eggpu_wgmma", {})
+    if "registers" in t and "registers" in w:
+        row["ratio_registers_wgmma_vs_triton1"] = round(w["registers"] / t["registers"], 3)
+    if t.get("sass_k_loop") and w.get("sass_k_loop"):
+        row["ratio_k_loop_sass_wgmma_vs_triton1"] = round(w["sass_k_loop"] / t["sass_k_loop"], 3)
     t3, e3 = row["triton_stages3"], row["eggpu_stages3"]
     if "registers" in t3:
         row["ratio_registers_stages3_vs_triton3"] = round(e3["registers"] / t3["registers"], 3)
@@ -295,8 +307,10 @@ def table(res: dict[str, Any]) -> str:
     out = ["| tile | target | facts | compiler | " + " | ".join(cols) + " | K-loop shared ops |",
            "|---" * (len(cols) + 5) + "|"]
     for row in res["rows"]:
-        for who in ("eggpu", "triton_stages1", "eggpu_stages3", "triton_stages3"):
-            r = row.get(who, {})
+        for who in ("eggpu", "eggpu_wgmma", "triton_stages1", "eggpu_stages3", "triton_stages3"):
+            if who not in row:
+                continue
+            r = row[who]
             vals = [str(r.get(c, r.get("error", "-"))) for c in cols]
             out.append(f"| {'x'.join(map(str, row['tile']))} | {row['target']} | {'div16' if row['facts'] != 'none' else 'none'} | {who} | "
                        + " | ".join(vals)

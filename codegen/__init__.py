@@ -32,13 +32,14 @@ __all__ = ["HOST_EMULATED_SM", "CompiledPTX", "HostKernel", "LoweredModule", "bu
 
 
 def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None = None, fast_math: bool = False,
-          assume_aligned: bool = True, num_stages: int | None = 1) -> LoweredModule:
+          assume_aligned: bool = True, num_stages: int | None = 1, dot_strategy: str | None = None) -> LoweredModule:
     """Lower ``fn`` to LLVM IR for ``target`` (a GPU target name, a Target or ``"host"``).
 
     ``num_warps`` (default: the Target's, else 4) sets the threads per program. GPU: the module
     holds ``{fn.name}_entry_point`` marked as a kernel of ``num_warps * 32`` threads. Host:
     ``{fn.name}_grid`` (see :mod:`eggpu.codegen.lowering`). The text is checked by LLVM's verifier.
     ``num_stages``: software pipelining of tensor-core K loops (1: none; :mod:`eggpu.codegen.mma_pipeline`).
+    ``dot_strategy``: None (automatic) or the strategy every ``dot`` must use (``"wgmma"``: sm_90a, opt-in).
     """
     from .lowering import lower_function
     from .target import check_num_stages
@@ -47,7 +48,7 @@ def lower(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None
     mode = "ptx" if tgt.is_gpu else "host"
     _module, lm = lower_function(fn, mode, tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
                                  sm=tgt.sm if tgt.is_gpu else HOST_EMULATED_SM, **_shared_limit(tgt),
-                                 num_stages=check_num_stages(num_stages, fn.name))
+                                 num_stages=check_num_stages(num_stages, fn.name), dot_strategy=dot_strategy)
     return lm
 
 
@@ -75,10 +76,11 @@ class CompiledPTX:
 
 
 def compile_ptx_module(fn: Function, target: Target | str = "sm_90", *, num_warps: int | None = None,
-                       fast_math: bool = False, assume_aligned: bool = True, num_stages: int | None = 1) -> CompiledPTX:
+                       fast_math: bool = False, assume_aligned: bool = True, num_stages: int | None = 1,
+                       dot_strategy: str | None = None) -> CompiledPTX:
     """Lower ``fn`` and emit PTX (libdevice linked, internalized, O3) for a GPU target.
     ``num_stages``: ``cp.async`` stages of a tensor-core K loop (1: no software pipelining;
-    ``eggpu.compile`` defaults to Triton's 3)."""
+    ``eggpu.compile`` defaults to Triton's 3). ``dot_strategy``: as :func:`lower`."""
     from eggpu.ir.errors import CodegenError
 
     from .lowering import lower_function
@@ -91,7 +93,7 @@ def compile_ptx_module(fn: Function, target: Target | str = "sm_90", *, num_warp
     # emit_ptx parses and verifies the text itself
     _module, lm = lower_function(fn, "ptx", tgt.num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
                                  verify_llvm=False, sm=tgt.sm, **_shared_limit(tgt),
-                                 num_stages=check_num_stages(num_stages, fn.name))
+                                 num_stages=check_num_stages(num_stages, fn.name), dot_strategy=dot_strategy)
     res = emit_ptx(lm.llvm_ir, tgt, entry=lm.entry, fast_math=fast_math)
     return CompiledPTX(res.ptx, lm.llvm_ir, res.llvm_ir_optimized, lm)
 
@@ -104,18 +106,19 @@ def compile_ptx(fn: Function, target: Target | str = "sm_90", *, num_warps: int 
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True, fast_math: bool = False,
-               sm: int | None = None, num_stages: int | None = 1) -> HostKernel:
+               sm: int | None = None, num_stages: int | None = 1, dot_strategy: str | None = None) -> HostKernel:
     """JIT-compile the host-mode lowering of ``fn``; call ``.run(grid, *args)`` on numpy arrays.
 
     ``sm``: the GPU (compute capability) whose strategies the CPU build executes, e.g. the
     tensor-core ``dot`` of sm_80+ (default :data:`HOST_EMULATED_SM`, the default target's; 0: the
     portable strategies only). ``num_stages``: the software-pipelined K loop schedule to execute
-    (as :func:`compile_ptx_module`)."""
+    (as :func:`compile_ptx_module`). ``dot_strategy``: as :func:`lower` (``"wgmma"`` needs ``sm=90``)."""
     from .host import build_host as _build
     from .target import check_num_stages
 
     return _build(fn, num_warps=num_warps, assume_aligned=assume_aligned, fast_math=fast_math,
-                  sm=HOST_EMULATED_SM if sm is None else sm, num_stages=check_num_stages(num_stages, fn.name))
+                  sm=HOST_EMULATED_SM if sm is None else sm, num_stages=check_num_stages(num_stages, fn.name),
+                  dot_strategy=dot_strategy)
 
 
 def __getattr__(name: str):

@@ -380,6 +380,12 @@ class Emitter:
             return base  # type: ignore[return-value]
         return self.b.gep(base, [I32(byte_offset)], source_etype=I8)
 
+    def smem_align(self, nbytes: int) -> None:
+        """Align the shared buffer's base to ``nbytes`` (PTX ``.align``; wgmma's swizzle works on
+        absolute shared addresses). Host: offsets from the buffer are what counts, nothing to do."""
+        if self._smem_global is not None:
+            self._smem_global.align = max(self._smem_global.align or 16, nbytes)
+
     def smem_store(self, base: ir.Value, t: ir.Type, idx: ir.Value, val: ir.Value, mask: ir.Value | None = None) -> None:
         """Each thread stores ``val`` (type ``t``) at element ``idx`` of the array at ``base``."""
         b = self.b

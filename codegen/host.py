@@ -267,7 +267,8 @@ def _scalar_bits(value: np.generic) -> int:
 
 
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
-               fast_math: bool = False, sm: int | None = 90, num_stages: int | None = 1) -> HostKernel:
+               fast_math: bool = False, sm: int | None = 90, num_stages: int | None = 1,
+               dot_strategy: str | None = None) -> HostKernel:
     """Lower ``fn`` in host mode and JIT-compile it (CodegenError if it cannot be lowered)."""
     import llvmlite.binding as llvm
 
@@ -275,7 +276,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
 
     get_target("host", num_warps=num_warps)  # validates num_warps
     module, lowered = lower_function(fn, "host", num_warps, fast_math=fast_math, assume_aligned=assume_aligned,
-                                     verify_llvm=False, sm=sm, num_stages=num_stages)
+                                     verify_llvm=False, sm=sm, num_stages=num_stages, dot_strategy=dot_strategy)
     count, stack = module_stats(module)
     if stack > HOST_STACK_LIMIT:
         raise CodegenError(

@@ -28,6 +28,8 @@ from .layout import LV
 from .lower_mma import dot_mma_sync, plan_mma
 from .lower_mma_tf32 import dot_mma_tf32, round_tf32
 from .lower_shape import smem_elem, store_to_smem
+from .lower_wgmma import dot_wgmma, plan_wgmma
+from .lower_wgmma import reason as wgmma_reason
 
 UNROLL_K = 8
 
@@ -140,17 +142,22 @@ def dot_mma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
 
 
 Strategy = Callable[..., list[ir.Value]]
-DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma, "mma_sync": dot_mma}
+DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma, "mma_sync": dot_mma, "wgmma": dot_wgmma}
 
 
 def select_strategy(lw, op: Operation) -> tuple[str, str]:
     """``(strategy name, reason)`` for this dot on this target (a key of :data:`DOT_STRATEGIES`).
 
+    The compile option ``dot_strategy`` (``lw.dot_strategy``) forces one, CodegenError where it
+    does not apply; ``wgmma`` (sm_90a) is chosen only that way. Otherwise
     ``mma_sync`` (tensor cores) for f16/bf16 operands on sm_80+ when the shape tiles by
     m16n8k16 (f32 operands of a ``precision="tf32"`` dot: m16n8k8) and the staging fits in
     shared memory; otherwise ``shared_fma``, with the reason
     the tensor-core path was not taken (reported in ``ck.report["dot"]``).
     """
+    forced = getattr(lw, "dot_strategy", None)
+    if forced is not None:
+        return _forced(lw, op, forced)
     plan = plan_mma(lw, op)
     if isinstance(plan, str):
         if rounds_to_tf32(lw, op) and "TF32" not in plan:
@@ -163,6 +170,25 @@ def select_strategy(lw, op: Operation) -> tuple[str, str]:
     return "mma_sync", (f"tensor cores: mma.sync m16n8k16 f32 += {op.operands[0].type.dtype} x "
                         f"{op.operands[0].type.dtype}, ldmatrix from swizzled shared memory, "
                         f"{plan.wm}x{plan.wn} warps of {plan.tiles_m}x{plan.tiles_n} tiles")
+
+
+def _forced(lw, op: Operation, name: str) -> tuple[str, str]:
+    """The strategy the compile option ``dot_strategy`` asks for, or CodegenError naming the
+    kernel, the dot's shape and why that strategy does not apply to it."""
+    if name == "shared_fma":
+        return name, "dot_strategy='shared_fma' (compile option)"
+    plan = plan_wgmma(lw, op) if name == "wgmma" else plan_mma(lw, op)
+    if isinstance(plan, str):
+        (M, K), N = op.operands[0].type.shape, op.operands[1].type.shape[1]
+        raise lw.error(f"dot_strategy={name!r} does not apply to the {M}x{K} @ {K}x{N} "
+                       f"{op.operands[0].type.dtype} dot: {plan}")
+    if name == "wgmma":
+        return name, wgmma_reason(plan, op.operands[0].type.dtype)
+    lw.dot_strategy = None  # the automatic reason of mma_sync (it applies)
+    try:
+        return select_strategy(lw, op)
+    finally:
+        lw.dot_strategy = name
 
 
 def lower_dot(lw, op: Operation) -> list[LV]:

@@ -119,13 +119,21 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
     limit = max(getattr(lw, "smem_limit", SMEM_LIMIT), SMEM_LIMIT)
     if ab > limit:
         return f"operands need {ab} bytes of shared memory, more than the {limit} bytes a CTA may use"
-    # the result is staged in the same bytes: bands within 48 KiB (static shared memory) unless
-    # the operands already take more, then within what they take
-    c_limit = max(SMEM_LIMIT, ab)
+    band = staging_band(lw, M, N, wm, ab)
+    if isinstance(band, str):
+        return band
+    return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * (N + C_PAD) * 4, tf32)
+
+
+def staging_band(lw, M: int, N: int, wm: int, ab: int, limit: int = 0) -> int | str:
+    """The local tile rows per staging band of the f32 result (:func:`fragments_to_layout`), or
+    the reason it cannot be staged. The result is staged in the operands' bytes: bands within
+    48 KiB (static shared memory) unless the operands (``ab`` bytes) or ``limit`` allow more;
+    a band never splits a layout chunk of the result."""
+    c_limit = max(SMEM_LIMIT, ab, limit)
     stride = lw.layout((M, N)).stride
-    groups = mt // wm
+    groups = M // MMA_M // wm
     cs = (N + C_PAD) * 4
-    band = None
     for g in range(groups, 0, -1):
         if groups % g:
             continue
@@ -134,11 +142,8 @@ def plan_mma(lw, op: Operation) -> MmaPlan | str:
             continue
         if g != groups and (rows * N) % stride:
             continue  # a layout chunk of the result would straddle two bands
-        band = g
-        break
-    if band is None:
-        return f"the f32 result tile {M}x{N} cannot be staged within {c_limit} bytes of shared memory"
-    return MmaPlan(M, N, K, wm, wn, band, ab, band * wm * MMA_M * cs, tf32)
+        return g
+    return f"the f32 result tile {M}x{N} cannot be staged within {c_limit} bytes of shared memory"
 
 
 # ---------------------------------------------------------------- shared-memory layout

@@ -43,7 +43,7 @@ from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout
 from .stripmine import strip_mine, strip_shape
-from .target import max_shared_bytes_of
+from .target import check_dot_strategy, max_shared_bytes_of
 
 MAX_SHARED_BYTES = 48 * 1024
 """Static shared memory limit of a CTA; beyond it the PTX uses dynamic shared memory, up to the
@@ -113,6 +113,8 @@ class Lowerer:
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
+        self.dot_strategy: str | None = None  # a forced key of lower_dot.DOT_STRATEGIES (set by lower_function)
+        self.target_name = ""  # the GPU target's name, e.g. "sm_90a" (wgmma needs it; set by lower_function)
         self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
         self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
 
@@ -534,7 +536,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
                    assume_aligned: bool = True, verify_llvm: bool = True,
                    max_shared_bytes: int = MAX_SHARED_BYTES,
                    target_name: str = "", sm: int | None = None,
-                   num_stages: int | None = 1) -> tuple[ir.Module, LoweredModule]:
+                   num_stages: int | None = 1, dot_strategy: str | None = None) -> tuple[ir.Module, LoweredModule]:
     """Lower ``fn`` in ``mode`` (``"ptx"`` or ``"host"``); return the llvmlite module and its summary.
 
     ``sm`` is the compute capability (``90`` for sm_90/sm_90a) that GPU-specific strategies
@@ -542,7 +544,9 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     CPU build executes. None: no such strategy (the portable ones). ``num_stages``: the
     ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none;
     :mod:`eggpu.codegen.mma_pipeline`; None: the default number, fewer where the stage buffers
-    do not fit in shared memory); the host build runs the same schedule.
+    do not fit in shared memory); the host build runs the same schedule. ``dot_strategy``:
+    None (automatic) or the key of :data:`eggpu.codegen.lower_dot.DOT_STRATEGIES` every ``dot``
+    must use (CodegenError naming the dot where it does not apply; ``"wgmma"`` needs ``sm_90a``).
 
     With ``verify_llvm`` the text is parsed and checked by LLVM's verifier (CodegenError with
     LLVM's message otherwise); callers that parse the text themselves pass False.
@@ -567,6 +571,8 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     entry, func, params, cta_args = _begin_entry(fn, module, em, mode, abi)
     lw = Lowerer(fn, em, assume_aligned=assume_aligned)
     lw.num_stages = num_stages
+    lw.dot_strategy = check_dot_strategy(dot_strategy, fn.name)
+    lw.target_name = target_name
     # what a strategy may plan for (lower_mma): the target's limit; a host build, the emulated GPU's
     lw.smem_limit = (max(max_shared_bytes, MAX_SHARED_BYTES) if mode == PTX
                      else max_shared_bytes_of(sm) if sm else MAX_SHARED_BYTES)

@@ -6,7 +6,8 @@ Pattern (in the loop body's own block, not nested in an ``if``)::
 
 where the carried ``acc`` (f32) has no other use in the body, the dot's result no use but the
 ``yield`` (the ``add``'s, in the second form), and the dot takes the tensor-core strategy
-(``mma_sync``, f16/bf16 or TF32). Such a carried value is kept in the **mma fragment layout**
+(``mma_sync``, f16/bf16 or TF32, or the opt-in ``wgmma`` of sm_90a, whose accumulator
+fragment per warp is the same, :mod:`eggpu.codegen.lower_wgmma`). Such a carried value is kept in the **mma fragment layout**
 (:data:`eggpu.codegen.lower_mma.Fragments`: ``tiles_m x tiles_n x 4`` f32 registers per
 thread) instead of the blocked layout:
 
@@ -36,6 +37,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from eggpu.ir.dtypes import f32
+from eggpu.ir.errors import CodegenError
 from eggpu.ir.graph import Block, Operation, Value
 from eggpu.ir.types import BlockType
 
@@ -56,6 +58,7 @@ from .lower_mma import (
     warp_coords,
 )
 from .lower_mma_tf32 import mma_tf32_fragments
+from .lower_wgmma import plan_wgmma, wgmma_fragments
 
 HOIST_MIN_WARPS = 4
 """Hoist the shared-memory indices out of the K loop only with this many warps or more. Measured
@@ -78,12 +81,13 @@ class MmaCarry:
     staged: tuple[ir.Value, ir.Value] | None = None  # software pipelining: this iteration's a/b stage
     pipeline_note: str | None = None  # why the loop is (not) software-pipelined (mma_pipeline)
     stages: int = 1  # the cp.async stages of its software-pipelined loop (1: not pipelined)
+    wgmma: bool = False  # the dot takes the wgmma strategy (lower_wgmma; plan is a 4G x 1 warp grid)
 
     def init(self, lw, lv: LV) -> list[ir.Value]:
         """The initial registers, flat (i, j, r order) from the blocked/uniform initial value."""
         em: Emitter = lw.em
         n = self.plan.tiles_m * self.plan.tiles_n * 4
-        if not self.plan.tf32 and em.num_warps >= HOIST_MIN_WARPS:
+        if not self.plan.tf32 and not self.wgmma and em.num_warps >= HOIST_MIN_WARPS:
             # loop-invariant (tid only); the light LLVM pipeline has no LICM, so hoist them here
             self.addr = mma_addresses(lw, self.plan)
         if lv.is_uniform:
@@ -131,7 +135,9 @@ class MmaCarry:
                         "precision": op.attrs.get("precision", "ieee"), "acc_in_registers": True,
                         "num_stages": self.stages if self.staged is not None else 1,
                         "pipelined": self.staged is not None})
-        if self.plan.tf32:
+        if self.wgmma:
+            frags = wgmma_fragments(lw, op, a, bv, self.plan, acc)
+        elif self.plan.tf32:
             frags = mma_tf32_fragments(lw, op, a, bv, self.plan, acc)
         else:
             frags = mma_sync_fragments(lw, op, a, bv, self.plan, acc, self.addr, self.staged)
@@ -245,12 +251,16 @@ def find_carries(lw, op: Operation, inits: list[LV]) -> dict[int, MmaCarry]:
         dot, add = got
         if dot.results[0].type.dtype != f32 or tuple(dot.results[0].type.shape) != tuple(t.shape):
             continue
-        if select_strategy(lw, dot)[0] != "mma_sync":
+        try:
+            strategy = select_strategy(lw, dot)[0]
+        except CodegenError:
+            continue  # a forced strategy that does not apply: the dot's own lowering reports it
+        if strategy not in ("mma_sync", "wgmma"):
             continue
-        plan = plan_mma(lw, dot)
+        plan = plan_wgmma(lw, dot) if strategy == "wgmma" else plan_mma(lw, dot)
         if isinstance(plan, str):
             continue
-        out[i] = MmaCarry(dot, add, plan)
+        out[i] = MmaCarry(dot, add, plan, wgmma=strategy == "wgmma")
     return out
 
 

@@ -448,7 +448,10 @@ def _wait(em: Emitter, n: int) -> None:
 def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline | None:
     """The :class:`Pipeline` of the ``for`` ``op``, or None; a register-carried f16/bf16 dot that
     is not pipelined gets the reason in ``carry.pipeline_note`` (reported in ``ck.report["dot"]``)."""
-    cands = [c for c in carries.values() if not c.plan.tf32]
+    for c in carries.values():
+        if c.wgmma:
+            c.pipeline_note = "not software-pipelined: the wgmma strategy stages its operands itself (no cp.async stages yet)"
+    cands = [c for c in carries.values() if not c.plan.tf32 and not c.wgmma]
     slots = set(carries)
     if not cands:
         return None

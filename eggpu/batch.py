@@ -148,7 +148,7 @@ def _rebuild(kernel: Any, options: dict[str, Any], payload: Any) -> Any:
                           options.get("fast_math", False), options.get("num_warps", 4),
                           tuple(str(r) for r in options.get("rules", ())),
                           _specialization(kernel, options.get("specialize")), bool(options.get("offsets_i32", False)),
-                          num_stages=options.get("num_stages"))
+                          num_stages=options.get("num_stages"), dot_strategy=options.get("dot_strategy"))
     ck = _from_cache(kernel, opts, CacheEntry("", None, files, report))  # type: ignore[arg-type]
     ck.cache_path = cache_path
     return ck

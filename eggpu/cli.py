@@ -139,6 +139,8 @@ def _kernel_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--num-warps", type=int, default=4)
     p.add_argument("--num-stages", type=int, default=None,
                    help="cp.async stages of a tensor-core K loop (1: none; default: 3, fewer if they do not fit)")
+    p.add_argument("--dot-strategy", default=None, choices=("shared_fma", "mma_sync", "wgmma"),
+                   help="the strategy every tl.dot must use (default: automatic; wgmma: sm_90a, opt-in)")
     p.add_argument("--no-opt", action="store_true")
     p.add_argument("--fast-math", action="store_true")
     p.add_argument("--rules", action="append", default=[], help="extra rule file(s)")
@@ -260,7 +262,7 @@ def cmd_compile(a: argparse.Namespace) -> int:
         raise UsageError(f"-o needs a file name, got {a.output!r} (leave -o out, or write -o -, for stdout)")
     inst = _instance_from_args(a)
     ck = eggpu_compile(inst, a.target, optimize=not a.no_opt, fast_math=a.fast_math, num_warps=a.num_warps,
-                       rules=a.rules, num_stages=a.num_stages)
+                       rules=a.rules, num_stages=a.num_stages, dot_strategy=a.dot_strategy)
     text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
     if a.output not in (None, "-"):
         try:

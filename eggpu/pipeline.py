@@ -41,6 +41,8 @@ class CompileOptions:
     #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; None: Triton's
     #: default 3, fewer where the stage buffers do not fit the target's shared memory)
     num_stages: int | None = None
+    #: the ``dot`` strategy every dot must use (None: automatic; ``"wgmma"``: sm_90a, opt-in)
+    dot_strategy: str | None = None
     _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
@@ -63,6 +65,7 @@ class CompileOptions:
             "specialize": self.facts.as_dict(),
             "offsets_i32": self.offsets_i32,
             "num_stages": self.num_stages,
+            "dot_strategy": self.dot_strategy,
         }
 
 
@@ -163,7 +166,7 @@ class CompiledKernel:
 
             # the CPU build executes the data movement of this kernel's GPU target (e.g. tensor-core dots)
             self._host = build_host(self.ir, num_warps=self.options.num_warps, sm=get_target(self.target).sm,
-                                    num_stages=self.options.num_stages)
+                                    num_stages=self.options.num_stages, dot_strategy=self.options.dot_strategy)
         self._host.run(grid, *args, buffers=buffers)
 
     def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
@@ -271,7 +274,8 @@ def _kernel_key_parts(kernel: Any) -> tuple[dict[str, Any], str | None]:
 def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True, fast_math: bool = False,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
-            offsets_i32: bool = False, num_stages: int | None = None) -> CompiledKernel:
+            offsets_i32: bool = False, num_stages: int | None = None,
+            dot_strategy: str | None = None) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
 
     ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
@@ -290,6 +294,9 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     CompileError naming the kernel. Whether a loop was pipelined, with how many stages, and why
     not, is in ``ck.report["dot"]``.
 
+    ``dot_strategy``: None (automatic) or the strategy every ``tl.dot`` must use (``"shared_fma"``,
+    ``"mma_sync"``, ``"wgmma"``: sm_90a, opt-in, docs/pipeline.md); CodegenError where it does not apply.
+
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
     compile: it is bypassed with one :class:`~eggpu.ir.cachefs.CacheWarning`.
@@ -299,9 +306,10 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     _check_kernel(kernel)
     if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
         raise CompileError(f"num_warps must be one of 1, 2, 4, 8, 16, 32, got {num_warps!r}")
-    from eggpu.ir.targets import check_num_stages
+    from eggpu.ir.targets import check_dot_strategy, check_num_stages
 
     check_num_stages(num_stages, getattr(kernel, "name", ""))
+    check_dot_strategy(dot_strategy, getattr(kernel, "name", ""))
     for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
         if not _is_flag(flag):
             raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
@@ -314,7 +322,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
     opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
-                          _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages)
+                          _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages,
+                          dot_strategy=dot_strategy)
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -523,7 +532,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     target = get_target(opts.target, num_warps=opts.num_warps)
     with stage("codegen"):
         compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
-                                      num_stages=opts.num_stages)
+                                      num_stages=opts.num_stages, dot_strategy=opts.dot_strategy)
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
     report["assumptions"] = dict(compiled.lowered.assumptions)
     report["written_params"] = sorted(written_params(fn))

@@ -56,6 +56,8 @@ __all__ = [
     "MAX_NUM_STAGES",
     "GpuTargetInfo",
     "canonical_target_name",
+    "DOT_STRATEGY_NAMES",
+    "check_dot_strategy",
     "check_num_stages",
     "max_shared_bytes_of",
     "resolve_gpu_target",
@@ -191,3 +193,21 @@ def check_num_stages(value: object, kernel: str = "") -> int | None:
         raise CompileError(f"{who}num_stages must be None (automatic) or an int from 1 (no software pipelining) "
                            f"to {MAX_NUM_STAGES}, got {value!r}")
     return value
+
+
+DOT_STRATEGY_NAMES = ("shared_fma", "mma_sync", "wgmma")
+"""The values of the compile option ``dot_strategy`` besides None (automatic): the keys of
+``eggpu.codegen.lower_dot.DOT_STRATEGIES`` (a test holds them equal). ``"wgmma"`` (sm_90a) is
+opt-in: the automatic choice never takes it until it has been checked on a GPU."""
+
+
+def check_dot_strategy(value: object, kernel: str = "") -> str | None:
+    """``value`` when it is None (automatic) or one of :data:`DOT_STRATEGY_NAMES`, else
+    CompileError naming ``kernel`` and the accepted values."""
+    from eggpu.ir.errors import CompileError
+
+    if value is None or (isinstance(value, str) and value in DOT_STRATEGY_NAMES):
+        return value  # type: ignore[return-value]
+    who = f"{kernel}: " if kernel else ""
+    raise CompileError(f"{who}dot_strategy must be None (automatic) or one of "
+                       f"{', '.join(repr(n) for n in DOT_STRATEGY_NAMES)}, got {value!r}")

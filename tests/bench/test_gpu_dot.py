@@ -30,3 +30,28 @@ def test_gpu_scripts_import():
     import bench.gpu_check
 
     assert callable(bench.gpu_check.main) and callable(bench.gpu.main)
+
+
+def test_gpu_dot_wgmma_case_runs_on_the_cpu():
+    """The opt-in wgmma cases compile for sm_90a with their own options and pass their check on run_cpu."""
+    from bench import gpu_check, gpu_dot
+
+    cases = [c for c in gpu_dot.cases() if c.options.get("dot_strategy") == "wgmma"]
+    assert len(cases) == 2 * len(gpu_dot.WGMMA_TILES)
+    assert all(gpu_check.runs_on(c, "sm_90") and not gpu_check.runs_on(c, "sm_80") for c in cases)
+    c = next(c for c in cases if c.label.startswith("dot[bf16] 64x64x32"))
+    ck = eggpu.compile(c.instance, **c.options, optimize=False, cache=False)
+    args = [a.copy() if hasattr(a, "copy") else a for a in c.args]
+    ck.run_cpu(c.grid, *args)
+    details = c.check(args, ck)
+    assert details["dot"][0]["strategy"] == "wgmma" and details["max_err"] < 1e-3
+
+
+def test_gpu_wgmma_bench_compiles_its_variants():
+    """bench.gpu_wgmma's kernels: the library matmul, mma_sync on sm_90 and wgmma on sm_90a."""
+    from bench import gpu_wgmma
+
+    for name, opts in gpu_wgmma.VARIANTS.items():
+        ck = eggpu.compile(gpu_wgmma.instance("f16", gpu_wgmma.TILES[0]), optimize=False, cache=False,
+                           num_warps=4, **opts)
+        assert [d["strategy"] for d in ck.report["dot"]] == [name]

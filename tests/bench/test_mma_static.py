@@ -62,3 +62,15 @@ def test_eggpu_case_pipelined_with_facts():
     assert row["k_loop_shared"].get("LDGSTS", 0) > 0 and row["k_loop_bar"] == 1, row
     assert "STS" not in row["k_loop_shared"] and row["ptx_smem_traffic_in_loop"]["bar.sync"] == 1
     assert mma_static.eggpu_case((64, 64, 32), "sm_80", num_stages=3)["pipelined"] == [False]
+
+
+def test_eggpu_wgmma_case_has_hgmma_in_its_k_loop():
+    """The opt-in wgmma strategy (sm_90a): 2 HGMMA per 32-wide K step, no spills, loop found in PTX too."""
+    from bench.tools import find_tool
+
+    if find_tool("nvdisasm") is None:
+        pytest.skip("nvdisasm is not installed (pip install nvidia-cuda-nvdisasm)")
+    row = mma_static.eggpu_case((64, 64, 32), "sm_90a", dot_strategy="wgmma")
+    assert row["dot"] == ["wgmma"] and row["spill_stores"] == 0 and row["spill_loads"] == 0
+    assert row["k_loop_hmma"] == 2 and 0 < row["sass_k_loop"] < row["sass_total"]
+    assert row["ptx_smem_traffic_in_loop"]["wgmma.mma_async"] == 2
