@@ -35,3 +35,13 @@ def load_ab(a_ptr, b_ptr, rm, rn, ka, M, N, K):
 def store_c(c_ptr, acc, rm, rn, M, N):
     """``C[rm, rn] = acc`` inside the matrix."""
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@eggpu.jit
+def k_loop(a_ptr, b_ptr, rm, rn, rk, acc, M, N, K, BK: tl.constexpr):
+    """``acc`` plus ``A[rm, :] @ B[:, rn]``, one ``BK`` step of K at a time with ``tl.dot(a, b, acc)``
+    (the tiled matmul's K loop; steps past K read zeros)."""
+    for k in range(0, K, BK):
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, k + rk, M, N, K)
+        acc = tl.dot(a, b, acc)
+    return acc
