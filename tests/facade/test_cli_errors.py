@@ -4,23 +4,12 @@ option values. Most run ``eggpu.cli.main`` in-process (fast); the closed pipe ne
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from eggpu import cli
-
-FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
-
-
-@pytest.fixture
-def spec(tmp_path: Path) -> str:
-    p = tmp_path / "scale_kernel.py"
-    shutil.copy(FIXTURE, p)
-    return f"{p}::scale"
 
 
 def test_output_into_a_missing_folder_is_one_error_line(cli_run, spec, tmp_path):
