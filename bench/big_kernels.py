@@ -62,7 +62,7 @@ def masked_scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
 
 @jitlib.jit
 def attn_bwd(Q, K, V, DO, M, D, DK, DV, N_CTX, BLOCK: tl.constexpr, HEAD: tl.constexpr):
-    """The fused-attention backward shape (dk/dv part), as tests/codegen/big_kernels.py."""
+    """The fused-attention backward shape (dk/dv part); tests/codegen/big_kernels.py runs this one on the CPU."""
     offs_n = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     offs_d = tl.arange(0, HEAD)
     kv_offs = offs_n[:, None] * HEAD + offs_d[None, :]

@@ -486,25 +486,36 @@ def triton_compiles(case: Case, loader: Callable[[str], ModuleType] | None = Non
     return None
 
 
-def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_cli(argv: list[str] | None, doc: str, cases: Any, by_name: dict[str, Any], run: Callable[[Any, str], Any],
+            compiles: Callable[[Any], Any], key: str, width: int,
+            extra: Callable[[Any], dict[str, Any]] | None = None) -> tuple[list[dict[str, Any]], argparse.Namespace]:
+    """The harness command line (``--only``, ``--triton``, ``--json``) shared by this module and
+    ``bench.compat_core``: runs the chosen ``cases`` in every mode (``run(case, mode)``: None or why
+    not) and, with ``--triton``, ``compiles(case)``; prints one line per case (its ``tutorial``
+    label padded to ``width``) and returns ``(rows, options)``, a row per case keyed ``case``,
+    ``key`` (the label), ``pass``, the ``extra(case)`` fields, the modes and ``seconds``."""
+    ap = argparse.ArgumentParser(description=doc.splitlines()[0])
     ap.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
     ap.add_argument("--triton", action="store_true", help="also compile every launch with Triton (PTX, sm_90)")
     ap.add_argument("--json", type=Path, default=None, help="write the results as JSON")
     ns = ap.parse_args(argv)
-    cases = [BY_NAME[n] for n in ns.only] if ns.only else list(CASES)
     rows = []
-    for case in cases:
+    for case in [by_name[n] for n in ns.only] if ns.only else list(cases):
         t0 = time.perf_counter()
-        res = {mode: run_case(case, mode) for mode in MODES}
+        res = {mode: run(case, mode) for mode in MODES}
         if ns.triton:
-            res["triton"] = triton_compiles(case)
+            res["triton"] = compiles(case)
         ok = all(res[m] is None for m in MODES)
-        rows.append({"case": case.name, "tutorial": case.tutorial, "pass": ok, **res,
+        rows.append({"case": case.name, key: case.tutorial, "pass": ok, **(extra(case) if extra else {}), **res,
                      "seconds": round(time.perf_counter() - t0, 1)})
         why = "" if ok else "  " + " | ".join(f"{m}: {res[m]}" for m in MODES if res[m] is not None)
         tri = "" if not ns.triton else f"  [triton: {'ok' if res['triton'] is None else res['triton']}]"
-        print(f"{'PASS' if ok else 'FAIL'}  {case.tutorial:<30} {case.name}{tri}{why}", flush=True)
+        print(f"{'PASS' if ok else 'FAIL'}  {case.tutorial:<{width}} {case.name}{tri}{why}", flush=True)
+    return rows, ns
+
+
+def main(argv: list[str] | None = None) -> int:
+    rows, ns = run_cli(argv, __doc__, CASES, BY_NAME, run_case, triton_compiles, "tutorial", 30)
     passed = sum(r["pass"] for r in rows)
     print(f"\n{passed}/{len(rows)} tutorial kernels match numpy in interpret and run_cpu")
     if ns.json:

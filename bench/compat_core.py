@@ -24,10 +24,8 @@ The last run is kept in ``bench/results/compat_core.json``.
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -153,24 +151,9 @@ def run_case(case: Case, mode: str, seed: int = 0) -> str | None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--only", nargs="*", default=None, help="case names (default: all)")
-    ap.add_argument("--triton", action="store_true", help="also compile every launch with Triton (PTX, sm_90)")
-    ap.add_argument("--json", type=Path, default=None, help="write the results as JSON")
-    ns = ap.parse_args(argv)
-    cases = [BY_NAME[n] for n in ns.only] if ns.only else list(CASES)
-    rows = []
-    for case in cases:
-        t0 = time.perf_counter()
-        res = {mode: run_case(case, mode) for mode in compat.MODES}
-        if ns.triton:
-            res["triton"] = compat.triton_compiles(case, loader=load)
-        ok = all(res[m] is None for m in compat.MODES)
-        rows.append({"case": case.name, "test_core": case.tutorial, "pass": ok, "gpu_only": case.name in GPU_ONLY,
-                     **res, "seconds": round(time.perf_counter() - t0, 1)})
-        why = "" if ok else "  " + " | ".join(f"{m}: {res[m]}" for m in compat.MODES if res[m] is not None)
-        tri = "" if not ns.triton else f"  [triton: {'ok' if res['triton'] is None else res['triton']}]"
-        print(f"{'PASS' if ok else 'FAIL'}  {case.tutorial:<45} {case.name}{tri}{why}", flush=True)
+    rows, ns = compat.run_cli(argv, __doc__, CASES, BY_NAME, run_case,
+                              lambda case: compat.triton_compiles(case, loader=load), "test_core", 45,
+                              extra=lambda case: {"gpu_only": case.name in GPU_ONLY})
     counted = [r for r in rows if not r["gpu_only"]]
     passed = sum(r["pass"] for r in counted)
     tri = "" if not ns.triton else f"; Triton compiles {sum(r['triton'] is None for r in rows)}/{len(rows)}"

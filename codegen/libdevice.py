@@ -28,7 +28,6 @@ names the kernel); an unreadable or corrupt file raises CodegenError naming the 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,7 +35,7 @@ from typing import TYPE_CHECKING
 
 from eggpu.ir.errors import CodegenError
 
-from .toolchain import find_libdevice
+from .toolchain import disk_get, disk_put, find_libdevice
 
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm_binding
@@ -95,18 +94,6 @@ def _read(key: tuple[str, int, int]) -> tuple[bytes, str]:
 # ---------------------------------------------------------------- the disk layer
 
 
-def _disk_folder() -> tuple[Path, Path] | None:
-    """``(folder of the entries, cache root)``, or None when the disk layer is off."""
-    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
-        return None
-    root = os.environ.get("EGGPU_CACHE_DIR")
-    if not root:
-        import platformdirs
-
-        root = platformdirs.user_cache_dir("eggpu")
-    return Path(root) / "libdevice", Path(root)
-
-
 def _disk_key(sha: str, names: tuple[str, ...], triple: str, data_layout: str) -> str:
     import llvmlite.binding as llvm
 
@@ -115,37 +102,9 @@ def _disk_key(sha: str, names: tuple[str, ...], triple: str, data_layout: str) -
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _disk_get(key: str) -> bytes | None:
-    from eggpu.ir.cachefs import CacheUnavailable, read_trusted
-
-    where = _disk_folder()
-    if where is None:
-        return None
-    try:
-        return read_trusted(where[0] / f"{key}.bc")
-    except (CacheUnavailable, OSError):
-        return None
-
-
-def _disk_put(key: str, data: bytes) -> None:
-    """Store an entry; silently does nothing when the directory cannot be used (a shortcut only)."""
-    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
-
-    where = _disk_folder()
-    if where is None:
-        return
-    folder, root = where
-    try:
-        ensure_trusted_dir(folder, under=root)
-        atomic_write(folder / f"{key}.bc", data)
-        prune_newest(folder, ".bc", 67, KEEP)
-    except (CacheUnavailable, OSError):
-        pass
-
-
 def _from_disk(key: str, names: tuple[str, ...]) -> tuple[llvm_binding.ModuleRef, bytes] | None:
     """The stored subset (parsed, and its bytes), or None when there is none or it is not usable."""
-    data = _disk_get(key)
+    data = disk_get("libdevice", "EGGPU_LIBDEVICE_CACHE", key, ".bc")
     if data is None:
         return None
     try:
@@ -224,7 +183,7 @@ def libdevice_subset(
             mod.triple, mod.data_layout = triple, data_layout
             strip_to(mod, names, pass_builder)
             subset = mod.as_bitcode()
-            _disk_put(dkey, subset)
+            disk_put("libdevice", "EGGPU_LIBDEVICE_CACHE", dkey, ".bc", subset, KEEP)
         else:
             mod, subset = stored
             mod.triple, mod.data_layout = triple, data_layout

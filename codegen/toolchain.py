@@ -272,22 +272,55 @@ def ptxas_version(ptxas: Path | str | None = None) -> tuple[int, int]:
     return _ptxas_version(str(path), _stamp(path))
 
 
-# ---------------------------------------------------------------- the disk layer of ptxas_version
+# ---------------------------------------------------------------- disk shortcuts (ptxas versions; libdevice.py: subsets)
 
 _VERSION_FORMAT = 1
 _VERSION_KEEP = 16
 
 
-def _version_folder() -> tuple[Path, Path] | None:
-    """``(folder of the entries, cache root)``, or None when the disk layer is off."""
-    if os.environ.get("EGGPU_TOOLCHAIN_CACHE", "1") == "0":
+def disk_get(folder: str, switch: str, key: str, suffix: str) -> bytes | None:
+    """The entry ``key + suffix`` of the disk shortcut ``folder`` (under ``$EGGPU_CACHE_DIR``, else the
+    user cache dir), or None when there is none, it is not a trusted file, or the environment
+    variable ``switch`` is ``"0"`` (the shortcut turned off). Shared with :mod:`.libdevice`."""
+    from eggpu.ir.cachefs import CacheUnavailable, read_trusted
+
+    where = _disk_folder(folder, switch)
+    if where is None:
+        return None
+    try:
+        return read_trusted(where[0] / f"{key}{suffix}")
+    except (CacheUnavailable, OSError):
+        return None
+
+
+def disk_put(folder: str, switch: str, key: str, suffix: str, data: bytes, keep: int) -> None:
+    """Store ``data`` as ``key + suffix`` in the disk shortcut ``folder`` and keep only the ``keep``
+    newest entries of that name length; silently does nothing when the folder cannot be used or
+    ``switch`` is ``"0"`` (the shortcut only saves time)."""
+    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
+
+    where = _disk_folder(folder, switch)
+    if where is None:
+        return
+    entries, root = where
+    try:
+        ensure_trusted_dir(entries, under=root)
+        atomic_write(entries / f"{key}{suffix}", data)
+        prune_newest(entries, suffix, len(key) + len(suffix), keep)
+    except (CacheUnavailable, OSError):
+        pass
+
+
+def _disk_folder(folder: str, switch: str) -> tuple[Path, Path] | None:
+    """``(folder of the entries, cache root)``, or None when ``switch`` turns the shortcut off."""
+    if os.environ.get(switch, "1") == "0":
         return None
     root = os.environ.get("EGGPU_CACHE_DIR")
     if not root:
         import platformdirs
 
         root = platformdirs.user_cache_dir("eggpu")
-    return Path(root) / "toolchain", Path(root)
+    return Path(root) / folder, Path(root)
 
 
 def _version_key(ptxas: str, stamp: tuple[int, ...]) -> str | None:
@@ -303,33 +336,14 @@ def _version_key(ptxas: str, stamp: tuple[int, ...]) -> str | None:
 
 def _version_from_disk(key: str) -> tuple[int, int] | None:
     """The stored version (``"13.5"``), or None when there is none or it is unusable."""
-    from eggpu.ir.cachefs import CacheUnavailable, read_trusted
-
-    where = _version_folder()
-    if where is None:
-        return None
-    try:
-        raw = read_trusted(where[0] / f"{key}.version")
-    except (CacheUnavailable, OSError):
-        return None
+    raw = disk_get("toolchain", "EGGPU_TOOLCHAIN_CACHE", key, ".version")
     m = re.fullmatch(rb"(\d{1,4})\.(\d{1,4})", raw or b"")
     return (int(m.group(1)), int(m.group(2))) if m else None
 
 
 def _version_to_disk(key: str, version: tuple[int, int]) -> None:
-    """Store an entry; silently does nothing when the directory cannot be used (a shortcut only)."""
-    from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir, prune_newest
-
-    where = _version_folder()
-    if where is None:
-        return
-    folder, root = where
-    try:
-        ensure_trusted_dir(folder, under=root)
-        atomic_write(folder / f"{key}.version", f"{version[0]}.{version[1]}".encode())
-        prune_newest(folder, ".version", 64 + len(".version"), _VERSION_KEEP)
-    except (CacheUnavailable, OSError):
-        pass
+    disk_put("toolchain", "EGGPU_TOOLCHAIN_CACHE", key, ".version", f"{version[0]}.{version[1]}".encode(),
+             _VERSION_KEEP)
 
 
 @functools.lru_cache(maxsize=8)

@@ -175,6 +175,13 @@ def _op(name: str, *, arity: tuple[int, int | None], traits: Sequence[Trait], ru
                  reference=reference, edge_cases=edge, doc=doc, num_regions=regions, optional_attrs=tuple(optional))
 
 
+def _atomic(name: str, family: Family, doc: str, edge: str = "returns the old value; ordering as atomic_add") -> OpDef:
+    """The row of an atomic read-modify-write ``name(ptr, value, mask?)``: effectful, the old values
+    out, ``sem`` optional."""
+    return _op(name, arity=(2, 3), traits=(EFFECT,), rule=atomic_type(name), family=family, optional=("sem",),
+               edge=edge, doc=doc)
+
+
 _EW = (PURE, ELEMENTWISE)
 _EW2 = (PURE, ELEMENTWISE, COMMUTATIVE)
 
@@ -338,22 +345,14 @@ OPS_LIST: list[OpDef] = [
         edge="masked-off lanes are not read and take `other` (0 without other)",
         doc="load(ptr, mask?, other?)"),
     _op("store", arity=(2, 3), traits=(EFFECT,), rule=store_type, family=ANY, edge="masked-off lanes are not written", doc="store(ptr, value, mask?)"),
-    _op("atomic_add", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_add"), family=NUM, optional=("sem",),
-        edge="returns the old value; device scope; relaxed unless sem (acquire/release/acq_rel: fences on the GPU); "
-        "masked lanes untouched (old value 0)",
-        doc="*p += v"),
-    _op("atomic_max", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_max"), family=NUM, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p = max(*p, v)"),
-    _op("atomic_min", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_min"), family=NUM, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p = min(*p, v)"),
-    _op("atomic_xchg", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xchg"), family=ANY, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p = v"),
-    _op("atomic_and", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_and"), family=INT, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p &= v"),
-    _op("atomic_or", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_or"), family=INT, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p |= v"),
-    _op("atomic_xor", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xor"), family=INT, optional=("sem",),
-        edge="returns the old value; ordering as atomic_add", doc="*p ^= v"),
+    _atomic("atomic_add", NUM, "*p += v", edge="returns the old value; device scope; relaxed unless sem "
+            "(acquire/release/acq_rel: fences on the GPU); masked lanes untouched (old value 0)"),
+    _atomic("atomic_max", NUM, "*p = max(*p, v)"),
+    _atomic("atomic_min", NUM, "*p = min(*p, v)"),
+    _atomic("atomic_xchg", ANY, "*p = v"),
+    _atomic("atomic_and", INT, "*p &= v"),
+    _atomic("atomic_or", INT, "*p |= v"),
+    _atomic("atomic_xor", INT, "*p ^= v"),
     _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=("sem",),
         edge="returns the old value; writes v where *p == cmp; ordering as atomic_add", doc="compare and swap"),
     # escape hatch

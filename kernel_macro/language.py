@@ -383,47 +383,27 @@ def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cach
     raise _outside("store")
 
 
-@_builtin
-def atomic_add(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr += val``; returns the old values. eggpu atomics are relaxed with device
-    scope: ``sem`` may be None or ``"relaxed"``, ``scope`` None or ``"gpu"``."""
-    raise _outside("atomic_add")
+def _atomic_fn(name: str, doc: str):
+    """The stub of the atomic read-modify-write ``tl.<name>(ptr, val, mask=None, sem=None, scope=None)``."""
+
+    def fn(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    fn.__module__ = __name__
+    return _builtin(fn)
 
 
-@_builtin
-def atomic_max(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr = max(*ptr, val)``; returns the old values."""
-    raise _outside("atomic_max")
-
-
-@_builtin
-def atomic_min(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr = min(*ptr, val)``; returns the old values."""
-    raise _outside("atomic_min")
-
-
-@_builtin
-def atomic_xchg(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr = val``; returns the old values."""
-    raise _outside("atomic_xchg")
-
-
-@_builtin
-def atomic_and(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr &= val`` (integer pointers); returns the old values."""
-    raise _outside("atomic_and")
-
-
-@_builtin
-def atomic_or(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr |= val`` (integer pointers); returns the old values."""
-    raise _outside("atomic_or")
-
-
-@_builtin
-def atomic_xor(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr ^= val`` (integer pointers); returns the old values."""
-    raise _outside("atomic_xor")
+atomic_add = _atomic_fn(
+    "atomic_add", """Atomically ``*ptr += val``; returns the old values. eggpu atomics are relaxed with device
+    scope: ``sem`` may be None or ``"relaxed"``, ``scope`` None or ``"gpu"``.""")
+atomic_max = _atomic_fn("atomic_max", "Atomically ``*ptr = max(*ptr, val)``; returns the old values.")
+atomic_min = _atomic_fn("atomic_min", "Atomically ``*ptr = min(*ptr, val)``; returns the old values.")
+atomic_xchg = _atomic_fn("atomic_xchg", "Atomically ``*ptr = val``; returns the old values.")
+atomic_and = _atomic_fn("atomic_and", "Atomically ``*ptr &= val`` (integer pointers); returns the old values.")
+atomic_or = _atomic_fn("atomic_or", "Atomically ``*ptr |= val`` (integer pointers); returns the old values.")
+atomic_xor = _atomic_fn("atomic_xor", "Atomically ``*ptr ^= val`` (integer pointers); returns the old values.")
 
 
 @_builtin

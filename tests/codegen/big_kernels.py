@@ -12,33 +12,10 @@ import numpy as np
 
 import eggpu
 import eggpu.language as tl
+from bench.big import kernels
 
-
-@eggpu.jit
-def attn_bwd(Q, K, V, DO, M, D, DK, DV, N_CTX, BLOCK: tl.constexpr, HEAD: tl.constexpr):
-    offs_n = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    offs_d = tl.arange(0, HEAD)
-    kv_offs = offs_n[:, None] * HEAD + offs_d[None, :]
-    k = tl.load(K + kv_offs)
-    v = tl.load(V + kv_offs)
-    dk = tl.zeros((BLOCK, HEAD), dtype=tl.float32)
-    dv = tl.zeros((BLOCK, HEAD), dtype=tl.float32)
-    psum = tl.zeros((BLOCK,), dtype=tl.float32)
-    for start_m in range(0, N_CTX, BLOCK):
-        offs_m = start_m + tl.arange(0, BLOCK)
-        q_offs = offs_m[:, None] * HEAD + offs_d[None, :]
-        q = tl.load(Q + q_offs)
-        do = tl.load(DO + q_offs)
-        m = tl.load(M + offs_m)
-        p_t = tl.exp(tl.dot(k, tl.trans(q)) - m[None, :])
-        dv += tl.dot(p_t, do)
-        di = tl.load(D + offs_m)
-        dp_t = tl.dot(v, tl.trans(do))
-        ds_t = p_t * (dp_t - di[None, :])
-        dk += tl.dot(ds_t, q)
-        psum += tl.sum(p_t, axis=1)
-    tl.store(DK + kv_offs, dk)
-    tl.store(DV + kv_offs, dv * (1.0 / (1.0 + psum[:, None])))
+# the fused-attention backward of bench/big_kernels.py (the benchmark compiles it with Triton too)
+attn_bwd = kernels("eggpu").attn_bwd
 
 
 def attn_bwd_inputs(n_ctx: int, head: int, seed: int = 0) -> list:

@@ -129,19 +129,12 @@ def test_row_arg_reductions_property(values):
 
 
 @pytest.mark.parametrize("target", ("sm_80", "sm_90"))
-def test_arg_reduction_ptx_assembles_without_nan_tests_in_the_combine(target):
+def test_arg_reduction_ptx_assembles_without_nan_tests_in_the_combine(target, ptxas_registers):
     from eggpu.codegen import compile_ptx
-    from eggpu.codegen.ptxas import run_ptxas
-    from eggpu.codegen.toolchain import find_ptxas
-    from eggpu.ir.errors import ToolchainError
 
     ptx, _ = compile_ptx(arg_kernel(f32, 16, 16, 1), target)
     # NaN is tested once per element when it is lifted (setp.nan), never in the butterfly steps
     shuffles = ptx.count("shfl.sync.bfly")
     assert shuffles > 0
     assert ptx.count("setp.nan.f32") + ptx.count("setp.num.f32") <= 2 * 16 * 16 // 128, ptx.count("setp.nan.f32")
-    try:
-        find_ptxas()
-    except ToolchainError:
-        pytest.skip("ptxas not installed")
-    assert run_ptxas(ptx, target).registers > 0
+    assert ptxas_registers(ptx, target) > 0

@@ -16,17 +16,23 @@ from eggpu.ir.errors import CodegenError
 HERE = Path(__file__).parent
 
 
-def big_kernels():
-    """tests/codegen/big_kernels.py (pytest runs with --import-mode=importlib: no sys.path entry)."""
+def _module(name: str, filename: str):
+    """``tests/codegen/<filename>`` as module ``name``, executed once (pytest runs with
+    --import-mode=importlib: no sys.path entry)."""
     import importlib.util
 
-    mod = sys.modules.get("big_kernels")
+    mod = sys.modules.get(name)
     if mod is None:
-        spec = importlib.util.spec_from_file_location("big_kernels", HERE / "big_kernels.py")
+        spec = importlib.util.spec_from_file_location(name, HERE / filename)
         mod = importlib.util.module_from_spec(spec)
-        sys.modules["big_kernels"] = mod
+        sys.modules[name] = mod
         spec.loader.exec_module(mod)
     return mod
+
+
+def big_kernels():
+    """tests/codegen/big_kernels.py."""
+    return _module("big_kernels", "big_kernels.py")
 
 
 def _small_stack() -> None:  # runs in the child before exec: a 1 MiB main-thread stack
@@ -324,12 +330,4 @@ def test_f16_dot_needing_64_kib_runs_on_cpu_like_numpy():
 
 def importlib_test_mma():
     """tests/codegen/test_mma.py as a module (its ``mm`` kernel and input helpers)."""
-    import importlib.util
-
-    mod = sys.modules.get("_test_mma_helpers")
-    if mod is None:
-        spec = importlib.util.spec_from_file_location("_test_mma_helpers", HERE / "test_mma.py")
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules["_test_mma_helpers"] = mod
-        spec.loader.exec_module(mod)
-    return mod
+    return _module("_test_mma_helpers", "test_mma.py")

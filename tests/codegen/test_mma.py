@@ -13,22 +13,15 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.mma_kernels import k_loop, store_c, tile_start
 from eggpu.codegen import build_host, compile_ptx_module
 from eggpu.codegen.lower_mma import swizzled_chunk
 
 
 @eggpu.jit
 def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
+    store_c(c_ptr, k_loop(a_ptr, b_ptr, rm, rn, rk, acc, M, N, K, BK), rm, rn, M, N)
 
 
 NP = {"f16": np.float16, "bf16": None, "f32": np.float32}

@@ -15,22 +15,15 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.mma_kernels import k_loop, load_ab, store_c, tile_start
 from eggpu.codegen import build_host, compile_ptx_module
 from eggpu.ir.semantics import round_tf32
 
 
 @eggpu.jit
 def mm_dot3(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, K, BK):
-        ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
-        acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
+    store_c(c_ptr, k_loop(a_ptr, b_ptr, rm, rn, rk, acc, M, N, K, BK), rm, rn, M, N)
 
 
 @eggpu.jit
@@ -42,9 +35,7 @@ def mm_iadd(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK
     cmask = (rm[:, None] < M) & (rn[None, :] < N)
     acc = tl.load(c_ptr + rm[:, None] * N + rn[None, :], mask=cmask, other=0.0)
     for k in range(0, K, BK):
-        ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, k + rk, M, N, K)
         acc += tl.dot(a, b)
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=cmask)
 
@@ -237,9 +228,7 @@ def mm_two_carried(a_ptr, b_ptr, c_ptr, n_ptr, M, N, K, BM: tl.constexpr, BN: tl
     acc = tl.zeros((BM, BN), dtype=tl.float32)
     steps = tl.zeros((BM, BN), dtype=tl.float32)
     for k in range(0, K, BK):
-        ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, k + rk, M, N, K)
         steps = steps + 1.0
         acc += tl.dot(a, b)
     cmask = (rm[:, None] < M) & (rn[None, :] < N)

@@ -17,6 +17,7 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.mma_kernels import load_ab, store_c, tile_start
 from eggpu.codegen import compile_ptx_module
 from eggpu.ir.errors import CodegenError, CompileError
 
@@ -46,47 +47,35 @@ def mm_strided(a_ptr, b_ptr, c_ptr, M, N, K, lda, ldb, BM: tl.constexpr, BN: tl.
     """Pointers recomputed from the induction variable (functions of the coordinates), padded
     leading dimensions, masks on ragged K: the per-thread 16-byte piece copies with an
     element-by-element fallback for partly masked pieces."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
     for k in range(0, K, BK):
         ka = k + rk
         a = tl.load(a_ptr + rm[:, None] * lda + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
         b = tl.load(b_ptr + ka[:, None] * ldb + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
         acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    store_c(c_ptr, acc, rm, rn, M, N)
 
 
 @eggpu.jit
 def mm_iv(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """Addresses from the induction variable only (``acc += dot``), row-major packed operands."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
     for k in range(0, K, BK):
-        ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, k + rk, M, N, K)
         acc += tl.dot(a, b)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    store_c(c_ptr, acc, rm, rn, M, N)
 
 
 @eggpu.jit
 def mm_writes_in_loop(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """The body stores (into c): prefetching would be unsound in general, so it is not pipelined."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
     for k in range(0, K, BK):
         ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, ka, M, N, K)
         acc = tl.dot(a, b, acc)
         tl.store(c_ptr + rm * 0 + k, tl.zeros((BM,), dtype=tl.float32), mask=rm < 0)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    store_c(c_ptr, acc, rm, rn, M, N)
 
 
 TUTORIAL_FACTS = {"stride_ak": "eq1", "stride_bn": "eq1", "stride_cn": "eq1", "stride_am": "div16",
@@ -327,19 +316,15 @@ def test_jit_launch_option_num_stages(stages):
 def mm_with_reduction(a_ptr, b_ptr, c_ptr, s_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """The body also reduces a row of a through shared memory (a load the dot does not use): the
     stage buffers must sit above that scratch, or the reduction would overwrite prefetched tiles."""
-    rm = tl.program_id(0) * BM + tl.arange(0, BM)
-    rn = tl.program_id(1) * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    rm, rn, rk, acc = tile_start(BM, BN, BK)
     total = 0.0
     for k in range(0, K, BK):
         ka = k + rk
-        a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-        b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        a, b = load_ab(a_ptr, b_ptr, rm, rn, ka, M, N, K)
         row = tl.load(a_ptr + ka, mask=ka < K, other=0.0)
         total += tl.sum(row.to(tl.float32) * (rk + 1).to(tl.float32))
         acc = tl.dot(a, b, acc)
-    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+    store_c(c_ptr, acc, rm, rn, M, N)
     tl.store(s_ptr + tl.program_id(0) * 0, total)
 
 

@@ -12,6 +12,7 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.mma_kernels import load_ab, store_c, tile_start
 from eggpu.codegen import build_host, compile_ptx_module
 from eggpu.codegen.lower_mma import row_strides
 from eggpu.ir.interp import interpret
@@ -21,16 +22,11 @@ from eggpu.ir.semantics import round_tf32
 def _mm(precision=None, allow_tf32=None):
     @eggpu.jit
     def mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
-        rm = tl.program_id(0) * BM + tl.arange(0, BM)
-        rn = tl.program_id(1) * BN + tl.arange(0, BN)
-        rk = tl.arange(0, BK)
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        rm, rn, rk, acc = tile_start(BM, BN, BK)
         for k in range(0, K, BK):
-            ka = k + rk
-            a = tl.load(a_ptr + rm[:, None] * K + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K), other=0.0)
-            b = tl.load(b_ptr + ka[:, None] * N + rn[None, :], mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+            a, b = load_ab(a_ptr, b_ptr, rm, rn, k + rk, M, N, K)
             acc = tl.dot(a, b, acc, input_precision=precision, allow_tf32=allow_tf32)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+        store_c(c_ptr, acc, rm, rn, M, N)
 
     return mm
 

@@ -229,71 +229,70 @@ def test_real_toolchain_on_this_machine():
 # ---------------------------------------------------------------- ptxas --version on disk
 
 
-def _counting_ptxas(path: Path, release: str, log: Path) -> Path:
-    """A fake ptxas that appends a line to ``log`` each time it runs (shell builtins only)."""
+def _counting_ptxas(path: Path, release: str) -> Path:
+    """A fake ptxas that appends a line to ``runs.log`` beside it each time it runs (shell builtins only)."""
+    log = path.with_name("runs.log")
     path.write_text(f'#!/bin/sh\necho run >> "{log}"\necho "Cuda compilation tools, release {release}, V{release}.1"\n')
     path.chmod(0o755)
     return path
 
 
-def _runs(log: Path) -> int:
+def _runs(folder: Path) -> int:
+    """How many times the fake ptxas of ``folder`` ran."""
+    log = folder / "runs.log"
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
 @pytest.fixture
 def version_cache(clean_env, tmp_path):
-    """A fresh cache directory for the disk layer, and an empty in-process memo."""
+    """A fresh cache directory for the disk layer (``clean_env`` empties the in-process memo
+    before and after the test)."""
     root = tmp_path / "cache"
     root.mkdir(mode=0o700)
     clean_env.setenv("EGGPU_CACHE_DIR", str(root))
     clean_env.delenv("EGGPU_TOOLCHAIN_CACHE", raising=False)
-    toolchain.clear_caches()
-    yield root
-    toolchain.clear_caches()
+    return root
 
 
 @posix_only
 def test_ptxas_version_is_remembered_on_disk_across_processes(version_cache, tmp_path):
-    log = tmp_path / "runs.log"
-    exe = _counting_ptxas(tmp_path / "ptxas", "12.7", log)
+    exe = _counting_ptxas(tmp_path / "ptxas", "12.7")
     assert toolchain.ptxas_version(exe) == (12, 7)
-    assert _runs(log) == 1
+    assert _runs(tmp_path) == 1
     assert len(list((version_cache / "toolchain").glob("*.version"))) == 1
     toolchain.clear_caches()  # a new process: only the disk layer remembers
     assert toolchain.ptxas_version(exe) == (12, 7)
-    assert _runs(log) == 1
+    assert _runs(tmp_path) == 1
 
 
 @posix_only
 def test_a_replaced_or_rewritten_ptxas_is_asked_again(version_cache, tmp_path):
-    log = tmp_path / "runs.log"
-    exe = _counting_ptxas(tmp_path / "ptxas", "12.7", log)
+    exe = _counting_ptxas(tmp_path / "ptxas", "12.7")
     st = exe.stat()
     assert toolchain.ptxas_version(exe) == (12, 7)
     # same size, same modification time, rewritten in place: the status-change time still moves
-    _counting_ptxas(exe, "12.8", log)
+    _counting_ptxas(exe, "12.8")
     os.utime(exe, ns=(st.st_atime_ns, st.st_mtime_ns))
     toolchain.clear_caches()
     assert toolchain.ptxas_version(exe) == (12, 8)
-    assert _runs(log) == 2
+    assert _runs(tmp_path) == 2
     # another file renamed over it (new inode)
-    other = _counting_ptxas(tmp_path / "ptxas-new", "13.1", log)
+    other = _counting_ptxas(tmp_path / "ptxas-new", "13.1")
     os.replace(other, exe)
     toolchain.clear_caches()
     assert toolchain.ptxas_version(exe) == (13, 1)
-    assert _runs(log) == 3
+    assert _runs(tmp_path) == 3
 
 
 @posix_only
 def test_a_malformed_or_planted_version_entry_is_ignored(version_cache, tmp_path):
-    log = tmp_path / "runs.log"
-    exe = _counting_ptxas(tmp_path / "ptxas", "12.4", log)
+    exe = _counting_ptxas(tmp_path / "ptxas", "12.4")
     assert toolchain.ptxas_version(exe) == (12, 4)
     (entry,) = (version_cache / "toolchain").glob("*.version")
     entry.write_bytes(b"99.9 and more")
     toolchain.clear_caches()
     assert toolchain.ptxas_version(exe) == (12, 4)
-    assert _runs(log) == 2
+    assert _runs(tmp_path) == 2
     assert entry.read_bytes() == b"12.4"  # rewritten
     entry.unlink()
     planted = tmp_path / "planted"
@@ -301,16 +300,15 @@ def test_a_malformed_or_planted_version_entry_is_ignored(version_cache, tmp_path
     entry.symlink_to(planted)
     toolchain.clear_caches()
     assert toolchain.ptxas_version(exe) == (12, 4)  # a symlink is never followed
-    assert _runs(log) == 3
+    assert _runs(tmp_path) == 3
 
 
 @posix_only
 def test_the_disk_layer_can_be_turned_off(clean_env, version_cache, tmp_path):
-    log = tmp_path / "runs.log"
-    exe = _counting_ptxas(tmp_path / "ptxas", "12.4", log)
+    exe = _counting_ptxas(tmp_path / "ptxas", "12.4")
     clean_env.setenv("EGGPU_TOOLCHAIN_CACHE", "0")
     assert toolchain.ptxas_version(exe) == (12, 4)
     toolchain.clear_caches()
     assert toolchain.ptxas_version(exe) == (12, 4)
-    assert _runs(log) == 2
+    assert _runs(tmp_path) == 2
     assert not (version_cache / "toolchain").exists()

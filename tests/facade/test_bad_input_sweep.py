@@ -7,7 +7,6 @@ directory, a device or a FIFO, and -c without a NAME."""
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,11 +14,8 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
-from eggpu import cli
 from eggpu.ir.errors import checked_call
 from eggpu.ir.interp import interpret
-
-FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
 
 
 @eggpu.jit
@@ -183,56 +179,39 @@ def test_kernel_interpret_called_on_the_class(arrays):
 # ---------------------------------------------------------------------- the command line
 
 
-@pytest.fixture
-def spec(tmp_path: Path) -> str:
-    p = tmp_path / "scale_kernel.py"
-    shutil.copy(FIXTURE, p)
-    return f"{p}::scale"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as e:
-        code = int(e.code)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
-
-
 @pytest.mark.parametrize("output", ["", "  "])
-def test_cli_empty_output_name(capsys, spec, output):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "-o", output)
+def test_cli_empty_output_name(cli_run, spec, output):
+    code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "-o", output)
     assert (code, out) == (2, "")
     assert err == f"eggpu: error: -o needs a file name, got {output!r} (leave -o out, or write -o -, for stdout)\n"
 
 
-def test_cli_output_dash_is_stdout(capsys, spec):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
-                         "--emit", "ir", "-o", "-")
+def test_cli_output_dash_is_stdout(cli_run, spec):
+    code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
+                             "--emit", "ir", "-o", "-")
     assert code == 0 and out.startswith("kernel scale(") and not Path("-").exists()
 
 
-def test_cli_file_that_is_a_directory_a_device_or_a_fifo(capsys, tmp_path):
-    code, out, err = run(capsys, "compile", f"{tmp_path}::k", "-c", "B=1")
+def test_cli_file_that_is_a_directory_a_device_or_a_fifo(cli_run, tmp_path):
+    code, out, err = cli_run("compile", f"{tmp_path}::k", "-c", "B=1")
     assert code == 2 and err == f"eggpu: error: {tmp_path} is a directory; name a Python file in it (FILE.py::NAME)\n"
-    code, out, err = run(capsys, "explain", "/dev/null::k")
+    code, out, err = cli_run("explain", "/dev/null::k")
     assert code == 2 and err == ("eggpu: error: /dev/null is a character device, not a Python file "
                                  "(only regular files are read)\n")
     fifo = tmp_path / "pipe.py"
     os.mkfifo(fifo)  # never opened: reading it would block forever
-    code, out, err = run(capsys, "compile", f"{fifo}::k")
+    code, out, err = cli_run("compile", f"{fifo}::k")
     assert code == 2 and err == f"eggpu: error: {fifo} is a FIFO, not a Python file (only regular files are read)\n"
-    code, out, err = run(capsys, "compile", f"{tmp_path / 'gone.py'}::k")
+    code, out, err = cli_run("compile", f"{tmp_path / 'gone.py'}::k")
     assert code == 2 and err == f"eggpu: error: no such file: {tmp_path / 'gone.py'}\n"
 
 
 @pytest.mark.parametrize("const", ["=64", " =8", "BLOCK_SIZE"])
-def test_cli_constexpr_without_a_name_or_value(capsys, spec, const):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", const)
+def test_cli_constexpr_without_a_name_or_value(cli_run, spec, const):
+    code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", const)
     assert code == 2 and err == f"eggpu: error: constexpr must be NAME=VALUE, got {const!r}\n"
 
 
-def test_cli_junk_dtype(capsys, spec):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f33", "-c", "BLOCK_SIZE=64")
+def test_cli_junk_dtype(cli_run, spec):
+    code, out, err = cli_run("compile", spec, "--dtype", "f33", "-c", "BLOCK_SIZE=64")
     assert code == 2 and err.startswith("eggpu: error: unknown dtype 'f33'")

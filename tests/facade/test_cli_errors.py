@@ -4,39 +4,18 @@ option values. Most run ``eggpu.cli.main`` in-process (fast); the closed pipe ne
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
 from eggpu import cli
 
-FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
 
-
-@pytest.fixture
-def spec(tmp_path: Path) -> str:
-    p = tmp_path / "scale_kernel.py"
-    shutil.copy(FIXTURE, p)
-    return f"{p}::scale"
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as e:  # argparse usage errors
-        code = int(e.code)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
-
-
-def test_output_into_a_missing_folder_is_one_error_line(capsys, spec, tmp_path):
+def test_output_into_a_missing_folder_is_one_error_line(cli_run, spec, tmp_path):
     for missing in (tmp_path / "nope" / "out.ptx", tmp_path / "gone" / "k.ll"):
-        code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
-                             "--emit", "llvm", "-o", str(missing))
+        code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
+                                 "--emit", "llvm", "-o", str(missing))
         assert (code, out) == (1, "")
         assert err == f"eggpu: error: cannot write {missing}: No such file or directory\n"
 
@@ -54,41 +33,41 @@ def test_a_closed_stdout_pipe_ends_quietly_with_141(spec):
     assert r.stderr == ""
 
 
-def test_rules_check_load_errors_go_to_stderr_with_the_prefix(capsys, tmp_path):
+def test_rules_check_load_errors_go_to_stderr_with_the_prefix(cli_run, tmp_path):
     bad = tmp_path / "typo.egg"
     bad.write_text('(rewrite (Mull t x (Const t 1)) x :name "typo")\n\n(run 3)\n')
-    code, out, err = run(capsys, "rules", "check", str(bad))
+    code, out, err = cli_run("rules", "check", str(bad))
     assert (code, out) == (2, "")
     assert err.splitlines() == [
         f"eggpu: error: {bad}:1: rule 'typo': unknown constructor Mull (did you mean Mul?)",
         f"eggpu: error: {bad}:3: command 'run' is not allowed in rule files (only ruleset, rewrite, birewrite, rule)",
     ]
-    code, out, err = run(capsys, "rules", "check", str(tmp_path / "absent.egg"))
+    code, out, err = cli_run("rules", "check", str(tmp_path / "absent.egg"))
     assert (code, out, err) == (2, "", f"eggpu: error: {tmp_path / 'absent.egg'}: rule file not found\n")
 
 
 @pytest.mark.parametrize("target", ["sm_999", "sm_12"])
-def test_explain_refuses_an_unknown_target_like_compile(capsys, spec, target):
-    code, out, err = run(capsys, "explain", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
+def test_explain_refuses_an_unknown_target_like_compile(cli_run, spec, target):
+    code, out, err = cli_run("explain", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
     assert (code, out) == (1, "") and err.startswith(f"eggpu: error: unknown target '{target}'.")
-    code2, out2, err2 = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
+    code2, out2, err2 = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--target", target)
     assert (code2, out2, err2) == (code, out, err)
     # and demo: one error line before any kernel is compiled, not a FAIL row per kernel
-    code3, out3, err3 = run(capsys, "demo", "--kernels", "vector_add", "--target", target)
+    code3, out3, err3 = cli_run("demo", "--kernels", "vector_add", "--target", target)
     assert (code3, out3, err3) == (code, out, err)
 
 
 @pytest.mark.parametrize("value", ["-5", "0"])
-def test_rules_check_refuses_a_non_positive_timeout(capsys, value):
-    code, out, err = run(capsys, "rules", "check", "--timeout-ms", value)
+def test_rules_check_refuses_a_non_positive_timeout(cli_run, value):
+    code, out, err = cli_run("rules", "check", "--timeout-ms", value)
     assert code == 2 and out == ""
     assert f"argument --timeout-ms: must be a positive integer, got {int(value)}" in err
-    code, _, err = run(capsys, "rules", "check", "--timeout-ms", "ten")
+    code, _, err = cli_run("rules", "check", "--timeout-ms", "ten")
     assert code == 2 and "argument --timeout-ms: expected a positive integer, got 'ten'" in err
 
 
-def test_a_constexpr_given_twice_is_an_error_naming_it(capsys, spec):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "-c", "BLOCK_SIZE=128")
+def test_a_constexpr_given_twice_is_an_error_naming_it(cli_run, spec):
+    code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "-c", "BLOCK_SIZE=128")
     assert (code, out) == (2, "")
     assert err == "eggpu: error: constexpr BLOCK_SIZE is given twice (-c BLOCK_SIZE=64 and -c BLOCK_SIZE=128)\n"
     with pytest.raises(cli.UsageError, match=r"^constexpr n is given twice \(-c N=1 and -c n=2\)$"):
@@ -104,25 +83,25 @@ def test_a_constexpr_given_twice_is_an_error_naming_it(capsys, spec):
      "{file}::j is an @eggpu.jit function: its parameter types come from the arguments of a launch "
      "(j[grid](*args) in Python); the command line compiles @eggpu.kernel functions, whose parameters are typed"),
 ], ids=["sys-exit", "raise-systemexit", "jit-function"])
-def test_modules_that_exit_and_jit_functions_are_one_error_line(capsys, tmp_path, body, message):
+def test_modules_that_exit_and_jit_functions_are_one_error_line(cli_run, tmp_path, body, message):
     f = tmp_path / "mod.py"
     f.write_text(body)
-    code, out, err = run(capsys, "compile", f"{f}::j")
+    code, out, err = cli_run("compile", f"{f}::j")
     assert (code, out) == (2, "")
     assert err == f"eggpu: error: {message.format(file=f)}\n"
 
 
 @pytest.mark.parametrize("spec", ["::", "k.py::", "::add", "k.py"])
-def test_a_malformed_kernel_spec_says_what_is_expected(capsys, spec):
-    code, out, err = run(capsys, "compile", spec)
+def test_a_malformed_kernel_spec_says_what_is_expected(cli_run, spec):
+    code, out, err = cli_run("compile", spec)
     assert (code, out) == (2, "")
     assert err == f"eggpu: error: expected FILE.py::NAME, got {spec!r}\n"
 
 
 @pytest.mark.parametrize("stages", ["0", "9"])
-def test_an_out_of_range_num_stages_is_one_error_line(capsys, spec, stages):
-    code, out, err = run(capsys, "compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
-                         "--num-stages", stages)
+def test_an_out_of_range_num_stages_is_one_error_line(cli_run, spec, stages):
+    code, out, err = cli_run("compile", spec, "--dtype", "f32", "-c", "BLOCK_SIZE=64", "--no-opt",
+                             "--num-stages", stages)
     assert code != 0 and out == ""
     assert err.startswith("eggpu: error: ") and f"num_stages must be None (automatic) or an int from 1 (no software pipelining) to 8, " \
         f"got {stages}" in err and err.count("\n") == 1, err

@@ -1,8 +1,12 @@
-"""Small IR builders shared by the interpreter tests (test_interp*.py)."""
+"""Small IR builders shared by the interpreter tests (test_interp*.py), and ``interp_error``."""
 
 from __future__ import annotations
 
+import pytest
+
 from eggpu.ir import Builder, f32, i32, pointer, scalar
+from eggpu.ir.errors import InterpreterError
+from eggpu.ir.interp import interpret
 
 # ------------------------------------------------------------------ small IR helpers
 
@@ -40,6 +44,14 @@ def cdiv(a: int, b: int) -> int:
 
 def message(excinfo) -> str:
     return str(excinfo.value)
+
+
+def interp_error(fn, grid, *args) -> str:
+    """The message of the InterpreterError that interpreting ``fn`` over ``grid`` with ``args``
+    raises (the test fails if it raises nothing)."""
+    with pytest.raises(InterpreterError) as e:
+        interpret(fn, grid, *args)
+    return str(e.value)
 
 
 def tile_reduce_kernel(BR: int, BC: int):

@@ -6,28 +6,38 @@ the tables saying which ops each test covers.
 
 from __future__ import annotations
 
+import functools
 import math
 from fractions import Fraction
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from eggpu.ir import (
-    ALL_DTYPES,
-    FLOAT_DTYPES,
-    INT_DTYPES,
-    bf16,
-    bool_,
-    f16,
-    f32,
-    f64,
-)
+from eggpu.ir import ALL_DTYPES, FLOAT_DTYPES, INT_DTYPES, bf16, bool_, f16, f32, f64
 from eggpu.ir.ops import OPS
 
 FAST = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 SLOW = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def fast_and_slow(name: str, argnames: str, argvalues, check, **kw):
+    """``(test_<name>, test_<name>_slow)``: the hypothesis test of ``check(*params, data)`` that every
+    run makes (``FAST``) and its ``slow``-marked campaign (``SLOW``), both parametrized by
+    ``pytest.mark.parametrize(argnames, argvalues, **kw)``. A test module binds them to those two
+    names (pytest collects module attributes by name); each gets its own name, hence its own
+    hypothesis database entries."""
+
+    def make(speed, suffix):
+        @functools.wraps(check)
+        def test(*args, **kwargs):
+            check(*args, **kwargs)
+
+        test.__name__ = test.__qualname__ = f"test_{name}{suffix}"
+        return pytest.mark.parametrize(argnames, argvalues, **kw)(speed(given(data=st.data())(test)))
+
+    return make(FAST, ""), pytest.mark.slow(make(SLOW, "_slow"))
 
 inf, nan = math.inf, math.nan
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from interp_helpers import (
     atomic_kernel,
+    interp_error,
     message,
     offsets_1d,
     ptr_at,
@@ -29,24 +30,19 @@ from eggpu.ir.ops import OPS
 
 def test_error_wrong_number_of_arguments():
     fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32))
-    assert message(e) == "vadd takes 4 argument(s) (x, y, out, n), got 1"
+    assert interp_error(fn, 1, np.zeros(4, np.float32)) == "vadd takes 4 argument(s) (x, y, out, n), got 1"
 
 
 def test_error_pointer_param_given_a_non_array():
     fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), [1.0, 2.0], np.zeros(4, np.float32), 4)
-    msg = message(e)
+    msg = interp_error(fn, 1, np.zeros(4, np.float32), [1.0, 2.0], np.zeros(4, np.float32), 4)
     assert "parameter 'y'" in msg and "ptr<f32>" in msg and "list" in msg and msg.startswith("vadd:")
 
 
 def test_error_pointer_param_with_the_wrong_dtype_names_both_dtypes():
     fn = vadd_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float64), 4)
-    assert message(e) == "vadd: parameter 'out' (ptr<f32>) expects an array of f32, got an array of f64 (float64)"
+    msg = interp_error(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), np.zeros(4, np.float64), 4)
+    assert msg == "vadd: parameter 'out' (ptr<f32>) expects an array of f32, got an array of f64 (float64)"
     with pytest.raises(InterpreterError, match=r"parameter 'x' .*expects an array of f32, got an array of i16"):
         interpret(fn, 1, np.zeros(4, np.int16), np.zeros(4, np.float32), np.zeros(4, np.float32), 4)
 
@@ -54,9 +50,7 @@ def test_error_pointer_param_with_the_wrong_dtype_names_both_dtypes():
 def test_error_non_contiguous_array():
     fn = vadd_kernel(4)
     strided = np.zeros(8, np.float32)[::2]
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), strided, np.zeros(4, np.float32), 4)
-    msg = message(e)
+    msg = interp_error(fn, 1, np.zeros(4, np.float32), strided, np.zeros(4, np.float32), 4)
     assert "parameter 'y'" in msg and "C-contiguous" in msg and "(8,)" in msg
     fortran = np.zeros((3, 2), np.float32, order="F")
     with pytest.raises(InterpreterError, match="parameter 'x' needs a C-contiguous array"):
@@ -66,24 +60,15 @@ def test_error_non_contiguous_array():
 def test_error_scalar_param_conversions():
     fn = vadd_kernel(4)
     z = np.zeros(4, np.float32)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, 2.5)
-    assert message(e) == "vadd: parameter 'n' (i32) expects an integer, got float 2.5"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, np.float32(3.0))
-    assert "parameter 'n' (i32) expects an integer" in message(e) and "float32" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, 2**31)
-    assert message(e) == "vadd: parameter 'n' (i32): value 2147483648 is out of range [-2147483648, 2147483647]"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, -2**31 - 7)
-    assert "value -2147483655 is out of range" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, "12")
-    assert "parameter 'n' (i32) expects an integer, got str '12'" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, z, z, z, np.array([3, 4]))
-    assert "parameter 'n' (i32) expects a scalar, got an array of i64 (int64) with shape (2,)" in message(e)
+    assert interp_error(fn, 1, z, z, z, 2.5) == "vadd: parameter 'n' (i32) expects an integer, got float 2.5"
+    msg = interp_error(fn, 1, z, z, z, np.float32(3.0))
+    assert "parameter 'n' (i32) expects an integer" in msg and "float32" in msg
+    msg = interp_error(fn, 1, z, z, z, 2**31)
+    assert msg == "vadd: parameter 'n' (i32): value 2147483648 is out of range [-2147483648, 2147483647]"
+    assert "value -2147483655 is out of range" in interp_error(fn, 1, z, z, z, -2**31 - 7)
+    assert "parameter 'n' (i32) expects an integer, got str '12'" in interp_error(fn, 1, z, z, z, "12")
+    msg = interp_error(fn, 1, z, z, z, np.array([3, 4]))
+    assert "parameter 'n' (i32) expects a scalar, got an array of i64 (int64) with shape (2,)" in msg
 
 
 def test_error_float_and_bool_scalar_params():
@@ -92,30 +77,20 @@ def test_error_float_and_bool_scalar_params():
     b.effect("store", out, b.op("where", flag, x, x))
     fn = b.finish()
     o = np.zeros(1, np.float16)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 70000.0, True)
-    assert "parameter 'x' (f16): value 70000.0 is out of range for f16 (max 65504.0)" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 10**6, True)
-    assert "parameter 'x' (f16): value 1000000 is out of range for f16" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, 1.0, 2)
-    assert "parameter 'flag' (bool) expects a bool, got int 2" in message(e)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, o, None, True)
-    assert "parameter 'x' (f16) expects a number, got NoneType None" in message(e)
+    msg = interp_error(fn, 1, o, 70000.0, True)
+    assert "parameter 'x' (f16): value 70000.0 is out of range for f16 (max 65504.0)" in msg
+    assert "parameter 'x' (f16): value 1000000 is out of range for f16" in interp_error(fn, 1, o, 10**6, True)
+    assert "parameter 'flag' (bool) expects a bool, got int 2" in interp_error(fn, 1, o, 1.0, 2)
+    assert "parameter 'x' (f16) expects a number, got NoneType None" in interp_error(fn, 1, o, None, True)
 
 
 def test_error_bad_grid():
     fn = vadd_kernel(4)
     z = np.zeros(4, np.float32)
     for grid in [(1, 2, 3, 4), 1.5, (2, "a"), (), True]:
-        with pytest.raises(InterpreterError) as e:
-            interpret(fn, grid, z, z, z, 4)
-        assert message(e) == f"vadd: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}"
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, (3, -2), z, z, z, 4)
-    assert message(e) == "vadd: grid dimensions must be >= 0, got (3, -2)"
+        msg = interp_error(fn, grid, z, z, z, 4)
+        assert msg == f"vadd: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}"
+    assert interp_error(fn, (3, -2), z, z, z, 4) == "vadd: grid dimensions must be >= 0, got (3, -2)"
 
 
 def test_error_out_of_bounds_load_names_kernel_op_offset_and_size():
@@ -132,13 +107,11 @@ def test_error_out_of_bounds_load_names_kernel_op_offset_and_size():
 
 def test_error_out_of_bounds_store_and_negative_offset():
     fn = scatter_kernel(4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, 1, 9, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
-    assert message(e) == ("scatter: store in program 0: out-of-bounds access: lane (2,) writes offset 9 of buffer "
-                          "'out' which has 6 element(s)")
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, -3, 1, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
-    assert "lane (1,) writes offset -3 of buffer 'out' which has 6 element(s)" in message(e)
+    msg = interp_error(fn, 1, np.array([0, 1, 9, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
+    assert msg == ("scatter: store in program 0: out-of-bounds access: lane (2,) writes offset 9 of buffer "
+                   "'out' which has 6 element(s)")
+    msg = interp_error(fn, 1, np.array([0, -3, 1, 2], np.int32), np.zeros(4, np.int32), np.zeros(6, np.int32), 4)
+    assert "lane (1,) writes offset -3 of buffer 'out' which has 6 element(s)" in msg
     # a masked-off lane may hold any address
     out = np.zeros(6, np.int32)
     interpret(fn, 1, np.array([0, 1, 999, 2], np.int32), np.array([1, 2, 3, 4], np.int32), out, 2)
@@ -147,38 +120,34 @@ def test_error_out_of_bounds_store_and_negative_offset():
 
 def test_error_out_of_bounds_atomic_and_scalar_pointer():
     fn = atomic_kernel("atomic_add", 4)
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.array([0, 1, 2, 7], np.int32), np.ones(4, np.int32), np.zeros(3, np.int32),
-                  np.zeros(4, np.int32), 4)
-    assert message(e) == ("atomics: atomic_add in program 0: out-of-bounds access: lane (3,) updates offset 7 of "
-                          "buffer 'out' which has 3 element(s)")
+    msg = interp_error(fn, 1, np.array([0, 1, 2, 7], np.int32), np.ones(4, np.int32), np.zeros(3, np.int32),
+                       np.zeros(4, np.int32), 4)
+    assert msg == ("atomics: atomic_add in program 0: out-of-bounds access: lane (3,) updates offset 7 of "
+                   "buffer 'out' which has 3 element(s)")
     b = Builder("scal", [("p", pointer(i32)), ("k", scalar(i32))])
     p, k = b.params
     b.effect("store", b.op("addptr", p, k), b.const(1, i32))
     fn = b.finish()
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 2, np.zeros(5, np.int32), 11)
-    assert message(e) == ("scal: store in program 0: out-of-bounds access: writes offset 11 of buffer 'p' "
-                          "which has 5 element(s)")
+    msg = interp_error(fn, 2, np.zeros(5, np.int32), 11)
+    assert msg == ("scal: store in program 0: out-of-bounds access: writes offset 11 of buffer 'p' "
+                   "which has 5 element(s)")
 
 
 def test_error_out_of_bounds_2d_lane_and_grid_position():
     fn = tile_reduce_kernel(4, 4)
     a = np.zeros((6, 5), np.float32)
     # R=6, C=5 but colmax is too small for row block 1
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, (2, 2), a, np.zeros((2, 6), np.float32), np.zeros(7, np.float32), np.zeros(10, np.int32), 6, 5)
-    assert message(e) == ("tile_reduce: store in program (1, 0): out-of-bounds access: lane (2,) writes offset 7 "
-                          "of buffer 'colmax' which has 7 element(s)")
+    msg = interp_error(fn, (2, 2), a, np.zeros((2, 6), np.float32), np.zeros(7, np.float32), np.zeros(10, np.int32), 6, 5)
+    assert msg == ("tile_reduce: store in program (1, 0): out-of-bounds access: lane (2,) writes offset 7 "
+                   "of buffer 'colmax' which has 7 element(s)")
 
 
 def test_error_read_only_buffer():
     fn = vadd_kernel(4)
     out = np.zeros(4, np.float32)
     out.flags.writeable = False
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), out, 4)
-    assert message(e) == "vadd: store in program 0: buffer 'out' is a read-only array"
+    msg = interp_error(fn, 1, np.zeros(4, np.float32), np.zeros(4, np.float32), out, 4)
+    assert msg == "vadd: store in program 0: buffer 'out' is a read-only array"
 
 
 @pytest.mark.parametrize("c", [True, False])
@@ -201,10 +170,9 @@ def test_error_where_between_different_buffers_lane_by_lane():
     odd = b.op("eq", b.op("rem", offs, splat(b, b.const(2, i32), (2,))), splat(b, b.const(1, i32), (2,)))
     picked = b.op("where", odd, ptr_at(b, pa, offs), ptr_at(b, pb, offs))
     b.effect("store", picked, splat(b, b.const(1, i32), (2,)))
-    with pytest.raises(InterpreterError) as e:
-        interpret(b.finish(), 1, np.zeros(2, np.int32), np.zeros(3, np.int32))
-    assert message(e) == ("pick: where in program 0: selects between pointers into different buffers 'a' and 'b' "
-                          "lane by lane")
+    msg = interp_error(b.finish(), 1, np.zeros(2, np.int32), np.zeros(3, np.int32))
+    assert msg == ("pick: where in program 0: selects between pointers into different buffers 'a' and 'b' "
+                   "lane by lane")
 
 
 def test_inline_asm_is_refused_before_any_program_runs():
@@ -215,9 +183,7 @@ def test_inline_asm_is_refused_before_any_program_runs():
     v = b.op("inline_asm", offs, asm="mov.b32 $0, $1;", constraints="=r,r", dtype=i32, pure=True)
     b.effect("store", ptr_at(b, out, offs), v)
     dest = np.full(4, 7, np.int32)
-    with pytest.raises(InterpreterError) as e:
-        interpret(b.finish(), 1, dest)
-    msg = message(e)
+    msg = interp_error(b.finish(), 1, dest)
     assert "asm_k: tl.inline_asm_elementwise is GPU-only: the numpy interpreter cannot run PTX" in msg
     assert dest.tolist() == [7, 7, 7, 7]
 
@@ -228,9 +194,8 @@ def test_error_const_out_of_range():
     b.effect("store", p, b.const(100, i8))
     fn = b.finish()
     fn.body.ops[0].attrs["value"] = 300  # bypasses the verifier's range check
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int8))
-    assert message(e) == "badconst: const 300 is out of range for i8 [-128, 127]"
+    msg = interp_error(fn, 1, np.zeros(1, np.int8))
+    assert msg == "badconst: const 300 is out of range for i8 [-128, 127]"
 
 
 def test_error_messages_carry_the_source_location():
@@ -251,9 +216,7 @@ def test_error_op_without_an_interpreter_rule(monkeypatch):
     b.effect("store", p, b.op("neg", b.op("load", p)))
     fn = b.finish()
     monkeypatch.setitem(OPS, "neg", dataclasses.replace(OPS["neg"], reference=None))
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "negate: the interpreter has no rule for op 'neg'"
+    assert interp_error(fn, 1, np.zeros(1, np.int32)) == "negate: the interpreter has no rule for op 'neg'"
 
 
 def test_error_pointer_operand_for_a_value_op():
@@ -264,9 +227,7 @@ def test_error_pointer_operand_for_a_value_op():
     (p,) = b.params
     fn = b.finish()
     fn.body.ops.append(Operation("neg", (p,), {}, (p.type,)))
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "ptrneg: neg does not accept pointer operands"
+    assert interp_error(fn, 1, np.zeros(1, np.int32)) == "ptrneg: neg does not accept pointer operands"
 
 
 def test_error_operand_used_before_definition():
@@ -275,9 +236,8 @@ def test_error_operand_used_before_definition():
     b.effect("store", p, b.op("add", b.op("load", p), b.const(1, i32)))
     fn = b.finish()
     fn.body.ops.reverse()  # the store now comes first
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "order: operand of store is used before it is defined"
+    msg = interp_error(fn, 1, np.zeros(1, np.int32))
+    assert msg == "order: operand of store is used before it is defined"
 
 
 def test_error_const_that_is_not_an_integer():
@@ -286,9 +246,7 @@ def test_error_const_that_is_not_an_integer():
     b.effect("store", p, b.const(2, i32))
     fn = b.finish()
     fn.body.ops[0].attrs["value"] = 2.5  # bypasses the verifier's check
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(1, np.int32))
-    assert message(e) == "fconst: const 2.5 of dtype i32 is not an integer"
+    assert interp_error(fn, 1, np.zeros(1, np.int32)) == "fconst: const 2.5 of dtype i32 is not an integer"
 
 
 def test_block_params_and_pointer_block_params():
@@ -299,15 +257,13 @@ def test_block_params_and_pointer_block_params():
     out = np.zeros(4, np.float32)
     interpret(fn, 1, out, np.array([1, 2, 3, 4], np.float32))
     assert out.tolist() == [1, 4, 9, 16]
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, out, np.zeros(3, np.float32))
-    assert message(e) == ("blk: parameter 'v' expects an array of f32 with shape (4,), "
-                          "got an array of f32 (float32) with shape (3,)")
+    msg = interp_error(fn, 1, out, np.zeros(3, np.float32))
+    assert msg == ("blk: parameter 'v' expects an array of f32 with shape (4,), "
+                   "got an array of f32 (float32) with shape (3,)")
     from eggpu.ir import BlockType, PointerType
 
     b = Builder("pblk", [("ps", BlockType(PointerType(f32), (4,)))])
     fn = b.finish()
-    with pytest.raises(InterpreterError) as e:
-        interpret(fn, 1, np.zeros(4, np.float32))
-    assert message(e) == "pblk: parameter 'ps' has the unsupported type ptr<f32>[4] (pointer blocks)"
+    msg = interp_error(fn, 1, np.zeros(4, np.float32))
+    assert msg == "pblk: parameter 'ps' has the unsupported type ptr<f32>[4] (pointer blocks)"
 

@@ -27,12 +27,12 @@ from op_oracles import (
     FAST,
     INTERPRETER_OPS,
     OTHER_TESTED,
-    SLOW,
     UINT,
     arr,
     cases,
     decode,
     family,
+    fast_and_slow,
     float_values,
     inf,
     int_values,
@@ -104,19 +104,8 @@ def check_exact(op, dt, data):
         assert same(py(got[i], out_dt), want), f"{op}[{dt}]{tuple(args)} = {got[i]!r}, want {want!r}"
 
 
-@pytest.mark.parametrize("op,dt", cases(EXACT))
-@FAST
-@given(data=st.data())
-def test_elementwise_exact(op, dt, data):
-    check_exact(op, dt, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("op,dt", cases(EXACT))
-@SLOW
-@given(data=st.data())
-def test_elementwise_exact_slow(op, dt, data):
-    check_exact(op, dt, data)
+test_elementwise_exact, test_elementwise_exact_slow = fast_and_slow(
+    "elementwise_exact", "op,dt", cases(EXACT), check_exact)
 
 
 SPECIALS = [0.0, -0.0, 1.0, -1.0, 0.5, 3.0, -7.0, inf, -inf, nan]
@@ -186,19 +175,8 @@ def check_approx(op, dt, data):
             assert dist <= APPROX_ULPS[dt], f"{op}[{dt}]({x!r}) = {g!r}, want {want!r} ({dist} ulp)"
 
 
-@pytest.mark.parametrize("op,dt", cases(APPROX))
-@FAST
-@given(data=st.data())
-def test_transcendental(op, dt, data):
-    check_approx(op, dt, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("op,dt", cases(APPROX))
-@SLOW
-@given(data=st.data())
-def test_transcendental_slow(op, dt, data):
-    check_approx(op, dt, data)
+test_transcendental, test_transcendental_slow = fast_and_slow(
+    "transcendental", "op,dt", cases(APPROX), check_approx)
 
 
 def check_approx2(op, dt, data):
@@ -343,19 +321,7 @@ def check_cast(src, dst, data):
         assert same(py(g, dst), want), f"cast {src}->{dst}: {x!r} -> {g!r}, want {want!r}"
 
 
-@pytest.mark.parametrize("src,dst", CAST_PAIRS)
-@FAST
-@given(data=st.data())
-def test_cast(src, dst, data):
-    check_cast(src, dst, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("src,dst", CAST_PAIRS)
-@SLOW
-@given(data=st.data())
-def test_cast_slow(src, dst, data):
-    check_cast(src, dst, data)
+test_cast, test_cast_slow = fast_and_slow("cast", "src,dst", CAST_PAIRS, check_cast)
 
 
 def test_cast_double_rounding_regressions():

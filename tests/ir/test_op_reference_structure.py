@@ -16,11 +16,11 @@ from op_oracles import (
     FMT,
     REDUCTIONS,
     SHAPE_OPS,
-    SLOW,
     UINT,
     arr,
     cases,
     family,
+    fast_and_slow,
     float_values,
     inf,
     max_finite,
@@ -222,19 +222,8 @@ def check_reduction(op, dt, data):
             assert same(float(g) if dt.is_float else g, want), (op, vals, g, want)
 
 
-@pytest.mark.parametrize("op,dt", cases(REDUCTIONS))
-@FAST
-@given(data=st.data())
-def test_reductions(op, dt, data):
-    check_reduction(op, dt, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("op,dt", cases(REDUCTIONS))
-@SLOW
-@given(data=st.data())
-def test_reductions_slow(op, dt, data):
-    check_reduction(op, dt, data)
+test_reductions, test_reductions_slow = fast_and_slow(
+    "reductions", "op,dt", cases(REDUCTIONS), check_reduction)
 
 
 @pytest.mark.parametrize("dt", FLOAT_DTYPES, ids=str)
@@ -299,19 +288,7 @@ def check_dot(dt, data):
         assert abs(Fraction(float(got[i, j])) - exact) <= bound, (terms, c, float(got[i, j]), float(exact))
 
 
-@pytest.mark.parametrize("dt", family("dot"), ids=str)
-@FAST
-@given(data=st.data())
-def test_dot(dt, data):
-    check_dot(dt, data)
-
-
-@pytest.mark.slow
-@pytest.mark.parametrize("dt", family("dot"), ids=str)
-@SLOW
-@given(data=st.data())
-def test_dot_slow(dt, data):
-    check_dot(dt, data)
+test_dot, test_dot_slow = fast_and_slow("dot", "dt", family("dot"), check_dot, ids=str)
 
 
 def test_dot_special_values_and_integer_wrap():

@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 import eggpu
 import eggpu.language as tl
-from eggpu import cli
 from eggpu.ir import OPS
 from eggpu.ir.dtypes import bool_, f32, i32, u8, u64
 from eggpu.ir.ops import ELEMENTWISE, PURE, TRANSCENDENTAL
@@ -165,20 +164,10 @@ def test_bad_max_size_and_time_limit_raise():
 # ------------------------------------------------------------------ the command line
 
 
-def _run(capsys, *argv: str) -> tuple[int, str, str]:
-    try:
-        code = cli.main(list(argv))
-    except SystemExit as e:  # argparse usage errors
-        code = int(e.code)
-    out, err = capsys.readouterr()
-    assert "Traceback" not in err
-    return code, out, err
-
-
-def test_cli_writes_a_loadable_file_with_progress_on_stderr(capsys, tmp_path):
+def test_cli_writes_a_loadable_file_with_progress_on_stderr(cli_run, tmp_path):
     out = tmp_path / "mine.egg"
-    code, stdout, err = _run(capsys, "rules", "synthesize", "--out", str(out), "--max-size", "3", "--time-limit",
-                             "120", "--dtypes", "i32")
+    code, stdout, err = cli_run("rules", "synthesize", "--out", str(out), "--max-size", "3", "--time-limit",
+                                "120", "--dtypes", "i32")
     assert code == 0 and stdout == ""
     assert "candidates to prove" in err and f"rules to {out}" in err
     rules = load_rule_files([out]).rules
@@ -199,23 +188,23 @@ def test_cli_writes_a_loadable_file_with_progress_on_stderr(capsys, tmp_path):
     (["--max-size", "8"], "--max-size: must be between 1 and 7, got 8"),
     (["--vars", "4"], "--vars: must be 1, 2 or 3, got 4"),
 ])
-def test_cli_bad_arguments_are_one_error_line(capsys, tmp_path, args, message):
-    code, out, err = _run(capsys, "rules", "synthesize", "--out", str(tmp_path / "o.egg"), *args)
+def test_cli_bad_arguments_are_one_error_line(cli_run, tmp_path, args, message):
+    code, out, err = cli_run("rules", "synthesize", "--out", str(tmp_path / "o.egg"), *args)
     assert code == 2 and out == ""
     assert err.startswith("eggpu: error: ") and message in err
     assert not (tmp_path / "o.egg").exists()
 
 
-def test_cli_bad_out_and_numbers(capsys, tmp_path):
-    code, _, err = _run(capsys, "rules", "synthesize", "--out", str(tmp_path / "no" / "o.egg"))
+def test_cli_bad_out_and_numbers(cli_run, tmp_path):
+    code, _, err = cli_run("rules", "synthesize", "--out", str(tmp_path / "no" / "o.egg"))
     assert code == 2 and f"--out: folder {tmp_path / 'no'} does not exist" in err
-    code, _, err = _run(capsys, "rules", "synthesize", "--out", str(tmp_path))
+    code, _, err = cli_run("rules", "synthesize", "--out", str(tmp_path))
     assert code == 2 and f"--out: {tmp_path} is a directory" in err
-    code, _, err = _run(capsys, "rules", "synthesize", "--out", str(tmp_path / "o.egg"), "--time-limit", "-1")
+    code, _, err = cli_run("rules", "synthesize", "--out", str(tmp_path / "o.egg"), "--time-limit", "-1")
     assert code == 2 and "--time-limit" in err and "must be a positive number, got -1" in err
-    code, _, err = _run(capsys, "rules", "synthesize", "--out", str(tmp_path / "o.egg"), "--time-limit", "soon")
+    code, _, err = cli_run("rules", "synthesize", "--out", str(tmp_path / "o.egg"), "--time-limit", "soon")
     assert code == 2 and "expected a positive number, got 'soon'" in err
-    code, _, err = _run(capsys, "rules", "synthesize")
+    code, _, err = cli_run("rules", "synthesize")
     assert code == 2 and "--out" in err
 
 

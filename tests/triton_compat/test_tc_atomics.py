@@ -11,7 +11,7 @@ import pytest
 import eggpu
 import eggpu.language as tl
 from eggpu.ir import Builder, i32, pointer
-from eggpu.ir.errors import IRError, ToolchainError
+from eggpu.ir.errors import IRError
 from eggpu.ir.parser import parse_function
 
 SEMS = ["relaxed", "acquire", "release", "acq_rel"]
@@ -53,7 +53,7 @@ def test_ordered_atomics_match_numpy(run_both, sem, n):
 
 @pytest.mark.parametrize("sem, before, after", [("relaxed", 0, 0), ("acquire", 0, 1), ("release", 1, 0),
                                                 ("acq_rel", 1, 1)])
-def test_the_ptx_fences_each_atomic_as_its_sem_says(sem, before, after):
+def test_the_ptx_fences_each_atomic_as_its_sem_says(sem, before, after, ptxas_registers):
     x = np.zeros(4, np.int32)
     ck = eggpu.compile(add_max_min.specialize(x, x.copy(), 4, SEM=sem, BLOCK=128), target="sm_90")
     # three atomics (one element per thread), each with its fences in the LLVM IR; LLVM may
@@ -65,14 +65,7 @@ def test_the_ptx_fences_each_atomic_as_its_sem_says(sem, before, after):
     assert llvm.count("atomicrmw") == 3
     assert ("fence.acq_rel.gpu;" in ck.ptx) == bool(before or after)
     assert ck.report["optimizer"]["validation"] == "valid"
-    from eggpu.codegen.ptxas import run_ptxas
-    from eggpu.codegen.toolchain import find_ptxas
-
-    try:
-        find_ptxas()
-    except ToolchainError:
-        pytest.skip("ptxas not installed")
-    assert run_ptxas(ck.ptx, "sm_90").registers > 0
+    assert ptxas_registers(ck.ptx, "sm_90") > 0
 
 
 def test_sem_is_an_ir_attribute_that_round_trips_and_is_checked():
@@ -119,17 +112,10 @@ def test_bitwise_atomics_match_numpy(run_both, dt, n):
             assert old[i::5].tolist() == chain.tolist()
 
 
-def test_bitwise_atomics_are_ptx_atom_instructions():
+def test_bitwise_atomics_are_ptx_atom_instructions(ptxas_registers):
     x = np.zeros(4, np.uint32)
     ck = eggpu.compile(bitwise_atomics.specialize(x, x.copy(), x.copy(), 4, BLOCK=128), target="sm_90")
     for op in ("or", "and", "xor"):
         assert f"atom.global.{op}.b32" in ck.ptx
     assert ck.report["optimizer"]["validation"] == "valid"
-    from eggpu.codegen.ptxas import run_ptxas
-    from eggpu.codegen.toolchain import find_ptxas
-
-    try:
-        find_ptxas()
-    except ToolchainError:
-        pytest.skip("ptxas not installed")
-    assert run_ptxas(ck.ptx, "sm_90").registers > 0
+    assert ptxas_registers(ck.ptx, "sm_90") > 0

@@ -14,7 +14,7 @@ import pytest
 
 import eggpu as triton
 import eggpu.language as tl
-from bench import compat
+from bench import compat, compat_core
 
 # ---------------------------------------------------------------- tutorial 04: low-memory dropout
 
@@ -120,13 +120,9 @@ def test_core_while(run_both):
         assert (oi[0], oinit[0], oj[0]) == (1 + 2 * 3 + 1 * 7, 1, 10), device
 
 
-@triton.jit
-def _scan_kernel(X, Z, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, AXIS: tl.constexpr):
-    range_m = tl.arange(0, BLOCK_M)
-    range_n = tl.arange(0, BLOCK_N)
-    x = tl.load(X + range_m[:, None] * BLOCK_N + range_n[None, :])
-    z = tl.cumsum(x, axis=AXIS)
-    tl.store(Z + range_m[:, None] * BLOCK_N + range_n[None, :], z)
+# test_core's scan and histogram kernels, as the test_core catalogue (bench/compat_core_kernels2.py) has them
+_CORE = compat_core.load("eggpu")
+_scan_kernel = _CORE.cumsum_kernel
 
 
 @pytest.mark.parametrize("axis", [0, 1])
@@ -155,13 +151,7 @@ def test_core_join(run_both):
         np.testing.assert_array_equal(z, np.stack([x, y], -1).ravel(), err_msg=device)
 
 
-@triton.jit
-def _histogram_kernel(x_ptr, z_ptr, M: tl.constexpr, N: tl.constexpr):
-    offset1 = tl.arange(0, M)
-    offset2 = tl.arange(0, N)
-    x = tl.load(x_ptr + offset1)
-    z = tl.histogram(x, N)
-    tl.store(z_ptr + offset2, z)
+_histogram_kernel = _CORE.histogram_kernel
 
 
 def test_core_histogram(run_both):

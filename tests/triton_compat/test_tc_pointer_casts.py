@@ -216,21 +216,14 @@ def _grouped_gemm_kernel():
 
 
 @pytest.mark.parametrize("target", ["sm_80", "sm_90"])
-def test_grouped_gemm_ptx_assembles(target):
+def test_grouped_gemm_ptx_assembles(target, ptxas_registers):
     from eggpu.codegen import compile_ptx
-    from eggpu.codegen.ptxas import run_ptxas
-    from eggpu.codegen.toolchain import find_ptxas
-    from eggpu.ir.errors import ToolchainError
 
     ptx, _ = compile_ptx(_grouped_gemm_kernel().ir(), target)
     # the loaded addresses are global addresses as they are: no generic<->global conversion anywhere
     assert "cvta" not in ptx
     assert "ld.global" in ptx and "mma.sync" in ptx
-    try:
-        find_ptxas()
-    except ToolchainError:
-        pytest.skip("ptxas not installed")
-    assert run_ptxas(ptx, target).registers > 0
+    assert ptxas_registers(ptx, target) > 0
 
 
 def test_optimized_casts_pass_translation_validation():
