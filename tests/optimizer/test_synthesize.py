@@ -364,7 +364,14 @@ def test_the_guarded_rule_fires_only_when_the_range_holds(regroup_rules):
     assert_rule_does_not_fire(text, before, after)
 
 
-def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path):
+def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch):
+    import functools
+
+    import eggpu.optimizer as opt_mod
+
+    # the rule needs the range analysis to run first: a saturation time limit that a loaded
+    # machine cannot cut short (the iteration and e-node limits stay)
+    monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
     p = tmp_path / "synth.egg"
     p.write_text(egg_text(regroup_rules))
     name = regroup_rules.rules[0].name
@@ -372,6 +379,7 @@ def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_r
     base = eggpu.compile(regroup.Kernel(256), cache=False, offsets_i32=True)
     ck = eggpu.compile(regroup.Kernel(256), rules=[str(p)], cache=False, offsets_i32=True)
     opt = ck.report["optimizer"]
+    assert opt["stop_reason"] != "TIME_LIMIT" and base.report["optimizer"]["stop_reason"] != "TIME_LIMIT"
     assert name in opt["rules_fired"] and opt["validation"] == "valid"
     assert opt["cost_after"] < base.report["optimizer"]["cost_after"] - 256  # two ops a lane fewer
     for n in (1, 1000, 1001):
