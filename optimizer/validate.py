@@ -428,9 +428,7 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             raise _Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
     if before.facts != after.facts:
         raise _Mismatch("the launch facts differ")
-    ck = _Checker(timeout_ms, total_seconds, mode)
-    if mode == z3ops.EXACT:
-        ck.lemmas = list(lemmas)
+    ck = _Checker(timeout_ms, total_seconds, mode, lemmas)
     ck.blocks = _BlockOps(ck)
     for f in _launch_facts(before, mode):
         ck.add_fact(f)

@@ -103,7 +103,7 @@ class _Checker:
     """The solver side of one validation: facts, budgets and the units spent (see the module
     docstring for the budgets)."""
 
-    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT):
+    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT, lemmas: Any = ()):
         self.mode = mode
         self.timeout_ms = timeout_ms
         self.total_units = units("z3", total_seconds * 1000)
@@ -122,7 +122,8 @@ class _Checker:
         self.solver_calls = 0
         self.pair_timeout_ms = min(timeout_ms, 500)
         self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
-        self.lemmas: list[Any] = []  # proved rules (:mod:`.validate_lemmas`), exact mode only
+        # proved rules (:mod:`.validate_lemmas`): in exact mode only, the semantics they were proved in
+        self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
         self.lemma_hits = 0
         self._no_solver = False  # equal(): identity and lemmas only (see there)
 
