@@ -1,12 +1,15 @@
 """Which synthesized rules fire on the benchmark kernels (``eggpu rules synthesize``'s goal).
 
-``python -m bench.synth_fire RULES.egg [--kernels a,b] [--target sm_90]`` compiles every naive
+``python -m bench.synth_fire RULES.egg [--kernels a,b] [--target sm_90] [--seconds S]`` compiles every naive
 kernel (:mod:`bench.naive_kernels`, with the bench case's types, constexprs and launch facts) and
 every library kernel (:mod:`eggpu.kernels`, default dtype, first case) twice, without the cache:
 with the shipped rules only and with ``RULES.egg`` added as user rules (``rules=[...]``). It
 prints, per kernel, the synthesized rules that fired (``ck.report["optimizer"]["rules_fired"]``,
 names starting ``syn-``) and the optimizer's cost after extraction both ways, then the totals:
 how many distinct synthesized rules fired anywhere and on how many kernels the cost dropped.
+``--seconds`` sets the saturation time limit of every compile (both ways): on a loaded machine
+the default 2 s stops the two compiles of a kernel at different points, so their costs differ by
+load; each row prints why saturation stopped.
 
 With ``--synthesize [--time-limit 600 --max-size 5 --dtypes i32,f32]`` it first writes RULES.egg
 itself: the synthesizer with the same kernels' IR as its workload (their subterms are tried as
@@ -16,6 +19,8 @@ left-hand sides first, :mod:`eggpu.optimizer.synth_workload`).
 from __future__ import annotations
 
 import argparse
+import contextlib
+import functools
 import json
 import sys
 import time
@@ -51,9 +56,35 @@ def _instances(names: list[str] | None) -> list[tuple[str, Any, dict[str, Any]]]
     return out
 
 
-def measure(rules_file: str, names: list[str] | None = None, target: str = "sm_90") -> dict[str, Any]:
-    """``{"kernels": {label: {"fired": {rule: count}, "cost_shipped", "cost_synth"}}, "fired_rules":
-    [...], "cost_lowered": [...]}``."""
+@contextlib.contextmanager
+def _saturation_seconds(seconds: float | None):
+    """Every compile inside saturates with a time limit of ``seconds`` (None: the optimizer's
+    default, 2 s). The iteration and e-node limits stay as they are: on a loaded machine the 2 s
+    stop comes at different points in the two compiles of a kernel, so their costs would differ by
+    load, not by rules."""
+    import eggpu.optimizer as opt
+
+    if seconds is None:
+        yield
+        return
+    default = opt.Limits
+    opt.Limits = functools.partial(default, seconds=seconds)
+    try:
+        yield
+    finally:
+        opt.Limits = default
+
+
+def measure(rules_file: str, names: list[str] | None = None, target: str = "sm_90",
+            seconds: float | None = None) -> dict[str, Any]:
+    """``{"kernels": {label: {"fired": {rule: count}, "cost_shipped", "cost_synth", "validation",
+    "stop_shipped", "stop_synth"}}, "fired_rules": [...], "cost_lowered": [...]}``; ``seconds``:
+    the saturation time limit of every compile (:func:`_saturation_seconds`)."""
+    with _saturation_seconds(seconds):
+        return _measure(rules_file, names, target)
+
+
+def _measure(rules_file: str, names: list[str] | None, target: str) -> dict[str, Any]:
     import eggpu
 
     rows: dict[str, Any] = {}
@@ -66,9 +97,11 @@ def measure(rules_file: str, names: list[str] | None = None, target: str = "sm_9
         fired = {r: n for r, n in (s.get("rules_fired") or {}).items() if r.startswith(PREFIX)}
         fired_all |= set(fired)
         rows[label] = {"fired": fired, "cost_shipped": b.get("cost_after"), "cost_synth": s.get("cost_after"),
-                       "validation": s.get("validation")}
+                       "validation": s.get("validation"), "stop_shipped": b.get("stop_reason"),
+                       "stop_synth": s.get("stop_reason")}
         print(f"{label}: {len(fired)} synthesized rules fired, cost {b.get('cost_after')} -> {s.get('cost_after')}, "
-              f"validation {s.get('validation')} ({time.perf_counter() - t0:.1f}s)"
+              f"validation {s.get('validation')}, saturation stopped {b.get('stop_reason')} / {s.get('stop_reason')} "
+              f"({time.perf_counter() - t0:.1f}s)"
               + (f"\n    {', '.join(sorted(fired))}" if fired else ""), file=sys.stderr, flush=True)
     lowered = [k for k, r in rows.items() if r["cost_shipped"] is not None and r["cost_synth"] is not None
                and r["cost_synth"] < r["cost_shipped"] - 1e-9]
@@ -105,10 +138,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--time-limit", type=float, default=600.0)
     p.add_argument("--max-size", type=int, default=5)
     p.add_argument("--dtypes", default="i32,f32")
+    p.add_argument("--seconds", type=float, default=None,
+                   help="saturation time limit of every compile (default: the optimizer's); a loaded machine needs more")
     a = p.parse_args(argv)
     if a.synthesize:
         synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None)
-    res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target)
+    res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target, a.seconds)
     print(f"{len(res['fired_rules'])} distinct synthesized rules fired on {sum(1 for r in res['kernels'].values() if r['fired'])}"
           f" of {len(res['kernels'])} kernels; cost lowered on {len(res['cost_lowered'])}: {', '.join(res['cost_lowered'])}")
     for r in res["fired_rules"]:

@@ -346,7 +346,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     result.cost_after = cost_after
     if not validate:
         return result
-    problem = _validate_stage(fn, new_fn, fast_math, result)
+    fired = [r for r in prepared.chosen if result.rule_hits.get(r.name)]
+    problem = _validate_stage(fn, new_fn, fast_math, result, fired)
     return fall_back(problem) if problem else result
 
 
@@ -428,14 +429,18 @@ def _extract_stage(enc: Any, rep: Any, budget: Any, model: CostModel, result: Op
     return new_fn
 
 
-def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: OptimizeResult) -> str | None:
-    """Translation validation of ``new_fn`` against ``fn``; the reason to fall back, or None."""
+def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: OptimizeResult,
+                    fired: Sequence[Any] = ()) -> str | None:
+    """Translation validation of ``new_fn`` against ``fn``; the reason to fall back, or None.
+    ``fired``: the rules that matched, proved (usable): those at concrete dtypes are lemmas
+    (:mod:`.validate_lemmas`)."""
     from .validate import validate as tv
+    from .validate_lemmas import lemmas_of
 
     with _timed(result.times, "validate"):
         try:
             with _Z3_LOCK:
-                v = tv(fn, new_fn, fast_math=fast_math)
+                v = tv(fn, new_fn, fast_math=fast_math, lemmas=lemmas_of(fired))
         except Exception as e:  # a bug in validation must never let an unchecked program through
             return f"validation raised {type(e).__name__}: {e}"
     result.validation = v

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -238,9 +238,19 @@ def enumerate_terms(
     deadline: float | None = None,
     max_terms: int = 400_000,
     progress: Callable[[str], None] | None = None,
+    pool: Sequence[Any] | None = None,
+    nonneg: bool = False,
+    max_op_cost: float = float("inf"),
 ) -> Enumeration:
     """Enumerate terms of ``dtype`` (and bool, when ``bool_vars`` or comparisons give it) up to
     ``max_size`` nodes and group them by fingerprint.
+
+    ``pool`` replaces the constants of ``dtype`` (default :func:`constants`; a workload term's
+    own constants, :mod:`.synth_workload`); ``nonneg`` draws the value variables' samples from
+    ``[0, MAX]`` only (signed integers; other dtypes ignore it): the classes are then equalities
+    that hold for non-negative variables, which a rule must guard with ``(>= (LowerBound x) 0)``.
+    Ops whose ``lane_cost`` exceeds ``max_op_cost`` are left out (a targeted search looks for
+    right-hand sides without divisions).
 
     ``lane_cost(op, dtype)`` prices an op by the dtype of the schema's dtype argument (the cost
     model's per-lane cost); a constant costs ``const_cost``, a variable 0. Stops early (``partial``
@@ -248,7 +258,8 @@ def enumerate_terms(
     sizes finished before that are complete."""
     t0 = time.perf_counter()
     en = _Enumerator(dtype, n_samples, np.random.default_rng(seed), bool_vars, deadline, max_terms)
-    en.seed_leaves(n_vars, bool_vars, const_cost)
+    en.max_op_cost = max_op_cost
+    en.seed_leaves(n_vars, bool_vars, const_cost, pool, nonneg)
     sizes_done = 1
     for size in range(2, max_size + 1):
         en.grow(size, lane_cost)
@@ -286,6 +297,7 @@ class _Enumerator:
         self.pools: dict[tuple[DType, int], _Pool] = {}
         self.var_samples: dict[tuple[DType, str], np.ndarray] = {}
         self.count = 0
+        self.max_op_cost = float("inf")
         self.stop = "max size reached"
 
     def add_pool(self, sort: DType, size: int, rows: list[tuple[Term, np.ndarray, bool]]) -> None:
@@ -293,15 +305,20 @@ class _Enumerator:
             vals = np.stack([r[1] for r in rows])
             self.pools[(sort, size)] = _Pool([r[0] for r in rows], vals, np.array([r[2] for r in rows]))
 
-    def seed_leaves(self, n_vars: int, bool_vars: int, const_cost: float) -> None:
-        """Size 1: the variables and constants of every sort."""
+    def seed_leaves(self, n_vars: int, bool_vars: int, const_cost: float, pool: Sequence[Any] | None = None,
+                    nonneg: bool = False) -> None:
+        """Size 1: the variables and constants of every sort (``pool``, ``nonneg``: see
+        :func:`enumerate_terms`)."""
         for sort in self.sorts:
             names = VALUE_VARS[:n_vars] if sort == self.dtype else BOOL_VARS[:bool_vars]
             rows = []
             for name in names:
-                self.var_samples[(sort, name)] = samples(sort, self.n_samples, self.rng)
-                rows.append((Term("var", sort, value=name), self.var_samples[(sort, name)], True))
-            for c in constants(sort):
+                v = samples(sort, self.n_samples, self.rng)
+                if nonneg and sort == self.dtype and sort.is_signed:
+                    v = np.where(v < 0, ~v, v)  # a bijection of [MIN, -1] onto [0, MAX]: MIN -> MAX
+                self.var_samples[(sort, name)] = v
+                rows.append((Term("var", sort, value=name), v, True))
+            for c in (pool if pool is not None and sort == self.dtype else constants(sort)):
                 v = np.full(self.n_samples, c, dtype=numpy_dtype(sort))
                 rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
             kept = []
@@ -321,6 +338,8 @@ class _Enumerator:
         for sig in self.sigs:
             price_dt = sig.operands[1] if self.dt_arg[sig] == "operand1" else sig.operands[0]
             op_cost = lane_cost(sig.op, price_dt)
+            if op_cost > self.max_op_cost:
+                continue
             for split in _splits(size - 1, len(sig.operands)):
                 ps = [self.pools.get((d, k)) for d, k in zip(sig.operands, split)]
                 if any(p is None for p in ps) or (sig.commutative and split[0] < split[1]):

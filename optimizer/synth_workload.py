@@ -6,54 +6,120 @@ synthesizer's term language: every block-shaped elementwise op the synthesizer e
 signatures, :func:`.synth_terms.signatures`) is kept, a splatted constant becomes a constant
 leaf (any value: ``768``, ``0.7071...``), and everything else (loads, parameters, ``arange``,
 splatted runtime scalars, casts, reductions) becomes a variable of its dtype, named in
-first-occurrence order. Terms with more variables than the enumeration samples, or with too
-many nodes, are skipped. Each workload term is then evaluated on the enumeration's samples and
-looked up among its fingerprint classes: a cheaper class member is a candidate rule whose
-left-hand side occurs in the kernel, so once proved it matches that kernel's e-graph.
+first-occurrence order. A value computed by an op that the term reaches more than once
+(``xindex``, read by the ``%`` and the ``//`` of one index expression) is a variable too, so
+``x % 512 + 1024 * (x // 512)`` is one term over one variable whatever ``x`` is; each op also
+gives a second term in which every value the function uses more than once is a variable (the
+index ``xindex = pid * BLOCK + arange`` once, not ``add(x, y)`` in every term that reads it). Terms with more variables than the enumeration
+samples, or with too many nodes, are skipped. Each workload term is then evaluated on the
+enumeration's samples and looked up among its fingerprint classes: a cheaper class member is a
+candidate rule whose left-hand side occurs in the kernel, so once proved it matches that kernel's
+e-graph.
+
+A term the shared enumeration has no cheaper equivalent for gets a **targeted search**
+(:func:`targeted_candidates`): a small enumeration over the term's own variables whose constant
+pool is the term's constants and what index math derives from them (``-c``, ``c - 1``, ``log2 c``,
+products and differences: ``512 -> -512``, ``(32 - 1) * 1024``, ``10 - 6``), once with every
+sample and, for signed integers, once more with the variables drawn from ``[0, MAX]`` only. A
+match of the second kind is an equality for non-negative variables; its rule carries the guard
+``(>= (LowerBound x) 0)`` for each variable, which the range analysis establishes for index
+values such as ``program_id(0) * BLOCK + arange(0, BLOCK)`` (and the verifier assumes when it
+proves the rule). So ``x % 512 + 1024 * (x // 512) => x + (x & -512)`` (4 ops after the shipped
+shift rules, 2 after it) is found and proved.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 
 import numpy as np
 
 from eggpu.ir import DType, Function
 from eggpu.ir.dtypes import bool_, numpy_dtype
 
-from .synth_terms import BOOL_VARS, VALUE_VARS, Enumeration, Term, fingerprints, reference, signatures
+from .synth_terms import (
+    BOOL_VARS,
+    VALUE_VARS,
+    Enumeration,
+    Term,
+    _canonical_bits,
+    constants,
+    enumerate_terms,
+    fingerprints,
+    reference,
+    samples,
+    signatures,
+)
 
 #: the largest workload term kept (nodes)
-MAX_WORKLOAD_SIZE = 9
+MAX_WORKLOAD_SIZE = 15
+#: how many ops deep a workload term reaches below its root
+WORKLOAD_DEPTH = 5
+#: the most constants in a targeted search's pool (the enumeration grows with its cube)
+MAX_POOL = 24
+#: right-hand sides of a targeted search have at most this many nodes
+TARGET_SIZE = 5
+#: terms one targeted enumeration may build before it stops
+TARGET_MAX_TERMS = 300_000
+#: ops dearer than this (per lane) are left out of a targeted search: integer and float division,
+#: remainder, sqrt. Its right-hand sides are built from cheap ops (the expensive ones are what
+#: the workload term is trying to lose); this keeps one search to seconds
+TARGET_MAX_OP_COST = 4.0
 
 
 def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                    lane_cost: Callable[[str, DType], float], const_cost: float,
-                   max_size: int = MAX_WORKLOAD_SIZE) -> list[Term]:
+                   max_size: int = MAX_WORKLOAD_SIZE, depth: int = WORKLOAD_DEPTH) -> list[Term]:
     """Distinct abstracted subterms of ``fns`` whose result dtype is ``dtype`` or bool (see the
-    module docstring), each rooted at an op, with at most ``n_vars`` value variables and one bool."""
+    module docstring), each rooted at an op and reaching at most ``depth`` ops below it, with at
+    most ``n_vars`` value variables and one bool."""
     sigs = {(s.op, s.operands): s for s in signatures(dtype)}
     out: dict[str, Term] = {}
     for fn in fns:
         producers = {id(r): op for op in fn.walk() for r in op.results}
+        uses: dict[int, int] = {}
+        for op in fn.walk():
+            for v in op.operands:
+                uses[id(v)] = uses.get(id(v), 0) + 1
+        reused = {i for i, n in uses.items() if n > 1}
         for op in fn.walk():
             if len(op.results) != 1 or op.results[0].type.shape == ():
                 continue
             key = (op.op, tuple(v.type.dtype for v in op.operands))
             if key not in sigs:
                 continue
-            names: dict[int, Term] = {}
-            t = _abstract(op.results[0], producers, sigs, names, dtype, lane_cost, const_cost, depth=3)
-            nvals = sum(1 for v in names.values() if v.dtype != bool_)
-            nbools = len(names) - nvals
-            if t is not None and t.op not in ("var", "const") and t.size <= max_size and nvals <= n_vars \
-                    and nbools <= 1:
-                out.setdefault(str(t), t)
+            repeated = _repeated(op.results[0], producers, depth + 1)
+            for shared in (repeated, repeated | reused):
+                names: dict[int, Term] = {}
+                t = _abstract(op.results[0], producers, sigs, names, dtype, lane_cost, const_cost, depth + 1,
+                              shared, root=True)
+                nvals = sum(1 for v in names.values() if v.dtype != bool_)
+                nbools = len(names) - nvals
+                if t is not None and t.op not in ("var", "const") and t.size <= max_size and nvals <= n_vars \
+                        and nbools <= 1:
+                    out.setdefault(str(t), t)
     return list(out.values())
 
 
+def _repeated(root, producers, depth: int) -> set[int]:
+    """The values produced by an op that occur more than once in the tree of ``root`` down to
+    ``depth`` levels (a DAG node reached twice): the abstraction makes them variables."""
+    seen: dict[int, int] = {}
+    stack = [(root, depth)]
+    while stack:
+        v, d = stack.pop()
+        op = producers.get(id(v))
+        if op is None or d == 0:
+            continue
+        seen[id(v)] = seen.get(id(v), 0) + 1
+        stack.extend((x, d - 1) for x in op.operands)
+    return {i for i, n in seen.items() if n > 1}
+
+
 def _abstract(v, producers, sigs, names: dict[int, Term], dtype: DType, lane_cost, const_cost: float,
-              depth: int) -> Term | None:
+              depth: int, shared: set[int], root: bool = False) -> Term | None:
     op = producers.get(id(v))
     elem = v.type.dtype
     if elem not in (dtype, bool_):
@@ -63,7 +129,7 @@ def _abstract(v, producers, sigs, names: dict[int, Term], dtype: DType, lane_cos
         if src is not None and src.op == "const":
             return Term("const", elem, value=src.attrs["value"], cost=const_cost)
     key = (op.op, tuple(x.type.dtype for x in op.operands)) if op is not None else None
-    if op is None or key not in sigs or depth == 0:
+    if op is None or key not in sigs or depth == 0 or (id(v) in shared and not root):
         if id(v) not in names:
             pool = VALUE_VARS if elem != bool_ else BOOL_VARS
             taken = sum(1 for t in names.values() if t.dtype == elem)
@@ -73,7 +139,7 @@ def _abstract(v, producers, sigs, names: dict[int, Term], dtype: DType, lane_cos
         return names[id(v)]
     args = []
     for x in op.operands:
-        a = _abstract(x, producers, sigs, names, dtype, lane_cost, const_cost, depth - 1)
+        a = _abstract(x, producers, sigs, names, dtype, lane_cost, const_cost, depth - 1, shared)
         if a is None:
             return None
         args.append(a)
@@ -115,4 +181,111 @@ def workload_candidates(terms: Iterable[Term], enum: Enumeration, min_gain: floa
     return out
 
 
-__all__ = ["MAX_WORKLOAD_SIZE", "evaluate", "workload_candidates", "workload_terms"]
+@dataclass(frozen=True)
+class Candidate:
+    """``lhs => rhs`` from a workload term; ``nonneg``: the value variables the equality needs to
+    be ``>= 0`` (the rule's guards), empty when it holds for every value."""
+
+    lhs: Term
+    rhs: Term
+    nonneg: tuple[str, ...] = ()
+
+
+def derived_constants(t: Term, dtype: DType, limit: int = MAX_POOL) -> list:
+    """The constant pool of a targeted search for ``t`` (module docstring): the default constants,
+    ``t``'s own, then what index math derives from them, in that order of preference, at most
+    ``limit`` values of ``dtype`` (floats: ``c, -c, 2c, c/2``)."""
+    own: list = []
+    stack = [t]
+    while stack:
+        x = stack.pop()
+        if x.op == "const" and x.value not in own:
+            own.append(x.value)
+        stack.extend(x.args)
+    out: list = []
+
+    def put(v) -> None:
+        if dtype.is_float:
+            v = float(np.asarray(v, dtype=numpy_dtype(dtype)))
+            if not np.isfinite(v):
+                return
+        else:
+            info = np.iinfo(numpy_dtype(dtype))
+            if not info.min <= int(v) <= info.max:
+                return
+            v = int(v)
+        if v not in out and len(out) < limit:
+            out.append(v)
+
+    for v in constants(dtype) + own:
+        put(v)
+    if dtype.is_float:
+        for c in own:
+            for v in (-c, 2 * c, c / 2):
+                put(v)
+        return out
+    logs = [int(c).bit_length() - 1 for c in own if int(c) > 0 and int(c) & (int(c) - 1) == 0]
+    for c in own:
+        for v in (-int(c), int(c) - 1):
+            put(v)
+    for v in logs:
+        put(v)
+    base = [int(c) for c in own]
+    for a in base:
+        for b in base:
+            if a != b:
+                put((a - 1) * b)
+    for a in logs:
+        for b in logs:
+            if a > b:
+                put(a - b)
+    return out
+
+
+def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable[[str, DType], float],
+                        const_cost: float, min_gain: float, *, n_samples: int, seed: int = 0,
+                        deadline: float | None = None,
+                        progress: Callable[[str], None] | None = None) -> list[Candidate]:
+    """For each term (most expensive first) a cheaper equivalent found by a targeted enumeration
+    over its own variables and :func:`derived_constants` (module docstring). For signed integers
+    the enumeration samples the value variables from ``[0, MAX]`` only, and a match is then
+    evaluated once more on samples of the whole range: when it holds there too the candidate has
+    no guard, else it names the variables in ``nonneg``. Stops at ``deadline`` (a
+    ``time.perf_counter()`` value)."""
+    out: list[Candidate] = []
+    rng = np.random.default_rng(seed + 1)
+    for t in sorted(terms, key=lambda t: (-t.cost, str(t))):
+        if deadline is not None and time.perf_counter() > deadline:
+            if progress:
+                progress(f"{dtype}: targeted search stopped at its time limit")
+            break
+        if t.cost < min_gain:
+            continue
+        vs = t.variables()
+        nvals = sum(1 for s, _ in vs if s != bool_)
+        e = enumerate_terms(dtype, max_size=TARGET_SIZE, lane_cost=lane_cost, const_cost=const_cost,
+                            n_vars=nvals, bool_vars=len(vs) - nvals, n_samples=n_samples, seed=seed,
+                            deadline=deadline, max_terms=TARGET_MAX_TERMS, pool=derived_constants(t, dtype),
+                            nonneg=dtype.is_signed, max_op_cost=TARGET_MAX_OP_COST)
+        found = workload_candidates([t], e, min_gain)
+        if not found:
+            continue
+        lhs, rhs = found[0]
+        names = ()
+        if dtype.is_signed:
+            env = {k: samples(k[0], n_samples, rng) for k in e.var_samples}
+            if not _same(evaluate(lhs, env, n_samples), evaluate(rhs, env, n_samples), dtype):
+                names = tuple(n for s, n in vs if s != bool_)
+        out.append(Candidate(lhs, rhs, names))
+        if progress:
+            progress(f"{dtype}: targeted: {lhs} => {rhs}" + (f" ({', '.join(names)} >= 0)" if names else ""))
+    return out
+
+
+def _same(a: np.ndarray, b: np.ndarray, dtype: DType) -> bool:
+    """Equal rows as the fingerprints compare them (bit patterns; floats: every NaN alike)."""
+    return bool(np.array_equal(_canonical_bits(a, dtype), _canonical_bits(b, dtype)))
+
+
+__all__ = ["MAX_WORKLOAD_SIZE", "Candidate", "derived_constants", "evaluate", "targeted_candidates",
+           "workload_candidates", "workload_terms"]

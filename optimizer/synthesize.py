@@ -41,7 +41,15 @@ from eggpu.ir import DType, Function
 from eggpu.ir.errors import RuleError
 
 from .rules_loader import Atom, Rule, SList, Sx, parse_rules
-from .synth_terms import DEFAULT_SAMPLES, Enumeration, Term, canonical_names, enumerate_terms, render
+from .synth_terms import (
+    DEFAULT_SAMPLES,
+    VALUE_VARS,
+    Enumeration,
+    Term,
+    canonical_names,
+    enumerate_terms,
+    render,
+)
 
 #: written into every provenance comment; bump when what a rule means or how it is found changes
 SYNTH_VERSION = "1"
@@ -58,6 +66,8 @@ CANDIDATE_CAP_S = 4.0
 WORKLOAD_BOOST = 15
 #: share of the time limit the enumeration may use before candidates are proved
 ENUM_SHARE = 0.35
+#: share of the time limit the targeted searches of workload terms may use after it
+TARGET_SHARE = 0.3
 
 
 @dataclass
@@ -73,10 +83,13 @@ class SynthRule:
     units: int
     verdict: dict[str, Any] = field(default_factory=dict, repr=False)  # the verifier's JSON
     workload: bool = False  # the left-hand side came from a workload kernel
+    nonneg: tuple[str, ...] = ()  # variables guarded ``(>= (LowerBound v) 0)``
 
     def provenance(self) -> str:
+        guard = f" | guard {', '.join(f'{v} >= 0' for v in self.nonneg)}" if self.nonneg else ""
         return (f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype {self.dtype} | lhs size {self.lhs.size} | "
-                f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | {'workload' if self.workload else 'enumerated'} | proved {self.dtype} by {self.strategy} "
+                f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | {'workload' if self.workload else 'enumerated'}"
+                f"{guard} | proved {self.dtype} by {self.strategy} "
                 f"({self.units} units)\n;;   {self.lhs}  =>  {self.rhs}")
 
 
@@ -95,6 +108,7 @@ class SynthesisResult:
     skipped_inexpressible: int = 0
     workload_terms: int = 0
     workload_candidates: int = 0
+    targeted_candidates: int = 0  # of workload_candidates: found by a targeted search
     partial: bool = False
     stop_reason: str = "done"
     seconds: float = 0.0
@@ -106,7 +120,7 @@ class SynthesisResult:
                 f"{len(self.skipped_shipped)} already shipped, {self.skipped_derivable} derivable, "
                 f"{self.skipped_inexpressible} not expressible"
                 + (f", {self.workload_candidates} of {self.workload_terms} workload terms with a cheaper equivalent"
-                   if self.workload_terms else "")
+                   f" ({self.targeted_candidates} by a targeted search)" if self.workload_terms else "")
                 + f"; {self.seconds:.1f}s"
                 + (f" (partial: {self.stop_reason})" if self.partial else ""))
 
@@ -126,14 +140,17 @@ def _const(t: Term) -> str:
     return f"(Splat {d} s (Const {d} {v}))"
 
 
-def rule_text(name: str, lhs: Term, rhs: Term) -> str:
-    """The rewrite command ``lhs => rhs`` named ``name`` (ruleset ``exact``)."""
-    return f'(rewrite {render(lhs, _const)} {render(rhs, _const)} :name "{name}")'
+def rule_text(name: str, lhs: Term, rhs: Term, nonneg: Sequence[str] = ()) -> str:
+    """The rewrite command ``lhs => rhs`` named ``name`` (ruleset ``exact``), guarded
+    ``(>= (LowerBound v) 0)`` for each variable ``v`` of ``nonneg``."""
+    when = f" :when ({' '.join(f'(>= (LowerBound {v}) 0)' for v in nonneg)})" if nonneg else ""
+    return f'(rewrite {render(lhs, _const)} {render(rhs, _const)}{when} :name "{name}")'
 
 
-def rule_name(dtype: DType, lhs: Term, rhs: Term) -> str:
-    """A stable, unique name: ``syn-<dtype>-<lhs ops>-<8 hex digits of the two sides>``."""
-    digest = hashlib.sha256(f"{render(lhs, _const)} {render(rhs, _const)}".encode()).hexdigest()[:8]
+def rule_name(dtype: DType, lhs: Term, rhs: Term, nonneg: Sequence[str] = ()) -> str:
+    """A stable, unique name: ``syn-<dtype>-<lhs ops>-<8 hex digits of the two sides and guards>``."""
+    key = f"{render(lhs, _const)} {render(rhs, _const)}" + (f" nonneg {' '.join(nonneg)}" if nonneg else "")
+    digest = hashlib.sha256(key.encode()).hexdigest()[:8]
     ops = "-".join(lhs.ops()[:3]) or "leaf"
     return f"syn-{dtype}-{ops}-{digest}"
 
@@ -293,8 +310,8 @@ def synthesize(
     res = SynthesisResult()
     cm = CostModel.for_target(target)
     enum_end = t0 + time_limit * ENUM_SHARE
-    pairs: list[tuple[DType, Term, Term]] = []
-    first: list[tuple[DType, Term, Term]] = []  # workload candidates: tried before the others
+    pairs: list[tuple[DType, Term, Term, tuple[str, ...]]] = []
+    first: list[tuple[DType, Term, Term, tuple[str, ...]]] = []  # workload candidates: tried before the others
     for i, dt in enumerate(dtypes):
         share = t0 + (enum_end - t0) * (i + 1) / len(dtypes)
         e = enumerate_terms(dt, max_size=max_size, lane_cost=cm.lane_cost, const_cost=cm.const_cost + cm.shape_lane,
@@ -302,18 +319,12 @@ def synthesize(
         res.enumerations.append(e)
         if e.partial:
             res.partial, res.stop_reason = True, f"enumeration of {dt}: {e.stop_reason}"
-        pairs += [(dt, lhs, rhs) for lhs, rhs in _candidates(e, res)]
+        pairs += [(dt, lhs, rhs, ()) for lhs, rhs in _candidates(e, res)]
         if workload:
-            from .synth_workload import workload_candidates, workload_terms
-
-            terms = workload_terms(workload, dt, n_vars, cm.lane_cost, cm.const_cost + cm.shape_lane)
-            found = workload_candidates(terms, e, MIN_GAIN)
-            res.workload_terms += len(terms)
-            res.workload_candidates += len(found)
-            say(f"{dt}: {len(terms)} workload terms, {len(found)} with a cheaper equivalent")
-            first += [(dt, lhs, rhs) for lhs, rhs in found]
+            first += _workload_candidates(workload, dt, e, cm, res, say, n_samples, seed,
+                                          t0 + time_limit * (ENUM_SHARE + TARGET_SHARE * (i + 1) / len(dtypes)))
     pairs.sort(key=lambda p: (p[1].size, -(p[1].cost - p[2].cost), p[0].name))
-    first.sort(key=lambda p: (p[1].size, -(p[1].cost - p[2].cost), p[0].name))
+    first.sort(key=lambda p: (-(p[1].cost - p[2].cost), p[1].size, p[0].name))  # the biggest saving first
     pairs = first + pairs
     say(f"{len(pairs)} candidates to prove ({res.candidates} pairs, {res.skipped_inexpressible} not expressible)")
     shipped = _shipped_rules() if skip_shipped else []
@@ -326,7 +337,30 @@ def synthesize(
     return res
 
 
-def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResult, prover: _Prover,
+def _workload_candidates(workload: Sequence[Function], dt: DType, e: Enumeration, cm: Any, res: SynthesisResult,
+                         say: Callable[[str], None], n_samples: int, seed: int,
+                         deadline: float) -> list[tuple[DType, Term, Term, tuple[str, ...]]]:
+    """The candidates whose left-hand sides are workload terms of ``dt``: looked up in the shared
+    enumeration ``e``, then a targeted search for the rest until ``deadline``
+    (:mod:`.synth_workload`)."""
+    from .synth_workload import targeted_candidates, workload_candidates, workload_terms
+
+    const_cost = cm.const_cost + cm.shape_lane
+    terms = workload_terms(workload, dt, len(VALUE_VARS), cm.lane_cost, const_cost)
+    found = workload_candidates(terms, e, MIN_GAIN)
+    done = {str(lhs) for lhs, _ in found}
+    rest = [t for t in terms if str(t) not in done]
+    targeted = targeted_candidates(rest, dt, cm.lane_cost, const_cost, MIN_GAIN, n_samples=n_samples, seed=seed,
+                                   deadline=deadline, progress=say)
+    res.workload_terms += len(terms)
+    res.workload_candidates += len(found) + len(targeted)
+    res.targeted_candidates += len(targeted)
+    say(f"{dt}: {len(terms)} workload terms, {len(found) + len(targeted)} with a cheaper equivalent "
+        f"({len(targeted)} by a targeted search)")
+    return [(dt, lhs, rhs, ()) for lhs, rhs in found] + [(dt, c.lhs, c.rhs, c.nonneg) for c in targeted]
+
+
+def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], res: SynthesisResult, prover: _Prover,
                       shipped: list[Rule], end: float, max_rules: int | None, cap_s: float,
                       say: Callable[[str], None], n_first: int = 0) -> None:
     """Stage 2-3 of the module docstring: filter, prove and keep, until ``end``. The first
@@ -335,15 +369,15 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
 
     kept: list[Rule] = []
     seen: set[str] = set()
-    for n, (dt, lhs, rhs) in enumerate(pairs):
+    for n, (dt, lhs, rhs, nonneg) in enumerate(pairs):
         if time.perf_counter() > end:
             res.partial, res.stop_reason = True, f"time limit reached after {res.tried} of {len(pairs)} candidates"
             break
         if max_rules is not None and len(res.rules) >= max_rules:
             res.partial, res.stop_reason = True, f"rule limit ({max_rules}) reached"
             break
-        name = rule_name(dt, lhs, rhs)
-        text = rule_text(name, lhs, rhs)
+        name = rule_name(dt, lhs, rhs, nonneg)
+        text = rule_text(name, lhs, rhs, nonneg)
         body = text.rsplit(" :name", 1)[0]
         if body in seen:  # the same bool-only rule from another dtype's run
             continue
@@ -352,7 +386,7 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
         if any(states(r, cand) for r in shipped):
             res.skipped_shipped.append(f"{lhs} => {rhs}")
             continue
-        if derivable(kept, cand):
+        if n >= n_first and derivable(kept, cand):  # a workload term's rule is wanted whole
             res.skipped_derivable += 1
             continue
         res.tried += 1
@@ -367,7 +401,7 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term]], res: SynthesisResul
             r0 = v.results[0]
             kept.append(cand)
             res.rules.append(SynthRule(name, dt, lhs, rhs, text, r0.strategy or "z3",
-                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first))
+                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first, nonneg))
             say(f"[{n + 1}/{len(pairs)}] proved {name}: {lhs} => {rhs}")
         elif any(x.status == REFUTED for x in v.results):
             res.refuted.append(f"{lhs} => {rhs}")

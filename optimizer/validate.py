@@ -367,18 +367,21 @@ def _obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool
 
 
 def validate(before: Function, after: Function, *, timeout_ms: int = 2000, total_seconds: float = 10.0,
-             fast_math: bool = False) -> Validation:
+             fast_math: bool = False, lemmas: Sequence[Any] = ()) -> Validation:
     """Check that ``after`` refines ``before`` (see the module docstring). Never raises for a
     well-formed pair of functions; internal problems give an ``unknown`` verdict.
 
     ``fast_math=True`` compares floats as real numbers (:data:`z3ops.REAL`: finite, no NaN or
     -0.0, exact arithmetic, with the exp/log/sqrt axioms) — the semantics ``fast_math`` rules are
     proved in, so a fast-math optimization is checked against the same contract; integer and
-    pointer arithmetic stay exact."""
+    pointer arithmetic stay exact.
+
+    ``lemmas``: proved rules as :class:`.validate_lemmas.Lemma` (exact mode only): a pair of
+    differing subterms that is an instance of one is equal without a solver call."""
     t0 = time.perf_counter()
     mode = z3ops.REAL if fast_math else z3ops.EXACT
     try:
-        return replace(_validate(before, after, timeout_ms, total_seconds, t0, mode), mode=mode)
+        return replace(_validate(before, after, timeout_ms, total_seconds, t0, mode, lemmas), mode=mode)
     except _Mismatch as e:
         return Validation("invalid", str(e), seconds=time.perf_counter() - t0, mode=mode)
     except z3.Z3Exception as e:
@@ -405,7 +408,7 @@ def _launch_facts(fn: Function, mode: str) -> list[z3.BoolRef]:
 
 
 def _validate(before: Function, after: Function, timeout_ms: int, total_seconds: float, t0: float,
-              mode: str) -> Validation:
+              mode: str, lemmas: Sequence[Any] = ()) -> Validation:
     if [p.type for p in before.params] != [p.type for p in after.params]:
         raise _Mismatch("parameter types differ")
     if before.grid_rank != after.grid_rank:
@@ -425,7 +428,7 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             raise _Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
     if before.facts != after.facts:
         raise _Mismatch("the launch facts differ")
-    ck = _Checker(timeout_ms, total_seconds, mode)
+    ck = _Checker(timeout_ms, total_seconds, mode, lemmas)
     ck.blocks = _BlockOps(ck)
     for f in _launch_facts(before, mode):
         ck.add_fact(f)

@@ -43,6 +43,8 @@ class Validation:
     strategies: tuple[tuple[str, int], ...] = ()
     #: True when the wall-clock safety cap (not the rlimit) stopped a check: load-dependent
     wall_capped: bool = False
+    #: differing subterm pairs shown equal by a proved rule (:mod:`.validate_lemmas`)
+    lemma_hits: int = 0
 
     @property
     def ok(self) -> bool:
@@ -58,7 +60,7 @@ class Validation:
         return {"verdict": self.verdict, "detail": self.detail, "mode": self.mode, "strategy": self.strategy,
                 "units": self.units, "units_by_strategy": dict(self.strategies),
                 "budget_units": self.budget_units, "checks": self.checks, "solver_calls": self.solver_calls,
-                "wall_capped": self.wall_capped, "seconds": self.seconds}
+                "wall_capped": self.wall_capped, "lemma_hits": self.lemma_hits, "seconds": self.seconds}
 
     def __str__(self) -> str:
         return self.verdict + (f": {self.detail}" if self.detail else "")
@@ -101,7 +103,7 @@ class _Checker:
     """The solver side of one validation: facts, budgets and the units spent (see the module
     docstring for the budgets)."""
 
-    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT):
+    def __init__(self, timeout_ms: int, total_seconds: float, mode: str = z3ops.EXACT, lemmas: Any = ()):
         self.mode = mode
         self.timeout_ms = timeout_ms
         self.total_units = units("z3", total_seconds * 1000)
@@ -120,6 +122,10 @@ class _Checker:
         self.solver_calls = 0
         self.pair_timeout_ms = min(timeout_ms, 500)
         self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
+        # proved rules (:mod:`.validate_lemmas`): in exact mode only, the semantics they were proved in
+        self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
+        self.lemma_hits = 0
+        self._no_solver = False  # equal(): identity and lemmas only (see there)
 
     def add_fact(self, f: z3.BoolRef) -> None:
         if not z3.is_true(f):
@@ -128,7 +134,7 @@ class _Checker:
     def result(self, verdict: str, detail: str, secs: float) -> Validation:
         return Validation(verdict, detail, self.checks, self.solver_calls, secs, units=self.used,
                           budget_units=self.total_units, strategies=tuple(sorted(self.by_strategy.items())),
-                          wall_capped=self.wall_capped)
+                          wall_capped=self.wall_capped, lemma_hits=self.lemma_hits)
 
     def facts_text(self) -> str:
         """The facts as text (part of the pair-proof cache key: a proof under one kernel's facts
@@ -259,13 +265,44 @@ class _Checker:
                 orders = [swapped, ys] if swapped_score > straight_score else [ys, swapped]
                 if min(straight_score, swapped_score) == 0:
                     orders = orders[:1]
-            res = any(all(self.equal(x, y, context) for x, y in zip(xs, o)) for o in orders)
+            if len(orders) > 1 and self.lemmas and not self._no_solver:
+                # a pairing that identity and the lemmas show equal, before any solver call
+                # spends the budget on the other (a rewritten operand looks unlike its original)
+                self._no_solver = True
+                try:
+                    res = any(all(self.equal(x, y, context) for x, y in zip(xs, o)) for o in orders)
+                finally:
+                    self._no_solver = False
+            res = res or any(all(self.equal(x, y, context) for x, y in zip(xs, o)) for o in orders)
         if not res:
             res = self._prove_pair(a, b, context)
-        self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
+        if res or not self._no_solver:  # "not shown without a solver" is no verdict
+            self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
         return res
 
+    def _by_lemma(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
+        """Whether a proved rule says ``a == b``: one side matches ``a``, the other ``b``, and the
+        terms bound to each variable on both are equal (:meth:`equal`; no solver call when they
+        are the same term). A rule holds for every value of its variables, so those bound on one
+        side only do not matter."""
+        from .validate_lemmas import match
+
+        for lm in self.lemmas:
+            ids = frozenset(v.get_id() for v in lm.variables)
+            for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
+                ba: dict[int, z3.ExprRef] = {}
+                bb: dict[int, z3.ExprRef] = {}
+                if match(p, a, ids, ba) and match(q, b, ids, bb) \
+                        and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
+                    self.lemma_hits += 1
+                    return True
+        return False
+
     def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
+        if self.lemmas and self._by_lemma(a, b, context):
+            return True
+        if self._no_solver:
+            return False
         sa, sb = self.simplified(a, mul2concat=True), self.simplified(b, mul2concat=True)
         if sa.eq(sb):
             return True

@@ -249,7 +249,7 @@ def test_workload_terms_come_from_the_kernel_and_are_tried_first():
     from eggpu.optimizer.synth_workload import workload_terms
 
     fn = negdiv.Kernel(256).ir()
-    terms = {str(t) for t in workload_terms([fn], i32, 2, CM.lane_cost, 0.06)}
+    terms = {str(t) for t in workload_terms([fn], i32, 3, CM.lane_cost, 0.06)}
     # the load is a variable, the splatted constants are constants
     assert {"div(x, -1)", "mul(x, 2)", "add(div(x, -1), mul(x, 2))"} <= terms
     res = synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=3)
@@ -266,3 +266,123 @@ def test_u64_all_ones_is_written_as_the_schemas_wrapped_i64():
     text = egg_text(res)
     assert "(Const (U64) -1)" in text and "(Const (U64) 18446744073709551615)" not in text
     assert "minimum(x, 18446744073709551615) => x" in {f"{r.lhs} => {r.rhs}" for r in res.rules}
+
+
+# ------------------------------------------------------------------ workload: targeted search, range guards
+
+
+@eggpu.kernel
+def regroup(x_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32, BLOCK: tl.constexpr):
+    # Inductor-style index math: column x % 512 of row x // 512 in a matrix of 1024 columns
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    src = offs % 512 + 1024 * (offs // 512)
+    tl.store(y_ptr + offs, tl.load(x_ptr + src, mask=mask, other=0.0), mask=mask)
+
+
+@eggpu.kernel
+def regroup_loaded(i_ptr: tl.Pointer[tl.i32], y_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):
+    # the same expression on loaded values: nothing says they are >= 0
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(i_ptr + offs, mask=mask, other=0)
+    tl.store(y_ptr + offs, x % 512 + 1024 * (x // 512), mask=mask)
+
+
+REGROUP = "add(rem(x, 512), mul(1024, div(x, 512)))"
+
+
+def test_workload_terms_make_a_value_the_term_reads_twice_one_variable():
+    from eggpu.optimizer.synth_workload import workload_terms
+
+    terms = {str(t) for t in workload_terms([regroup.Kernel(256).ir()], i32, 3, CM.lane_cost, 0.06)}
+    assert REGROUP in terms  # offs = pid * BLOCK + arange is one variable, not add(mul(x, 256), y) twice
+    assert "add(rem(add(x, y), 512), mul(1024, div(add(x, y), 512)))" not in terms
+    # the second cut keeps ops of values used once: offs itself as a term
+    assert "add(x, y)" in terms
+
+
+def test_derived_constants_hold_what_index_math_needs_and_fit_the_dtype():
+    from eggpu.optimizer.synth_workload import MAX_POOL, derived_constants
+
+    t = Term("mul", i32, (Term("const", i32, value=1024), Term("rem", i32, (
+        Term("div", i32, (Term("var", i32, value="x"), Term("const", i32, value=64))),
+        Term("const", i32, value=32)))))
+    pool = derived_constants(t, i32)
+    assert {0, 1, -1, 2, 1024, 64, 32, -64, 63, 6, 10, 31 * 1024, 4} <= set(pool)
+    assert len(pool) == len(set(pool)) <= MAX_POOL
+    small = derived_constants(Term("add", u8, (Term("var", u8, value="x"), Term("const", u8, value=200))), u8)
+    assert all(0 <= v <= 255 for v in small) and 199 in small and -200 not in small
+
+
+def test_nonneg_samples_cover_zero_to_max_only():
+    e = enumerate_terms(i32, max_size=1, lane_cost=CM.lane_cost, const_cost=0.06, nonneg=True, pool=[7])
+    x = e.var_samples[(i32, "x")]
+    assert x.min() == 0 and x.max() == 2**31 - 1
+    assert {str(c.best) for c in e.classes if c.best.op == "const"} == {"7"}
+
+
+@pytest.fixture(scope="module")
+def regroup_rules():
+    fn = regroup.Kernel(256).ir()
+    return synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=1)
+
+
+def test_a_targeted_search_finds_a_range_guarded_rule_and_z3_proves_it(regroup_rules):
+    res = regroup_rules
+    assert res.targeted_candidates >= 1
+    r = res.rules[0]
+    assert (str(r.lhs), str(r.rhs), r.nonneg) == (REGROUP, "add(and(x, -512), x)", ("x",))
+    assert ":when ((>= (LowerBound x) 0))" in r.text and "| guard x >= 0 |" in r.provenance()
+    assert verify_rule(parse_rules(r.text, "<t>")[0][0]).status == "proved"
+    # the guard is needed: without it z3 refutes the rule (x = -1: -1 against -513)
+    bare = r.text.replace(" :when ((>= (LowerBound x) 0))", "")
+    assert verify_rule(parse_rules(bare, "<t>")[0][0]).status == "refuted"
+
+
+def test_the_guarded_rule_fires_only_when_the_range_holds(regroup_rules):
+    from eggpu.testing import assert_rule_does_not_fire, assert_rule_fires
+
+    text = regroup_rules.rules[0].text
+    s = '(Splat (I32) "16" (Const (I32) {}))'
+    x = "(Opaque (I32) 1)"
+    before = f"(Add (I32) (Rem (I32) {x} {s.format(512)}) (Mul (I32) {s.format(1024)} (Div (I32) {x} {s.format(512)})))"
+    after = f"(Add (I32) (And (I32) {x} {s.format(-512)}) {x})"
+    assert_rule_fires(text, before, after, facts=[f"(set (LowerBound {x}) 0)"])
+    assert_rule_does_not_fire(text, before, after, facts=[f"(set (LowerBound {x}) -1)"])
+    assert_rule_does_not_fire(text, before, after)
+
+
+def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch):
+    import functools
+
+    import eggpu.optimizer as opt_mod
+
+    # the rule needs the range analysis to run first: a saturation time limit that a loaded
+    # machine cannot cut short (the iteration and e-node limits stay)
+    monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
+    p = tmp_path / "synth.egg"
+    p.write_text(egg_text(regroup_rules))
+    name = regroup_rules.rules[0].name
+    # offsets_i32 (the launch fact the bench kernels get) bounds program_id, so offs >= 0 is known
+    base = eggpu.compile(regroup.Kernel(256), cache=False, offsets_i32=True)
+    ck = eggpu.compile(regroup.Kernel(256), rules=[str(p)], cache=False, offsets_i32=True)
+    opt = ck.report["optimizer"]
+    assert opt["stop_reason"] != "TIME_LIMIT" and base.report["optimizer"]["stop_reason"] != "TIME_LIMIT"
+    assert name in opt["rules_fired"] and opt["validation"] == "valid"
+    assert opt["cost_after"] < base.report["optimizer"]["cost_after"] - 256  # two ops a lane fewer
+    for n in (1, 1000, 1001):
+        x = np.random.default_rng(n).standard_normal(2048 * ((n + 511) // 512)).astype(np.float32)
+        y = np.zeros(n, np.float32)
+        ck.run_cpu(((n + 255) // 256,), x, y, np.int32(n))
+        i = np.arange(n)
+        assert np.array_equal(y, x[i % 512 + 1024 * (i // 512)])
+    # on loaded values (no range fact) it does not fire, and the result is still C's % and //
+    ck2 = eggpu.compile(regroup_loaded.Kernel(256), rules=[str(p)], cache=False, offsets_i32=True)
+    assert name not in ck2.report["optimizer"]["rules_fired"]
+    for n in (1, 1000, 1001):
+        v = np.random.default_rng(n).integers(-2**20, 2**20, n).astype(np.int32)
+        out = np.zeros(n, np.int32)
+        ck2.run_cpu(((n + 255) // 256,), v, out, np.int32(n))
+        q = np.trunc(v / 512).astype(np.int32)
+        assert np.array_equal(out, (v - q * 512) + 1024 * q)
