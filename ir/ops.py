@@ -177,6 +177,7 @@ def _op(name: str, *, arity: tuple[int, int | None], traits: Sequence[Trait], ru
 
 _EW = (PURE, ELEMENTWISE)
 _EW2 = (PURE, ELEMENTWISE, COMMUTATIVE)
+_ATOMIC_ATTRS = ("sem", "scope")  # memory ordering and scope (op_types.ATOMIC_SEMS/ATOMIC_SCOPES)
 
 
 OPS_LIST: list[OpDef] = [
@@ -338,23 +339,23 @@ OPS_LIST: list[OpDef] = [
         edge="masked-off lanes are not read and take `other` (0 without other)",
         doc="load(ptr, mask?, other?)"),
     _op("store", arity=(2, 3), traits=(EFFECT,), rule=store_type, family=ANY, edge="masked-off lanes are not written", doc="store(ptr, value, mask?)"),
-    _op("atomic_add", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_add"), family=NUM, optional=("sem",),
-        edge="returns the old value; device scope; relaxed unless sem (acquire/release/acq_rel: fences on the GPU); "
+    _op("atomic_add", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_add"), family=NUM, optional=_ATOMIC_ATTRS,
+        edge="returns the old value; ordering sem (absent: acq_rel, as Triton), scope (absent: gpu); "
         "masked lanes untouched (old value 0)",
         doc="*p += v"),
-    _op("atomic_max", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_max"), family=NUM, optional=("sem",),
+    _op("atomic_max", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_max"), family=NUM, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p = max(*p, v)"),
-    _op("atomic_min", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_min"), family=NUM, optional=("sem",),
+    _op("atomic_min", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_min"), family=NUM, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p = min(*p, v)"),
-    _op("atomic_xchg", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xchg"), family=ANY, optional=("sem",),
+    _op("atomic_xchg", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xchg"), family=ANY, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p = v"),
-    _op("atomic_and", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_and"), family=INT, optional=("sem",),
+    _op("atomic_and", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_and"), family=INT, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p &= v"),
-    _op("atomic_or", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_or"), family=INT, optional=("sem",),
+    _op("atomic_or", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_or"), family=INT, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p |= v"),
-    _op("atomic_xor", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xor"), family=INT, optional=("sem",),
+    _op("atomic_xor", arity=(2, 3), traits=(EFFECT,), rule=atomic_type("atomic_xor"), family=INT, optional=_ATOMIC_ATTRS,
         edge="returns the old value; ordering as atomic_add", doc="*p ^= v"),
-    _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=("sem",),
+    _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=_ATOMIC_ATTRS,
         edge="returns the old value; writes v where *p == cmp; ordering as atomic_add", doc="compare and swap"),
     # escape hatch
     _op("inline_asm", arity=(1, None), traits=(EFFECT,), rule=inline_asm_type, family=ANY,

@@ -385,8 +385,8 @@ def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cach
 
 @_builtin
 def atomic_add(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-    """Atomically ``*ptr += val``; returns the old values. eggpu atomics are relaxed with device
-    scope: ``sem`` may be None or ``"relaxed"``, ``scope`` None or ``"gpu"``."""
+    """Atomically ``*ptr += val``; returns the old values. As in Triton, every atomic's ``sem``
+    defaults to ``"acq_rel"`` (or relaxed/acquire/release) and ``scope`` to ``"gpu"`` (cta, sys)."""
     raise _outside("atomic_add")
 
 
