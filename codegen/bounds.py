@@ -241,9 +241,11 @@ class BoundsChecker:
         return best, best_d
 
 
-def message(kernel: str, chk: BoundsCheck, record, pid_rank: int, sizes: dict[str, int]) -> str:
+def message(kernel: str, chk: BoundsCheck, record, pid_rank: int, sizes: dict[str, int],
+            arrays: dict[str, object] | None = None) -> str:
     """The error text of a failed check, in the interpreter's words (see
-    :meth:`eggpu.ir.interp._Program._check_bounds`)."""
+    :meth:`eggpu.ir.interp._Program._check_bounds`). ``arrays`` (the pointer arguments by name)
+    lets an access that may point into several buffers give its offset from the nearest one."""
     import numpy as np
 
     from eggpu.ir.raw_memory import raw_message
@@ -263,4 +265,20 @@ def message(kernel: str, chk: BoundsCheck, record, pid_rank: int, sizes: dict[st
     if len(chk.params) == 1:
         return f"{head}{lane}{chk.verb} offset {off} of buffer '{first}' which has {sizes[first]} element(s)"
     bufs = " or ".join(f"'{n}' ({sizes[n]} element(s))" for n in chk.params)
-    return f"{head}{lane}{chk.verb} outside every buffer it may point into, {bufs}: offset {off} from '{first}'"
+    name, off = _nearest(chk.params, off, sizes, arrays) if arrays else (first, off)
+    return f"{head}{lane}{chk.verb} outside every buffer it may point into, {bufs}: offset {off} from '{name}'"
+
+
+def _nearest(names: tuple[str, ...], off: int, sizes: dict[str, int], arrays: dict) -> tuple[str, int]:
+    """The candidate buffer nearest to element ``off`` of ``names[0]``, and the offset from it (the
+    lanes of a ``where`` between two arguments' pointers usually stray just past their own)."""
+    start = {n: int(arrays[n].__array_interface__["data"][0]) for n in names}
+    item = arrays[names[0]].itemsize
+    addr = start[names[0]] + off * item
+
+    def rebased(n: str) -> tuple[int, int]:
+        o = (addr - start[n]) // item
+        return (0 if 0 <= o < sizes[n] else (-o if o < 0 else o - sizes[n] + 1)), o
+
+    best = min(names, key=lambda n: rebased(n)[0])
+    return best, rebased(best)[1]

@@ -136,10 +136,11 @@ class HostKernel:
         smem = _aligned_buffer(self.lowered.shared_bytes)
         slots[nslot + 1] = smem.ctypes.data
         self._call(ctypes.addressof(slots), *dims)
-        del keep, smem, table, bufs
+        del smem, table, bufs
         if record[0]:
             chk = self.lowered.bounds_checks[int(record[0]) - 1]
-            raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes))
+            arrays = dict(zip(sizes, keep))  # the pointer arguments, in the order _pack saw them
+            raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes, arrays))
 
     def _call(self, *cargs: Any) -> None:
         """Call the grid function, on a thread with a big enough stack when the calling thread's

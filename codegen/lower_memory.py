@@ -25,8 +25,15 @@ broadcast through shared memory.
 Atomics apply element by element in row-major order (the host loops over chunks, then lanes,
 then the chunk's slots) and return the old value (0 for masked-off lanes). Integer
 add/max/min and float add use ``atomicrmw``; float max/min (minimumNumber semantics) use a
-compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``. Atomics are ``monotonic`` (relaxed); an
-op's ``sem`` (acquire/release/acq_rel) adds device-scope fences around it on the GPU.
+compare-and-swap loop; ``atomic_cas`` is ``cmpxchg``.
+
+Memory ordering (GPU). Each atomic carries Triton's ``sem`` (absent: ``acq_rel``) and ``scope``
+(absent: ``gpu``) and is lowered to the instruction Triton emits: one
+``atom.global.{scope}.{sem}.{op}.{type}`` (inline PTX: LLVM's NVPTX back end drops the ordering of
+an ``atomicrmw`` it selects to one ``atom``) where the target has that instruction, otherwise an
+``atomicrmw``/``cmpxchg`` with the LLVM ordering and ``syncscope`` (LLVM keeps those on ``cmpxchg``,
+also inside the compare-and-swap loops it expands 8/16-bit atomics to). The host runs lanes one
+at a time: ``monotonic``, nothing to order.
 """
 
 from __future__ import annotations
@@ -466,25 +473,81 @@ def _combine(em: Emitter, name: str, dt: DType, old: ir.Value, v: ir.Value, cmp:
     return em.b.select(em.b.icmp_unsigned("==", old, cmp), v, old)
 
 
-def _atomic_gpu(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value, cmp: ir.Value | None) -> ir.Value:
-    """One atomic read-modify-write by this thread; returns the old register value."""
+_LLVM_SCOPE = {"cta": 'syncscope("block") ', "gpu": 'syncscope("device") ', "sys": ""}
+_LLVM_ORDER = {"relaxed": ("monotonic", "monotonic"), "acquire": ("acquire", "acquire"),
+               "release": ("release", "monotonic"), "acq_rel": ("acq_rel", "acquire")}
+"""LLVM (success, failure) orderings of a Triton ``sem``."""
+_PTX_OP = {"atomic_add": "add", "atomic_max": "max", "atomic_min": "min", "atomic_xchg": "exch",
+           "atomic_and": "and", "atomic_or": "or", "atomic_xor": "xor"}
+_PTX_REG = {16: "h", 32: "r", 64: "l"}
+
+
+def _ptx_atom_type(em: Emitter, name: str, dt: DType) -> str | None:
+    """The type suffix of the one PTX ``atom`` that does ``name`` on ``dt``, or None where the
+    target has none (8/16-bit integers, bool, float max/min, f16 add before sm_70, bf16 add
+    before sm_90): those go through LLVM, which expands them to a compare-and-swap loop."""
+    bits = dt.bits
+    if dt.is_bool:
+        return None
+    if name in ("atomic_xchg", "atomic_and", "atomic_or", "atomic_xor"):
+        return f"b{bits}" if bits in (32, 64) else None
+    if dt.is_float:
+        if name != "atomic_add":
+            return None
+        if bits in (32, 64):
+            return f"f{bits}"
+        need = 90 if dt.name == "bf16" else 70
+        return f"noftz.{dt.name}" if em.sm is not None and em.sm >= need else None
+    if bits not in (32, 64):
+        return None
+    return f"u{bits}" if name == "atomic_add" or dt.is_unsigned else f"s{bits}"
+
+
+def _atom_asm(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value, ty: str,
+              order: tuple[str, str]) -> ir.Value:
+    """``atom.global.{scope}.{sem}.{op}.{ty} old, [p], v`` as inline PTX (Triton's spelling); the
+    call has side effects and clobbers memory, so LLVM keeps loads and stores on their side."""
+    sem, scope = order
+    bits = dt.bits
+    it = ir.IntType(bits)
+    reg = _PTX_REG[bits]
+    text = f"atom.global.{scope}.{sem}.{_PTX_OP[name]}.{ty} $0, [$1], $2;"
+    fnty = ir.FunctionType(it, [p.type, it])
+    bits_in = em.float_bits(v, dt) if dt.is_float else v
+    old = em.b.call(ir.InlineAsm(fnty, text, f"={reg},l,{reg},~{{memory}}", side_effect=True), [p, bits_in])
+    return em.float_from_bits(old, dt) if dt.is_float else old
+
+
+def _atomic_gpu(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value, cmp: ir.Value | None,
+                order: tuple[str, str] = ("acq_rel", "gpu")) -> ir.Value:
+    """One atomic read-modify-write by this thread with ``order`` = (sem, scope); returns the old
+    register value."""
     b = em.b
+    sem, scope = order
+    succ, fail = _LLVM_ORDER[sem]
+    succ = _LLVM_SCOPE[scope] + succ
     mv = _stored(em, dt, v)
     if name == "atomic_cas":
-        res = b.cmpxchg(p, _stored(em, dt, cmp), mv, "monotonic", "monotonic")
+        res = b.cmpxchg(p, _stored(em, dt, cmp), mv, succ, fail)
         return _loaded(em, dt, b.extract_value(res, 0))
     if dt.is_float and name in ("atomic_max", "atomic_min"):
-        return _cas_loop(em, name, dt, p, v)
+        return _cas_loop(em, name, dt, p, v, (succ, fail))
+    ty = _ptx_atom_type(em, name, dt)
+    if ty is not None:
+        return _atom_asm(em, name, dt, p, v, ty, order)
     if dt.is_float:
         op = {"atomic_add": "fadd", "atomic_xchg": "xchg"}[name]
     else:
         signed, unsigned = _RMW_INT[name]
         op = unsigned if dt.is_unsigned or dt.is_bool else signed
-    old = b.atomic_rmw(op, p, mv, "monotonic")
+    old = b.atomic_rmw(op, p, mv, succ)
     return _loaded(em, dt, old)
 
 
-def _cas_loop(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value) -> ir.Value:
+def _cas_loop(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value,
+              orders: tuple[str, str] = ("monotonic", "monotonic")) -> ir.Value:
+    """Float max/min: compare-and-swap until no other thread wrote in between; ``orders`` are the
+    LLVM (success, failure) orderings of the ``cmpxchg`` (the first read is only a guess)."""
     b = em.b
     it = ir.IntType(dt.bits)
     first = b.load(p, typ=it)
@@ -497,7 +560,7 @@ def _cas_loop(em: Emitter, name: str, dt: DType, p: ir.Value, v: ir.Value) -> ir
     old_bits.add_incoming(first, pre)
     old = em.float_from_bits(old_bits, dt)
     new = _combine(em, name, dt, old, v, None)
-    res = b.cmpxchg(p, old_bits, em.float_bits(new, dt), "monotonic", "monotonic")
+    res = b.cmpxchg(p, old_bits, em.float_bits(new, dt), *orders)
     seen = b.extract_value(res, 0)
     ok = b.extract_value(res, 1)
     old_bits.add_incoming(seen, b.block)
@@ -530,25 +593,12 @@ def _guarded(em: Emitter, mask: ir.Value | None, rt: ir.Type, body) -> ir.Value:
     return phi
 
 
-def _fence(em: Emitter, sem: str, after: bool) -> None:
-    """GPU: the ordering of ``sem`` as device-scope fences around a relaxed atomic (LLVM's NVPTX
-    back end drops the ordering of ``atomicrmw``, so the fences carry it): release before,
-    acquire after, both for acq_rel. The host runs lanes in lock-step: nothing to order."""
-    if em.is_host or sem == "relaxed":
-        return
-    if (after and sem in ("acquire", "acq_rel")) or (not after and sem in ("release", "acq_rel")):
-        em.b.fence("acquire" if after else "release", "device")
-
-
 def lower_atomic(lw, op: Operation) -> list[LV]:
-    sem = op.attrs.get("sem", "relaxed")
-    _fence(lw.em, sem, after=False)
-    out = _lower_atomic(lw, op)
-    _fence(lw.em, sem, after=True)
-    return out
+    order = (op.attrs.get("sem", "acq_rel"), op.attrs.get("scope", "gpu"))
+    return _lower_atomic(lw, op, order)
 
 
-def _lower_atomic(lw, op: Operation) -> list[LV]:
+def _lower_atomic(lw, op: Operation, order: tuple[str, str]) -> list[LV]:
     em = lw.em
     name = op.op
     pt = op.operands[0].type
@@ -556,7 +606,11 @@ def _lower_atomic(lw, op: Operation) -> list[LV]:
     rt = em.reg_type(dt)
     t = op.results[0].type
     is_cas = name == "atomic_cas"
-    serial = _atomic_serial if em.is_host else _atomic_gpu
+    if em.is_host:
+        serial = _atomic_serial
+    else:
+        def serial(em, name, dt, p, v, cmp):
+            return _atomic_gpu(em, name, dt, p, v, cmp, order)
     if pt.is_scalar:
         p = lw.uniform(lw.get(op.operands[0]))
         if is_cas:

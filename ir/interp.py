@@ -11,7 +11,9 @@ What the interpreter does itself and what it takes from the op table:
   (``ref(attrs, *arrays, dtype=<element dtype of the first operand>)``); the interpreter never
   restates an op's meaning. The shape ops (``splat``, ``broadcast``, ``expand_dims``,
   ``reshape``, ``trans``) and ``where``/``eq``/``ne`` also accept pointer values: the op is
-  applied to the pointers' offsets.
+  applied to the pointers' offsets. A ``where`` whose lanes pick pointers of different arguments
+  gives a :class:`~eggpu.ir.mixed_pointers.MixedPointer`: each lane keeps its own buffer and is
+  bounds-checked against it.
 * Leaves (``const``, ``program_id``, ``num_programs``, ``arange``), ``addptr``, the memory ops
   and ``for``/``while``/``if``/``yield`` are the interpreter's own.
 
@@ -51,9 +53,10 @@ import numpy as np
 
 from . import launch_args
 from .dtypes import bool_, i64
-from .errors import InterpreterError, OutOfBoundsError, gpu_only_message
+from .errors import InterpreterError, gpu_only_message
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
+from .mixed_pointers import MixedPointer, addresses, out_of_bounds, resolve, same_address, select
 from .ops import OPS
 from .raw_memory import AddressSpace, RawPointer, address_of, check_buffers, oob
 from .semantics import round_f64
@@ -125,6 +128,11 @@ def interpret(fn: Function, grid: int | Sequence[int], *args: Any, buffers: Sequ
                                       + [(f"buffers[{i}]", b) for i, b in enumerate(bufs)])
         program.grid_rank = rank
         program.run()
+
+
+def _address_of(p: Any) -> np.ndarray:
+    """Byte addresses of a pointer value of any kind (``ptr_to_int``, raw-pointer ``where``)."""
+    return addresses(p, address_of) if isinstance(p, MixedPointer) else address_of(p)
 
 
 # ------------------------------------------------------------------ arguments (rules: launch_args)
@@ -340,7 +348,7 @@ class _Program:
             if isinstance(p, RawPointer):
                 env[out] = p.add(env[io])
                 return
-            env[out] = p.with_offsets(p.offsets + env[io].astype(np.int64))
+            env[out] = p.with_offsets(p.offsets + env[io].astype(np.int64))  # MixedPointer too
 
         return run
 
@@ -357,7 +365,7 @@ class _Program:
             return to_ptr
 
         def to_int(env: list) -> None:
-            env[out] = _frozen(np.array(address_of(env[ia]), dtype=np.int64).view(dt.np))
+            env[out] = _frozen(np.array(_address_of(env[ia]), dtype=np.int64).view(dt.np))
 
         return to_int
 
@@ -372,6 +380,9 @@ class _Program:
 
             def shape_op(env: list) -> None:
                 p = env[ia]
+                if isinstance(p, MixedPointer):
+                    env[out] = p.reshaped(lambda x: ref(attrs, x, dtype=i64))
+                    return
                 env[out] = p.with_offsets(ref(attrs, p.offsets, dtype=i64))
 
             return shape_op
@@ -381,20 +392,13 @@ class _Program:
             def where(env: list) -> None:
                 a, b = env[ia], env[ib]
                 if isinstance(a, RawPointer) or isinstance(b, RawPointer):  # select addresses
-                    sel = ref(attrs, env[ic], address_of(a), address_of(b), dtype=bool_)
+                    sel = ref(attrs, env[ic], _address_of(a), _address_of(b), dtype=bool_)
                     env[out] = RawPointer(sel, op.result.type.dtype)
                     return
-                c = env[ic]
-                if a.base is not b.base:
-                    # a condition that picks one buffer for every lane (a scalar `tl.where(flag,
-                    # a_ptr, b_ptr)`) selects that pointer; lanes split between buffers cannot be
-                    # addressed by one base
-                    if np.all(c) or not np.any(c):
-                        pick = a if np.all(c) else b
-                        env[out] = pick.with_offsets(np.broadcast_to(pick.offsets, op.result.type.shape))
-                        return
-                    raise self._error(op, f"selects between pointers into different buffers "
-                                          f"'{a.name}' and '{b.name}' lane by lane")
+                if isinstance(a, MixedPointer) or isinstance(b, MixedPointer) or a.base is not b.base:
+                    # lanes may pick different arguments' buffers: each lane keeps its own
+                    env[out] = select(env[ic], a, b, op.result.type.shape)
+                    return
                 env[out] = a.with_offsets(ref(attrs, env[ic], a.offsets, b.offsets, dtype=bool_))
 
             return where
@@ -405,7 +409,10 @@ class _Program:
             def compare(env: list) -> None:
                 a, b = env[ia], env[ib]
                 if isinstance(a, RawPointer) or isinstance(b, RawPointer):  # compare addresses
-                    env[out] = np.asarray(ref(attrs, address_of(a), address_of(b), dtype=i64))
+                    env[out] = np.asarray(ref(attrs, _address_of(a), _address_of(b), dtype=i64))
+                elif isinstance(a, MixedPointer) or isinstance(b, MixedPointer):  # same buffer and offset
+                    same = np.broadcast_to(same_address(a, b), shape)
+                    env[out] = same if name == "eq" else ~same
                 elif a.base is b.base:
                     env[out] = np.asarray(ref(attrs, a.offsets, b.offsets, dtype=i64))
                 else:  # distinct allocations never share an address
@@ -423,11 +430,7 @@ class _Program:
         if bad.any():
             k = int(np.argmax(bad))
             flat_lane = k if lanes is None else int(lanes[k])
-            shape = p.offsets.shape
-            lane = tuple(int(i) for i in np.unravel_index(flat_lane, shape)) if shape else ()
-            lane_txt = f"lane {lane} " if shape else ""
-            raise OutOfBoundsError(f"{self._where(op)}: out-of-bounds access: {lane_txt}{verb} offset {int(sel[k])} "
-                                   f"of buffer '{p.name}' which has {size} element(s)")
+            raise out_of_bounds(self._where(op), p.offsets.shape, flat_lane, verb, int(sel[k]), p.name, size)
 
     def _raw_resolve(self, op: Operation, p: RawPointer, addrs: np.ndarray, lanes: np.ndarray | None, verb: str,
                      write: bool = False) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -441,19 +444,31 @@ class _Program:
             raise oob(self._where(op), lane, verb, int(addrs[bad]), p.dtype, len(self.memory))
         return groups
 
-    def _raw_load(self, op: Operation, p: RawPointer, mask: np.ndarray | None, other: np.ndarray | None,
-                  np_dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
+    def _mixed_resolve(self, op: Operation, p: MixedPointer, offs: np.ndarray, lanes: np.ndarray | None, verb: str,
+                       write: bool = False) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        """:meth:`_raw_resolve` for a :class:`MixedPointer`: each lane checked against its own buffer."""
+        groups = resolve(self._where(op), p, offs, lanes, verb)
+        if write:
+            for part, _, _ in groups:
+                self._check_writable(op, part)
+        return [(part.base, idx, pos) for part, idx, pos in groups]
+
+    def _resolver(self, p: RawPointer | MixedPointer) -> Callable[..., list]:
+        return self._mixed_resolve if isinstance(p, MixedPointer) else self._raw_resolve
+
+    def _raw_load(self, op: Operation, p: RawPointer | MixedPointer, mask: np.ndarray | None,
+                  other: np.ndarray | None, np_dt: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
         addrs = p.offsets.reshape(-1)
         lanes = None if mask is None else np.flatnonzero(mask)
         r = np.zeros(addrs.size, dtype=np_dt) if other is None else np.array(other, dtype=np_dt).reshape(-1)
         sel = addrs if lanes is None else addrs[lanes]
-        for view, idx, pos in self._raw_resolve(op, p, sel, lanes, "reads"):
+        for view, idx, pos in self._resolver(p)(op, p, sel, lanes, "reads"):
             r[pos if lanes is None else lanes[pos]] = view[idx]
         return r.reshape(shape)
 
-    def _raw_store(self, op: Operation, p: RawPointer, addrs: np.ndarray, vals: np.ndarray,
+    def _raw_store(self, op: Operation, p: RawPointer | MixedPointer, addrs: np.ndarray, vals: np.ndarray,
                    lanes: np.ndarray | None) -> None:
-        groups = self._raw_resolve(op, p, addrs, lanes, "writes", write=True)
+        groups = self._resolver(p)(op, p, addrs, lanes, "writes", write=True)
         for view, idx, pos in groups:
             v = vals[pos]
             if idx.size > 1 and not bool(np.all(idx[1:] > idx[:-1])):  # the last lane of each address wins
@@ -479,7 +494,7 @@ class _Program:
 
         def run(env: list) -> None:
             p = env[ip]
-            if isinstance(p, RawPointer):
+            if isinstance(p, (RawPointer, MixedPointer)):
                 env[out] = self._raw_load(op, p, env[im] if im is not None else None,
                                           env[io] if io is not None else None, np_dt, shape)
                 return
@@ -513,7 +528,7 @@ class _Program:
             if im is not None:
                 lanes = np.flatnonzero(env[im])
                 offs, vals = offs[lanes], vals[lanes]
-            if isinstance(p, RawPointer):
+            if isinstance(p, (RawPointer, MixedPointer)):
                 self._raw_store(op, p, offs, vals, lanes)
                 return
             self._check_bounds(op, p, offs, lanes, "writes")
@@ -567,10 +582,10 @@ class _Program:
             if im is not None:
                 lanes = np.flatnonzero(env[im])
                 offs, vals, cmps = offs[lanes], vals[lanes], cmps[lanes]
-            if isinstance(p, RawPointer):
+            if isinstance(p, (RawPointer, MixedPointer)):
                 # per array (distinct arrays never share an address: lane order per address is kept)
                 old = np.zeros(offs.size, dtype=np_dt)
-                for view, idx, pos in self._raw_resolve(op, p, offs, lanes, "updates", write=True):
+                for view, idx, pos in self._resolver(p)(op, p, offs, lanes, "updates", write=True):
                     old[pos] = _apply_atomic(view, idx, vals[pos], cmps[pos], combine)
             else:
                 self._check_bounds(op, p, offs, lanes, "updates")

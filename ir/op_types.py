@@ -260,13 +260,19 @@ def store_type(ts, attrs):
 
 
 ATOMIC_SEMS = ("relaxed", "acquire", "release", "acq_rel")
-"""Memory orderings of an atomic's optional ``sem`` attribute (absent: relaxed), Triton's names."""
+"""Memory orderings of an atomic's optional ``sem`` attribute, Triton's names. Absent means
+``"acq_rel"``, Triton's default for every read-modify-write atomic."""
+ATOMIC_SCOPES = ("cta", "gpu", "sys")
+"""Scopes of an atomic's optional ``scope`` attribute, Triton's names; absent means ``"gpu"``."""
 
 
 def _check_sem(name: str, attrs: dict[str, Any]) -> None:
-    sem = attrs.get("sem", "relaxed")
+    sem = attrs.get("sem", "acq_rel")
     if sem not in ATOMIC_SEMS:
         raise fail(name, f"sem must be one of {', '.join(ATOMIC_SEMS)}, got {sem!r}")
+    scope = attrs.get("scope", "gpu")
+    if scope not in ATOMIC_SCOPES:
+        raise fail(name, f"scope must be one of {', '.join(ATOMIC_SCOPES)}, got {scope!r}")
 
 
 def atomic_type(name):

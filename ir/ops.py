@@ -177,13 +177,14 @@ def _op(name: str, *, arity: tuple[int, int | None], traits: Sequence[Trait], ru
 
 def _atomic(name: str, family: Family, doc: str, edge: str = "returns the old value; ordering as atomic_add") -> OpDef:
     """The row of an atomic read-modify-write ``name(ptr, value, mask?)``: effectful, the old values
-    out, ``sem`` optional."""
-    return _op(name, arity=(2, 3), traits=(EFFECT,), rule=atomic_type(name), family=family, optional=("sem",),
+    out, ``sem`` and ``scope`` optional."""
+    return _op(name, arity=(2, 3), traits=(EFFECT,), rule=atomic_type(name), family=family, optional=_ATOMIC_ATTRS,
                edge=edge, doc=doc)
 
 
 _EW = (PURE, ELEMENTWISE)
 _EW2 = (PURE, ELEMENTWISE, COMMUTATIVE)
+_ATOMIC_ATTRS = ("sem", "scope")  # memory ordering and scope (op_types.ATOMIC_SEMS/ATOMIC_SCOPES)
 
 
 OPS_LIST: list[OpDef] = [
@@ -345,15 +346,15 @@ OPS_LIST: list[OpDef] = [
         edge="masked-off lanes are not read and take `other` (0 without other)",
         doc="load(ptr, mask?, other?)"),
     _op("store", arity=(2, 3), traits=(EFFECT,), rule=store_type, family=ANY, edge="masked-off lanes are not written", doc="store(ptr, value, mask?)"),
-    _atomic("atomic_add", NUM, "*p += v", edge="returns the old value; device scope; relaxed unless sem "
-            "(acquire/release/acq_rel: fences on the GPU); masked lanes untouched (old value 0)"),
+    _atomic("atomic_add", NUM, "*p += v", edge="returns the old value; ordering sem (absent: acq_rel, as Triton), "
+            "scope (absent: gpu); masked lanes untouched (old value 0)"),
     _atomic("atomic_max", NUM, "*p = max(*p, v)"),
     _atomic("atomic_min", NUM, "*p = min(*p, v)"),
     _atomic("atomic_xchg", ANY, "*p = v"),
     _atomic("atomic_and", INT, "*p &= v"),
     _atomic("atomic_or", INT, "*p |= v"),
     _atomic("atomic_xor", INT, "*p ^= v"),
-    _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=("sem",),
+    _op("atomic_cas", arity=(3, 3), traits=(EFFECT,), rule=cas_type, family=INTBOOL, optional=_ATOMIC_ATTRS,
         edge="returns the old value; writes v where *p == cmp; ordering as atomic_add", doc="compare and swap"),
     # escape hatch
     _op("inline_asm", arity=(1, None), traits=(EFFECT,), rule=inline_asm_type, family=ANY,

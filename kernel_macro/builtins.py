@@ -19,6 +19,7 @@ from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, desc
 from .philox import IMPLS as PHILOX_IMPLS
 from .scans import IMPLS as SCAN_IMPLS
 from .shuffles import IMPLS as SHUFFLE_IMPLS
+from .sorting import IMPLS as SORTING_IMPLS
 
 Impl = Callable[[Semantic, dict[str, Any]], Any]
 
@@ -66,6 +67,7 @@ for _name in FLOAT_FUNCTIONS:
 IMPLS.update(COMPAT_IMPLS)  # Triton's keywords and Triton-only functions (kernel_macro/compat.py)
 IMPLS.update(SCAN_IMPLS)  # scans and reductions with a combine function (kernel_macro/scans.py)
 IMPLS.update(SHUFFLE_IMPLS)  # gather, join, split, ... (kernel_macro/shuffles.py)
+IMPLS.update(SORTING_IMPLS)  # sort, swizzle2d, reduce_or (kernel_macro/sorting.py)
 IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
 IMPLS.update(BLOCK_POINTER_IMPLS)  # tl.make_block_ptr, tl.advance (kernel_macro/block_pointers.py)
 

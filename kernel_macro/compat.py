@@ -8,7 +8,7 @@ Each function here is an implementation ``impl(sem, args)`` of :data:`eggpu.kern
 * a keyword whose Triton meaning eggpu implements exactly (``sum(dtype=)``,
   ``max(return_indices=True)``, ``propagate_nan=ALL``) is lowered to existing IR;
 * a keyword value eggpu cannot honour (``tie_break_left=False``, ``volatile=True``,
-  ``fp_downcast_rounding="rtz"``, ``sem="acquire"``, ...) is a :class:`SemanticError` naming it,
+  ``fp_downcast_rounding="rtz"``, ...) is a :class:`SemanticError` naming it,
   which the frontend reports at the keyword with a caret.
 """
 
@@ -29,8 +29,8 @@ from .frontend_values import fmt_shape
 _LOAD_CACHE = ("", ".ca", ".cg", ".cv")
 _STORE_CACHE = ("", ".wb", ".cg", ".cs", ".wt")
 _EVICTION = ("", "evict_normal", "evict_first", "evict_last")
-_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")  # None: relaxed (see docs/language.md)
-_SCOPES = (None, "gpu", "cta")  # eggpu atomics are device scope, which also satisfies "cta"
+_SEMS = (None, "relaxed", "acquire", "release", "acq_rel")  # None: "acq_rel", Triton's default
+_SCOPES = (None, "gpu", "cta", "sys")  # None: "gpu", Triton's default
 _PRECISIONS = (None, "ieee", "tf32", "tf32x3", "bf16x3", "bf16x6", "hf32")
 
 
@@ -74,14 +74,20 @@ def store(s: Semantic, a: dict[str, Any]) -> None:
 
 
 def _atomic_hints(a: dict[str, Any], fn: str) -> dict[str, str]:
-    """The IR attributes for ``sem=`` (none when relaxed); checks ``scope=``."""
+    """The IR attributes for ``sem=`` and ``scope=``. Triton's defaults (``"acq_rel"``, ``"gpu"``)
+    are the IR's too, so they are left out: the same ordering gives the same IR text."""
     if a["sem"] not in _SEMS:
         raise SemanticError(f"tl.{fn}(sem={a['sem']!r}) is not a memory ordering",
                             f"pass one of {', '.join(repr(x) for x in _SEMS[1:])}", arg="sem")
     if a["scope"] not in _SCOPES:
-        raise SemanticError(f"tl.{fn}(scope={a['scope']!r}) is not supported by eggpu: atomics have device scope",
-                            "drop scope= (or pass scope='gpu')", arg="scope")
-    return {} if a["sem"] in (None, "relaxed") else {"sem": a["sem"]}
+        raise SemanticError(f"tl.{fn}(scope={a['scope']!r}) is not a memory scope",
+                            f"pass one of {', '.join(repr(x) for x in _SCOPES[1:])}", arg="scope")
+    out = {}
+    if a["sem"] not in (None, "acq_rel"):
+        out["sem"] = a["sem"]
+    if a["scope"] not in (None, "gpu"):
+        out["scope"] = a["scope"]
+    return out
 
 
 def atomic(kind: str):

@@ -396,8 +396,8 @@ def _atomic_fn(name: str, doc: str):
 
 
 atomic_add = _atomic_fn(
-    "atomic_add", """Atomically ``*ptr += val``; returns the old values. eggpu atomics are relaxed with device
-    scope: ``sem`` may be None or ``"relaxed"``, ``scope`` None or ``"gpu"``.""")
+    "atomic_add", """Atomically ``*ptr += val``; returns the old values. As in Triton, every atomic's ``sem``
+    defaults to ``"acq_rel"`` (or relaxed/acquire/release) and ``scope`` to ``"gpu"`` (cta, sys).""")
 atomic_max = _atomic_fn("atomic_max", "Atomically ``*ptr = max(*ptr, val)``; returns the old values.")
 atomic_min = _atomic_fn("atomic_min", "Atomically ``*ptr = min(*ptr, val)``; returns the old values.")
 atomic_xchg = _atomic_fn("atomic_xchg", "Atomically ``*ptr = val``; returns the old values.")
@@ -693,8 +693,11 @@ from .language_triton import (  # noqa: E402
     randn,
     randn4x,
     reduce,
+    reduce_or,
+    sort,
     split,
     store_tensor_descriptor,
+    swizzle2d,
     uint_to_uniform_float,
     xor_sum,
 )
@@ -708,25 +711,22 @@ __all__ = [
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
-    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast",
+    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d",
     # memory
-    "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor",
-    "load_tensor_descriptor", "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "atomic_and", "atomic_or", "atomic_xor",
+    "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
+    "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
+    "atomic_or", "atomic_xor",
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
-    # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
-    *TRANSCENDENTAL_STUBS,
-    "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv",
-    "umulhi", "inline_asm_elementwise",
+    *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
+    "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
-    "cumprod", "xor_sum", "gather", "join", "split", "interleave", "cat", "flip", "histogram", "philox_impl",
-    "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x", "uint_to_uniform_float",
-    "pair_uniform_to_normal",
-    # compile time and hints
-    "static_range", "static_assert", "static_print", "range", "multiple_of", "max_contiguous",
-    "max_constancy", "assume", "debug_barrier",
+    "cumprod", "xor_sum", "reduce_or", "sort", "gather", "join", "split", "interleave", "cat", "flip",
+    "histogram", "philox_impl", "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x",
+    "uint_to_uniform_float", "pair_uniform_to_normal",
+    "static_range", "static_assert", "static_print", "range",  # compile time and hints
+    "multiple_of", "max_contiguous", "max_constancy", "assume", "debug_barrier",
 ]
 
 BUILTIN_FUNCTIONS: dict[str, Any] = {
@@ -767,7 +767,7 @@ for _m, _name in ((extra, "eggpu.language.extra"), (_cuda, "eggpu.language.extra
 
 
 def __getattr__(name: str) -> Any:
-    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.sort``, ...)."""
+    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.topk``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reason = UNSUPPORTED_DTYPES.get(name)

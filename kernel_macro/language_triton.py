@@ -42,6 +42,24 @@ def xor_sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False) -> A
 
 
 @_builtin
+def reduce_or(input: Any, axis: Any, keep_dims: _builtin_bool = False) -> Any:
+    """Bitwise or of an integer block along ``axis`` (None: all)."""
+    raise _outside("reduce_or")
+
+
+@_builtin
+def sort(x: Any, dim: Any = None, descending: Any = False) -> Any:
+    """``x`` sorted along ``dim`` (default: the last axis; a power-of-2 length), ascending unless ``descending``."""
+    raise _outside("sort")
+
+
+@_builtin
+def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> Any:
+    """``(i, j)`` of a row-major ``size_i x size_j`` grid renumbered column-major in groups of ``size_g`` rows."""
+    raise _outside("swizzle2d")
+
+
+@_builtin
 def gather(src: Any, index: Any, axis: int) -> Any:
     """``src`` read along ``axis`` at ``index`` (same rank; other dims equal). Indices are clamped into the axis."""
     raise _outside("gather")

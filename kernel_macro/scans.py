@@ -140,15 +140,20 @@ def reduce(s: Semantic, a: dict[str, Any]) -> Any:
     return _reduce_impl(s, a["input"], a["axis"], a["combine_fn"], a["keep_dims"], "reduce")
 
 
-def xor_sum(s: Semantic, a: dict[str, Any]) -> Any:
+def reduce_with(s: Semantic, a: dict[str, Any], fn: str, op: str) -> Any:
+    """``tl.{fn}``: the bitwise ``op`` of an integer block along ``a["axis"]`` (None: all)."""
     x = a["input"]
     if isinstance(x, Tensor) and not x.is_pointer and not x.dtype.is_int:
-        raise SemanticError(f"tl.xor_sum needs an integer block, got {x.type}", arg="input")
+        raise SemanticError(f"tl.{fn} needs an integer block, got {x.type}", arg="input")
 
     def combine(left: list[Tensor], right: list[Tensor]) -> list[Tensor]:
-        return [s.binary("xor", left[0], right[0])]
+        return [s.binary(op, left[0], right[0])]
 
-    return _reduce_impl(s, x, a["axis"], None, a["keep_dims"], "xor_sum", combine)
+    return _reduce_impl(s, x, a["axis"], None, a["keep_dims"], fn, combine)
+
+
+def xor_sum(s: Semantic, a: dict[str, Any]) -> Any:
+    return reduce_with(s, a, "xor_sum", "xor")
 
 
 def _reverse(v: Any, fn: str) -> bool:

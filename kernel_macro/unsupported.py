@@ -1,6 +1,6 @@
 """Names of Triton's language that eggpu does not have, each with the reason (and what to write).
 
-The frontend turns a use of one of these — ``tl.sort(x)``, ``x.sort()``, ``tl.math.pow``,
+The frontend turns a use of one of these — ``tl.topk(x, k)``, ``x.topk(k)``, ``tl.math.pow``,
 ``tl.float8e5`` — into one compile error naming the feature, at the source line with a caret;
 outside a kernel ``tl.<name>`` raises an ``AttributeError`` with the same text. Keyword arguments
 Triton accepts with values eggpu cannot honour (``tie_break_left=False``, ``volatile=True``, ...)
@@ -15,8 +15,7 @@ _NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with t
                        "they are not a type to test or pass as an argument")
 
 UNSUPPORTED: dict[str, str] = {
-    "sort": "eggpu has no sort operation", "topk": "eggpu has no sort or top-k operation",
-    "swizzle2d": "not provided; compute the swizzled ids with integer arithmetic",
+    "topk": "eggpu has no top-k operation; tl.sort the block and take its first k lanes",
     # tensor descriptors
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
@@ -43,6 +42,7 @@ TENSOR_METHODS: frozenset[str] = frozenset({
     "expand_dims", "fdiv", "floor", "fma", "log", "log2", "max", "min", "permute", "ravel", "reshape",
     "rsqrt", "sigmoid", "sin", "softmax", "sqrt", "sqrt_rn", "sum", "trans", "umulhi", "view",
     "tanh", "associative_scan", "reduce", "cumsum", "cumprod", "xor_sum", "histogram", "flip", "split",
+    "sort", "reduce_or",
 })
 """Tensor methods: ``x.sum(axis)`` is ``tl.sum(x, axis)`` (Triton's ``_tensor_member_fn`` names that
 eggpu has, plus ``x.to(...)``, handled on its own)."""

@@ -49,8 +49,8 @@ def test_fp8_names_say_not_supported(name):
 
 
 def test_unsupported_function_outside_a_kernel():
-    with pytest.raises(AttributeError, match=r"^tl\.sort is not supported by eggpu: eggpu has no sort operation"):
-        tl.sort  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^tl\.topk is not supported by eggpu: eggpu has no top-k operation"):
+        tl.topk  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         tl.no_such_name  # noqa: B018
 
@@ -340,9 +340,9 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     offs = tl.arange(0, 16)
     x = tl.load(x_ptr + offs)
     if WHICH == 0:
-        x = tl.sort(x, 0)
+        x = tl.topk(x, 16)
     if WHICH == 1:
-        x = x.sort(0)
+        x = x.topk(16)
     if WHICH == 2:
         x = tl.math.pow(x, 2.0)
     if WHICH == 3:
@@ -376,9 +376,10 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
 
 
 UNSUPPORTED_CASES = [
-    (0, "tl.sort(x, 0)", "sort", "tl.sort is not supported by eggpu: eggpu has no sort operation", None),
-    (1, "x.sort(0)", "sort", "the tensor method x.sort() is not supported by eggpu: eggpu has no sort operation",
-     None),
+    (0, "tl.topk(x, 16)", "topk", "tl.topk is not supported by eggpu: eggpu has no top-k operation; tl.sort the "
+     "block and take its first k lanes", None),
+    (1, "x.topk(16)", "topk", "the tensor method x.topk() is not supported by eggpu: eggpu has no top-k operation; "
+     "tl.sort the block and take its first k lanes", None),
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
      "tl.math has abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, "
      "umulhi in eggpu; libdevice functions are not available"),
