@@ -9,7 +9,7 @@ test_interp_errors.py.
 from __future__ import annotations
 
 import dataclasses
-import time
+import sys
 
 import numpy as np
 import pytest
@@ -65,22 +65,33 @@ def test_vector_add_f16_and_bf16_round_like_the_reference():
         np.testing.assert_array_equal(out.view(np.uint16), want.view(np.uint16))
 
 
-def test_vector_add_4096_is_fast():
-    fn = vadd_kernel(128)
-    n = 4096
-    x = np.ones(n, np.float32)
-    y = np.ones(n, np.float32)
-    out = np.zeros(n, np.float32)
-    interpret(fn, 32, x, y, out, n)  # warm up
-    best = min(_timed(lambda: interpret(fn, 32, x, y, out, n)) for _ in range(3))
-    assert best < 0.05, f"4096-element vector add took {best * 1e3:.1f} ms"
+def _python_calls(block: int, grid: int, n: int) -> int:
+    """Python and C function calls one ``interpret`` of the vector add makes (after a warm-up):
+    a count of the interpreter's work that, unlike a wall-clock time, does not depend on load."""
+    fn = vadd_kernel(block)
+    x, y, out = np.ones(n, np.float32), np.ones(n, np.float32), np.zeros(n, np.float32)
+    interpret(fn, grid, x, y, out, n)
+    count = 0
+
+    def profile(frame, event, arg):
+        nonlocal count
+        count += event in ("call", "c_call")
+
+    sys.setprofile(profile)
+    try:
+        interpret(fn, grid, x, y, out, n)
+    finally:
+        sys.setprofile(None)
     np.testing.assert_array_equal(out, 2.0)
+    return count
 
 
-def _timed(f) -> float:
-    t = time.perf_counter()
-    f()
-    return time.perf_counter() - t
+def test_the_interpreter_is_vectorized_over_lanes():
+    # a block op is one numpy call whatever its width: 4096 lanes cost what 128 do, and 32
+    # programs at most 32 times one program (plus a little per-launch setup)
+    one = _python_calls(128, 1, 128)
+    assert _python_calls(4096, 1, 4096) == one
+    assert _python_calls(128, 32, 4096) <= 32 * one
 
 
 # ------------------------------------------------------------------ 2-D blocks, broadcast, reductions
@@ -533,12 +544,9 @@ def test_tiled_matmul_with_masked_edges(in_dt):
     a = rng.standard_normal((M, K)).astype(in_dt.np)
     bm = rng.standard_normal((K, N)).astype(in_dt.np)
     c = np.full((M, N), np.nan, np.float32)
-    t = time.perf_counter()
     interpret(fn, (cdiv(M, B), cdiv(N, B)), a, bm, c, M, N, K)
-    elapsed = time.perf_counter() - t
     want = a.astype(np.float64) @ bm.astype(np.float64)
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-4)
-    assert elapsed < 1.0, f"matmul took {elapsed:.2f} s"
 
 
 # ------------------------------------------------------------------ scalars, consts, the op table
