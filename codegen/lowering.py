@@ -115,6 +115,8 @@ class Lowerer:
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
         self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
         self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
+        self.blocks: list[Block] = []  # the regions being lowered, innermost last
+        self.fused_results: dict[int, LV] = {}  # id(op) -> result lowered early with a sibling (lower_reduce)
 
     # ------------------------------------------------------------ environment
 
@@ -188,6 +190,13 @@ class Lowerer:
         self.block(self.fn.body)
 
     def block(self, blk: Block) -> list[LV]:
+        self.blocks.append(blk)
+        try:
+            return self._block_ops(blk)
+        finally:
+            self.blocks.pop()
+
+    def _block_ops(self, blk: Block) -> list[LV]:
         from .lower_ops import TABLE
 
         for op in blk.ops:
