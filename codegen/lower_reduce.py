@@ -18,12 +18,15 @@ Three strategies:
 
 * **full** (the output has one element): each thread folds its owned elements (unowned slots
   contribute the identity), a warp butterfly with ``shfl_xor`` 16, 8, 4, 2, 1 combines the
-  warp, lane 0 of each warp writes its partial to shared memory, and after a barrier every
-  thread folds the ``num_warps`` partials in order. The result is a uniform value.
+  warp, every lane writes the warp's partial to shared memory (each combine is symmetric, so
+  after a whole-warp butterfly all lanes hold the same bits: no branch around the store), and
+  after a barrier every thread folds the ``num_warps`` partials in order, or, with an
+  arg-reduction in the tree, reads partial ``tid % num_warps`` and butterflies over
+  ``num_warps`` lanes. The result is a uniform value.
 * **rows** (last axis, every layout chunk inside one row and rows tiling one repetition of
   ``NT*V`` elements, ``G = row / V`` lanes per row a power of two): per-chunk fold, butterfly
-  over the ``min(G, 32)`` lanes of the row in one warp, then each warp's leader hands its
-  partial to the owner of that output element through shared memory, which folds the
+  over the ``min(G, 32)`` lanes of the row in one warp, then those lanes (holding the same
+  partial) hand it to the owner of that output element through shared memory, which folds the
   ``G / 32`` partials of a row spanning several warps in warp order (directly, without shared
   memory, when each chunk is a whole row and the thread owns exactly those rows' outputs). A
   row of ``[2, 512]`` over 128 threads (``G = 128``) is 5 shuffles and 4 partials per row, as
@@ -31,10 +34,13 @@ Three strategies:
 * **generic** (any axis): the block goes to shared memory; each thread, for each output element
   it owns, loops over the reduced axis.
 
-A block of at most 32 elements (one slot per thread) lives in the first lanes of warp 0: the
-full strategy then runs its butterfly over the next power of two of lanes and hands the result
-to the other warps through one shared-memory slot, instead of a 32-lane butterfly and a
-``num_warps``-partial exchange (a ``BLOCK_SIZE = 16`` row tile).
+A block of at most 32 elements is replicated (:attr:`~eggpu.codegen.layout.Layout.rep` ``= M``,
+the next power of two): when its copies are filled (:func:`~eggpu.codegen.layout.replicas_valid`:
+a loaded tile, elementwise ops of it, a carried accumulator) every aligned group of ``M`` lanes
+holds the whole block, and the full strategy is one ``M``-lane butterfly in every thread, with
+no shared memory (a ``BLOCK_SIZE = 16`` row tile, as Triton). Otherwise only the owners (lanes
+``< numel`` of warp 0) hold it: the butterfly runs over the ``M`` lanes of warp 0 and thread 0
+hands the result to the other warps through one shared-memory slot.
 
 **Sibling reductions** (:func:`siblings`): reductions later in the same region over an operand
 of the same shape along the same axis, whose operands are already lowered (``tl.max(x)`` beside
