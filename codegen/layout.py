@@ -8,6 +8,18 @@ i`` of thread ``t`` is flat index ``r*NT*V + t*V + i``: chunk ``r`` of all threa
 ``NT*V`` consecutive elements, thread after thread. Slots at flat indices ``>= E`` are
 unowned (don't-care values that stores, atomics and reductions mask off). ``V`` depends only on
 ``E`` and ``NT``, never on the dtype, so same-shape values of any dtype line up lane by lane.
+
+**Small blocks are replicated** (as Triton's blocked layout over more threads than elements): a
+block of ``E <= 32`` elements whose next power of two ``M >= E`` is below ``NT`` has one slot per
+thread, owned by thread ``f`` for flat index ``f`` as above, and every thread ``t`` computes in
+that slot the element ``t % M`` (``M`` = :attr:`Layout.rep`):
+addresses, indices and lazy values are evaluated there. :meth:`Layout.owned` keeps meaning the
+owner (stores, atomics and shared-memory staging act once per element); :meth:`Layout.valid`
+says a slot holds a real element, owner's or copy. A lowered value whose copies are filled
+(:func:`replicas_valid`: uniform and lazy values, loads through such addresses, elementwise ops
+of such values) lets a reduction of the whole block run in every group of ``M`` lanes at once,
+with no shared memory (:mod:`eggpu.codegen.lower_reduce`).
+
 Consequences used by the lowering:
 
 * elementwise ops work element by element on each thread's ``per`` values;
@@ -40,7 +52,7 @@ from llvmlite import ir
 
 from eggpu.ir.types import BlockType
 
-from .emitter import I1, Emitter
+from .emitter import I1, WARP, Emitter
 
 Coords = list[ir.Value]
 LazyFn = Callable[[Coords], ir.Value]
@@ -85,12 +97,22 @@ class Layout:
         return self.nt * self.vec
 
     @property
+    def rep(self) -> int:
+        """Replication modulus ``M`` of a small block (module docs): the next power of two >=
+        ``numel`` when ``numel <= 32`` and ``M < nt``, else 0 (not replicated). Thread ``t``'s
+        slot then computes flat index ``t % M``; threads ``t < numel`` own their element."""
+        n = self.numel
+        m = 1 << (n - 1).bit_length() if n else 1
+        return m if n <= WARP and m < self.nt else 0
+
+    @property
     def all_owned(self) -> bool:
         """True when every element slot of every thread holds a real element."""
         return self.per * self.nt == self.numel
 
     def slot_flat(self, t: int, j: int) -> int:
-        """Flat index (a Python int) of slot ``j`` of thread ``t`` (may be >= numel: unowned)."""
+        """Flat index (a Python int) of slot ``j`` of thread ``t`` in the ownership map (may be
+        >= numel: unowned; a replicated block's slot computes ``t % rep`` all the same)."""
         v = self.vec
         return (j // v) * self.stride + t * v + j % v
 
@@ -102,9 +124,12 @@ class Layout:
         return t, r * v + i
 
     def chunk_base(self, em: Emitter, r: int) -> ir.Value:
-        """Flat index (thread-level i32) of the first slot of chunk ``r``: ``r*nt*vec + tid*vec``."""
+        """Flat index (thread-level i32) of the first slot of chunk ``r``: ``r*nt*vec + tid*vec``
+        (``tid % rep`` for a replicated block: the element this thread's slot computes)."""
         b = em.b
         t = em.tid()
+        if self.rep:
+            return b.and_(t, em.k(t, self.rep - 1))
         base = b.mul(t, em.k(t, self.vec)) if self.vec != 1 else t
         return b.add(base, em.k(t, r * self.stride)) if r else base
 
@@ -115,8 +140,22 @@ class Layout:
         return em.b.add(base, em.k(base, i)) if i else base
 
     def owned(self, em: Emitter, j: int) -> ir.Value | None:
-        """Thread-level i1: slot ``j`` holds a real element; None when that is always so."""
+        """Thread-level i1: this thread owns the element of slot ``j`` (the one thread that
+        stores it, counts it, stages it); None when that is always so."""
         if self.all_owned or (j // self.vec + 1) * self.stride <= self.numel:
+            return None
+        if self.rep:  # the owner of flat index f is thread f; the other threads hold copies
+            t = em.tid()
+            return em.b.icmp_unsigned("<", t, em.k(t, self.numel))
+        f = self.flat(em, j)
+        return em.b.icmp_unsigned("<", f, em.k(f, self.numel))
+
+    def valid(self, em: Emitter, j: int) -> ir.Value | None:
+        """Thread-level i1: slot ``j`` computes a real element (owned, or a copy of a replicated
+        block's); None when that is always so. Equal to :meth:`owned` unless replicated."""
+        if not self.rep:
+            return self.owned(em, j)
+        if self.rep == self.numel:
             return None
         f = self.flat(em, j)
         return em.b.icmp_unsigned("<", f, em.k(f, self.numel))
@@ -125,6 +164,8 @@ class Layout:
         """Thread-level i1: the thread owns at least one element (None: every thread does)."""
         if self.numel >= self.stride:
             return None
+        if self.rep:
+            return self.owned(em, 0)
         f = self.chunk_base(em, 0)
         return em.b.icmp_unsigned("<", f, em.k(f, self.numel))
 
@@ -194,15 +235,16 @@ class LV:
     per code region (see :class:`eggpu.codegen.lowering.Lowerer`).
     """
 
-    __slots__ = ("type", "u", "fn", "elems", "cache")
+    __slots__ = ("type", "u", "fn", "elems", "cache", "rep")
 
     def __init__(self, type: BlockType, *, u: ir.Value | None = None, fn: LazyFn | None = None,
-                 elems: list[ir.Value] | None = None):
+                 elems: list[ir.Value] | None = None, rep: bool = False):
         assert (u is not None) + (fn is not None) + (elems is not None) == 1
         self.type = type
         self.u = u
         self.fn = fn
         self.elems = elems
+        self.rep = rep  # elems of a replicated layout: the copies hold their elements too
         self.cache: dict[int, list[ir.Value]] = {}
 
     @property
@@ -216,6 +258,12 @@ class LV:
     def __repr__(self) -> str:
         form = "uniform" if self.u is not None else "lazy" if self.fn is not None else f"elems[{len(self.elems or [])}]"
         return f"LV({self.type}, {form})"
+
+
+def replicas_valid(lv: LV) -> bool:
+    """Whether every slot of ``lv`` computes its element, copies of a replicated block included
+    (uniform and lazy values are evaluated at each slot's element; ``elems`` only when marked)."""
+    return lv.u is not None or lv.fn is not None or lv.rep
 
 
 def and_masks(em: Emitter, a: ir.Value | None, b_: ir.Value | None) -> ir.Value | None:
@@ -235,4 +283,4 @@ def to_i1(em: Emitter, v: ir.Value) -> ir.Value:
     return em.b.icmp_unsigned("!=", v, em.k(v, 0))
 
 
-__all__ = ["LV", "Coords", "Layout", "LazyFn", "and_masks", "ravel", "to_i1", "unravel"]
+__all__ = ["LV", "Coords", "Layout", "LazyFn", "and_masks", "ravel", "replicas_valid", "to_i1", "unravel"]

@@ -46,7 +46,7 @@ from eggpu.ir.graph import Operation
 from . import scalar_ops as S
 from .analysis import chunk_contiguous, chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
-from .layout import LV, and_masks, to_i1
+from .layout import LV, and_masks, replicas_valid, to_i1
 from .predicated import predicated_load, predicated_load_vector, predicated_store, register_bits
 
 ALIGN_ASSUMPTION = "align16"
@@ -99,12 +99,22 @@ def _width(lw, op: Operation) -> int:
     return w
 
 
-def _masks(lw, op: Operation, mask_index: int) -> list[ir.Value | None]:
-    """Per slot: the thread-level validity (ownership and mask operand), None = always."""
+def _masks(lw, op: Operation, mask_index: int, copies: bool = False) -> list[ir.Value | None]:
+    """Per slot: the thread-level validity (ownership and mask operand), None = always.
+    ``copies``: the copies of a replicated block count too (:meth:`Layout.valid`: a load)."""
     t = op.operands[0].type
     lay = lw.layout(t.shape)
     m = lw.elems(lw.get(op.operands[mask_index])) if len(op.operands) > mask_index else None
-    return [and_masks(lw.em, lay.owned(lw.em, j), m[j] if m is not None else None) for j in range(lay.per)]
+    own = lay.valid if copies else lay.owned
+    return [and_masks(lw.em, own(lw.em, j), m[j] if m is not None else None) for j in range(lay.per)]
+
+
+def _loads_copies(lw, op: Operation) -> bool:
+    """Whether a load of a replicated block reads in the copies' slots too: only when its
+    address, mask and ``other`` are computed there (:func:`replicas_valid`), so a copy reads
+    exactly what its owner reads (same address, same validity) and the result's copies hold
+    their elements."""
+    return bool(lw.layout(op.results[0].type.shape).rep) and all(replicas_valid(lw.get(v)) for v in op.operands)
 
 
 def _check(lw, op: Operation, ptrs: list[ir.Value], masks: list[ir.Value | None], verb: str) -> None:
@@ -139,7 +149,8 @@ def lower_load(lw, op: Operation) -> list[LV]:
         return [LV(t, u=_loaded(em, dt, em.gload(p, mt, mask, other)))]
     lay = lw.layout(t.shape)
     ptrs = lw.elems(lw.get(op.operands[0]))
-    masks = _masks(lw, op, 1)
+    copies = _loads_copies(lw, op)
+    masks = _masks(lw, op, 1, copies)
     others = lw.elems(lw.get(op.operands[2])) if len(op.operands) > 2 else [None] * lay.per
     others = [_stored(em, dt, o) if o is not None else None for o in others]
     _check(lw, op, ptrs, masks, "reads")
@@ -150,7 +161,7 @@ def lower_load(lw, op: Operation) -> list[LV]:
         out = []
         for j0 in range(0, n, r):  # a run-constant piece reads one element, once
             out.extend([em.gload(ptrs[j0], mt, masks[j0], others[j0])] * r)
-        return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
+        return [LV(t, elems=[_loaded(em, dt, v) for v in out], rep=copies)]
 
     out = []
     if _uniform(lw, op, 1, w):

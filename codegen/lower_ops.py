@@ -26,7 +26,7 @@ from eggpu.ir.ops import OPS, TRANSCENDENTAL
 
 from . import scalar_ops as S
 from .emitter import I64
-from .layout import LV
+from .layout import LV, replicas_valid
 
 Handler = Callable[..., list[LV]]
 
@@ -44,7 +44,10 @@ def elementwise(lw, op: Operation, fn: Callable[..., ir.Value]) -> list[LV]:
         return [LV(t, fn=lambda coords: fn(*[lw.at(lv, coords) for lv in ins]))]
     per = lw.layout(t.shape).per
     cols = [lw.elems(lv) for lv in ins]
-    return [LV(t, elems=[fn(*[c[j] for c in cols]) for j in range(per)])]
+    # every slot is computed from the operands' same slot: copies of a replicated block stay
+    # filled when the operands' are (not through user asm, which may read the thread index)
+    rep = op.op != "inline_asm" and all(replicas_valid(lv) for lv in ins)
+    return [LV(t, elems=[fn(*[c[j] for c in cols]) for j in range(per)], rep=rep)]
 
 
 def _dtype(op: Operation, i: int = 0) -> DType | None:

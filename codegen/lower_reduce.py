@@ -18,18 +18,36 @@ Three strategies:
 
 * **full** (the output has one element): each thread folds its owned elements (unowned slots
   contribute the identity), a warp butterfly with ``shfl_xor`` 16, 8, 4, 2, 1 combines the
-  warp, lane 0 of each warp writes its partial to shared memory, and after a barrier every
-  thread folds the ``num_warps`` partials in order. The result is a uniform value.
+  warp, every lane writes the warp's partial to shared memory (each combine is symmetric, so
+  after a whole-warp butterfly all lanes hold the same bits: no branch around the store), and
+  after a barrier every thread folds the ``num_warps`` partials in order, or, with an
+  arg-reduction in the tree, reads partial ``tid % num_warps`` and butterflies over
+  ``num_warps`` lanes. The result is a uniform value.
 * **rows** (last axis, every layout chunk inside one row and rows tiling one repetition of
   ``NT*V`` elements, ``G = row / V`` lanes per row a power of two): per-chunk fold, butterfly
-  over the ``min(G, 32)`` lanes of the row in one warp, then each warp's leader hands its
-  partial to the owner of that output element through shared memory, which folds the
+  over the ``min(G, 32)`` lanes of the row in one warp, then those lanes (holding the same
+  partial) hand it to the owner of that output element through shared memory, which folds the
   ``G / 32`` partials of a row spanning several warps in warp order (directly, without shared
   memory, when each chunk is a whole row and the thread owns exactly those rows' outputs). A
   row of ``[2, 512]`` over 128 threads (``G = 128``) is 5 shuffles and 4 partials per row, as
   Triton reduces it, instead of the generic strategy's 512-step loop over shared memory.
 * **generic** (any axis): the block goes to shared memory; each thread, for each output element
   it owns, loops over the reduced axis.
+
+A block of at most 32 elements is replicated (:attr:`~eggpu.codegen.layout.Layout.rep` ``= M``,
+the next power of two): when its copies are filled (:func:`~eggpu.codegen.layout.replicas_valid`:
+a loaded tile, elementwise ops of it, a carried accumulator) every aligned group of ``M`` lanes
+holds the whole block, and the full strategy is one ``M``-lane butterfly in every thread, with
+no shared memory (a ``BLOCK_SIZE = 16`` row tile, as Triton). Otherwise only the owners (lanes
+``< numel`` of warp 0) hold it: the butterfly runs over the ``M`` lanes of warp 0 and thread 0
+hands the result to the other warps through one shared-memory slot.
+
+**Sibling reductions** (:func:`siblings`): reductions later in the same region over an operand
+of the same shape along the same axis, whose operands are already lowered (``tl.max(x)`` beside
+``tl.argmax(x)``, ``tl.sum(a)`` beside ``tl.sum(b)``), are lowered together with the first one
+(the full and rows strategies): one tree carrying every member's state (:class:`Fused`), so they
+share the shared-memory exchange, its barriers and address math. Each member keeps its own
+combine, identity and finish, so every result is exactly the one it has alone.
 """
 
 from __future__ import annotations
@@ -40,11 +58,11 @@ from math import prod
 from llvmlite import ir
 
 from eggpu.ir.dtypes import DType, f32, i32
-from eggpu.ir.graph import Operation
+from eggpu.ir.graph import Block, Operation
 
 from . import scalar_ops as S
 from .emitter import I32, WARP, Emitter
-from .layout import LV, ravel, unravel
+from .layout import LV, ravel, replicas_valid, unravel
 from .lower_shape import smem_elem, store_to_smem
 
 State = tuple  # (value,) or (value, index)
@@ -88,17 +106,22 @@ class Combiner:
             v = k(self.acc_type, dt.max)
         return (v, k(I32, INT32_MAX)) if self.is_arg else (v,)
 
-    def lift(self, v: ir.Value, index: ir.Value | None) -> State:
-        """An element (register value of ``dt``) and its index along the axis, as a state."""
+    def lift(self, v: ir.Value, index: ir.Value | None, owned: ir.Value | None = None) -> State:
+        """An element (register value of ``dt``) and its index along the axis, as a state;
+        the identity where ``owned`` (None: always) is false."""
+        b = self.em.b
         x = S.wide(self.em, v, self.dt)
         if not self.is_arg:
-            return (x,)
+            return (x,) if owned is None else (b.select(owned, x, self.identity(x)[0]),)
         if self.acc.is_float:  # NaN is lifted to the identity (see the module docs)
-            b = self.em.b
-            nan = b.fcmp_unordered("uno", x, x)
-            ident = self.identity(x)
-            return (b.select(nan, ident[0], x), b.select(nan, ident[1], index))
-        return (x, index)
+            keep = b.fcmp_ordered("ord", x, x)
+            keep = b.and_(keep, owned) if owned is not None else keep
+        elif owned is None:
+            return (x, index)
+        else:
+            keep = owned
+        ident = self.identity(x)
+        return (b.select(keep, x, ident[0]), b.select(keep, index, ident[1]))
 
     def combine(self, a: State, b: State) -> State:
         em = self.em
@@ -139,6 +162,49 @@ class Combiner:
     def result_dtype(self) -> DType:
         return i32 if self.is_arg else self.dt
 
+    def finish_uses(self) -> list[bool]:
+        """Which state components :meth:`finish` reads (an arg-reduction's value is not)."""
+        return [False, True] if self.is_arg else [True]
+
+    @property
+    def exact(self) -> bool:
+        """Every grouping of the combine gives the same bits (all but float sums)."""
+        return not (self.kind == "sum" and self.acc.is_float)
+
+
+class Fused:
+    """Sibling reductions carried through one tree: the state is the concatenation of the
+    members' states, each part combined by its own :class:`Combiner` (the combine interface of
+    :func:`_butterfly` and :func:`_fold`)."""
+
+    def __init__(self, members: Sequence[Combiner]):
+        self.members = list(members)
+        self.em = self.members[0].em
+
+    def types(self) -> list[ir.Type]:
+        return [t for m in self.members for t in m.types()]
+
+    def split(self, s: State) -> list[State]:
+        out, i = [], 0
+        for m in self.members:
+            n = len(m.types())
+            out.append(tuple(s[i:i + n]))
+            i += n
+        return out
+
+    def combine(self, a: State, b: State) -> State:
+        return tuple(x for m, sa, sb in zip(self.members, self.split(a), self.split(b)) for x in m.combine(sa, sb))
+
+    def finish(self, s: State) -> list[ir.Value]:
+        return [m.finish(p) for m, p in zip(self.members, self.split(s))]
+
+    def finish_uses(self) -> list[bool]:
+        return [u for m in self.members for u in m.finish_uses()]
+
+    @property
+    def exact(self) -> bool:
+        return all(m.exact for m in self.members)
+
 
 _KIND = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
          "reduce_argmax": "argmax", "reduce_argmin": "argmin"}
@@ -161,51 +227,120 @@ def _butterfly(comb: Combiner, s: State, width: int) -> State:
     return s
 
 
-def _thread_partial(lw, comb: Combiner, src: LV, index_of, slots: Sequence[int] | None = None) -> State:
-    """Fold of this thread's owned ``slots`` (default: all; identity when it owns none)."""
+def _thread_partial(lw, comb: Combiner, src: LV, index_of, slots: Sequence[int] | None = None,
+                    copies: bool = False) -> State:
+    """Fold of this thread's owned ``slots`` (default: all; identity when it owns none);
+    ``copies``: of the slots holding an element, copies of a replicated block included.
+
+    ``index_of(j)`` must increase with ``j`` (slots in ascending element order), which the
+    float arg-reduction fold (:func:`_arg_fold`) relies on."""
     em = lw.em
     lay = lw.layout(src.type.shape)
+    own = lay.valid if copies else lay.owned
     vals = lw.elems(src)
-    states = []
-    for j in (range(len(vals)) if slots is None else slots):
-        v = vals[j]
-        s = comb.lift(v, index_of(j) if comb.is_arg else None)
-        owned = lay.owned(em, j)
-        if owned is not None:
-            s = comb.select(owned, s, comb.identity(v))
-        states.append(s)
+    js = list(range(len(vals)) if slots is None else slots)
+    if comb.is_arg and comb.acc.is_float and len(js) > 1:
+        return _arg_fold(comb, [(vals[j], index_of(j), own(em, j)) for j in js])
+    states = [comb.lift(vals[j], index_of(j) if comb.is_arg else None, own(em, j)) for j in js]
     return _fold(comb, states)
 
 
-def reduce_all(lw, comb: Combiner, src: LV) -> ir.Value:
-    """Reduce every element of ``src`` (the full strategy); a uniform result."""
-    em = lw.em
-    lay = lw.layout(src.type.shape)
-    if src.u is not None:
-        return _reduce_uniform(lw, comb, src, src.type.numel)
-    s = _thread_partial(lw, comb, src, lambda j: lay.flat(em, j))
-    s = _butterfly(comb, s, min(WARP, lw.nt))
-    nw = em.num_warps
-    if nw == 1:
-        return comb.finish(tuple(em.lane0(x) for x in s))
+def _arg_fold(comb: Combiner, elems: Sequence[tuple[ir.Value, ir.Value, ir.Value | None]]) -> State:
+    """A float arg-reduction's fold of one thread's ``(value, index, owned)`` in ascending index
+    order, lifting NaN once at the end instead of per element.
+
+    The accumulator holds the raw first element (NaN where unowned). A later element replaces
+    it when strictly better (``>`` for argmax, ordered: a NaN never wins, a tie keeps the earlier
+    index, -0.0 ties +0.0) or when the accumulator is NaN (nothing real seen yet). So the
+    accumulator is NaN exactly when every element so far is NaN or unowned, and is otherwise
+    the first extreme real element: the op table's fold. A NaN accumulator becomes the identity
+    ``(-inf, INT32_MAX)`` (``+inf`` for argmin), as :meth:`Combiner.lift` would give.
+    """
+    em = comb.em
     b = em.b
-    types = comb.types()
+    op = ">" if comb.kind == "argmax" else "<"
+
+    def raw(v: ir.Value, owned: ir.Value | None) -> ir.Value:
+        x = S.wide(em, v, comb.dt)
+        return x if owned is None else b.select(owned, x, em.k(x, float("nan")))
+
+    v0, i0, o0 = elems[0]
+    av, ai = raw(v0, o0), i0
+    for v, i, owned in elems[1:]:
+        x = raw(v, owned)
+        take = b.or_(b.fcmp_ordered(op, x, av), b.fcmp_unordered("uno", av, av))
+        av, ai = b.select(take, x, av), b.select(take, i, ai)
+    nan = b.fcmp_unordered("uno", av, av)
+    ident = comb.identity(av)
+    return (b.select(nan, ident[0], av), b.select(nan, ident[1], ai))
+
+
+def _fused_partial(lw, fused: Fused, srcs: Sequence[LV], index_of, slots: Sequence[int] | None = None,
+                   copies: bool = False) -> State:
+    """:func:`_thread_partial` of every member, concatenated."""
+    return tuple(x for m, src in zip(fused.members, srcs)
+                 for x in _thread_partial(lw, m, src, index_of, slots, copies))
+
+
+def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
+    """Reduce every element of each of ``srcs`` (same shape; the full strategy): uniform results.
+
+    A block of at most one warp of single-element slots (``numel <= 32``, so only lanes
+    ``< numel`` of warp 0 own an element) butterflies over the next power of two of lanes and
+    thread 0 hands the result to the other warps through one shared-memory slot.
+    """
+    em = lw.em
+    lay = lw.layout(srcs[0].type.shape)
+    if lay.rep and all(replicas_valid(src) for src in srcs):
+        # every aligned group of rep lanes holds the whole block: a butterfly over the group
+        # leaves the result in every thread, no shared memory (as Triton)
+        s = _fused_partial(lw, fused, srcs, lambda j: lay.flat(em, j), copies=True)
+        return fused.finish(tuple(em.lane0(x) for x in _butterfly(fused, s, lay.rep)))
+    s = _fused_partial(lw, fused, srcs, lambda j: lay.flat(em, j))
+    nw = em.num_warps
+    small = nw > 1 and lay.per == 1 and lay.numel <= WARP
+    width = 1 << (lay.numel - 1).bit_length() if small else min(WARP, lw.nt)
+    s = _butterfly(fused, s, width)
+    if nw == 1:
+        return fused.finish(tuple(em.lane0(x) for x in s))
+    b = em.b
+    types = fused.types()
+    slots = 1 if small else nw
+    # one partial is the result: only what finish() reads crosses shared memory (the others
+    # stay this thread's own, unread values)
+    shared = fused.finish_uses() if small else [True] * len(types)
     em.smem_begin_write()
     offsets, off = [], 0
-    for _ in types:
+    for need in shared:
         offsets.append(off)
-        off += nw * 8
+        off += slots * 8 if need else 0
     em.smem_reserve(off)
     tid = em.tid()
-    lane0 = b.icmp_unsigned("==", b.and_(tid, em.k(tid, WARP - 1)), em.k(tid, 0))
-    warp = b.lshr(tid, em.k(tid, 5))
-    bases = [em.smem_array(o) for o in offsets]
+    if small:
+        writer, slot = b.icmp_unsigned("==", tid, em.k(tid, 0)), em.k(tid, 0)
+    else:
+        # after a whole-warp butterfly every lane holds the same state (each combine is
+        # symmetric), so all lanes write it: no branch around the store, as Triton
+        writer, slot = None, b.lshr(tid, em.k(tid, 5))
+    bases = [em.smem_array(o) if need else None for o, need in zip(offsets, shared)]
     for base, t, x in zip(bases, types, s):
-        em.smem_store(base, t, warp, x, lane0)
+        if base is not None:
+            em.smem_store(base, t, slot, x, writer)
     em.barrier()
-    parts = [tuple(em.smem_load_uniform(base, t, I32(w)) for base, t in zip(bases, types)) for w in range(nw)]
+    if not small and fused.exact and any(m.is_arg for m in fused.members):
+        # as Triton: thread t reads partial t % nw and a butterfly over nw lanes combines them,
+        # one load per component instead of nw and log2(nw) combines instead of nw - 1. Exact
+        # combines only (a float sum keeps its warp-order fold), and only with an arg-reduction,
+        # whose combine is dear: for a lone max the nw broadcast loads are as cheap (SASS on
+        # sm_80, cross_entropy_forward at BLOCK_SIZE 256: 154 with it, 151 without)
+        w = b.and_(tid, em.k(tid, nw - 1))
+        mine = tuple(em.smem_load(base, t, w) for base, t in zip(bases, types))
+        em.smem_dirty = True
+        return fused.finish(tuple(em.lane0(x) for x in _butterfly(fused, mine, nw)))
+    parts = [tuple(em.smem_load_uniform(base, t, I32(w)) if base is not None else em.lane0(x)
+                   for base, t, x in zip(bases, types, s)) for w in range(slots)]
     em.smem_dirty = True
-    return comb.finish(_fold(comb, parts))
+    return fused.finish(_fold(fused, parts))
 
 
 def _reduce_uniform(lw, comb: Combiner, src: LV, count: int) -> ir.Value:
@@ -222,41 +357,93 @@ def _reduce_uniform(lw, comb: Combiner, src: LV, count: int) -> ir.Value:
     return comb.finish((x,))
 
 
-def reduce_axis(lw, op: Operation) -> LV:
-    em = lw.em
-    src = lw.get(op.operands[0])
-    t = op.results[0].type
-    shape = src.type.shape
-    axis = op.attrs["axis"]
-    comb = Combiner(em, _KIND[op.op], src.type.dtype)
+def _strategy(lw, src_shape: tuple[int, ...], t, axis: int) -> tuple[str, int]:
+    """``("full" | "rows" | "generic", G)`` for a reduction of a distributed ``src_shape`` block."""
     if t.numel == 1:
-        return LV(t, u=reduce_all(lw, comb, src))
-    if src.u is not None:
-        return LV(t, u=_reduce_uniform(lw, comb, src, shape[axis]))
-    lay = lw.layout(shape)
-    R = shape[axis]
+        return "full", 0
+    lay = lw.layout(src_shape)
+    R = src_shape[axis]
     V = lay.vec
-    if axis == len(shape) - 1 and R % V == 0 and lay.stride % R == 0:
+    if axis == len(src_shape) - 1 and R % V == 0 and lay.stride % R == 0:
         G = R // V
         if G & (G - 1) == 0:  # G divides NT*V / V = NT; a power of two > 32 is whole warps
-            return _reduce_rows(lw, comb, src, t, G)
-    return _reduce_generic(lw, comb, src, t, axis)
+            return "rows", G
+    return "generic", 0
 
 
-def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
+def reduce_ops(lw, ops: Sequence[Operation]) -> list[LV]:
+    """Lower reductions over same-shape operands along one axis (``ops[0]``'s), one result each.
+
+    Members with a uniform operand reduce alone; the others share one tree (full and rows
+    strategies) or reduce one after the other (generic).
+    """
+    em = lw.em
+    shape = lw.get(ops[0].operands[0]).type.shape
+    axis = ops[0].attrs["axis"]
+    out: dict[int, LV] = {}
+    tree = []
+    for k, op in enumerate(ops):
+        src = lw.get(op.operands[0])
+        t = op.results[0].type
+        comb = Combiner(em, _KIND[op.op], src.type.dtype)
+        if src.u is not None:
+            count = shape[axis] if t.numel != 1 else src.type.numel
+            out[k] = LV(t, u=_reduce_uniform(lw, comb, src, count))
+        else:
+            tree.append((k, comb, src, t))
+    if tree:
+        kind, G = _strategy(lw, shape, tree[0][3], axis)
+        if kind == "generic":
+            for k, comb, src, t in tree:
+                out[k] = _reduce_generic(lw, comb, src, t, axis)
+        else:
+            fused = Fused([c for _, c, _, _ in tree])
+            srcs = [src for _, _, src, _ in tree]
+            if kind == "full":
+                lvs = [LV(t, u=u) for (_, _, _, t), u in zip(tree, reduce_all(lw, fused, srcs))]
+            else:
+                lvs = [LV(t, elems=e) for (_, _, _, t), e in zip(tree, _reduce_rows(lw, fused, srcs, tree[0][3], G))]
+            out.update({k: lv for (k, _, _, _), lv in zip(tree, lvs)})
+    return [out[k] for k in range(len(ops))]
+
+
+def siblings(lw, op: Operation, blk: Block | None) -> list[Operation]:
+    """``op`` and the later reductions of ``blk`` that can share its tree: same axis, an operand
+    of the same shape that is already lowered (so computing them here changes nothing), a result
+    of the same type shape, and no handler override."""
+    if blk is None:
+        return [op]
+    src = op.operands[0]
+    axis = op.attrs["axis"]
+    shape = op.results[0].type.shape
+    group = [op]
+    after = False
+    for o in blk.ops:
+        if o is op:
+            after = True
+            continue
+        if (after and o.op in _KIND and o.attrs["axis"] == axis and id(o) not in lw.op_overrides
+                and o.operands[0].type.shape == src.type.shape and o.results[0].type.shape == shape
+                and id(o.operands[0]) in lw.env):
+            group.append(o)
+    return group
+
+
+def _reduce_rows(lw, fused: Fused, srcs: Sequence[LV], t, G: int) -> list[list[ir.Value]]:
     """Last-axis reduction when every chunk lies in one row and rows tile a repetition.
 
     With ``R`` the row length, ``V`` the chunk width and ``R | NT*V``: chunk ``r`` of thread
     ``tid`` lies in row ``r*(NT*V/R) + tid // G`` at columns ``(tid % G)*V + i`` (``G = R/V``
     aligned lanes per row, a power of two). Each chunk is folded and combined over the
-    ``L = min(G, 32)`` lanes of the row in its warp; the leader of those lanes writes the
-    partial to slot ``row * P + (tid % G) // 32`` of shared memory (``P = G / L`` partials per
+    ``L = min(G, 32)`` lanes of the row in its warp; those lanes write the (equal) partial to slot ``row * P + (tid % G) // 32`` of shared memory (``P = G / L`` partials per
     row: 1 unless a row spans several warps), and the owner of each output element folds its
     row's ``P`` slots in order. Any grouping is exact for the combines here (module docs).
+    ``srcs`` (same shape) are reduced together: the element values of each one's result
+    (``t`` gives the output shape).
     """
     em = lw.em
     b = em.b
-    lay = lw.layout(src.type.shape)
+    lay = lw.layout(srcs[0].type.shape)
     V = lay.vec
     tid = em.tid()
     col0 = b.mul(b.and_(tid, em.k(tid, G - 1)), em.k(tid, V)) if G > 1 else em.k(tid, 0)
@@ -269,15 +456,15 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
     P = G // L  # partials per row (warps spanned by a row)
     parts = []
     for r in range(lay.chunks):
-        s = _thread_partial(lw, comb, src, index_of, range(r * V, r * V + V))
-        parts.append(_butterfly(comb, s, L))
+        s = _fused_partial(lw, fused, srcs, index_of, range(r * V, r * V + V))
+        parts.append(_butterfly(fused, s, L))
     out_lay = lw.layout(t.shape)
     rows = out_lay.numel
     rows_per_rep = lay.stride // (G * V)
     if G == 1 and out_lay.vec == 1 and out_lay.per == lay.chunks:
         # chunk r of thread tid is row r*NT + tid, which is exactly its output slot r
-        return LV(t, elems=[comb.finish(s) for s in parts])
-    types = comb.types()
+        return [list(e) for e in zip(*(fused.finish(s) for s in parts))]
+    types = fused.types()
     em.smem_begin_write()
     offsets, off = [], 0
     for _ in types:
@@ -285,14 +472,14 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
         off += rows * P * 8
     em.smem_reserve(off)
     bases = [em.smem_array(o) for o in offsets]
-    leader = b.icmp_unsigned("==", b.and_(tid, em.k(tid, L - 1)), em.k(tid, 0)) if L > 1 else None
     row0 = b.lshr(tid, em.k(tid, G.bit_length() - 1)) if G > 1 else tid
     # the warp's place within its row (a row spanning P warps leaves P partials)
     part = b.lshr(b.and_(tid, em.k(tid, G - 1)), em.k(tid, WARP.bit_length() - 1)) if P > 1 else None
     for r, s in enumerate(parts):
         row = b.add(row0, em.k(tid, r * rows_per_rep)) if r else row0
-        owned = b.icmp_unsigned("<", row, em.k(row, rows))
-        mask = b.and_(leader, owned) if leader is not None else owned
+        # all L lanes of the row hold the same state after the butterfly (each combine is
+        # symmetric) and write it together; only rows past the end (a partial block) are masked
+        mask = None if lay.all_owned else b.icmp_unsigned("<", row, em.k(row, rows))
         slot = b.add(b.mul(row, em.k(row, P)), part) if part is not None else row
         for base, ty, x in zip(bases, types, s):
             em.smem_store(base, ty, slot, x, mask)
@@ -305,9 +492,9 @@ def _reduce_rows(lw, comb: Combiner, src: LV, t, G: int) -> LV:
         first = b.mul(o, em.k(o, P)) if P > 1 else o
         sts = [tuple(em.smem_load(base, ty, b.add(first, em.k(o, p)) if p else first) for base, ty in zip(bases, types))
                for p in range(P)]
-        out.append(comb.finish(_fold(comb, sts)))
+        out.append(fused.finish(_fold(fused, sts)))
     em.smem_dirty = True
-    return LV(t, elems=out)
+    return [list(e) for e in zip(*out)]
 
 
 UNROLL_LIMIT = 8
@@ -380,7 +567,15 @@ def _reduce_generic(lw, comb: Combiner, src: LV, t, axis: int) -> LV:
 
 
 def lower_reduce(lw, op: Operation) -> list[LV]:
-    return [reduce_axis(lw, op)]
+    """Lower ``op``, or hand back its result when an earlier sibling lowered it (:func:`siblings`)."""
+    done = lw.fused_results.pop(id(op), None)
+    if done is not None:
+        return [done]
+    group = siblings(lw, op, lw.blocks[-1] if lw.blocks else None)
+    lvs = reduce_ops(lw, group)
+    for o, lv in zip(group[1:], lvs[1:]):
+        lw.fused_results[id(o)] = lv
+    return [lvs[0]]
 
 
 HANDLERS = {name: lower_reduce for name in _KIND}

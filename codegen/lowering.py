@@ -37,11 +37,12 @@ from llvmlite import ir
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import CodegenError
 from eggpu.ir.graph import Block, Function, Operation, Value
+from eggpu.ir.ops import ELEMENTWISE, OPS
 from eggpu.ir.types import BlockType
 
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
-from .layout import LV, Layout
+from .layout import LV, Layout, replicas_valid
 from .stripmine import strip_mine, strip_shape
 from .target import check_dot_strategy, max_shared_bytes_of
 
@@ -117,6 +118,8 @@ class Lowerer:
         self.target_name = ""  # the GPU target's name, e.g. "sm_90a" (wgmma needs it; set by lower_function)
         self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
         self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
+        self.blocks: list[Block] = []  # the regions being lowered, innermost last
+        self.fused_results: dict[int, LV] = {}  # id(op) -> result lowered early with a sibling (lower_reduce)
 
     # ------------------------------------------------------------ environment
 
@@ -190,6 +193,13 @@ class Lowerer:
         self.block(self.fn.body)
 
     def block(self, blk: Block) -> list[LV]:
+        self.blocks.append(blk)
+        try:
+            return self._block_ops(blk)
+        finally:
+            self.blocks.pop()
+
+    def _block_ops(self, blk: Block) -> list[LV]:
         from .lower_ops import TABLE
 
         for op in blk.ops:
@@ -243,7 +253,7 @@ class Lowerer:
                 vals.extend(self.elems(lv))
         return vals
 
-    def _rebuild(self, types: list[BlockType], vals: list[ir.Value]) -> list[LV]:
+    def _rebuild(self, types: list[BlockType], vals: list[ir.Value], rep: bool = False) -> list[LV]:
         out, i = [], 0
         for t in types:
             if t.is_scalar:
@@ -251,7 +261,7 @@ class Lowerer:
                 i += 1
             else:
                 n = self.layout(t.shape).per
-                out.append(LV(t, elems=list(vals[i:i + n])))
+                out.append(LV(t, elems=list(vals[i:i + n]), rep=rep))
                 i += n
         return out
 
@@ -297,18 +307,21 @@ class Lowerer:
         region = op.regions[0]
         iv = b.add(lo, b.mul(k, step))
         self.bind(region.args[0], LV(region.args[0].type, u=iv))
+        filled = self._filled_carries(op, inits, carries)
         for i, (a, t, phis) in enumerate(zip(region.args[1:], types, phi_lists)):
             if i in carries:
                 carries[i].begin(self, phis)
                 self.bind(a, carries[i].placeholder(self, t))
             else:
-                self.bind(a, self._rebuild([t], phis)[0])
+                self.bind(a, self._rebuild([t], phis, i in filled)[0])
         ahead = pipe.begin(self, op, k, lo, step, trips, phi_lists[-1]) if pipe is not None else None
         self._push_scope()
         self.loop_depth += 1
         yields = self.block(region)
         self.loop_depth -= 1
         self.current_op = op
+        if any(not replicas_valid(yields[i]) for i in filled):
+            raise self.error("internal: a carried replicated block lost its copies in the loop body")
         new_lists = [carries[i].end(self) if i in carries else self._flatten([y]) for i, y in enumerate(yields)]
         self._pop_scope()
         if pipe is not None:
@@ -328,7 +341,29 @@ class Lowerer:
         if pipe is not None:
             pipe.finish(self)
         for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
-            self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis)[0])
+            self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis, i in filled)[0])
+
+    def _filled_carries(self, op: Operation, inits: list[LV], carries: dict) -> set[int]:
+        """Indices of the loop's carried blocks of a replicated layout whose copies stay filled
+        (:func:`~eggpu.codegen.layout.replicas_valid`), so a reduction after the loop needs no
+        shared memory: the initial value's copies are filled and the body yields a value computed
+        by loads and elementwise ops (not inline asm) from values whose copies are filled, the
+        carried ones included (the greatest such set). Exactly what the handlers mark, which
+        :meth:`_for` checks on the yielded values."""
+        region = op.regions[0]
+        args = region.args[1:]
+        cand = {i for i, (a, lv) in enumerate(zip(args, inits))
+                if i not in carries and not a.type.is_scalar and self.layout(a.type.shape).rep and replicas_valid(lv)}
+        term = region.terminator
+        if not cand or term is None:
+            return set()
+        defs = {id(r): o for o in region.ops for r in o.results}
+        arg_of = {id(a): i for i, a in enumerate(args)}
+        while True:
+            keep = {i for i in cand if _copies_filled(term.operands[i], defs, arg_of, cand, self.env, {})}
+            if keep == cand:
+                return cand
+            cand = keep
 
     def _trip_count(self, lo: ir.Value, hi: ir.Value, step: ir.Value, step_ir: Value) -> ir.Value:
         """Iterations of ``range(lo, hi, step)`` as u32 (0 for step 0)."""
@@ -440,6 +475,27 @@ class Lowerer:
             merged.append(p)
         for r, lv in zip(op.results, self._rebuild(types, merged)):
             self.bind(r, lv)
+
+
+def _copies_filled(v: Value, defs: dict[int, Operation], arg_of: dict[int, int], cand: set[int],
+                   env: dict[int, LV], memo: dict[int, bool]) -> bool:
+    """Whether a loop body's value ``v`` has its replicated copies filled when the carried
+    values ``cand`` (indices, ``arg_of``: region argument -> index) have (``defs``: the body's
+    top-level results -> their op; ``env``: values lowered before the loop). ``splat`` and
+    ``arange`` lower to uniform and lazy values, evaluated at every slot's element."""
+    key = id(v)
+    if key not in memo:
+        if v.type.is_scalar:
+            memo[key] = True
+        elif key in arg_of:
+            memo[key] = arg_of[key] in cand
+        elif key in defs:
+            o = defs[key]
+            memo[key] = o.op in ("splat", "arange") or ((o.op == "load" or (ELEMENTWISE in OPS[o.op].traits and o.op != "inline_asm"))
+                         and all(_copies_filled(x, defs, arg_of, cand, env, memo) for x in o.operands))
+        else:
+            memo[key] = key in env and replicas_valid(env[key])
+    return memo[key]
 
 
 def _const_attr(v: Value) -> int | None:
