@@ -82,13 +82,16 @@ def _pow2_divisor(n: int, cap: int) -> int:
     return d
 
 
+def dot_dims(op: Operation) -> tuple[int, int, int, object]:
+    """``(M, K, N, operand dtype)`` of the 2-D ``dot`` ``op`` (``a: [M, K]``, ``b: [K, N]``)."""
+    a, b = op.operands[0].type, op.operands[1].type
+    return a.shape[0], a.shape[1], b.shape[1], a.dtype
+
+
 def plan_mma(lw, op: Operation) -> MmaPlan | str:
     """The tiling of ``op`` for mma.sync, or the reason it cannot use it (a string)."""
     em: Emitter = lw.em
-    a, b = op.operands[0].type, op.operands[1].type
-    M, K = a.shape
-    N = b.shape[1]
-    dt = a.dtype
+    M, K, N, dt = dot_dims(op)
     tf32 = dt == f32 and op.attrs.get("precision") == "tf32"
     if em.sm is None or em.sm < 80:
         where = f"sm_{em.sm}" if em.sm else "none (a portable build)"
@@ -227,30 +230,37 @@ def _store_swizzled(lw, src: LV, base: ir.Value, cols: int,
     :func:`staging_indices`, computed here when not given). On the GPU a layout chunk is one
     vector store; the host scatters per element in one lane loop."""
     em = lw.em
-    b = em.b
     shape = src.type.shape
     t = em.mem_type(src.type.dtype)
     elems = lw.elems(src)
     w = _chunked(lw, shape, cols)
     if idxs is None:
         idxs = staging_indices(lw, shape, cols)
-    if em.is_ptx:
-        vt = ir.VectorType(t, w)
-        for n, (idx, owned) in enumerate(idxs):
-            val = elems[n * w]
-            if w > 1:
-                val = ir.Constant(vt, ir.Undefined)
-                for i in range(w):
-                    val = b.insert_element(val, elems[n * w + i], I32(i))
-            p = b.gep(base, [idx], source_etype=t)
-            if owned is None:
-                b.store(val, p, align=w * 2)
-            else:
-                with b.if_then(owned):
-                    b.store(val, p, align=w * 2)
+    store_staged(em, base, t, w, idxs, elems)
+
+
+def store_staged(em: Emitter, base: ir.Value, t: ir.Type, w: int,
+                 idxs: list[tuple[ir.Value, ir.Value | None]], elems: list[ir.Value]) -> None:
+    """Store ``elems`` into shared memory at ``base``: entry ``n`` of ``idxs`` (element index,
+    ownership predicate or None) takes ``elems[n*w : (n+1)*w]``. On the GPU each entry is one
+    ``w``-wide vector store (under its predicate); the host scatters per element in one lane loop."""
+    b = em.b
+    if em.is_host:
+        ptrs = [b.gep(em.spread(base), [idx], source_etype=t) for idx, _ in idxs]
+        em.scatter_slots(ptrs, elems, [m for _, m in idxs])
         return
-    ptrs = [b.gep(em.spread(base), [idx], source_etype=t) for idx, _ in idxs]
-    em.scatter_slots(ptrs, elems, [m for _, m in idxs])  # host: one lane loop for the whole block
+    for n, (idx, owned) in enumerate(idxs):
+        val = elems[n * w]
+        if w > 1:
+            val = ir.Constant(ir.VectorType(t, w), ir.Undefined)
+            for i in range(w):
+                val = b.insert_element(val, elems[n * w + i], I32(i))
+        p = b.gep(base, [idx], source_etype=t)
+        if owned is None:
+            b.store(val, p, align=w * 2)
+        else:
+            with b.if_then(owned):
+                b.store(val, p, align=w * 2)
 
 
 # ---------------------------------------------------------------- warp-level primitives

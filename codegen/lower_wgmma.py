@@ -54,8 +54,10 @@ from .lower_mma import (
     SMEM_LIMIT,
     Fragments,
     MmaPlan,
+    dot_dims,
     fragments_to_layout,
     staging_band,
+    store_staged,
     warp_coords,
     zero_fragments,
 )
@@ -128,10 +130,7 @@ def operand_offsets(M: int, N: int, K: int) -> tuple[int, int]:
 def plan_wgmma(lw, op: Operation) -> MmaPlan | str:
     """The tiling of ``op`` for wgmma (``wm = 4G`` warps in one column), or why it cannot use it."""
     em: Emitter = lw.em
-    a, bt = op.operands[0].type, op.operands[1].type
-    M, K = a.shape
-    N = bt.shape[1]
-    dt = a.dtype
+    M, K, N, dt = dot_dims(op)
     where = getattr(lw, "target_name", "") or ("host (emulating sm_90a)" if em.is_host else "unknown")
     if em.is_ptx and getattr(lw, "target_name", "") != "sm_90a":
         return f"wgmma needs the sm_90a target (target: {where})"
@@ -343,7 +342,6 @@ def _stage(lw, src: LV, base: ir.Value, rows: int, cols: int, transposed: bool) 
     layout chunk (``vec`` elements of one row, inside one 16-byte chunk) is one vector store,
     except transposed; the host scatters per element in one lane loop."""
     em: Emitter = lw.em
-    b = em.b
     lay = lw.layout(src.type.shape)
     t = em.mem_type(src.type.dtype)
     elems = lw.elems(src)
@@ -353,22 +351,7 @@ def _stage(lw, src: LV, base: ir.Value, rows: int, cols: int, transposed: bool) 
         r, c = lay.coords(em, j0)
         idxs.append((kmajor_index(em, c, r, rows, cols) if transposed else kmajor_index(em, r, c, rows, cols),
                      lay.owned(em, j0)))
-    if em.is_host:
-        ptrs = [b.gep(em.spread(base), [i], source_etype=t) for i, _ in idxs]
-        em.scatter_slots(ptrs, elems, [o for _, o in idxs])
-        return
-    for n, (idx, owned) in enumerate(idxs):
-        val = elems[n * w]
-        if w > 1:
-            val = ir.Constant(ir.VectorType(t, w), ir.Undefined)
-            for i in range(w):
-                val = b.insert_element(val, elems[n * w + i], I32(i))
-        p = b.gep(base, [idx], source_etype=t)
-        if owned is None:
-            b.store(val, p, align=w * 2)
-        else:
-            with b.if_then(owned):
-                b.store(val, p, align=w * 2)
+    store_staged(em, base, t, w, idxs, elems)
 
 
 def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments) -> Fragments:

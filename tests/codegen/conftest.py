@@ -12,6 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from eggpu.ir import i32
+
 _HOST_CACHE: dict[tuple[str, int, bool], Any] = {}
 
 
@@ -80,3 +82,12 @@ def compare() -> Callable[..., list[Any]]:
 @pytest.fixture
 def jit() -> Callable[..., Any]:
     return host_kernel
+
+
+def load_tile(b, param: str, rows: int, cols: int):
+    """``x[rows, cols]`` loaded row-major from the pointer parameter ``param`` (IR ``Builder`` ops)."""
+    shape = (rows, cols)
+    r = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=rows), axis=1), shape=shape)
+    c = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=cols), axis=0), shape=shape)
+    off = b.op("add", b.op("mul", r, b.op("splat", b.const(cols, i32), shape=shape)), c)
+    return b.op("load", b.op("addptr", b.op("splat", b.param(param), shape=shape), off))

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer
 
-from .conftest import run_compare
+from .conftest import load_tile, run_compare
 
 SPECIALS = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5, 1e-40]
 
@@ -34,11 +34,7 @@ def ref_arg(x: np.ndarray, kind: str) -> int:
 def arg_kernel(dt, rows: int, cols: int, axis: int):
     """idx[k * n_out + j] = arg{max,min}(x[rows, cols], axis) for k = 0 (argmax), 1 (argmin)."""
     b = Builder(f"arg_{dt}_{rows}x{cols}_{axis}", [("x", pointer(dt)), ("idx", pointer(i32))])
-    shape = (rows, cols)
-    r = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=rows), axis=1), shape=shape)
-    c = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=cols), axis=0), shape=shape)
-    off = b.op("add", b.op("mul", r, b.op("splat", b.const(cols, i32), shape=shape)), c)
-    x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=shape), off))
+    x = load_tile(b, "x", rows, cols)
     n_out = cols if axis == 0 else rows
     for k, name in enumerate(("reduce_argmax", "reduce_argmin")):
         red = b.op(name, x, axis=axis)

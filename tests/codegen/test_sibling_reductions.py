@@ -23,7 +23,7 @@ from eggpu.codegen.layout import Layout
 from eggpu.ir import Builder, f32, i32, pointer
 from eggpu.ir.dtypes import f64
 
-from .conftest import run_compare
+from .conftest import load_tile, run_compare
 
 SPECIALS = [np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 2.5, 7.0, 7.0]
 KINDS = ("reduce_max", "reduce_argmax", "reduce_min", "reduce_argmin", "reduce_sum")
@@ -62,11 +62,7 @@ def full_siblings(n: int, dt=f32):
 def row_siblings(rows: int, cols: int):
     """out[k*rows + r] = max / argmax / sum of row r (the rows strategy)."""
     b = Builder(f"sib_rows_{rows}x{cols}", [("x", pointer(f32)), ("out", pointer(f32))])
-    shape = (rows, cols)
-    r = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=rows), axis=1), shape=shape)
-    c = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=cols), axis=0), shape=shape)
-    off = b.op("add", b.op("mul", r, b.op("splat", b.const(cols, i32), shape=shape)), c)
-    x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=shape), off))
+    x = load_tile(b, "x", rows, cols)
     for k, kind in enumerate(("reduce_max", "reduce_argmax", "reduce_sum")):
         red = b.op(kind, x, axis=1)
         if kind == "reduce_argmax":
