@@ -57,6 +57,7 @@ from .llvm_values import (  # noqa: F401 - re-exported: the lowering modules imp
     _float_bits,
     _is_false,
     _is_true,
+    counted_loop,
     elem_type,
     float16_bits,
     is_const_false,
@@ -563,28 +564,15 @@ class Emitter:
             b.store(v, buf)
             bufs_in.append((buf, et))
         bufs_out = [(self.lane_buffer(ir.VectorType(I8 if t == I1 else t, nt)), t) for t in out_types]
-        pre = b.block
-        head = self.new_block("lanes.head")
-        body_bb = self.new_block("lanes.body")
-        done = self.new_block("lanes.done")
-        b.branch(head)
-        b.position_at_end(head)
-        t = b.phi(I32)
-        t.add_incoming(I32(0), pre)
-        b.cbranch(b.icmp_unsigned("<", t, I32(nt)), body_bb, done)
-        b.position_at_end(body_bb)
-        lanes = []
-        for buf, et in bufs_in:
-            v = b.load(b.gep(buf, [I32(0), t], source_etype=buf.allocated_type), typ=I8 if et == I1 else et)
-            lanes.append(b.trunc(v, I1) if et == I1 else v)
-        outs = body(lanes)
-        for (buf, et), o in zip(bufs_out, outs):
-            b.store(b.zext(o, I8) if et == I1 else o, b.gep(buf, [I32(0), t], source_etype=buf.allocated_type))
-        t_next = b.add(t, I32(1))
-        end = b.block
-        b.branch(head)
-        t.add_incoming(t_next, end)
-        b.position_at_end(done)
+        def lane(t: ir.Value) -> None:
+            lanes = []
+            for buf, et in bufs_in:
+                v = b.load(b.gep(buf, [I32(0), t], source_etype=buf.allocated_type), typ=I8 if et == I1 else et)
+                lanes.append(b.trunc(v, I1) if et == I1 else v)
+            for (buf, et), o in zip(bufs_out, body(lanes)):
+                b.store(b.zext(o, I8) if et == I1 else o, b.gep(buf, [I32(0), t], source_etype=buf.allocated_type))
+
+        counted_loop(b, nt, lane, prefix=self.name("lanes"))
         outs = []
         for buf, et in bufs_out:
             v = b.load(buf, typ=ir.VectorType(I8 if et == I1 else et, nt))

@@ -6,6 +6,7 @@ mangling for overloaded intrinsics, and tests for constant-true/false masks."""
 from __future__ import annotations
 
 import struct
+from collections.abc import Callable
 
 from llvmlite import ir
 
@@ -187,3 +188,20 @@ def is_const_true(v: ir.Value | None) -> bool:
 
 def is_const_false(v: ir.Value | None) -> bool:
     return v is not None and _is_false(v)
+
+
+def counted_loop(b: ir.IRBuilder, count: int, body: Callable[[ir.Value], None], prefix: str = "loop") -> None:
+    """``for i in range(count): body(i)`` as an IR loop (i32 counter) at ``b``'s position; ``b``
+    ends positioned after the loop. ``body`` may add blocks of its own."""
+    pre, fn = b.block, b.block.parent
+    head, bb, done = (fn.append_basic_block(f"{prefix}.{x}") for x in ("head", "body", "done"))
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I32)
+    i.add_incoming(I32(0), pre)
+    b.cbranch(b.icmp_unsigned("<", i, I32(count)), bb, done)
+    b.position_at_end(bb)
+    body(i)
+    i.add_incoming(b.add(i, I32(1)), b.block)
+    b.branch(head)
+    b.position_at_end(done)

@@ -44,6 +44,7 @@ from eggpu.ir.graph import Operation
 
 from .emitter import F32, I16, I32, Emitter
 from .layout import LV
+from .llvm_values import counted_loop
 
 MMA_M, MMA_N, MMA_K = 16, 8, 16
 MMA_K_TF32 = 8  # m16n8k8 for TF32 (:mod:`eggpu.codegen.lower_mma_tf32`)
@@ -378,11 +379,7 @@ def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
     fn = ir.Function(em.module, ir.FunctionType(st, [fv] * (n_inputs + 4)), name)
     fn.linkage = "internal"
     fn.attributes.add("noinline")
-    entry = fn.append_basic_block("entry")
-    head = fn.append_basic_block("head")
-    body = fn.append_basic_block("body")
-    done = fn.append_basic_block("done")
-    b = em.builder(entry)
+    b = em.builder(fn.append_basic_block("entry"))
     arr = ir.ArrayType(F32, nt)
 
     def alloca() -> ir.Value:
@@ -396,28 +393,22 @@ def host_mma_function(em: Emitter, name: str, *, n_inputs: int, k_steps: int,
         bufs.append(alloca())
         b.store(v, bufs[-1])
     outs = [alloca() for _ in range(4)]
-    b.branch(head)
-    b.position_at_end(head)
-    t = b.phi(I32)
-    t.add_incoming(I32(0), entry)
-    b.cbranch(b.icmp_unsigned("<", t, I32(nt)), body, done)
-    b.position_at_end(body)
-    quad = b.and_(t, I32(~3))  # first lane of the thread's group of 4
-    col = b.add(b.and_(t, I32(~31)), b.shl(b.and_(t, I32(3)), I32(3)))  # warp's first lane + 8 * (L % 4)
-
-    def elem(buf, lane):
-        return b.load(b.gep(buf, [I32(0), lane], source_etype=arr), typ=F32)
-
     fma = em.declare("llvm.fma.f32", F32, [F32, F32, F32])
-    for i in range(4):
-        acc = elem(bufs[n_inputs + i], t)
-        for k in range(k_steps):
-            (ra, da), (rb, db) = a_source(i, k), b_source(i, k)
-            acc = b.call(fma, [elem(bufs[ra], b.add(quad, I32(da))), elem(bufs[rb], b.add(col, I32(db))), acc])
-        b.store(acc, b.gep(outs[i], [I32(0), t], source_etype=arr))
-    t.add_incoming(b.add(t, I32(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
+
+    def elem(buf, at):
+        return b.load(b.gep(buf, [I32(0), at], source_etype=arr), typ=F32)
+
+    def lane(t: ir.Value) -> None:
+        quad = b.and_(t, I32(~3))  # first lane of the thread's group of 4
+        col = b.add(b.and_(t, I32(~31)), b.shl(b.and_(t, I32(3)), I32(3)))  # warp's first lane + 8 * (L % 4)
+        for i in range(4):
+            acc = elem(bufs[n_inputs + i], t)
+            for k in range(k_steps):
+                (ra, da), (rb, db) = a_source(i, k), b_source(i, k)
+                acc = b.call(fma, [elem(bufs[ra], b.add(quad, I32(da))), elem(bufs[rb], b.add(col, I32(db))), acc])
+            b.store(acc, b.gep(outs[i], [I32(0), t], source_etype=arr))
+
+    counted_loop(b, nt, lane)
     res = ir.Constant(st, ir.Undefined)
     for i in range(4):
         res = b.insert_value(res, b.load(outs[i], typ=fv), i)

@@ -47,7 +47,7 @@ from eggpu.ir.graph import Operation
 
 from .emitter import Emitter
 from .layout import LV
-from .llvm_values import F32, I16, I32, I64, VOID
+from .llvm_values import F32, I16, I32, I64, VOID, counted_loop
 from .lower_mma import (
     MMA_M,
     MMA_N,
@@ -223,22 +223,6 @@ def _descriptor(em: Emitter, addr: ir.Value, S: int, lbo: int = 0) -> ir.Value:
 # ---------------------------------------------------------------- host emulation
 
 
-def _counted(b: ir.IRBuilder, fn: ir.Function, count: int, body) -> None:
-    """``for i in range(count): body(i)`` as an IR loop at ``b``'s position."""
-    pre = b.block
-    head, bb, done = (fn.append_basic_block(x) for x in ("head", "body", "done"))
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I32)
-    i.add_incoming(I32(0), pre)
-    b.cbranch(b.icmp_unsigned("<", i, I32(count)), bb, done)
-    b.position_at_end(bb)
-    body(i)
-    i.add_incoming(b.add(i, I32(1)), b.block)
-    b.branch(head)
-    b.position_at_end(done)
-
-
 def _host_reader(em: Emitter, b: ir.IRBuilder, smem: ir.Value, dt):
     """``(decode, element)`` for :func:`_host_wgmma_helper`: ``decode(desc)`` gives the
     descriptor's ``(start, LBO, SBO, S)`` in bytes, ``element(start, lbo, sbo, S, x, k, mn)`` the
@@ -321,9 +305,9 @@ def _host_wgmma_helper(em: Emitter, dt, n: int, trans_b: bool) -> ir.Function:
                 acc = b.call(fma, [element(*a_fields, row, k), element(*b_fields, col, k, trans_b), acc])
             b.store(acc, p)
 
-        _counted(b, fn, m, reg)
+        counted_loop(b, m, reg)
 
-    _counted(b, fn, nt, lane)
+    counted_loop(b, nt, lane)
     em.b = saved
     res = ir.Constant(st, ir.Undefined)
     for r in range(m):
