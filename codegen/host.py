@@ -39,6 +39,8 @@ from .lowering import LoweredModule, lower_function
 
 HOST_IR_OPT = 1
 """LLVM IR pipeline level (``default<O1>``) for host modules: JIT time matters more than peak speed."""
+HOST_PIPELINE: tuple[str, ...] = ("sroa", "instruction_combine", "simplify_cfg", "sccp", "new_gvn",
+                                   "aggressive_dce", "instruction_combine", "simplify_cfg")
 HOST_IR_OPT_MAX_INSTRUCTIONS = 8000
 """Modules with more instructions skip the IR pipeline. Its time grows faster than linearly:
 the attention-backward kernel of tests/codegen/big_kernels.py (64x64 blocks, 20k
@@ -267,6 +269,25 @@ def _scalar_bits(value: np.generic) -> int:
     return int(raw.view(f"u{raw.itemsize}")[0])
 
 
+def _run_host_pipeline(mod, tm) -> None:
+    """Run :data:`HOST_PIPELINE` on ``mod`` (or LLVM's ``default<O1>`` when it is empty) with a
+    pass builder of its own: llvmlite's run registers instrumentation callbacks into the
+    builder that outlive the run, so a builder is never run twice (see HOST_PIPELINE)."""
+    import llvmlite.binding as llvm
+
+    pto = llvm.create_pipeline_tuning_options(speed_level=HOST_IR_OPT)
+    pto.loop_vectorization = False  # the code is already vectorized across lanes
+    pto.slp_vectorization = False
+    pb = llvm.create_pass_builder(tm, pto)
+    if not HOST_PIPELINE:
+        pb.getModulePassManager().run(mod, pb)
+        return
+    mpm = llvm.create_new_module_pass_manager()
+    for name in HOST_PIPELINE:
+        getattr(mpm, f"add_{name}_pass")()
+    mpm.run(mod, pb)
+
+
 def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
                fast_math: bool = False, sm: int | None = 90, num_stages: int | None = 1,
                dot_strategy: str | None = None) -> HostKernel:
@@ -294,11 +315,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
         if HOST_IR_OPT > 0 and count <= HOST_IR_OPT_MAX_INSTRUCTIONS:
-            pto = llvm.create_pipeline_tuning_options(speed_level=HOST_IR_OPT)
-            pto.loop_vectorization = False  # the code is already vectorized across lanes
-            pto.slp_vectorization = False
-            pb = llvm.create_pass_builder(tm, pto)
-            pb.getModulePassManager().run(mod, pb)
+            _run_host_pipeline(mod, tm)
         engine = llvm.create_mcjit_compiler(mod, tm)
         engine.finalize_object()
         address = engine.get_function_address(lowered.entry)

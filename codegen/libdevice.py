@@ -29,9 +29,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.errors import CodegenError
 
@@ -102,13 +102,13 @@ def _disk_key(sha: str, names: tuple[str, ...], triple: str, data_layout: str) -
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _from_disk(key: str, names: tuple[str, ...]) -> tuple[llvm_binding.ModuleRef, bytes] | None:
+def _from_disk(key: str, names: tuple[str, ...], context=None) -> tuple[llvm_binding.ModuleRef, bytes] | None:
     """The stored subset (parsed, and its bytes), or None when there is none or it is not usable."""
     data = disk_get("libdevice", "EGGPU_LIBDEVICE_CACHE", key, ".bc")
     if data is None:
         return None
     try:
-        mod = _parse_bitcode(data, key)
+        mod = _parse_bitcode(data, key, context)
     except CodegenError:
         return None
     if not all(_defines(mod, n) for n in names):
@@ -116,11 +116,11 @@ def _from_disk(key: str, names: tuple[str, ...]) -> tuple[llvm_binding.ModuleRef
     return mod, data
 
 
-def _parse_bitcode(data: bytes, what: str) -> llvm_binding.ModuleRef:
+def _parse_bitcode(data: bytes, what: str, context=None) -> llvm_binding.ModuleRef:
     import llvmlite.binding as llvm
 
     try:
-        return llvm.parse_bitcode(data)
+        return llvm.parse_bitcode(data, context=context)
     except RuntimeError as exc:
         raise CodegenError(f"cannot read libdevice bitcode {what}: {exc}") from exc
 
@@ -132,8 +132,9 @@ def _defines(mod: llvm_binding.ModuleRef, name: str) -> bool:
         return False
 
 
-def strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
-    """Internalize every definition but ``names``, then drop whatever nothing kept reaches."""
+def internalize(mod: llvm_binding.ModuleRef, names: Sequence[str]) -> None:
+    """Give every definition but ``names`` internal linkage, so dead-code elimination may
+    drop whatever the kept ones do not reach."""
     import llvmlite.binding as llvm
 
     keep = set(names)
@@ -143,6 +144,14 @@ def strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) ->
     for gv in mod.global_variables:
         if not gv.is_declaration:
             gv.linkage = llvm.Linkage.internal
+
+
+def strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) -> None:
+    """Internalize every definition but ``names``, then drop whatever nothing kept reaches.
+    ``pass_builder`` must be new and is used up (one run per builder: eggpu.codegen.ptx._run)."""
+    import llvmlite.binding as llvm
+
+    internalize(mod, names)
     mpm = llvm.create_new_module_pass_manager()
     mpm.add_global_dead_code_eliminate_pass()
     mpm.add_strip_dead_prototype_pass()
@@ -150,13 +159,16 @@ def strip_to(mod: llvm_binding.ModuleRef, names: Sequence[str], pass_builder) ->
 
 
 def libdevice_subset(
-    names: Sequence[str], triple: str, data_layout: str, pass_builder
+    names: Sequence[str], triple: str, data_layout: str, new_pass_builder: Callable[[], Any], *,
+    context=None,
 ) -> llvm_binding.ModuleRef:
     """A new module with libdevice's definitions of ``names`` and all they reach, for linking.
 
     ``names``: ``__nv_*`` functions (sorted by the caller, so equal sets share a cache entry).
     ``triple``/``data_layout``: set on the module, as the kernel module has them.
-    ``pass_builder``: an llvmlite pass builder for the target (runs the dead-code pass).
+    ``new_pass_builder``: makes a new llvmlite pass builder for the target, called only when
+    the subset is cut (for the dead-code pass; one builder per run, see :func:`strip_to`). ``context``: the LLVM context to parse into (the
+    kernel module's; None: LLVM's global context).
     The module is the caller's to consume (``link_in`` destroys it). Looked up in the process,
     then on disk, before libdevice itself is parsed (see the module docstring). Raises
     :class:`LibdeviceMissing` for names libdevice does not define, CodegenError when the file
@@ -169,19 +181,19 @@ def libdevice_subset(
         key = (fkey, names, triple, data_layout)
         cached = _subsets.get(key)
         if cached is not None:
-            mod = _parse_bitcode(cached, f"subset of {path}")
+            mod = _parse_bitcode(cached, f"subset of {path}", context)
             mod.triple, mod.data_layout = triple, data_layout
             return mod
         data, sha = _read(fkey)
         dkey = _disk_key(sha, names, triple, data_layout)
-        stored = _from_disk(dkey, names)
+        stored = _from_disk(dkey, names, context)
         if stored is None:
-            mod = _parse_bitcode(data, str(path))
+            mod = _parse_bitcode(data, str(path), context)
             missing = [n for n in names if not _defines(mod, n)]
             if missing:
                 raise LibdeviceMissing(missing)
             mod.triple, mod.data_layout = triple, data_layout
-            strip_to(mod, names, pass_builder)
+            strip_to(mod, names, new_pass_builder())
             subset = mod.as_bitcode()
             disk_put("libdevice", "EGGPU_LIBDEVICE_CACHE", dkey, ".bc", subset, KEEP)
         else:

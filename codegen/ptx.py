@@ -53,7 +53,7 @@ from typing import TYPE_CHECKING, TypeVar
 from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FAST_MATH_FLAGS, fp_flags
-from .libdevice import LibdeviceMissing, libdevice_subset, strip_to
+from .libdevice import LibdeviceMissing, internalize, libdevice_subset
 from .target import Target, get_target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -333,11 +333,11 @@ def _mark_kernel_text(text: str, fn_name: str, num_threads: int) -> str:
 # ---------------------------------------------------------------- emission
 
 
-def _parse(text: str, what: str) -> llvm_binding.ModuleRef:
+def _parse(text: str, what: str, context=None) -> llvm_binding.ModuleRef:
     import llvmlite.binding as llvm
 
     try:
-        mod = llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(text, context=context)
     except RuntimeError as exc:
         raise CodegenError(f"{what}: LLVM IR does not parse: {str(exc).strip()}") from exc
     try:
@@ -347,11 +347,12 @@ def _parse(text: str, what: str) -> llvm_binding.ModuleRef:
     return mod
 
 
-def _reflect_flag_module(ftz: bool, triple: str, data_layout: str) -> llvm_binding.ModuleRef:
+def _reflect_flag_module(ftz: bool, triple: str, data_layout: str, context=None) -> llvm_binding.ModuleRef:
     import llvmlite.binding as llvm
 
     mod = llvm.parse_assembly(
-        f'!llvm.module.flags = !{{!0}}\n!0 = !{{i32 4, !"nvvm-reflect-ftz", i32 {int(ftz)}}}\n'
+        f'!llvm.module.flags = !{{!0}}\n!0 = !{{i32 4, !"nvvm-reflect-ftz", i32 {int(ftz)}}}\n',
+        context=context,
     )
     mod.triple = triple
     mod.data_layout = data_layout
@@ -366,24 +367,49 @@ def _link(dst, src, what: str) -> None:
 
 
 def _optimize(mod, tm, options: PtxOptions) -> None:
+    """Run the IR pipeline of ``options`` on ``mod``, whose non-entry symbols are internal; the
+    first pass manager ends with dead-code elimination, so what the entry does not reach is
+    gone before anything expensive runs. Each pass manager runs with a pass builder of its own
+    (:func:`_run`)."""
     import llvmlite.binding as llvm
 
     if options.pipeline == "none":
+        _run(mod, _dead_strip(llvm.create_new_module_pass_manager()), tm, options, 0)
         return
     if options.pipeline.startswith("O"):
-        pb = _pass_builder(tm, options, options.speed_level)
-        pb.getModulePassManager().run(mod, pb)
+        _run(mod, None, tm, options, options.speed_level)
         return
     # light: LLVM's default<O0> first, for the NVPTX pipeline-start passes (NVVMReflect folds
-    # libdevice's __nvvm_reflect branches before they are optimized) and always-inlining
-    pb0 = _pass_builder(tm, options, 0)
-    pb0.getModulePassManager().run(mod, pb0)
-    pb = _pass_builder(tm, options, 2)
+    # libdevice's __nvvm_reflect branches before they are optimized; NVVMIntrRange bounds
+    # %tid/%ntid by the kernel's reqntid, which lets instcombine narrow masks) and inlining
+    _run(mod, None, tm, options, 0, then_strip=True)
     mpm = llvm.create_new_module_pass_manager()
     for name in LIGHT_PIPELINE:
         getattr(mpm, f"add_{name}_pass")()
+    _run(mod, _dead_strip(mpm), tm, options, 2)
+
+
+def _dead_strip(mpm):
     mpm.add_global_dead_code_eliminate_pass()
     mpm.add_strip_dead_prototype_pass()
+    return mpm
+
+
+def _run(mod, mpm, tm, options: PtxOptions, speed_level: int, *, then_strip: bool = False) -> None:
+    """Run ``mpm`` (None: LLVM's ``default<speed_level>`` pipeline, with dead-code stripping
+    appended when ``then_strip``) on the module with a pass builder made for this one run.
+
+    Why one builder per run: llvmlite's run registers the run's instrumentation callbacks in
+    the builder's callback list and frees the instrumentation when it returns, so a second
+    run on the same builder would call the first run's freed callbacks; and building LLVM's
+    default pipelines or running them leaks tens of KiB per builder in llvmlite (the callback
+    list is never freed), which is why eggpu runs as few of them as it can (see
+    docs/codegen.md, "Memory of a long-lived process")."""
+    pb = _pass_builder(tm, options, speed_level)
+    if mpm is None:
+        mpm = pb.getModulePassManager()
+        if then_strip:
+            _dead_strip(mpm)
     mpm.run(mod, pb)
 
 
@@ -412,6 +438,7 @@ def emit_ptx(
     a missing or unmarked entry, an unknown ``__nv_*`` function, or PTX whose header does
     not match the target; ToolchainError when libdevice is needed but not installed.
     """
+    import llvmlite.binding as llvm
 
     target = get_target(target)
     if not target.is_gpu:
@@ -420,7 +447,10 @@ def emit_ptx(
     with _LOCK:
         tm = target_machine(target, options)
         _apply_cl_options(options)
-        mod = _parse(llvm_module_text, what)
+        # a context per compile: what LLVM keeps in a context (metadata, constants, types of
+        # every module parsed into it) is freed with it, not kept for the life of the process
+        context = llvm.create_context()
+        mod = _parse(llvm_module_text, what, context)
         fn = mod.get_function(entry) if entry in {f.name for f in mod.functions} else None
         if fn is None or fn.is_declaration:
             raise CodegenError(f"{what}: the module has no definition of the entry function {entry!r}")
@@ -428,19 +458,20 @@ def emit_ptx(
         mod.triple = target.triple
         mod.data_layout = data_layout
 
-        _link(mod, _reflect_flag_module(fast_math, target.triple, data_layout), "the nvvm-reflect-ftz flag")
+        flags = _reflect_flag_module(fast_math, target.triple, data_layout, context)
+        _link(mod, flags, "the nvvm-reflect-ftz flag")
         used = tuple(
             sorted(f.name for f in mod.functions if f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX))
         )
-        pb0 = _pass_builder(tm, options, 0)
         if used:
             try:
-                subset = libdevice_subset(used, target.triple, data_layout, pb0)
+                subset = libdevice_subset(used, target.triple, data_layout,
+                                          lambda: _pass_builder(tm, options, 0), context=context)
             except LibdeviceMissing as exc:
                 raise CodegenError(f"{what}: {exc}") from exc
             _link(mod, subset, "libdevice")
 
-        strip_to(mod, (entry,), pb0)
+        internalize(mod, (entry,))
         _optimize(mod, tm, options)
         try:
             mod.verify()
@@ -448,6 +479,11 @@ def emit_ptx(
             raise CodegenError(f"{what}: module no longer verifies after optimization: {exc}") from exc
         optimized = str(mod)
         ptx = tm.emit_assembly(mod)
+        # the modules go before their context (disposing a context frees its modules)
+        del mod, fn, flags
+        if used:
+            del subset
+        context.close()
     _check_ptx(ptx, target, entry, what)
     return PtxResult(
         ptx=ptx, llvm_ir_optimized=optimized, libdevice_functions_used=used, target=target, entry=entry

@@ -20,6 +20,7 @@ import re
 import subprocess
 import tempfile
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -106,7 +107,11 @@ def parse_ptxas_log(log: str) -> tuple[FunctionResources, ...]:
     return tuple(FunctionResources(name, name in entries, **info) for name, info in funcs.items())
 
 
-_cache: dict[str, PtxasReport] = {}
+CACHE_SIZE = 64
+"""ptxas results kept per process (each holds its cubin), least recently used dropped first:
+a process compiling thousands of kernels keeps a bounded amount (see docs/codegen.md, Memory
+of a long-lived process)."""
+_cache: OrderedDict[str, PtxasReport] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -145,6 +150,8 @@ def run_ptxas(ptx: str, target: Target | str, *, extra_args: tuple[str, ...] = (
     ).hexdigest()
     with _cache_lock:
         hit = _cache.get(key)
+        if hit is not None:
+            _cache.move_to_end(key)
     if hit is not None:
         return hit
     with tempfile.TemporaryDirectory(prefix="eggpu-ptxas-") as tmp:
@@ -178,4 +185,6 @@ def run_ptxas(ptx: str, target: Target | str, *, extra_args: tuple[str, ...] = (
     )
     with _cache_lock:
         _cache[key] = report
+        while len(_cache) > CACHE_SIZE:
+            _cache.popitem(last=False)
     return report

@@ -31,7 +31,8 @@ pytestmark = pytest.mark.skipif(_missing is not None, reason=f"libdevice not fou
 
 def _args():
     tm = target_machine("sm_90")
-    return "nvptx64-nvidia-cuda", str(tm.target_data), ptx._pass_builder(tm, ptx.DEFAULT_PTX_OPTIONS, 0)
+    return ("nvptx64-nvidia-cuda", str(tm.target_data),
+            lambda: ptx._pass_builder(tm, ptx.DEFAULT_PTX_OPTIONS, 0))
 
 
 def _defined(mod) -> list[str]:
@@ -45,11 +46,11 @@ def _fresh_cache():
     libdevice.clear_cache()
 
 
-def _whole_libdevice(names, triple, data_layout, pass_builder):
+def _whole_libdevice(names, triple, data_layout, new_pass_builder, *, context=None):
     """The link input before subsets: all of libdevice, names checked after parsing."""
     import llvmlite.binding as llvm
 
-    mod = llvm.parse_bitcode(toolchain.find_libdevice().read_bytes())
+    mod = llvm.parse_bitcode(toolchain.find_libdevice().read_bytes(), context=context)
     missing = [n for n in names if n not in {f.name for f in mod.functions if not f.is_declaration}]
     if missing:
         raise LibdeviceMissing(missing)
@@ -152,9 +153,9 @@ def _count_libdevice_parses(monkeypatch) -> list[str]:
     seen: list[str] = []
     real = libdevice._parse_bitcode
 
-    def counting(data, what):
+    def counting(data, what, context=None):
         seen.append(what)
-        return real(data, what)
+        return real(data, what, context)
 
     monkeypatch.setattr(libdevice, "_parse_bitcode", counting)
     return seen
