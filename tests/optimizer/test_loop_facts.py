@@ -98,3 +98,23 @@ def test_optimized_loop_matches_numpy(n):
         y = np.zeros(1, np.float32)
         interpret(f, 1, x, y, n)
         np.testing.assert_allclose(y[0], x[:n].sum(dtype=np.float64), rtol=1e-4)
+
+
+def test_seeds_state_the_loop_and_outer_arange_facts():
+    from eggpu.optimizer.analyses import fact_seeds
+    from eggpu.optimizer.encode import encode
+
+    fn = parse_function(_loop())
+    enc = encode(fn)
+    seeds = fact_seeds(fn, enc.leaves)
+    iv = enc.leaves[enc.leaf_of[id(fn.body.ops[6].regions[0].args[0])]].term()
+    n = enc.leaves[enc.leaf_of[id(fn.params[2])]].term()
+    arange = enc.leaves[enc.leaf_of[id(fn.body.ops[4].results[0])]].term()  # opaque inside the loop
+    assert f"(set (LowerBound {iv}) 0) (set (UpperBound {iv}) {2**31 - 16})" in seeds
+    assert f"(Divisible {iv} 16)" in seeds
+    assert f"(set (LowerBound (Lt (I32) {iv} {n})) 1)" in seeds
+    assert f"(set (LowerBound {arange}) 0) (set (UpperBound {arange}) 15)" in seeds
+    # a computed bound: the range and divisor stay, iv < hi is not stated
+    fn = parse_function(_loop(hi="%h"))
+    enc = encode(fn)
+    assert "(Lt (I32)" not in fact_seeds(fn, enc.leaves)
