@@ -164,7 +164,7 @@ def _outer_value_bounds(leaf: Any) -> list[str]:
         return []
     if getattr(owner, "op", None) == "arange":
         lo, hi = int(owner.attrs["start"]), int(owner.attrs["end"]) - 1
-    elif (c := _const_int(leaf.value)) is not None and (t.dtype.is_signed or c >= 0):
+    elif (c := _const_int(leaf.value)) is not None and (t.dtype.is_signed or 0 <= c < 1 << 63):  # egglog i64
         lo = hi = c
     else:
         return []
