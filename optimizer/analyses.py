@@ -20,6 +20,8 @@ verifier proves like every rule: a guard ``(NotNan x)`` becomes the assumption
 
 from __future__ import annotations
 
+import math
+from dataclasses import dataclass
 from typing import Any
 
 # z3 is imported inside the predicates: the schema (and with it a cache hit) never needs it
@@ -75,7 +77,9 @@ def fact_seeds(fn: Any, leaves: Any) -> str:
     """egglog commands that seed the analyses from ``fn.facts`` (:mod:`eggpu.ir.facts`): a
     ``divK`` parameter is ``Divisible`` by the power of two in ``K`` (and by 16 when that is
     more, so facts meet at one divisor), and under ``offsets_i32`` every ``program_id`` is at most
-    ``2**31 // block - 1``. ``leaves``: the encoding's leaf id -> Leaf map. Translation validation
+    ``2**31 // block - 1``; a ``for`` loop's induction variable gets the range and divisibility
+    its constant ``lo`` and ``step`` imply (:func:`loop_iv_facts`: the IR's semantics, not a
+    launch fact). ``leaves``: the encoding's leaf id -> Leaf map. Translation validation
     assumes the same facts (:func:`eggpu.optimizer.validate.validate`)."""
     facts = fn.facts
     lines = []
@@ -88,6 +92,21 @@ def fact_seeds(fn: Any, leaves: Any) -> str:
         d = facts.divisor(p.name)
         for k in sorted({d, min(d, 16)} - {1}):
             lines.append(f"({'Divisible'} {leaf.term()} {k})")
+    for leaf in leaves.values():
+        lines += _outer_value_bounds(leaf)
+    by_value = {id(leaf.value): leaf for leaf in leaves.values()}
+    for lf in loop_iv_facts(fn):
+        leaf = by_value.get(id(lf.iv))
+        if leaf is None:  # the body does not use its induction variable
+            continue
+        iv = leaf.term()
+        lines.append(f"(set (LowerBound {iv}) {lf.lo}) (set (UpperBound {iv}) {lf.hi_max})")
+        lines += [f"(Divisible {iv} {k})" for k in sorted({lf.p, min(lf.p, 16)} - {1})]
+        hi = by_value.get(id(lf.hi)) if lf.hi is not None else None
+        if hi is not None:
+            # iv < hi, stated as the range of a comparison term: the term names the loop's own
+            # induction variable, so it only ever occurs where the fact holds
+            lines.append(f"(set (LowerBound (Lt (I32) {iv} {hi.term()})) 1)")
     top = facts.program_id_max
     if top is not None:
         axes = sorted({op.attrs["axis"] for op in fn.walk() if op.op == "program_id"})
@@ -95,4 +114,69 @@ def fact_seeds(fn: Any, leaves: Any) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["ANALYSES", "declarations", "fact_seeds", "float_predicate", "int_predicate"]
+@dataclass(frozen=True)
+class LoopFacts:
+    """What a ``for`` loop's semantics says about its induction variable ``iv`` (see
+    :func:`loop_iv_facts`): ``lo <= iv <= hi_max``, ``iv`` a multiple of the power of two ``p``
+    (1: nothing known) and, when ``hi`` is not None (a kernel parameter), ``iv < hi``."""
+
+    iv: Any
+    lo: int
+    hi_max: int
+    p: int
+    hi: Any = None
+
+
+def loop_iv_facts(fn: Any) -> list[LoopFacts]:
+    """What the IR's ``for`` semantics (Python's ``range(lo, hi, step)`` over i32 scalars) says
+    about the induction variable of every ``for`` whose ``lo`` and ``step`` are constants with
+    ``step > 0``. The body runs only for ``lo <= iv < hi`` with ``hi`` an i32 (so ``iv <= 2**31 -
+    2``) and ``iv = lo + j * step``, so ``hi_max`` is the largest such value up to ``2**31 - 2``
+    and ``p`` the largest power of two dividing both ``step`` and ``lo`` (for ``lo == 0``:
+    ``step``'s). ``iv < hi`` is stated when ``hi`` is a kernel parameter (a value every region
+    names alike). Loops with a runtime ``lo`` or ``step``, a non-positive step or ``lo > 2**31 -
+    2`` (the body never runs) give nothing. The e-graph is seeded with these facts
+    (:func:`fact_seeds`) and translation validation assumes the same ones."""
+    out = []
+    top = (1 << 31) - 2
+    params = {id(p) for p in fn.params}
+    for op in fn.walk():
+        if op.op != "for" or not op.regions or not op.regions[0].args:
+            continue
+        lo, step = _const_int(op.operands[0]), _const_int(op.operands[2])
+        if lo is None or step is None or step <= 0 or lo > top:
+            continue
+        hi_max = lo + (top - lo) // step * step
+        g = step if lo == 0 else math.gcd(step, abs(lo))
+        hi = op.operands[1] if id(op.operands[1]) in params else None
+        out.append(LoopFacts(op.regions[0].args[0], lo, hi_max, g & -g, hi))
+    return out
+
+
+def _outer_value_bounds(leaf: Any) -> list[str]:
+    """Range facts of a leaf that is an ``arange`` or integer ``const`` of an enclosing region
+    (a loop body sees the function's ``arange`` as an opaque value; its lanes are still
+    ``start..end-1``). Translation validation needs no assumption for them: it evaluates pure
+    values of enclosing regions by their definitions."""
+    owner = getattr(leaf.value, "owner", None)
+    t = leaf.value.type
+    if t.is_pointer or not t.dtype.is_int:
+        return []
+    if getattr(owner, "op", None) == "arange":
+        lo, hi = int(owner.attrs["start"]), int(owner.attrs["end"]) - 1
+    elif (c := _const_int(leaf.value)) is not None and (t.dtype.is_signed or 0 <= c < 1 << 63):  # egglog i64
+        lo = hi = c
+    else:
+        return []
+    return [f"(set (LowerBound {leaf.term()}) {lo}) (set (UpperBound {leaf.term()}) {hi})"]
+
+
+def _const_int(v: Any) -> int | None:
+    """The value of ``v`` when a ``const`` op defines it, else None."""
+    owner = getattr(v, "owner", None)
+    if getattr(owner, "op", None) == "const" and isinstance(owner.attrs.get("value"), int):
+        return int(owner.attrs["value"])
+    return None
+
+
+__all__ = ["ANALYSES", "declarations", "fact_seeds", "float_predicate", "int_predicate", "loop_iv_facts", "LoopFacts"]

@@ -272,6 +272,9 @@ class _Inst:
     def leaf(self, name: str) -> str:
         """``(Opaque t id)`` for a term variable: ``t`` its inferred dtype (an ill-typed
         instance, used for guard tests only: the first dtype variable's value)."""
+        if name not in self.leaves and (bound := self._bound_term(name)) is not None:
+            # a guard (= v (Ctor ...)) names a term: its facts are about that term, not a leaf
+            self.leaves[name] = self.text(bound)
         if name not in self.leaves:
             ty = self.types.get(name)
             ptr = ty is not None and not isinstance(ty, DType)
@@ -281,6 +284,20 @@ class _Inst:
             d = CONSTRUCTOR_DTYPES[self.swap.get(DTYPE_CONSTRUCTORS[d], DTYPE_CONSTRUCTORS[d])]
             self.leaves[name] = f"({'OpaquePtr' if ptr else 'Opaque'} ({DTYPE_CONSTRUCTORS[d]}) {len(self.leaves) + 1})"
         return self.leaves[name]
+
+    def _bound_term(self, name: str) -> SList | None:
+        """The constructor term a guard ``(= name (Ctor ...))`` binds ``name`` to (not the rule's
+        own pattern, which an analysis rule binds the same way), else None."""
+        pattern = _lhs_of(self.scope.rule)
+        for g in self.scope.rule.guards:
+            if g.head != "=" or len(g.items) != 3:
+                continue
+            a, b = g.items[1], g.items[2]
+            for x, y in ((a, b), (b, a)):
+                if (isinstance(x, Atom) and x.text == name and isinstance(y, SList) and y.head in CONSTRUCTORS
+                        and y is not pattern):
+                    return y
+        return None
 
     def text(self, node: Sx) -> str:
         if isinstance(node, Atom):

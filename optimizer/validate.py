@@ -74,6 +74,7 @@ from eggpu.ir.dtypes import DType, i32, round_float
 from eggpu.ir.ops import Trait
 
 from . import z3ops
+from .analyses import loop_iv_facts
 from .decode import MASK_OPERAND
 from .rule_budget import SessionModel
 from .validate_solver import Validation, _Checker, abstract_fp_rem
@@ -391,7 +392,8 @@ def validate(before: Function, after: Function, *, timeout_ms: int = 2000, total
 def _launch_facts(fn: Function, mode: str) -> list[z3.BoolRef]:
     """What the launch-time specialization facts (checked at every launch) say about the shared
     symbols: a ``divK`` integer parameter is a multiple of the power of two in ``K``; under
-    ``offsets_i32`` every grid axis has at most ``2**31 // block`` programs."""
+    ``offsets_i32`` every grid axis has at most ``2**31 // block`` programs; and what the
+    ``for`` semantics says of each induction variable (:func:`.analyses.loop_iv_facts`)."""
     out = []
     for i, p in enumerate(fn.params):
         t = p.type
@@ -401,6 +403,14 @@ def _launch_facts(fn: Function, mode: str) -> list[z3.BoolRef]:
         if 1 < d < (1 << t.dtype.bits):
             x = z3.Const(f"param{i}", _sort(t, mode))
             out.append(x & (d - 1) == 0)
+    # the body of a counted loop runs only for the induction values the IR's semantics allows
+    # (the optimizer's e-graph is seeded with the same facts: analyses.fact_seeds)
+    arg_names = _skeleton(fn)[0]
+    for lf in loop_iv_facts(fn):
+        x = z3.Const(arg_names[id(lf.iv)], _sort(lf.iv.type, mode))
+        out += [x >= lf.lo, x <= lf.hi_max] + ([x & (lf.p - 1) == 0] if lf.p > 1 else [])
+        if lf.hi is not None:
+            out.append(x < z3.Const(arg_names[id(lf.hi)], _sort(lf.hi.type, mode)))
     if fn.facts.block:
         top = (1 << 31) // fn.facts.block
         out += [z3.ULE(z3.BitVec(f"num_programs_{a}", 32), top) for a in range(3)]

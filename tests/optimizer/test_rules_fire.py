@@ -82,6 +82,11 @@ HAND: dict[str, list[tuple]] = {
     "range-add-signed": [('(Add (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Const (I32) 16)))',
                           {"LowerBound": 16, "UpperBound": 31}, (), RANGES)],
     # a guard on a fact the example asserts by hand
+    "lt-offset-bound": [('(Lt (I32) (Add (I32) (Splat (I32) "16" (Opaque (I32) 1)) (Arange (I32) 0 16))'
+                         ' (Splat (I32) "16" (Opaque (I32) 2)))',
+                         '(Lt (I32) (Arange (I32) 0 16) (Splat (I32) "16" (Sub (I32) (Opaque (I32) 2) (Opaque (I32) 1))))',
+                         ("(set (LowerBound (Opaque (I32) 1)) 0)", "(set (UpperBound (Opaque (I32) 1)) 2147483632)",
+                          "(set (LowerBound (Lt (I32) (Opaque (I32) 1) (Opaque (I32) 2))) 1)"), RANGES)],
     "div-pow2-nonneg": [('(Div (I32) (Opaque (I32) 1) (Splat (I32) "16" (Const (I32) 64)))',
                          '(Shr (I32) (Opaque (I32) 1) (Splat (I32) "16" (Const (I32) 6)))',
                          ("(set (LowerBound (Opaque (I32) 1)) 0)",), ())],
@@ -169,6 +174,8 @@ _MERGE = "(Addptr (I32) (I32) (Addptr (I32) (I32) (OpaquePtr (I32) 1) (Opaque (I
 _MERGE_U = "(Addptr (I32) (U32) (Addptr (I32) (U32) (OpaquePtr (I32) 1) (Opaque (U32) 2)) (Opaque (U32) 3))"
 _HOIST = ("(Addptr (I32) (I32) (Splat (I32) \"16\" (OpaquePtr (I32) 1)) (Add (I32) (Splat (I32) \"16\" (Opaque (I32) 2))"
           " (Opaque (I32) 3)))")
+_OFFSET_LT = '(Lt (I32) (Add (I32) (Splat (I32) "16" (Opaque (I32) 1)) (Opaque (I32) 3)) (Splat (I32) "16" (Opaque (I32) 2)))'
+_BELOW = "(set (LowerBound (Lt (I32) (Opaque (I32) 1) (Opaque (I32) 2))) 1)"
 _SIGNED_LOW_SUM = "(>= (>> l (- w 1)) -1)"
 _UNSIGNED_HIGH_SUM = "(<= (>> h (- w 1)) 1)"
 
@@ -195,6 +202,9 @@ def _shl_divisible(splat: bool) -> list[tuple]:
 #: rule -> (guard, a near miss that fires: (term, facts), the same with only that guard false);
 #: for the guards on values that no pool value violates (rx.unblocked_value_guards)
 HAND_NEGATIVES: dict[str, list[tuple]] = {
+    "lt-offset-bound": [("(<= (>> (+ (UpperBound i) (UpperBound x)) (- w 1)) 0)",
+                         (_OFFSET_LT, _bounds(_O1, 0, 2147483632) + _bounds(_O3, 0, 15) + (_BELOW,)),
+                         (_OFFSET_LT, _bounds(_O1, 0, 2147483633) + _bounds(_O3, 0, 15) + (_BELOW,)))],
     "addptr-merge-signed": [(_SIGNED_LOW_SUM, (_MERGE, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
                              (_MERGE, _bounds(_O2, _I32_MIN, 15) + _bounds(_O3, -1, 15)))],
     "addptr-hoist-signed": [(_SIGNED_LOW_SUM, (_HOIST, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
