@@ -392,3 +392,28 @@ def test_k_major_b_is_not_pipelined_and_stages_over_the_limit_are_an_error():
     fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
     with pytest.raises(CodegenError, match=r"^mm_iv.*num_stages=5 x 49152 bytes per stage.*232448 bytes"):
         compile_ptx_module(fn, "sm_90a", num_warps=8, num_stages=5, dot_strategy="wgmma")
+
+
+@pytest.mark.parametrize("dt,K,stages", [("f16", 77, 3), ("bf16", 64, 2)])
+def test_tutorial_carried_pointers_pipelined_wgmma(dt, K, stages):
+    """Triton's tutorial loop (pointers carried, ``+= BK``): the lane-pair 16-byte copies of
+    mma_pipeline into the descriptors' layout; run_cpu bit for bit the sequential sum with NaN
+    padding, and ptxas accepts the PTX without spills or serialized wgmma."""
+    from eggpu.codegen.ptxas import run_ptxas
+
+    from .test_mma_pipeline import TUTORIAL_FACTS, _padded, _sequential, mm_tutorial
+
+    M, N = 70, 100
+    rng = np.random.default_rng(K)
+    lda, ldb = -(-K // 16) * 16 + 16, -(-N // 16) * 16 + 16
+    a, b = _padded(rng, M, K, lda, dt), _padded(rng, K, N, ldb, dt)
+    c = np.zeros((M, N), np.float32)
+    inst = mm_tutorial.specialize(a, b, c, M, N, K, lda, 1, ldb, 1, N, 1, BM=64, BN=128, BK=32)
+    ck = eggpu.compile(inst, "sm_90a", num_warps=4, num_stages=stages, specialize=TUTORIAL_FACTS,
+                       optimize=False, cache=False, dot_strategy="wgmma")
+    (d,) = ck.report["dot"]
+    assert d["pipelined"] and "cp.async of 16/16 bytes" in d["reason"], d
+    ck.run_cpu((2, 1), a, b, c, M, N, K, lda, 1, ldb, 1, N, 1)
+    np.testing.assert_array_equal(c, _sequential(a[:, :K], b[:, :N]))
+    rep = run_ptxas(ck.ptx, "sm_90a")
+    assert rep.spills_stores == 0 and "serialized" not in rep.log, rep.log
