@@ -9,6 +9,9 @@ Cases (each compiled with ``eggpu.compile`` for the device's target, launched wi
   emulation of the same data movement), and the strategy of ``ck.report["dot"]`` is recorded;
 - ``dot ... wgmma``: the same on the opt-in ``wgmma`` strategy (``target="sm_90a",
   dot_strategy="wgmma"``, :data:`WGMMA_TILES`), on sm_90 devices only (``Case.options``);
+  then again on :data:`PIPE_SHAPE` (multiples of 16, not of the tiles) with the launch facts
+  :data:`PIPE_FACTS`, where the K loop is cp.async-pipelined (``num_stages`` default 3) and one
+  wgmma group stays in flight (``pipelined`` in the recorded ``dot`` report);
 - ``minmax``: ``tl.minimum``/``tl.maximum`` of every pair of NaN, ±0, ±inf, subnormal and normal
   values, and ``tl.min``/``tl.max`` row reductions, in f32/f64/f16/bf16: the GPU must match the
   interpreter bit for bit (NaN ignored, -0.0 < +0.0: PTX ``min``/``max``).
@@ -31,6 +34,8 @@ DOT_TILES = ((32, 32, 16), (64, 64, 32), (128, 64, 32))
 DOT_SHAPE = (300, 260, 200)  # M, N, K: ragged for every tile
 WGMMA_TILES = (((64, 64, 32), 4), ((128, 128, 32), 4), ((128, 64, 64), 8))  # (BM, BN, BK), num_warps
 WGMMA_OPTIONS = {"target": "sm_90a", "dot_strategy": "wgmma"}
+PIPE_SHAPE = (336, 272, 208)  # M, N, K: multiples of 16 (16-byte cp.async pieces), ragged for every tile
+PIPE_FACTS = {"M": "div16", "N": "div16", "K": "div16", "a_ptr": "align16", "b_ptr": "align16"}
 SPECIALS = [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 1e-40, -1e-40, 3.5, -2.25]
 
 
@@ -83,8 +88,9 @@ def _copy(args: list[Any]) -> list[Any]:
     return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
 
 
-def _dot_case(dt: str, tiles: tuple[int, int, int], options: dict[str, Any] | None = None) -> Case:
-    M, N, K = DOT_SHAPE
+def _dot_case(dt: str, tiles: tuple[int, int, int], options: dict[str, Any] | None = None,
+              shape: tuple[int, int, int] = DOT_SHAPE) -> Case:
+    M, N, K = shape
     rng = np.random.default_rng(1)
     t = np_dtype(dt)
     a, b = rng.standard_normal((M, K)).astype(t), rng.standard_normal((K, N)).astype(t)
@@ -106,6 +112,7 @@ def _dot_case(dt: str, tiles: tuple[int, int, int], options: dict[str, Any] | No
         return {"max_err": err, "max_err_vs_run_cpu": err_cpu, "dot": ck.report.get("dot")}
 
     how = f" {options['dot_strategy']} num_warps={options.get('num_warps', 4)}" if options else ""
+    how += " pipelined" if options and "specialize" in options else ""
     return Case(f"dot[{dt}] {bm}x{bn}x{bk}{how} on {M}x{N}x{K}", inst, grid, args, check, dict(options or {}))
 
 
@@ -165,5 +172,8 @@ def cases() -> Iterator[Case]:
     for dt in ("f16", "bf16"):
         for tiles, nw in WGMMA_TILES:
             yield _dot_case(dt, tiles, WGMMA_OPTIONS | {"num_warps": nw})
+    for dt in ("f16", "bf16"):
+        for tiles, nw in WGMMA_TILES:
+            yield _dot_case(dt, tiles, WGMMA_OPTIONS | {"num_warps": nw, "specialize": PIPE_FACTS}, PIPE_SHAPE)
     for dt in ("f32", "f64", "f16", "bf16"):
         yield from _minmax_cases(dt)

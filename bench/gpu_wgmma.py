@@ -4,7 +4,9 @@ The library ``matmul`` (f16 and bf16, ``M = N = K = 2048``, ``num_warps=4``) at 
 configurations of :data:`TILES`, compiled three ways with the same constexprs:
 
 - ``mma_sync``: eggpu's default on ``sm_90`` (``num_stages`` default: cp.async pipelined);
-- ``wgmma``: ``target="sm_90a", dot_strategy="wgmma"`` (not software-pipelined yet);
+- ``wgmma``: ``target="sm_90a", dot_strategy="wgmma"`` (``num_stages`` default: cp.async
+  stages feeding the descriptors, one wgmma group in flight, where the loads are proven 16-byte
+  contiguous; the recorded ``wgmma_dot`` report says whether it was pipelined);
 - Triton, its own ``kernel[grid](...)`` launch (wgmma on sm_90a, ``num_stages=3``).
 
 Each output is checked against a PyTorch f32 matmul (rounded to the dtype) before timing;

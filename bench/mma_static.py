@@ -9,8 +9,11 @@ configuration:
 - ``sass_total``: SASS instructions of the cubin (nvdisasm, NVIDIA's wheel);
 - ``sass_k_loop``: SASS instructions of the K loop (the innermost loop containing ``HMMA``:
   from the target label of its backward branch to that branch), with its opcode histogram;
-- on sm_90 also ``eggpu_wgmma``: the opt-in ``dot_strategy="wgmma"`` compiled for ``sm_90a``
-  (``num_stages=1``: it is not software-pipelined), beside Triton's sm_90a build;
+- on sm_90 also ``eggpu_wgmma`` and ``eggpu_wgmma_stages3``: the opt-in ``dot_strategy="wgmma"``
+  compiled for ``sm_90a`` with ``num_stages=1`` (operands staged through registers, one
+  ``wgmma.wait_group 0`` per step) and ``num_stages=3`` (``cp.async`` stages in the descriptors'
+  swizzled layout, one wgmma group in flight, when the loads are proven 16-byte contiguous: with
+  the launch facts), beside Triton's sm_90a builds with the same ``num_stages``;
 - the counts of ``HMMA``/``HGMMA``, shared loads/stores (``LDS``/``LDSM``/``STS``) and barriers
   (``BAR``) in the K loop: the shared-memory traffic per iteration.
 
@@ -277,6 +280,7 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
     row["eggpu_stages3"] = eggpu_case(tile, target, facts, num_stages=3)
     if target == "sm_90":  # the opt-in wgmma strategy, for sm_90a as Triton's sm_90 build
         row["eggpu_wgmma"] = eggpu_case(tile, "sm_90a", facts, dot_strategy="wgmma")
+        row["eggpu_wgmma_stages3"] = eggpu_case(tile, "sm_90a", facts, num_stages=3, dot_strategy="wgmma")
     for stages in (1, 3):
         try:
             row[f"triton_stages{stages}"] = triton_case(tile, target, stages, facts)
@@ -294,6 +298,11 @@ def _row(tile: tuple[int, int, int], target: str, facts: bool) -> dict[str, Any]
     if t.get("sass_k_loop") and w.get("sass_k_loop"):
         row["ratio_k_loop_sass_wgmma_vs_triton1"] = round(w["sass_k_loop"] / t["sass_k_loop"], 3)
     t3, e3 = row["triton_stages3"], row["eggpu_stages3"]
+    w3 = row.get("eggpu_wgmma_stages3", {})
+    if "registers" in t3 and "registers" in w3:
+        row["ratio_registers_wgmma_stages3_vs_triton3"] = round(w3["registers"] / t3["registers"], 3)
+    if t3.get("sass_k_loop") and w3.get("sass_k_loop"):
+        row["ratio_k_loop_sass_wgmma_stages3_vs_triton3"] = round(w3["sass_k_loop"] / t3["sass_k_loop"], 3)
     if "registers" in t3:
         row["ratio_registers_stages3_vs_triton3"] = round(e3["registers"] / t3["registers"], 3)
     if t3.get("sass_k_loop") and "sass_k_loop" in e3:
@@ -307,7 +316,7 @@ def table(res: dict[str, Any]) -> str:
     out = ["| tile | target | facts | compiler | " + " | ".join(cols) + " | K-loop shared ops |",
            "|---" * (len(cols) + 5) + "|"]
     for row in res["rows"]:
-        for who in ("eggpu", "eggpu_wgmma", "triton_stages1", "eggpu_stages3", "triton_stages3"):
+        for who in ("eggpu", "eggpu_wgmma", "triton_stages1", "eggpu_stages3", "eggpu_wgmma_stages3", "triton_stages3"):
             if who not in row:
                 continue
             r = row[who]

@@ -22,7 +22,10 @@ it until a GPU run has checked it). Data movement, per ``dot(a[M,K], b[K,N])``:
    ``b``: by 16 rows; both as Triton does); then ``wgmma.commit_group`` and
    ``wgmma.wait_group 0`` (which also re-defines the accumulator registers, so nothing reads
    them before the wait). In a K loop whose accumulator only feeds the dot
-   (:mod:`eggpu.codegen.mma_carry`) the registers stay carried across iterations;
+   (:mod:`eggpu.codegen.mma_carry`) the registers stay carried across iterations; when that
+   loop is software-pipelined (:mod:`eggpu.codegen.mma_pipeline`) steps 1-2 are its cp.async
+   stages (``staged``), the wait is ``wgmma.wait_group 1`` (one group in flight) and the
+   last group is waited for after the loop;
 4. the accumulator fragment of ``m64nNk16`` per warp is that of ``mma.m16n8`` per 16 rows
    (warp ``w % 4`` of the group holds rows ``16*(w%4) + groupID (+8)``; register ``4j + r`` is
    column ``8j + 2*(lane%4) + r%2``), so the f32 result goes through
@@ -210,12 +213,16 @@ def descriptor_bits(S: int, lbo: int = 0) -> int:
     return ((8 * S) >> 4) << 32 | (lbo >> 4) << 16 | SWIZZLE_MODE[S] << 62
 
 
-def _descriptor(em: Emitter, addr: ir.Value, S: int, lbo: int = 0) -> ir.Value:
-    """The 64-bit matrix descriptor of the operand at shared byte address ``addr``: start address
-    ``(addr & 0x3FFFF) >> 4`` in bits 0-13, then :func:`descriptor_bits`."""
+def _start_field(em: Emitter, addr: ir.Value) -> ir.Value:
+    """The start-address field ``(addr & 0x3FFFF) >> 4`` (i32) of a shared byte address."""
+    return em.b.and_(em.b.lshr(addr, em.k(addr, 4)), em.k(addr, 0x3FFF))
+
+
+def _descriptor(em: Emitter, field: ir.Value, S: int, lbo: int = 0) -> ir.Value:
+    """The 64-bit matrix descriptor of the operand whose :func:`_start_field` is ``field``:
+    the field in bits 0-13, then :func:`descriptor_bits`."""
     b = em.b
-    field = b.and_(b.lshr(addr, em.k(addr, 4)), em.k(addr, 0x3FFF))
-    wide = b.zext(field, em.like_type(addr, I64))
+    wide = b.zext(field, em.like_type(field, I64))
     const = descriptor_bits(S, lbo)
     return b.or_(wide, em.k(wide, const - (1 << 64) if const >= 1 << 63 else const))
 
@@ -338,55 +345,84 @@ def _stage(lw, src: LV, base: ir.Value, rows: int, cols: int, transposed: bool) 
     store_staged(em, base, t, w, idxs, elems)
 
 
-def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments) -> Fragments:
+def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragments,
+                    staged: tuple[ir.Value, ir.Value] | None = None, after=None) -> Fragments:
     """Steps 1-3 of the module docstring: ``acc + a @ b`` in the accumulator fragment layout
     (``acc[i][j][r]``: local 64-row block ``i`` of the warp's group, 16 rows of its warp, column
-    tile ``j``, register ``r``, the :data:`~eggpu.codegen.lower_mma.Fragments` of a ``4G x 1`` grid)."""
+    tile ``j``, register ``r``, the :data:`~eggpu.codegen.lower_mma.Fragments` of a ``4G x 1`` grid).
+
+    ``staged``: the byte offsets (i32, from the shared buffer's start) of ``a`` and an MN-major
+    ``b`` already copied there in
+    this layout (a cp.async stage of a software-pipelined K loop, :mod:`eggpu.codegen.mma_pipeline`,
+    whose wait and barrier precede this): no staging stores; after the wgmmas' commit,
+    ``wgmma.wait_group 1`` keeps this step's group in flight (the previous one is complete) and
+    ``after()`` (the barrier and the next copies) follows it."""
     em: Emitter = lw.em
     b = em.b
     M, N, K = plan.M, plan.N, plan.K
     dt = a.type.dtype
     S = swizzle_bytes(K)
     W = S // 2
-    off_b = operand_offsets(M, N, K)[0]
-    em.smem_begin_write()
-    em.smem_reserve(plan.ab_bytes)
-    base = em.smem_array(0)
-    em.smem_align(ALIGN)
-    _stage(lw, a, base, M, K, False)
     trans_b = mn_major(N)
-    if trans_b:
-        _stage(lw, bv, em.smem_array(off_b), K, N, False)
-    else:
-        _stage(lw, bv, em.smem_array(off_b), N, K, True)
+    base = em.smem_array(0)
+    if staged is None:
+        off_b = operand_offsets(M, N, K)[0]
+        em.smem_begin_write()
+        em.smem_reserve(plan.ab_bytes)
+        em.smem_align(ALIGN)
+        _stage(lw, a, base, M, K, False)
+        if trans_b:
+            _stage(lw, bv, em.smem_array(off_b), K, N, False)
+        else:
+            _stage(lw, bv, em.smem_array(off_b), N, K, True)
+        if em.is_ptx:
+            _asm(em, "fence.proxy.async.shared::cta;")
+        em.barrier()
     Sb = swizzle_bytes(N) if trans_b else S
-    if em.is_ptx:
-        _asm(em, "fence.proxy.async.shared::cta;")
-    em.barrier()
     wi, _wj, _lane = warp_coords(em, plan)
     group = b.lshr(wi, em.k(wi, 2))
     gm = plan.wm // 4
     n = instr_n(N)
     if em.is_ptx:
-        addr0 = b.ptrtoint(base, I32)
+        if staged is None:
+            addr_a = b.ptrtoint(base, I32)
+            addr_b = b.add(addr_a, I32(off_b))
+        else:
+            addr_a, addr_b = (b.add(b.ptrtoint(base, I32), x) for x in staged)
+            _asm(em, "fence.proxy.async.shared::cta;")  # the cp.async writes, for wgmma's async proxy
         _asm(em, "wgmma.fence.sync.aligned;")
     else:
-        addr0 = em.spread(I32(0))
+        if staged is None:
+            addr_a, addr_b = em.spread(I32(0)), em.spread(I32(off_b))
+        else:  # byte offsets from the buffer's start (what the emulation's descriptors hold)
+            addr_a, addr_b = (em.spread(x) for x in staged)
         helper = _host_wgmma_helper(em, dt, n, trans_b)
     acc = [[list(c) for c in row] for row in acc]
     blocks = M // WG_M // gm
+    # pipelined: every operand address is the stage's base plus a multiple of 16 bytes, below
+    # 2^18, so its start field is the base's plus offset >> 4 (no wrap), added in 32 bits as
+    # Triton does; staged here, the field of each full address measured shorter (ptxas: 128x128x32
+    # K loop 264 SASS against 288)
+    fa0, fb0 = _start_field(em, addr_a), _start_field(em, addr_b)
+
+    def field(base: ir.Value, base_field: ir.Value, off: ir.Value) -> ir.Value:
+        if staged is None:
+            return _start_field(em, b.add(base, off))
+        return b.add(base_field, b.lshr(off, em.k(off, 4)))
+
+    lbo = K * Sb if trans_b else 0
     for ks in range(K // WG_K):
         kb, kin = divmod(ks * WG_K, W)
         for i in range(blocks):
             blk = b.add(group, em.k(group, i * gm))
-            a_addr = b.add(b.add(addr0, em.k(addr0, kb * M * S + kin * 2)), b.mul(blk, em.k(blk, WG_M * S)))
-            da = _descriptor(em, a_addr, S)
+            da = _descriptor(em, field(addr_a, fa0, b.add(b.mul(blk, em.k(blk, WG_M * S)),
+                                                           em.k(blk, kb * M * S + kin * 2))), S)
             for q in range(N // n):
                 if trans_b:  # atom q*n/W of S_b/2 columns, then k rows 16*ks of S_b bytes (Triton's order)
-                    off, lbo = off_b + (q * n // (Sb // 2)) * K * Sb + ks * WG_K * Sb, K * Sb
+                    off = (q * n // (Sb // 2)) * K * Sb + ks * WG_K * Sb
                 else:
-                    off, lbo = off_b + kb * N * S + kin * 2 + q * n * S, 0
-                db = _descriptor(em, b.add(addr0, em.k(addr0, off)), Sb, lbo)
+                    off = kb * N * S + kin * 2 + q * n * S
+                db = _descriptor(em, field(addr_b, fb0, em.k(addr_b, off)), Sb, lbo)
                 tiles = range(q * n // MMA_N, (q + 1) * n // MMA_N)
                 regs = [acc[i][j][r] for j in tiles for r in range(4)]
                 if em.is_ptx:
@@ -398,12 +434,29 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
                     acc[i][j] = out[4 * x:4 * x + 4]
     if em.is_ptx:
         _asm(em, "wgmma.commit_group.sync.aligned;")
-        flat = [v for row in acc for tile in row for v in tile]
-        cons = ",".join(["=f"] * len(flat) + [str(i) for i in range(len(flat))])
-        waited = iter(_asm(em, "wgmma.wait_group.sync.aligned 0;", len(flat), flat, cons))
-        acc = [[[next(waited) for _ in tile] for tile in row] for row in acc]
+        acc = wait_group(em, acc, 0 if staged is None else 1)
+    if after is not None:
+        after()
     em.smem_dirty = True
     return acc
+
+
+def opaque_copies(em: Emitter, vals: list[ir.Value]) -> list[ir.Value]:
+    """``vals`` (f32) through one empty inline asm (GPU): distinct values LLVM cannot see through."""
+    cons = ",".join(["=f"] * len(vals) + [str(i) for i in range(len(vals))])
+    return _asm(em, "", len(vals), vals, cons)
+
+
+def wait_group(em: Emitter, acc: Fragments, pending: int) -> Fragments:
+    """``wgmma.wait_group pending`` (GPU), re-defining the accumulator registers (tied), so nothing
+    reads or moves them while a wgmma that writes them may be in flight. Host: no-op (each wgmma
+    completed at issue)."""
+    if not em.is_ptx:
+        return acc
+    flat = [v for row in acc for tile in row for v in tile]
+    cons = ",".join(["=f"] * len(flat) + [str(i) for i in range(len(flat))])
+    waited = iter(_asm(em, f"wgmma.wait_group.sync.aligned {pending};", len(flat), flat, cons))
+    return [[[next(waited) for _ in tile] for tile in row] for row in acc]
 
 
 def dot_wgmma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
@@ -415,4 +468,5 @@ def dot_wgmma(lw, op: Operation, a: LV, bv: LV) -> list[ir.Value]:
     return fragments_to_layout(lw, plan, acc)
 
 
-__all__ = ["descriptor_bits", "dot_wgmma", "kmajor_byte", "mn_major", "mnmajor_byte", "plan_wgmma", "swizzle_bytes", "wgmma_fragments"]
+__all__ = ["descriptor_bits", "dot_wgmma", "kmajor_byte", "mn_major", "mnmajor_byte", "plan_wgmma", "swizzle_bytes",
+           "opaque_copies", "wait_group", "wgmma_fragments"]

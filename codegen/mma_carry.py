@@ -32,6 +32,7 @@ one step. The interpreter keeps the op table's order (tolerances as for any f32 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from llvmlite import ir
@@ -58,7 +59,7 @@ from .lower_mma import (
     warp_coords,
 )
 from .lower_mma_tf32 import mma_tf32_fragments
-from .lower_wgmma import plan_wgmma, wgmma_fragments
+from .lower_wgmma import opaque_copies, plan_wgmma, wait_group, wgmma_fragments
 
 HOIST_MIN_WARPS = 4
 """Hoist the shared-memory indices out of the K loop only with this many warps or more. Measured
@@ -82,6 +83,7 @@ class MmaCarry:
     pipeline_note: str | None = None  # why the loop is (not) software-pipelined (mma_pipeline)
     stages: int = 1  # the cp.async stages of its software-pipelined loop (1: not pipelined)
     wgmma: bool = False  # the dot takes the wgmma strategy (lower_wgmma; plan is a 4G x 1 warp grid)
+    after_mma: Callable[[], None] | None = None  # pipelined wgmma: the next copies, issued after the wgmmas
 
     def init(self, lw, lv: LV) -> list[ir.Value]:
         """The initial registers, flat (i, j, r order) from the blocked/uniform initial value."""
@@ -90,6 +92,11 @@ class MmaCarry:
         if not self.plan.tf32 and not self.wgmma and em.num_warps >= HOIST_MIN_WARPS:
             # loop-invariant (tid only); the light LLVM pipeline has no LICM, so hoist them here
             self.addr = mma_addresses(lw, self.plan)
+        if lv.is_uniform and self.wgmma and self.stages > 1 and em.is_ptx:
+            # distinct registers defined once before the loop (an empty asm): the loop and its
+            # zero-trip path then leave the loop in the same registers, with no moves on the way
+            # to the wgmma.wait_group after it (moves there make ptxas serialize every wgmma)
+            return opaque_copies(em, [em.spread(lv.u)] * n)
         if lv.is_uniform:
             return [em.spread(lv.u)] * n
         return _flatten(_layout_to_fragments(lw, self.plan, lw.elems(lv)))
@@ -113,7 +120,10 @@ class MmaCarry:
 
     def result(self, lw, regs: list[ir.Value], t: BlockType) -> LV:
         """The loop's result in the blocked layout, from the registers after the loop."""
-        return LV(t, elems=fragments_to_layout(lw, self.plan, _unflatten(self.plan, regs)))
+        acc = _unflatten(self.plan, regs)
+        if self.wgmma and self.stages > 1:  # the last step's wgmma group was left in flight
+            acc = wait_group(lw.em, acc, 0)
+        return LV(t, elems=fragments_to_layout(lw, self.plan, acc))
 
     def placeholder(self, lw, t: BlockType) -> LV:
         """The value bound to the carried argument and the dot's result inside the body: only
@@ -136,7 +146,7 @@ class MmaCarry:
                         "num_stages": self.stages if self.staged is not None else 1,
                         "pipelined": self.staged is not None})
         if self.wgmma:
-            frags = wgmma_fragments(lw, op, a, bv, self.plan, acc)
+            frags = wgmma_fragments(lw, op, a, bv, self.plan, acc, self.staged, self.after_mma)
         elif self.plan.tf32:
             frags = mma_tf32_fragments(lw, op, a, bv, self.plan, acc)
         else:

@@ -25,6 +25,18 @@ the induction variable, loop invariants and carried values whose own updates are
   no barrier of their own); the body's own loads are not emitted;
 - after the loop: ``cp.async.wait_group 0``.
 
+The stage offsets read and written are carried values (no ``urem``).
+
+wgmma (:mod:`eggpu.codegen.lower_wgmma`, ``b`` MN-major): the tiles go to the descriptors'
+layouts (:func:`_dest_index`), stages are 1024-byte aligned multiples of 1024 bytes, and the
+copies of iteration ``k+S-1`` come *after* the wgmmas of iteration ``k``, their commit,
+``wgmma.wait_group 1`` and a second ``bar.sync`` (the stage they overwrite was read by the
+group of iteration ``k-1``, now complete in every warpgroup), as in Triton's sm_90a PTX; the
+accumulator's last group is waited for after the loop (:class:`~eggpu.codegen.mma_carry.MmaCarry`).
+When every copy is one ``cp.async`` with a ``src-size`` select, the ``k+S-1 < trips`` test is
+folded into that select instead of a branch, and the pieces' coordinates are computed before
+the loop.
+
 Copies (GPU). When the address analysis proves 8-element pieces contiguous and 16-byte aligned
 and the loads' pointer, mask and ``other`` are functions of the coordinates (addresses computed
 from the induction variable), the tile is cut into 16-byte pieces and thread ``t`` copies
@@ -58,6 +70,7 @@ the body is lowered. Over the target's limit is a CodegenError naming the kernel
 
 from __future__ import annotations
 
+import contextlib
 import math
 from dataclasses import dataclass, field
 
@@ -71,7 +84,9 @@ from eggpu.ir.targets import DEFAULT_NUM_STAGES
 from .analysis import chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I8, I32, VOID, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks
-from .lower_mma import _store_swizzled, swizzled_index
+from .lower_mma import store_staged, swizzled_index
+from .lower_wgmma import ALIGN as WG_ALIGN
+from .lower_wgmma import kmajor_index, mn_major, operand_offsets
 from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
@@ -90,8 +105,10 @@ class Pipeline:
     widths: tuple[int, int]  # elements per cp.async of a and b: 8 (16 B) or 4 (8 B)
     a_bytes: int
     stage_bytes: int
+    wgmma: bool = False  # wgmma's operand layouts and schedule (module docstring)
     offset: ir.Constant = field(default_factory=lambda: ir.Constant(I32, 0))
     base: ir.Value | None = None
+    pieces: dict[int, list[tuple]] = field(default_factory=dict)  # per load: piece_coords, before the loop
     saved_smem: int = 0
 
     # ------------------------------------------------------------ lowering hooks (lowering._for)
@@ -105,13 +122,20 @@ class Pipeline:
         self.saved_smem = em.smem_bytes
         em.smem_bytes = 0  # measure what the prologue and the body use below the stage buffers
         self.base = b.gep(em.smem_array(0), [self.offset], source_etype=I8)
+        if self.wgmma:
+            em.smem_align(WG_ALIGN)
+        plan = self.carry.plan
+        for ld, rows, cols, w in zip(self.loads, (plan.M, plan.K), (plan.K, plan.N), self.widths):
+            if em.is_ptx and self.wgmma:  # loop-invariant piece coordinates, hoisted (unused ones: dead code)
+                self.pieces[id(ld)] = piece_coords(em, rows, cols, w, _dest_index(rows, cols, self.wgmma))
         state = {i: inits[i] for i in self.state}
         for d in range(self.stages - 1):
             iv = b.add(lo, b.mul(I32(d), step))
             operands, state = self._ahead(lw, op, iv, state)
             self._issue(lw, operands, I32(d * self.stage_bytes), b.icmp_unsigned("<", I32(d), trips))
             _commit(em)
-        return lw._flatten([state[i] for i in self.state])
+        # the byte offsets of stage k % S (read) and (k + S - 1) % S (written), carried (no urem)
+        return lw._flatten([state[i] for i in self.state]) + [I32(0), I32((self.stages - 1) * self.stage_bytes)]
 
     def begin(self, lw, op: Operation, k: ir.Value, lo: ir.Value, step: ir.Value, trips: ir.Value,
               phis: list[ir.Value]) -> list[ir.Value]:
@@ -122,27 +146,42 @@ class Pipeline:
         S = self.stages
         region = op.regions[0]
         types = [region.args[1 + i].type for i in self.state]
+        *phis, use, fill = phis
         state = dict(zip(self.state, lw._rebuild(types, list(phis))))
         _wait(em, S - 2)
         em.barrier()
         j = b.add(k, I32(S - 1))
         iv = b.add(lo, b.mul(j, step))
         operands, state = self._ahead(lw, op, iv, state)
-        slot = b.urem(j, I32(S))
-        self._issue(lw, operands, b.mul(slot, I32(self.stage_bytes)), b.icmp_unsigned("<", j, trips))
-        _commit(em)
-        use = b.mul(b.urem(k, I32(S)), I32(self.stage_bytes))
-        base_a = b.gep(self.base, [use], source_etype=I8)
-        self.carry.staged = (base_a, b.gep(base_a, [I32(self.a_bytes)], source_etype=I8))
+
+        def issue() -> None:
+            self._issue(lw, operands, fill, b.icmp_unsigned("<", j, trips))
+            _commit(em)
+
+        if self.wgmma:  # after the wgmmas of iteration k, their wait_group 1 and a barrier
+            def after() -> None:
+                em.barrier()
+                issue()
+            self.carry.after_mma = after
+        else:
+            issue()
+        if self.wgmma:  # byte offsets from the buffer's start: the descriptors' 32-bit arithmetic
+            off_a = b.add(self.offset, use)
+            self.carry.staged = (off_a, b.add(off_a, I32(self.a_bytes)))
+        else:
+            base_a = b.gep(self.base, [use], source_etype=I8)
+            self.carry.staged = (base_a, b.gep(base_a, [I32(self.a_bytes)], source_etype=I8))
         for ld in self.loads:
             lw.op_overrides[id(ld)] = self._lower_load
-        return lw._flatten([state[i] for i in self.state])
+        return lw._flatten([state[i] for i in self.state]) + [_next_stage(b, use, S, self.stage_bytes),
+                                                              _next_stage(b, fill, S, self.stage_bytes)]
 
     def end(self, lw) -> None:
         """Leave the body."""
         for ld in self.loads:
             lw.op_overrides.pop(id(ld), None)
         self.carry.staged = None
+        self.carry.after_mma = None
 
     def finish(self, lw) -> None:
         """After the loop: no copy in flight; place the stage buffers above what the prologue
@@ -150,7 +189,8 @@ class Pipeline:
         em: Emitter = lw.em
         _wait(em, 0)
         em.smem_dirty = True
-        below = -(-em.smem_bytes // STAGE_ALIGN) * STAGE_ALIGN
+        align = WG_ALIGN if self.wgmma else STAGE_ALIGN
+        below = -(-em.smem_bytes // align) * align
         self.offset.constant = below
         total = below + self.stages * self.stage_bytes
         limit = lw.smem_limit
@@ -224,16 +264,43 @@ class Pipeline:
         base_a = b.gep(self.base, [stage_off], source_etype=I8)
         base_b = b.gep(base_a, [I32(self.a_bytes)], source_etype=I8)
         plan = self.carry.plan
-        with b.if_then(in_range):
-            for ld, ops_, dest, cols, w in zip(self.loads, operands, (base_a, base_b), (plan.K, plan.N), self.widths):
+        # GPU, every copy one cp.async whose src-size is a select: fold in_range into it (a copy
+        # for an iteration that does not exist reads nothing and zero-fills a stage nobody reads),
+        # no branch (ptxas then keeps the loop straight and hoists the invariant address parts)
+        # (wgmma only for now: on mma_sync it also shortens the loop, 217 -> 197 SASS at 128x128x32
+        # sm_80, but costs registers, 217 -> 241)
+        guard = in_range if em.is_ptx and self.wgmma and all(
+            isinstance(o[0], LV) and _pieces_fast(lw, ld, o[1], o[2], w)
+            for ld, o, w in zip(self.loads, operands, self.widths)) else None
+        with contextlib.nullcontext() if guard is not None else b.if_then(in_range):
+            for ld, ops_, dest, rows, cols, w in zip(self.loads, operands, (base_a, base_b), (plan.M, plan.K),
+                                                     (plan.K, plan.N), self.widths):
+                index = _dest_index(rows, cols, self.wgmma)
                 if isinstance(ops_[0], LV):
-                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w)
+                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard)
                 else:
-                    _copy_tile(lw, ld, *ops_, dest, cols, w)
+                    _copy_tile(lw, ld, *ops_, dest, cols, w, index)
+
+
+def _next_stage(b: ir.IRBuilder, off: ir.Value, stages: int, stage_bytes: int) -> ir.Value:
+    """The byte offset of the stage after the one at ``off`` (the ring wraps to 0)."""
+    nxt = b.add(off, I32(stage_bytes))
+    return b.select(b.icmp_unsigned("==", nxt, I32(stages * stage_bytes)), I32(0), nxt)
+
+
+def _dest_index(rows: int, cols: int, wgmma: bool):
+    """``index(em, r, c)``: the element index of ``[r, c]`` of a ``[rows, cols]`` tile in its
+    stage: the ldmatrix swizzle of mma_sync (:func:`eggpu.codegen.lower_mma.swizzled_index`), or
+    wgmma's descriptor layout (:func:`eggpu.codegen.lower_wgmma.kmajor_index`: ``a`` K-major and
+    ``b`` MN-major are the same arithmetic on ``[M, K]`` and ``[K, N]``). Both keep every
+    8-element piece whose first column is a multiple of 8 in one 16-byte chunk."""
+    if wgmma:
+        return lambda em, r, c: kmajor_index(em, r, c, rows, cols)
+    return lambda em, r, c: swizzled_index(em, r, c, cols)
 
 
 def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | None, dest: ir.Value,
-                      cols: int, w: int) -> None:
+                      cols: int, w: int, index, pieces_at=None, guard: ir.Value | None = None) -> None:
     """Operands that are functions of the coordinates (lazy or uniform): the tile is cut in
     pieces of ``w`` elements (16 or 8 bytes), piece ``q*NT + t`` copied by thread ``t`` with one
     ``cp.async`` (as Triton distributes them), its pointer, mask and ``other`` evaluated at the
@@ -247,10 +314,7 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
     t = ld.results[0].type
     rows_n = t.shape[0]
     mt = em.mem_type(t.dtype)
-    pieces = rows_n * cols // w
-    zero_other = other is None or (other.is_uniform and _is_plus_zero(other.u))
-    fast = zero_other and (mask is None or chunk_uniform(ld.operands[1], w, lw.facts))
-    tid = em.tid()
+    fast = _pieces_fast(lw, ld, mask, other, w)
 
     def at(lv: LV | None, r: ir.Value, c: ir.Value) -> ir.Value | None:
         return None if lv is None else lw.at(lv, [r, c])
@@ -261,12 +325,7 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         lw.bounds.check(lw, ld, [lw.at(ptr, xy) for xy in coords],
                         [and_masks(em, lay.owned(em, j), None if mask is None else lw.at(mask, xy))
                          for j, xy in enumerate(coords)], t.dtype.bits // 8, "reads")
-    for q in range(-(-pieces // em.nt)):
-        flat = b.mul(b.add(tid, em.k(tid, q * em.nt)), em.k(tid, w))
-        owned = None if (q + 1) * em.nt <= pieces else b.icmp_unsigned("<", flat, em.k(flat, pieces * w))
-        r = b.udiv(flat, em.k(flat, cols))
-        c = b.urem(flat, em.k(flat, cols))
-        idx = swizzled_index(em, r, c, cols)
+    for owned, r, c, idx in pieces_at or piece_coords(em, rows_n, cols, w, index):
         if em.is_host:
             m0 = at(mask, r, c) if fast else None
             for i in range(w):
@@ -278,7 +337,7 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         dst = b.gep(dest, [idx], source_etype=mt)
         src = at(ptr, r, c)
         if fast:
-            valid = and_masks(em, owned, at(mask, r, c))
+            valid = and_masks(em, guard, and_masks(em, owned, at(mask, r, c)))
             size = I32(2 * w) if valid is None or is_const_true(valid) else b.select(valid, I32(2 * w), I32(0))
             if owned is None:
                 _cp_async(em, dst, src, 2 * w, size)
@@ -303,7 +362,31 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
                     em.smem_store(dest, mt, b.add(idx, I32(i)), v, owned)
 
 
-def _copy_tile(lw, ld: Operation, ptrs, masks_in, others, dest: ir.Value, cols: int, w: int) -> None:
+def _pieces_fast(lw, ld: Operation, mask: LV | None, other: LV | None, w: int) -> bool:
+    """Whether every piece of ``ld`` is one ``cp.async`` with ``src-size`` 0 or full (a zero
+    ``other`` and a mask constant on each ``w``-element piece)."""
+    zero_other = other is None or (other.is_uniform and _is_plus_zero(other.u))
+    return zero_other and (mask is None or chunk_uniform(ld.operands[1], w, lw.facts))
+
+
+def piece_coords(em: Emitter, rows: int, cols: int, w: int, index) -> list[tuple]:
+    """``(owned or None, r, c, stage element index)`` of each piece of ``w`` elements a thread
+    copies of a ``[rows, cols]`` tile (pieces ``t, t+NT, ...``): functions of ``tid`` only, so a
+    pipelined loop computes them once, before the loop (the light LLVM pipeline has no LICM)."""
+    b = em.b
+    tid = em.tid()
+    pieces = rows * cols // w
+    out = []
+    for q in range(-(-pieces // em.nt)):
+        flat = b.mul(b.add(tid, em.k(tid, q * em.nt)), em.k(tid, w))
+        owned = None if (q + 1) * em.nt <= pieces else b.icmp_unsigned("<", flat, em.k(flat, pieces * w))
+        r = b.udiv(flat, em.k(flat, cols))
+        c = b.urem(flat, em.k(flat, cols))
+        out.append((owned, r, c, index(em, r, c)))
+    return out
+
+
+def _copy_tile(lw, ld: Operation, ptrs, masks_in, others, dest: ir.Value, cols: int, w: int, index) -> None:
     """One tile ``global -> shared`` at the swizzled indices (see the module docstring)."""
     em: Emitter = lw.em
     b = em.b
@@ -317,7 +400,8 @@ def _copy_tile(lw, ld: Operation, ptrs, masks_in, others, dest: ir.Value, cols: 
         if lw.bounds is not None:
             lw.bounds.check(lw, ld, ptrs, masks, t.dtype.bits // 8, "reads")
         vals = [em.gload(ptrs[j], mt, masks[j], others[j]) for j in range(lay.per)]
-        _store_swizzled(lw, LV(t, elems=vals), dest, cols)
+        idxs = [(index(em, *lay.coords(em, j)), lay.owned(em, j)) for j in range(lay.per)]
+        store_staged(em, dest, mt, 1, idxs, vals)
         return
     V = lay.vec
     zero_other = all(o is None or _is_plus_zero(o) for o in others)  # what src-size 0 fills in
@@ -329,7 +413,7 @@ def _copy_tile(lw, ld: Operation, ptrs, masks_in, others, dest: ir.Value, cols: 
         valid = None
         for j in range(j0, j0 + (1 if fast else V)):  # fast: the mask is constant on the 8-element piece
             valid = and_masks(em, valid, masks[j])
-        chunks.append((j0, swizzled_index(em, r, c, cols), valid))
+        chunks.append((j0, index(em, r, c), valid))
 
     def sync_copy(j0: int, idx: ir.Value) -> None:
         for i in range(V):
@@ -449,9 +533,10 @@ def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline |
     """The :class:`Pipeline` of the ``for`` ``op``, or None; a register-carried f16/bf16 dot that
     is not pipelined gets the reason in ``carry.pipeline_note`` (reported in ``ck.report["dot"]``)."""
     for c in carries.values():
-        if c.wgmma:
-            c.pipeline_note = "not software-pipelined: the wgmma strategy stages its operands itself (no cp.async stages yet)"
-    cands = [c for c in carries.values() if not c.plan.tf32 and not c.wgmma]
+        if c.wgmma and not mn_major(c.plan.N):
+            c.pipeline_note = (f"not software-pipelined: b is staged K-major for wgmma (N={c.plan.N} is not a multiple "
+                               "of 16), a transposed store that cp.async cannot copy")
+    cands = [c for c in carries.values() if not c.plan.tf32 and (not c.wgmma or mn_major(c.plan.N))]
     slots = set(carries)
     if not cands:
         return None
@@ -467,7 +552,7 @@ def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline |
         got = why or _match(lw, region, c, slots)
         stages, fit_note = S, ""
         if not isinstance(got, str) and asked is None:
-            stages, fit_note = _fitting_stages(lw, S, got.stage_bytes)
+            stages, fit_note = _fitting_stages(lw, S, got.stage_bytes, WG_ALIGN if got.wgmma else STAGE_ALIGN)
             if stages < 2:
                 got = fit_note
         if isinstance(got, str):
@@ -483,12 +568,12 @@ def plan_pipeline(lw, op: Operation, carries: dict[int, MmaCarry]) -> Pipeline |
     return None
 
 
-def _fitting_stages(lw, wanted: int, stage_bytes: int) -> tuple[int, str]:
+def _fitting_stages(lw, wanted: int, stage_bytes: int, align: int = STAGE_ALIGN) -> tuple[int, str]:
     """With the default ``num_stages`` (None): the most stages, at most ``wanted``, whose buffers
     fit in the shared memory left on this target (its limit less what is allocated so far), and
     a note saying so when that is fewer than ``wanted`` (below 2: no pipelining). The same
     decision in the PTX and the host build: both plan against the GPU target's limit."""
-    room = lw.smem_limit - -(-lw.em.smem_bytes // STAGE_ALIGN) * STAGE_ALIGN
+    room = lw.smem_limit - -(-lw.em.smem_bytes // align) * align
     fits = max(0, room // stage_bytes)
     if fits >= wanted:
         return wanted, ""
@@ -523,9 +608,14 @@ def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | st
             return ("the loads are not proven contiguous in 8-byte pieces (cp.async needs them: unit stride "
                     "along the tile's last dimension and aligned rows, e.g. specialize the strides and sizes div16)")
         widths.append(w)
-    a_bytes = -(-(plan.M * plan.K * 2) // 16) * 16
-    stage = -(-(a_bytes + plan.K * plan.N * 2) // STAGE_ALIGN) * STAGE_ALIGN
-    return Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage)
+    if carry.wgmma:  # 1024-byte aligned operands (the descriptors' swizzle is on absolute addresses)
+        a_bytes, ab = operand_offsets(plan.M, plan.N, plan.K)
+        stage = -(-ab // WG_ALIGN) * WG_ALIGN
+    else:
+        a_bytes = -(-(plan.M * plan.K * 2) // 16) * 16
+        stage = -(-(a_bytes + plan.K * plan.N * 2) // STAGE_ALIGN) * STAGE_ALIGN
+    return Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
+                    carry.wgmma)
 
 
 def _slice(region: Block, loads: list[Operation], carry: MmaCarry,

@@ -37,14 +37,17 @@ def test_gpu_dot_wgmma_case_runs_on_the_cpu():
     from bench import gpu_check, gpu_dot
 
     cases = [c for c in gpu_dot.cases() if c.options.get("dot_strategy") == "wgmma"]
-    assert len(cases) == 2 * len(gpu_dot.WGMMA_TILES)
+    assert len(cases) == 4 * len(gpu_dot.WGMMA_TILES)  # each tile without and with the cp.async stages
     assert all(gpu_check.runs_on(c, "sm_90") and not gpu_check.runs_on(c, "sm_80") for c in cases)
-    c = next(c for c in cases if c.label.startswith("dot[bf16] 64x64x32"))
-    ck = eggpu.compile(c.instance, **c.options, optimize=False, cache=False)
-    args = [a.copy() if hasattr(a, "copy") else a for a in c.args]
-    ck.run_cpu(c.grid, *args)
-    details = c.check(args, ck)
-    assert details["dot"][0]["strategy"] == "wgmma" and details["max_err"] < 1e-3
+    for label, pipelined in (("dot[bf16] 64x64x32 wgmma num_warps=4 on", False),
+                             ("dot[f16] 64x64x32 wgmma num_warps=4 pipelined on", True)):
+        c = next(c for c in cases if c.label.startswith(label))
+        ck = eggpu.compile(c.instance, **c.options, optimize=False, cache=False)
+        args = [a.copy() if hasattr(a, "copy") else a for a in c.args]
+        ck.run_cpu(c.grid, *args)
+        details = c.check(args, ck)
+        (d,) = details["dot"]
+        assert d["strategy"] == "wgmma" and d["pipelined"] == pipelined and details["max_err"] < 1e-3, d
 
 
 def test_gpu_wgmma_bench_compiles_its_variants():

@@ -266,3 +266,154 @@ def test_compile_option_reports_and_runs_on_the_cpu(tmp_path):
     _check(c, a, b, K)
     auto = eggpu.compile(kern, target="sm_90a", optimize=False, cache=str(tmp_path))
     assert auto.report["dot"][0]["strategy"] == "mma_sync"  # a different cache entry
+
+
+# ---------------------------------------------------------------- cp.async stages (mma_pipeline)
+
+
+def _pipelined(dt, tiles, nw, M, N, K, stages, target="sm_90a"):
+    """The strided matmul with NaN padding past each row, compiled for wgmma with ``stages``
+    cp.async stages and run on the CPU: ``(ck, a, b, c)`` (a, b without the padding)."""
+    from .test_mma_pipeline import _padded, mm_strided
+
+    rng = np.random.default_rng(M + 3 * K)
+    lda, ldb = -(-K // 16) * 16 + 16, -(-N // 16) * 16 + 16
+    a, b = _padded(rng, M, K, lda, dt), _padded(rng, K, N, ldb, dt)
+    c = np.zeros((M, N), np.float32)
+    bm, bn, bk = tiles
+    inst = mm_strided.specialize(a, b, c, M, N, K, lda, ldb, BM=bm, BN=bn, BK=bk)
+    facts = {"lda": "div16", "ldb": "div16", "a_ptr": "align16", "b_ptr": "align16"}
+    if K % 16 == 0:
+        facts["K"] = "div16"  # the K mask is constant on 8-element pieces: src-size 0/16 copies
+    ck = eggpu.compile(inst, target, num_warps=nw, num_stages=stages, specialize=facts, optimize=False,
+                       cache=False, dot_strategy="wgmma")
+    ck.run_cpu((-(-M // bm), -(-N // bn)), a, b, c, M, N, K, lda, ldb)
+    return ck, a[:, :K], b[:, :N], c
+
+
+# ragged sizes (K % 16 != 0: masked pieces copied element by element; K % 16 == 0: src-size
+# 0/16 copies); two MN-major atoms of b (BN=128, the mutation test's layout); one iteration
+# (K=20 < BK: the prologue's later stages are empty); slow: two warpgroups with two m64 blocks
+# and BK=64 (128-byte swizzle; its host build takes ~20 s)
+PIPE_CASES = [
+    ("f16", (64, 64, 32), 4, 100, 70, 77, 3),
+    ("bf16", (64, 128, 32), 4, 64, 100, 64, 2),
+    ("f16", (64, 16, 32), 4, 70, 20, 20, 4),
+    pytest.param("bf16", (128, 128, 64), 8, 100, 120, 170, 3, marks=pytest.mark.slow),
+]
+
+
+@pytest.mark.parametrize("dt,tiles,nw,M,N,K,stages", PIPE_CASES)
+def test_run_cpu_pipelined_wgmma_is_the_sequential_f32_sum(dt, tiles, nw, M, N, K, stages):
+    """Each emulated wgmma adds its exact 16-bit products in k order: bit for bit the sequential
+    f32 sum, through the stage ring, the swizzled cp.async destinations and the descriptors."""
+    from .test_mma_pipeline import _sequential
+
+    ck, a, b, c = _pipelined(dt, tiles, nw, M, N, K, stages)
+    (d,) = ck.report["dot"]
+    assert d["strategy"] == "wgmma" and d["pipelined"] and d["num_stages"] == stages, d
+    assert f"software-pipelined: num_stages={stages}" in d["reason"], d["reason"]
+    np.testing.assert_array_equal(c, _sequential(a, b))
+
+
+def test_pipelined_copies_in_another_layout_are_caught_by_run_cpu(monkeypatch):
+    """cp.async destinations in mma_sync's ldmatrix swizzle instead of the descriptors' layout
+    give wrong products: run_cpu checks the copies against the descriptors. (The two layouts
+    agree on one swizzle atom: BN=128 is two 64-column atoms of b, BK=128 two K blocks of a;
+    unpatched, the first configuration is a case of PIPE_CASES.)"""
+    from eggpu.codegen import mma_pipeline as P
+
+    good = P._dest_index
+    monkeypatch.setattr(P, "_dest_index", lambda rows, cols, wgmma: good(rows, cols, False))
+    for tiles, N, K in (((64, 128, 32), 100, 64), ((64, 32, 128), 32, 128)):
+        _, a, b, c = _pipelined("bf16", tiles, 4, 64, N, K, 2)
+        with pytest.raises(AssertionError):
+            _check(c, a, b, K)
+
+
+def _loop_lines(ptx: str) -> list[str]:
+    from bench.mma_static import ptx_k_loop
+
+    keys = ("cp.async", "bar.sync", "fence.proxy", "wgmma.")
+    return [x.strip() for x in ptx_k_loop(ptx) if any(k in x for k in keys)]
+
+
+@pytest.mark.parametrize("tiles,nw,stages", [((64, 64, 32), 4, 3), ((128, 128, 32), 4, 4), ((128, 128, 64), 8, 2)])
+def test_pipelined_wgmma_ptx_keeps_one_group_in_flight(tiles, nw, stages):
+    """Triton's order in the K loop: wait for this step's copies, barrier, proxy fence, the
+    wgmmas, commit, ``wgmma.wait_group 1`` (the previous step's group is done), barrier (every
+    warpgroup's is), then the copies into the stage that group read; the last group is waited
+    for after the loop. ptxas: no spills, no serialized wgmma; SASS: LDGSTS and HGMMA, no STS."""
+    from bench.mma_static import disassemble, k_loop
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.ir.facts import Facts
+
+    from .test_mma_pipeline import IV_FACTS, _inst
+
+    fn = _inst(tiles=tiles).ir()
+    fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
+    cp = compile_ptx_module(fn, "sm_90a", num_warps=nw, num_stages=stages, dot_strategy="wgmma")
+    assert cp.lowered.dots[0]["pipelined"], cp.lowered.dots
+    lines = _loop_lines(cp.ptx)
+    first = lines.index("wgmma.fence.sync.aligned;")
+    assert lines[:first] == [f"cp.async.wait_group \t{stages - 2};", "bar.sync \t0;",
+                             "fence.proxy.async.shared::cta;"], lines
+    after = lines[first + 1:]
+    n_mma = sum(x.startswith("wgmma.mma_async") for x in after)
+    assert n_mma == tiles[2] // 16 * (tiles[0] // 64 // (nw // 4)) * (tiles[1] // W.instr_n(tiles[1])), after
+    rest = after[n_mma:]
+    assert rest[:3] == ["wgmma.commit_group.sync.aligned;", "wgmma.wait_group.sync.aligned 1;", "bar.sync \t0;"], rest
+    assert rest[-1] == "cp.async.commit_group;" and all(x.startswith("cp.async.cg") for x in rest[3:-1]), rest
+    tail = cp.ptx[cp.ptx.index(lines[-1]):]
+    assert "wgmma.wait_group.sync.aligned 0;" in tail and "cp.async.wait_group \t0;" in tail
+    assert ".shared .align 1024" in cp.ptx  # the stages' swizzle is on absolute addresses
+    rep = run_ptxas(cp.ptx, "sm_90a")
+    assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+    assert "serialized" not in rep.log and "Performance Loss" not in rep.log, rep.log
+    text = disassemble(rep.cubin)
+    if text is None:
+        pytest.skip("nvdisasm is not installed (pip install nvidia-cuda-nvdisasm)")
+    body = k_loop(text)
+    assert "HGMMA" in body and "LDGSTS" in body and "STS" not in body, body
+
+
+def test_k_major_b_is_not_pipelined_and_stages_over_the_limit_are_an_error():
+    """N % 16 == 8 stages b K-major (a transposed store, no cp.async): reported, still correct.
+    128x256x64 wgmma stages are 48 KiB: five are over sm_90a's shared memory."""
+    from eggpu.ir.facts import Facts
+
+    from .test_mma_pipeline import IV_FACTS, _inst
+
+    ck, a, b, c = _pipelined("f16", (64, 40, 32), 4, 70, 41, 64, 3)
+    (d,) = ck.report["dot"]
+    assert not d["pipelined"] and "b is staged K-major for wgmma (N=40" in d["reason"], d
+    _check(c, a, b, 64)
+    fn = _inst(tiles=(128, 256, 64)).ir()
+    fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
+    with pytest.raises(CodegenError, match=r"^mm_iv.*num_stages=5 x 49152 bytes per stage.*232448 bytes"):
+        compile_ptx_module(fn, "sm_90a", num_warps=8, num_stages=5, dot_strategy="wgmma")
+
+
+@pytest.mark.parametrize("dt,K,stages", [("f16", 77, 3), ("bf16", 64, 2)])
+def test_tutorial_carried_pointers_pipelined_wgmma(dt, K, stages):
+    """Triton's tutorial loop (pointers carried, ``+= BK``): the lane-pair 16-byte copies of
+    mma_pipeline into the descriptors' layout; run_cpu bit for bit the sequential sum with NaN
+    padding, and ptxas accepts the PTX without spills or serialized wgmma."""
+    from eggpu.codegen.ptxas import run_ptxas
+
+    from .test_mma_pipeline import TUTORIAL_FACTS, _padded, _sequential, mm_tutorial
+
+    M, N = 70, 100
+    rng = np.random.default_rng(K)
+    lda, ldb = -(-K // 16) * 16 + 16, -(-N // 16) * 16 + 16
+    a, b = _padded(rng, M, K, lda, dt), _padded(rng, K, N, ldb, dt)
+    c = np.zeros((M, N), np.float32)
+    inst = mm_tutorial.specialize(a, b, c, M, N, K, lda, 1, ldb, 1, N, 1, BM=64, BN=128, BK=32)
+    ck = eggpu.compile(inst, "sm_90a", num_warps=4, num_stages=stages, specialize=TUTORIAL_FACTS,
+                       optimize=False, cache=False, dot_strategy="wgmma")
+    (d,) = ck.report["dot"]
+    assert d["pipelined"] and "cp.async of 16/16 bytes" in d["reason"], d
+    ck.run_cpu((2, 1), a, b, c, M, N, K, lda, 1, ldb, 1, N, 1)
+    np.testing.assert_array_equal(c, _sequential(a[:, :K], b[:, :N]))
+    rep = run_ptxas(ck.ptx, "sm_90a")
+    assert rep.spills_stores == 0 and "serialized" not in rep.log, rep.log
