@@ -153,3 +153,37 @@ def test_the_launcher_checks_the_loop_bound():
     bad = check_args("row_sum", params, [x, x.copy(), np.zeros(1, np.float32), LIMIT + 3, 16, 16])
     with pytest.raises(LaunchError, match=rf"row_sum: argument 'n' must be <= {LIMIT} .* got {LIMIT + 3}"):
         _check_assumptions("row_sum", lm.assumptions, bad)
+
+
+def test_launch_and_run_cpu_refuse_a_bound_above_the_assumption(tmp_path):
+    """A compiled kernel whose row loop is stepped: the fast launch path, the general one and
+    run_cpu all refuse ``n_cols > 2**31 - BLOCK`` with the same LaunchError (nothing launched),
+    and launch a value at the bound."""
+    import eggpu
+    import eggpu.language as tl
+    from eggpu.testing import fake_cuda
+
+    @eggpu.kernel
+    def row_total(x_ptr: tl.Pointer[tl.f32], out_ptr: tl.Pointer[tl.f32], n_cols: tl.i32, BLOCK: tl.constexpr):
+        cols = tl.arange(0, BLOCK)
+        acc = tl.zeros((BLOCK,), dtype=tl.float32)
+        for start in range(0, n_cols, BLOCK):
+            acc += tl.load(x_ptr + start + cols, mask=start + cols < n_cols, other=0.0)
+        tl.store(out_ptr + tl.program_id(0), tl.sum(acc, axis=0))
+
+    ck = eggpu.compile(row_total.Kernel(BLOCK), optimize=False, cache=tmp_path)
+    assert ck.report["assumptions"] == {"n_cols": f"le{LIMIT}"}
+    want = rf"row_total: argument 'n_cols' must be <= {LIMIT} .* got {LIMIT + 1}"
+    x, out = np.arange(40, dtype=np.float32), np.zeros(1, np.float32)
+    with pytest.raises(LaunchError, match=want):
+        ck.run_cpu(1, x, out, LIMIT + 1)
+    ck.run_cpu(1, x, out, 40)
+    assert out[0] == x.sum()
+    with fake_cuda() as cu:
+        with pytest.raises(LaunchError, match=want):
+            ck.launch(1, x, out, LIMIT + 1)
+        with pytest.raises(LaunchError, match=want):
+            ck._launch_checked(1, [x, out, LIMIT + 1])
+        assert not cu.launches
+        ck.launch(1, x, out, LIMIT)
+        assert len(cu.launches) == 1
