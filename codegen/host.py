@@ -30,6 +30,7 @@ import numpy as np
 from eggpu.ir import launch_args
 from eggpu.ir.effects import written_params
 from eggpu.ir.errors import CodegenError, LaunchError, OutOfBoundsError
+from eggpu.ir.facts import loop_bound_message
 from eggpu.ir.graph import Function
 from eggpu.ir.raw_memory import check_buffers
 
@@ -191,7 +192,10 @@ class HostKernel:
                 sizes[name] = arr.size
                 keep.append(arr)
             else:
-                slots[i] = _scalar_bits(launch_args.convert_scalar(fn.name, name, t.dtype, a, LaunchError))
+                v = launch_args.convert_scalar(fn.name, name, t.dtype, a, LaunchError)
+                if msg := loop_bound_message(fn.name, name, self.lowered.assumptions.get(name), v):
+                    raise LaunchError(msg)  # a loop's le{K} assumption (codegen/loop_form.py)
+                slots[i] = _scalar_bits(v)
         return slots, keep, sizes
 
 

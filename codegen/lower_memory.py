@@ -160,7 +160,7 @@ def lower_load(lw, op: Operation) -> list[LV]:
         r = _constant_run(lw, op, lay.vec)
         out = []
         for j0 in range(0, n, r):  # a run-constant piece reads one element, once
-            out.extend([em.gload(ptrs[j0], mt, masks[j0], others[j0])] * r)
+            out.extend([_gload(em, ptrs[j0], mt, masks[j0], others[j0])] * r)
         return [LV(t, elems=[_loaded(em, dt, v) for v in out], rep=copies)]
 
     out = []
@@ -242,6 +242,18 @@ def _gstore(em: Emitter, ptr: ir.Value, val: ir.Value, mask: ir.Value | None, ba
         em.gstore(ptr, val, mask)
 
 
+def _gload(em: Emitter, ptr: ir.Value, mt: ir.Type, mask: ir.Value | None, other: ir.Value | None) -> ir.Value:
+    """GPU thread-level load of one element where ``mask`` (else ``other``, 0 without): one
+    predicated ``ld.global`` (:func:`~eggpu.codegen.predicated.predicated_load`) when the mask is
+    not constant and the type has one, as Triton emits it: no branch, so the loop body stays one
+    basic block and LLVM hoists its loop-invariant address parts; else :meth:`Emitter.gload`."""
+    if not em.is_host and mask is not None and not is_const_true(mask) and not is_const_false(mask):
+        r = predicated_load(em.b, ptr, mt, mask, other if other is not None else em.const(mt, 0))
+        if r is not None:
+            return r
+    return em.gload(ptr, mt, mask, other)
+
+
 def _constant_run(lw, op: Operation, chunk: int) -> int:
     """The longest piece of a thread's chunk (a power of two dividing ``chunk`` and the last
     dimension) on which the load reads one element: address, mask and ``other`` constant on
@@ -274,7 +286,7 @@ def _straight_line(lw) -> bool:
     instruction (GPU, outside every loop) rather than under a branch.
 
     Why not in loops: a loop body without branches is one basic block, which ptxas unrolls 4x
-    (eggpu's loops are counted), multiplying its static size (layer_norm_forward with launch
+    (as it does Triton's), multiplying its static size (layer_norm_forward with launch
     facts: 545 -> 769 SASS instructions on sm_90) for a speed-up no GPU run has measured yet.
     Outside loops it removes the branches (vector_add with ``n`` divisible by 16: 46 -> 40 on
     sm_90, Triton 41; on the naive suite only embedding got longer, 42 -> 44 on sm_80), at some

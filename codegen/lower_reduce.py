@@ -8,11 +8,12 @@ arg-reductions return the i32 index of the *first* extreme element, ignoring NaN
 tree gives the same result; only float sums depend on the order.
 
 Float arg-reductions keep NaN out of the combine: an element is lifted to ``(x, i)``, or, when
-``x`` is NaN (or the slot is not owned), to the identity ``(-inf, INT32_MAX)`` (``+inf`` for
-argmin). Every real element then wins against a NaN one: by value, or on a tie with a real
-``-inf`` by its smaller index. The combine is one ordered compare chain, ``b > a or (b == a and
-b.index < a.index)``, and two selects; a final index of ``INT32_MAX`` (every element NaN)
-becomes 0. This is the op table's result on every input, NaN, -0.0/+0.0 and ties included.
+``x`` is NaN (or the slot is not owned), to the identity ``(-inf, NO_INDEX)`` (``+inf`` for
+argmin; ``NO_INDEX`` is ``0xFFFFFFFF``, above every real index as an unsigned number). Every
+real element then wins against a NaN one: by value, or on a tie with a real ``-inf`` by its
+smaller index. The combine is one ordered compare chain, ``b > a or (b == a and b.index <
+a.index)`` (indices compared unsigned), and two selects; a final ``NO_INDEX`` (every element
+NaN) becomes 0 by one signed ``max(index, 0)`` (real indices are non-negative). This is the op table's result on every input, NaN, -0.0/+0.0 and ties included.
 
 Three strategies:
 
@@ -67,6 +68,9 @@ from .lower_shape import smem_elem, store_to_smem
 
 State = tuple  # (value,) or (value, index)
 INT32_MAX = (1 << 31) - 1
+NO_INDEX = -1
+"""A float arg-reduction's index of "no real element": ``0xFFFFFFFF``, the largest index as an
+unsigned number, -1 as a signed one, so the final "all NaN -> 0" is ``max(index, 0)``."""
 
 
 class Combiner:
@@ -104,7 +108,9 @@ class Combiner:
             v = k(self.acc_type, dt.min)
         else:
             v = k(self.acc_type, dt.max)
-        return (v, k(I32, INT32_MAX)) if self.is_arg else (v,)
+        if not self.is_arg:
+            return (v,)
+        return (v, k(I32, NO_INDEX if dt.is_float else INT32_MAX))
 
     def lift(self, v: ir.Value, index: ir.Value | None, owned: ir.Value | None = None) -> State:
         """An element (register value of ``dt``) and its index along the axis, as a state;
@@ -136,7 +142,7 @@ class Combiner:
         op = ">" if self.kind == "argmax" else "<"
         av, ai = a
         bv, bi = b
-        first = bb.icmp_signed("<", bi, ai)
+        first = bb.icmp_unsigned("<", bi, ai)  # indices are >= 0; NO_INDEX is the largest
         if dt.is_float:  # no NaN in a state: lift() maps it to the identity
             take = bb.or_(bb.fcmp_ordered(op, bv, av), bb.and_(bb.fcmp_ordered("==", bv, av), first))
         else:
@@ -153,9 +159,10 @@ class Combiner:
     def finish(self, s: State) -> ir.Value:
         """The op's result value from a final state."""
         if self.is_arg:
-            if self.acc.is_float:  # only NaN elements (or none owned): the op table says 0
+            if self.acc.is_float:  # only NaN elements (or none owned): NO_INDEX, the op table says 0
                 b = self.em.b
-                return b.select(b.icmp_unsigned("==", s[1], self.em.k(s[1], INT32_MAX)), self.em.k(s[1], 0), s[1])
+                zero = self.em.k(s[1], 0)
+                return b.select(b.icmp_signed("<", s[1], zero), zero, s[1])
             return s[1]
         return S.narrow(self.em, s[0], self.dt)
 
@@ -254,7 +261,7 @@ def _arg_fold(comb: Combiner, elems: Sequence[tuple[ir.Value, ir.Value, ir.Value
     index, -0.0 ties +0.0) or when the accumulator is NaN (nothing real seen yet). So the
     accumulator is NaN exactly when every element so far is NaN or unowned, and is otherwise
     the first extreme real element: the op table's fold. A NaN accumulator becomes the identity
-    ``(-inf, INT32_MAX)`` (``+inf`` for argmin), as :meth:`Combiner.lift` would give.
+    ``(-inf, NO_INDEX)`` (``+inf`` for argmin), as :meth:`Combiner.lift` would give.
     """
     em = comb.em
     b = em.b

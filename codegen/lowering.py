@@ -4,9 +4,11 @@
 values (:class:`~eggpu.codegen.layout.LV`) and dispatches every operation to the handler in
 :data:`eggpu.codegen.lower_ops.TABLE`. Structured control flow is lowered here:
 
-* ``for``: the trip count of Python's ``range(lo, hi, step)`` is computed once in unsigned
-  32-bit arithmetic (no overflow for any bounds; step 0 runs zero times), then a counted loop
-  runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
+* ``for``: Triton's stepped loop (``iv < hi``, ``iv += step``) where it is exact (a positive
+  constant step and a bound proved or assumed, and checked at launch, to be at most
+  ``2**31 - step``: :mod:`eggpu.codegen.loop_form`); otherwise the trip count of Python's
+  ``range(lo, hi, step)`` is computed once in unsigned 32-bit arithmetic (no overflow for any
+  bounds; step 0 runs zero times), then a counted loop runs with ``iv = lo + k * step``; every carried value gets one phi (scalars) or one phi per
   owned element slot (blocks), except a tensor-core accumulator that only the body's ``dot``
   updates: one phi per mma fragment register (:mod:`eggpu.codegen.mma_carry`);
 * ``while``: a loop head with one phi per carried value slot that runs the condition region
@@ -43,6 +45,7 @@ from eggpu.ir.types import BlockType
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout, replicas_valid
+from .loop_form import stepped_step
 from .stripmine import strip_mine, strip_shape
 from .target import check_dot_strategy, max_shared_bytes_of
 
@@ -118,6 +121,7 @@ class Lowerer:
         self.target_name = ""  # the GPU target's name, e.g. "sm_90a" (wgmma needs it; set by lower_function)
         self.num_stages = 1  # software-pipelining stages of tensor-core K loops (mma_pipeline; set by lower_function)
         self.loop_depth = 0  # how many for/while bodies enclose the op being lowered
+        self.preheaders: list[tuple[Block, ir.Block]] = []  # (for body, its preheader), innermost last
         self.blocks: list[Block] = []  # the regions being lowered, innermost last
         self.fused_results: dict[int, LV] = {}  # id(op) -> result lowered early with a sibling (lower_reduce)
 
@@ -283,7 +287,9 @@ class Lowerer:
         else:  # no dot in the body: nothing to carry in mma registers (and those modules stay unloaded)
             carries, pipe = {}, None
         init_lists = [carries[i].init(self, lv) if i in carries else self._flatten([lv]) for i, lv in enumerate(inits)]
-        trips = self._trip_count(lo, hi, step, op.operands[2])
+        # Triton's stepped form where it is exact, else a counted loop (codegen/loop_form.py)
+        stepped = stepped_step(self, op) if pipe is None else None
+        trips = self._trip_count(lo, hi, step, op.operands[2]) if stepped is None else None
         if pipe is not None:
             init_lists.append(pipe.prologue(self, op, lo, step, trips, inits))
         pre = b.block
@@ -292,8 +298,8 @@ class Lowerer:
         done = em.new_block("for.done")
         b.branch(head)
         b.position_at_end(head)
-        k = b.phi(I32)
-        k.add_incoming(I32(0), pre)
+        k = b.phi(I32)  # the counter k, or iv itself in the stepped form
+        k.add_incoming(I32(0) if stepped is None else lo, pre)
         phi_lists = []
         for vals in init_lists:
             phi_lists.append([])
@@ -301,11 +307,14 @@ class Lowerer:
                 p = b.phi(v.type)
                 p.add_incoming(v, pre)
                 phi_lists[-1].append(p)
-        b.cbranch(b.icmp_unsigned("<", k, trips), body, done)
+        if stepped is None:
+            b.cbranch(b.icmp_unsigned("<", k, trips), body, done)
+        else:
+            b.cbranch(b.icmp_signed("<", k, hi), body, done)
         b.position_at_end(body)
         em.smem_dirty = True
         region = op.regions[0]
-        iv = b.add(lo, b.mul(k, step))
+        iv = b.add(lo, b.mul(k, step)) if stepped is None else k
         self.bind(region.args[0], LV(region.args[0].type, u=iv))
         filled = self._filled_carries(op, inits, carries)
         for i, (a, t, phis) in enumerate(zip(region.args[1:], types, phi_lists)):
@@ -317,7 +326,9 @@ class Lowerer:
         ahead = pipe.begin(self, op, k, lo, step, trips, phi_lists[-1]) if pipe is not None else None
         self._push_scope()
         self.loop_depth += 1
+        self.preheaders.append((region, pre))
         yields = self.block(region)
+        self.preheaders.pop()
         self.loop_depth -= 1
         self.current_op = op
         if any(not replicas_valid(yields[i]) for i in filled):
@@ -327,7 +338,7 @@ class Lowerer:
         if pipe is not None:
             pipe.end(self)
             new_lists.append(ahead)
-        k_next = b.add(k, I32(1))
+        k_next = b.add(k, I32(1 if stepped is None else stepped))
         latch = b.block
         b.branch(head)
         k.add_incoming(k_next, latch)

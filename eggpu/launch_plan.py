@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.device_buffers import device_tensor
-from eggpu.ir.facts import I32_SPAN, parse_fact
+from eggpu.ir.facts import I32_SPAN, assumed_max, parse_fact
 from eggpu.runtime import CudaRuntime, _c_contiguous, convert_scalar
 
 if TYPE_CHECKING:
@@ -79,6 +79,9 @@ class _Slot:
         d = t.dtype
         self.kind = "ptr" if self.pointer else "bool" if d.is_bool else "int" if d.is_int else d.name
         self.lo, self.hi = (d.min, d.max) if d.is_int and not d.is_bool else (0, 0)
+        bound = assumed_max(assumptions.get(param.name))  # a loop bound's (codegen/loop_form.py)
+        if bound is not None:
+            self.hi = min(self.hi, bound)
 
 
 class LaunchPlan:

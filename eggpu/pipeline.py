@@ -204,13 +204,18 @@ class CompiledKernel:
 
 
 def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[Any]) -> None:
-    """Reject device pointers that break an alignment the PTX was specialized on.
+    """Reject device pointers that break an alignment the PTX was specialized on, and integers
+    above a loop bound's ``le{K}`` assumption (:mod:`eggpu.codegen.loop_form`).
 
     (numpy arrays are copied into fresh, 256-byte-aligned device buffers, so they always comply.)
     """
     from eggpu.ir.errors import LaunchError
+    from eggpu.ir.facts import loop_bound_message
 
     for a in checked:
+        if a.kind == "scalar" and (msg := loop_bound_message(kernel, a.param.name,
+                                                             assumptions.get(a.param.name), a.value)):
+            raise LaunchError(msg)
         if a.kind == "device" and assumptions.get(a.param.name) == "align16" and a.value % 16:
             raise LaunchError(
                 f"{kernel}: argument {a.param.name!r} must be 16-byte aligned (the PTX was specialized on it), "

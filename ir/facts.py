@@ -35,7 +35,8 @@ from typing import Any
 
 from .errors import EggpuError, IRError
 
-__all__ = ["I32_SPAN", "Facts", "check_launch", "describe_fact", "fact_holds", "facts_for_args", "grid_fits_i32",
+__all__ = ["I32_SPAN", "LOOP_BOUND_PREFIX", "Facts", "assumed_max", "check_launch", "describe_fact", "fact_holds",
+           "facts_for_args", "grid_fits_i32", "loop_bound_assumption", "loop_bound_message",
            "max_block", "parse_fact", "pointer_address", "substitute_constants"]
 
 I32_SPAN = 1 << 31
@@ -300,3 +301,33 @@ def substitute_constants(fn: Any) -> int:
     walk(fn.body)
     fn.body.ops[:0] = new_ops
     return len(subs)
+
+
+# ---------------------------------------------------------------- loop-bound assumptions
+
+LOOP_BOUND_PREFIX = "le"
+"""Code generation's assumption ``le{K}`` on an integer parameter (``LoweredModule.assumptions``,
+``ck.report["assumptions"]``): the value is at most ``K``. A ``for`` loop whose upper bound is
+that parameter steps ``iv += step; iv < hi`` without a wrap check, which is exact only when
+``hi <= 2**31 - step`` (:mod:`eggpu.codegen.loop_form`); every launch checks it."""
+
+
+def loop_bound_assumption(k: int) -> str:
+    """The assumption text for "the value is at most ``k``"."""
+    return f"{LOOP_BOUND_PREFIX}{int(k)}"
+
+
+def assumed_max(what: str | None) -> int | None:
+    """``K`` of an ``le{K}`` assumption, None for any other assumption (or None)."""
+    if what and what.startswith(LOOP_BOUND_PREFIX) and what[len(LOOP_BOUND_PREFIX):].isdigit():
+        return int(what[len(LOOP_BOUND_PREFIX):])
+    return None
+
+
+def loop_bound_message(kernel: str, name: str, what: str, value: Any) -> str | None:
+    """The launch error for an integer argument that breaks its ``le{K}`` assumption, else None."""
+    k = assumed_max(what)
+    if k is None or int(value) <= k:
+        return None
+    return (f"{kernel}: argument {name!r} must be <= {k} (a compiled loop runs up to it in steps of "
+            f"{I32_SPAN - k} without a 32-bit wrap check), got {int(value)}")

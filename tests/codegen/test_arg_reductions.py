@@ -9,6 +9,8 @@ NaNs), and the PTX is accepted by ptxas.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -134,3 +136,19 @@ def test_arg_reduction_ptx_assembles_without_nan_tests_in_the_combine(target, pt
     assert shuffles > 0
     assert ptx.count("setp.nan.f32") + ptx.count("setp.num.f32") <= 2 * 16 * 16 // 128, ptx.count("setp.nan.f32")
     assert ptxas_registers(ptx, target) > 0
+
+
+@pytest.mark.parametrize("target", ("sm_80", "sm_90"))
+def test_all_nan_index_becomes_zero_by_one_signed_max(target):
+    """The "no real element" index is 0xFFFFFFFF (the largest unsigned index, -1 signed), so the
+    all-NaN -> 0 finish is a single ``max.s32 idx, 0`` per result, with no INT32_MAX sentinel
+    compare; index ties compare unsigned."""
+    from eggpu.codegen import compile_ptx
+
+    ptx, _ = compile_ptx(full_kernel(f32, 128), target)
+    assert "2147483647" not in ptx
+    assert len(re.findall(r"max\.s32\s+%r\d+, %r\d+, 0;", ptx)) == 2, ptx  # argmax and argmin
+    x = np.full(128, np.nan, np.float32)
+    _check(full_kernel(f32, 128), x, None, f32)  # all NaN: 0
+    x[[3, 97]] = -np.inf
+    _check(full_kernel(f32, 128), x, None, f32)  # a real -inf beside NaNs wins, the first of them
