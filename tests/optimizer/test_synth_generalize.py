@@ -89,3 +89,31 @@ def test_the_guards_follow_the_dtype():
     g = generalize(f64_("rem", f64_("div", x64, c64(64)), c64(32)), f64_("and", f64_("shr", x64, c64(6)), c64(31)),
                    i64, ("x",))
     assert "(<= r1 9223372036854775807)" in g.text and "(I64)" in g.text and "(I32)" not in g.text
+
+
+# ------------------------------------------------------------------ the targeted search's composition pass
+
+def test_the_composition_pass_builds_on_the_subterms_right_hand_sides():
+    """``256 * (x // 512) + x % 512 => x - ((x >> 1) & -256)`` needs a 7-node right-hand side; the
+    composition pass finds it from the subterm's ``(x >> 1) & -256`` (poi_cat's index)."""
+    from eggpu.optimizer.cost import CostModel
+    from eggpu.optimizer.synth_workload import targeted_candidates
+
+    cm = CostModel.for_target("sm_90")
+    cc = cm.const_cost + cm.shape_lane
+
+    def priced(t):  # the workload abstraction's costs
+        if t.op in ("var", "const"):
+            return Term(t.op, t.dtype, value=t.value, cost=cc if t.op == "const" else 0.0)
+        args = tuple(priced(a) for a in t.args)
+        return Term(t.op, t.dtype, args, size=1 + sum(a.size for a in args),
+                    cost=cm.lane_cost(t.op, t.dtype) + sum(a.cost for a in args))
+
+    sub = priced(f("mul", c(256), f("div", x, c(512))))
+    whole = priced(f("add", f("mul", c(256), f("div", x, c(512))), f("rem", x, c(512))))
+    found = {str(k.lhs): k for k in targeted_candidates([sub, whole], i32, cm.lane_cost, cc, 0.5, n_samples=192)}
+    assert str(found[str(sub)].rhs) == "and(shr(x, 1), -256)"
+    assert str(found[str(whole)].rhs) == "sub(x, and(shr(x, 1), -256))" and found[str(whole)].nonneg == ("x",)
+    # and it generalizes with the tie 512 = 2 * 256 (the shift stays the literal 1)
+    g = generalize(found[str(whole)].lhs, found[str(whole)].rhs, i32, ("x",))
+    assert g.about == "c0 a power of two; c1 = (* 2 c0); r1 = (- 0 c0)"
