@@ -233,6 +233,35 @@ def _instances(lvals: list[int], names: dict[int, str], ties, rng, lo: int, hi: 
             yield env
 
 
+def _edge_instances(lvals: list[int], names: dict[int, str], ties, lo: int, hi: int,
+                    bits: int) -> Iterator[dict[str, int]]:
+    """Assignments of the constant variables on which a guard is tested for redundancy: every
+    power of two of the dtype for a free power-of-two variable, edge values (1, 2, 3, MAX - 1,
+    MAX, or their negatives) for another free one; tied variables computed, kept when canonical.
+    A guard that holds on all of them is left out (z3 still proves the rule without it)."""
+    domains = []
+    for i, v in enumerate(lvals):
+        if ties[i] is not None:
+            domains.append([None])
+        elif _pow2(v):
+            domains.append([1 << k for k in range(bits - (1 if lo < 0 else 0))])
+        else:
+            edge = [1, 2, 3, hi - 1, hi]
+            domains.append(edge if v > 0 else [-w for w in edge])
+    for combo in itertools.islice(itertools.product(*domains), 20_000):
+        env: dict[str, int] = {}
+        for i, (v, w) in enumerate(zip(lvals, combo)):
+            if w is None:
+                w = ties[i].at(env)
+            elif _pow2(v):
+                env[f"k{i}"] = w.bit_length() - 1
+            if w is None or not lo <= w <= hi:
+                break
+            env[names[v]] = w
+        else:
+            yield env
+
+
 def _passes(lhs, rhs, dtype, lvals, names, ties, rvals, rexprs, xenv, n, lo, hi, rng) -> bool:
     good = 0
     for env in _instances(lvals, names, ties, rng, lo, hi, dtype.bits):
@@ -262,17 +291,21 @@ def _render(lhs, rhs, dtype, lvals, names, logs, ties, rvals, rexprs, nonneg, lo
     d = f"({DTYPE_CONSTRUCTORS[dtype]})"
     guards = [f"(>= (LowerBound {v}) 0)" for v in nonneg]
     about = []
+    edges = list(_edge_instances(lvals, names, ties, lo, hi, dtype.bits))
     for i, v in enumerate(lvals):
         n = names[v]
         if ties[i] is not None:
-            guards += [f"(= {n} {ties[i].text})", f"(> {n} 0)" if v > 0 else f"(< {n} 0)"]
+            guards.append(f"(= {n} {ties[i].text})")
+            if not all((env[n] > 0) == (v > 0) for env in edges):
+                guards.append(f"(> {n} 0)" if v > 0 else f"(< {n} 0)")
             about.append(f"{n} = {ties[i].text}")
-        elif _pow2(v):
-            guards += [f"(> {n} 0)", f"(= k{i} (log2 (max {n} 1)))", f"(= {n} (<< 1 k{i}))"]
+        elif _pow2(v):  # (> c 0) is implied: c <= 0 gives k = 0 and c != 1
+            guards += [f"(= k{i} (log2 (max {n} 1)))", f"(= {n} (<< 1 k{i}))"]
             about.append(f"{n} a power of two")
         else:
             guards.append(f"(> {n} 0)" if v > 0 else f"(< {n} 0)")
             about.append(f"{n} {'> 0' if v > 0 else '< 0'}")
+    valid = [env for env in edges if all((env[names[v]] > 0) == (v > 0) for v in lvals)]
     rnames: dict[int, str] = {}
     for j, (v, e) in enumerate(zip(rvals, rexprs)):
         if e is None:
@@ -282,10 +315,16 @@ def _render(lhs, rhs, dtype, lvals, names, logs, ties, rvals, rexprs, nonneg, lo
             continue
         r = f"r{j}"
         rnames[v] = r
-        guards += [f"(= {r} {e.text})"] + ([f"(>= {r} 0)", f"(<= {r} {hi})"] if v >= 0 else
-                                              [f"(< {r} 0)", f"(>= {r} {lo})"])
+        ws = [w for env in valid if (w := e.at(env)) is not None]
+        guards.append(f"(= {r} {e.text})")
+        # the sign and the dtype's bound on that side, unless every edge instance has them
+        if v >= 0:
+            guards += [g for g, ok in ((f"(>= {r} 0)", all(w >= 0 for w in ws)), (f"(<= {r} {hi})", all(w <= hi for w in ws)))
+                       if not ok]
+        else:
+            guards += [g for g, ok in ((f"(< {r} 0)", all(w < 0 for w in ws)), (f"(>= {r} {lo})", all(w >= lo for w in ws)))
+                       if not ok]
         about.append(f"{r} = {e.text}")
-    # an atom reused on the right (a log k0) with a concrete sign: its guard is implied by the lhs
     lnames = {v: names[v] for v in lvals}
 
     def const_of(table: dict[int, str]) -> Callable[[Term], str]:

@@ -279,7 +279,7 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
         if not extra:
             continue
         c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, extra)
-        if c is not None and str(c.rhs) != str(_rewrite_subterms(t, out)):  # not just the subterms' rules
+        if c is not None and _canon(c.rhs) != _canon(_rewrite_subterms(t, out)):  # not just the subterms' rules
             out.append(c)
             if progress:
                 progress(f"{dtype}: targeted (composed): {c.lhs} => {c.rhs}"
@@ -299,6 +299,19 @@ def _subterm_rhs(t: Term, found: list[Candidate]) -> list[Term]:
             stack.extend(x.args)
     out = {str(c.rhs): c.rhs for c in found if str(c.lhs) in subs and set(c.rhs.variables()) <= set(t.variables())}
     return sorted(out.values(), key=lambda r: (r.cost, str(r)))[:8]
+
+
+def _canon(t: Term) -> str:
+    """``t`` as text with the operands of commutative ops sorted (equal up to operand order)."""
+    from eggpu.ir import OPS
+    from eggpu.ir.ops import COMMUTATIVE
+
+    if not t.args:
+        return str(t)
+    args = [_canon(a) for a in t.args]
+    if t.op in OPS and OPS[t.op].has(COMMUTATIVE):
+        args.sort()
+    return f"{t.op}({', '.join(args)})"
 
 
 def _rewrite_subterms(t: Term, found: list[Candidate]) -> Term:
