@@ -16,7 +16,9 @@ Pipeline (each stage bounded by one overall time limit; progress lines go to ``p
    Candidates must save at least :data:`MIN_GAIN` and are tried smallest first, bigger cost gain first.
 3. **Prove** each candidate with the rule verifier (:func:`.rule_verifier.verify_rule`) at its
    dtype: only a full proof counts (``proved``; never reduced width or sampling); refuted and
-   unknown candidates are dropped and counted.
+   unknown candidates are dropped and counted. A workload candidate's integer constants are
+   first generalized into guarded pattern variables (:mod:`.synth_generalize`); the general rule
+   is kept when z3 proves it, else the concrete one is tried.
 4. **Write** the kept rules as an ``.egg`` file (:func:`egg_text`): one named ``rewrite`` per rule
    in ruleset ``exact``, each with a provenance comment (synthesizer version, dtype, lhs size,
    costs, proof strategy and z3 units). :func:`eggpu.optimizer.rules_loader.load_rule_files`
@@ -52,7 +54,7 @@ from .synth_terms import (
 )
 
 #: written into every provenance comment; bump when what a rule means or how it is found changes
-SYNTH_VERSION = "1"
+SYNTH_VERSION = "2"
 #: the largest ``max_size`` accepted (size 7 alone is tens of millions of terms)
 MAX_SIZE_LIMIT = 7
 #: z3 budget per candidate, in idle-machine milliseconds (z3 resource units; :mod:`.rule_budget`)
@@ -296,6 +298,7 @@ def synthesize(
     max_rules: int | None = None,
     candidate_cap_s: float = CANDIDATE_CAP_S,
     workload: Sequence[Function] = (),
+    generalize: bool = True,
 ) -> SynthesisResult:
     """Run the synthesizer (module docstring) for ``dtypes`` and return what it proved.
 
@@ -304,7 +307,8 @@ def synthesize(
     rules (also ``partial``). ``proof_ms`` is the z3 budget per candidate (deterministic units);
     ``n_samples`` the sample inputs per variable (fewer samples: more false candidates for z3 to
     refute, never an unsound rule). ``workload``: IR functions whose own subterms are tried as
-    left-hand sides first (:mod:`.synth_workload`)."""
+    left-hand sides first (:mod:`.synth_workload`); ``generalize``: their integer constants are
+    first generalized into guarded variables (:mod:`.synth_generalize`)."""
     from .cost import CostModel
 
     if not 1 <= max_size <= MAX_SIZE_LIMIT:
@@ -337,7 +341,7 @@ def synthesize(
     shipped = _shipped_rules() if skip_shipped else []
     prover = _Prover(proof_ms)
     try:
-        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say, len(first))
+        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say, len(first), generalize)
     finally:
         prover.close()
     res.seconds = time.perf_counter() - t0
