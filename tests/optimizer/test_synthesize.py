@@ -364,17 +364,8 @@ def test_the_guarded_rule_fires_only_when_the_range_holds(regroup_rules):
     assert_rule_does_not_fire(text, before, after)
 
 
-def _without_shipped_synthesized(monkeypatch) -> None:
-    """Compiles load every shipped rule file but rules/synthesized.egg."""
-    import eggpu.rules as shipped
-    from eggpu.optimizer import rules_loader
-
-    files = [f for f in shipped.shipped_files() if f.name != "synthesized.egg"]
-    monkeypatch.setattr(shipped, "shipped_files", lambda: files)
-    monkeypatch.setattr(rules_loader, "shipped_files", lambda: files)
-
-
-def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch):
+def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch,
+                                                                      without_shipped_synthesized):
     import functools
 
     import eggpu.optimizer as opt_mod
@@ -382,7 +373,7 @@ def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_r
     # the rule needs the range analysis to run first: a saturation time limit that a loaded
     # machine cannot cut short (the iteration and e-node limits stay)
     monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
-    _without_shipped_synthesized(monkeypatch)  # which ships this family: compare against the rest
+    # (without_shipped_synthesized: rules/synthesized.egg ships this family; compare with the rest)
     p = tmp_path / "synth.egg"
     p.write_text(egg_text(regroup_rules))
     name = regroup_rules.rules[0].name
