@@ -236,19 +236,24 @@ def _instances(lvals: list[int], names: dict[int, str], ties, rng, lo: int, hi: 
 def _edge_instances(lvals: list[int], names: dict[int, str], ties, lo: int, hi: int,
                     bits: int) -> Iterator[dict[str, int]]:
     """Assignments of the constant variables on which a guard is tested for redundancy: every
-    power of two of the dtype for a free power-of-two variable, edge values (1, 2, 3, MAX - 1,
+    power of two of the dtype for a free power-of-two variable (the smallest and largest few when
+    there are too many combinations), edge values (1, 2, 3, MAX - 1,
     MAX, or their negatives) for another free one; tied variables computed, kept when canonical.
     A guard that holds on all of them is left out (z3 still proves the rule without it)."""
+    top = bits - (1 if lo < 0 else 0)  # powers of two 2^0 .. 2^(top-1) fit the dtype
+    n_pow2 = sum(1 for i, v in enumerate(lvals) if ties[i] is None and _pow2(v))
+    # every power of two while the product stays small, else the smallest and largest ones
+    logs = list(range(top)) if top ** max(n_pow2, 1) <= 20_000 else sorted({0, 1, 2, 3, top // 2, top - 3, top - 2, top - 1})
     domains = []
     for i, v in enumerate(lvals):
         if ties[i] is not None:
             domains.append([None])
         elif _pow2(v):
-            domains.append([1 << k for k in range(bits - (1 if lo < 0 else 0))])
+            domains.append([1 << k for k in logs])
         else:
             edge = [1, 2, 3, hi - 1, hi]
             domains.append(edge if v > 0 else [-w for w in edge])
-    for combo in itertools.islice(itertools.product(*domains), 20_000):
+    for combo in itertools.product(*domains):
         env: dict[str, int] = {}
         for i, (v, w) in enumerate(zip(lvals, combo)):
             if w is None:
