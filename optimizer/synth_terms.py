@@ -241,6 +241,7 @@ def enumerate_terms(
     pool: Sequence[Any] | None = None,
     nonneg: bool = False,
     max_op_cost: float = float("inf"),
+    extra: Sequence[Term] = (),
 ) -> Enumeration:
     """Enumerate terms of ``dtype`` (and bool, when ``bool_vars`` or comparisons give it) up to
     ``max_size`` nodes and group them by fingerprint.
@@ -250,7 +251,9 @@ def enumerate_terms(
     ``[0, MAX]`` only (signed integers; other dtypes ignore it): the classes are then equalities
     that hold for non-negative variables, which a rule must guard with ``(>= (LowerBound x) 0)``.
     Ops whose ``lane_cost`` exceeds ``max_op_cost`` are left out (a targeted search looks for
-    right-hand sides without divisions).
+    right-hand sides without divisions). ``extra``: terms over the variables seeded as leaves
+    (size 1, their own cost): right-hand sides already found for subterms, so a bigger right-hand
+    side is built from them (a targeted search's composition pass, :mod:`.synth_workload`).
 
     ``lane_cost(op, dtype)`` prices an op by the dtype of the schema's dtype argument (the cost
     model's per-lane cost); a constant costs ``const_cost``, a variable 0. Stops early (``partial``
@@ -259,7 +262,7 @@ def enumerate_terms(
     t0 = time.perf_counter()
     en = _Enumerator(dtype, n_samples, np.random.default_rng(seed), bool_vars, deadline, max_terms)
     en.max_op_cost = max_op_cost
-    en.seed_leaves(n_vars, bool_vars, const_cost, pool, nonneg)
+    en.seed_leaves(n_vars, bool_vars, const_cost, pool, nonneg, extra)
     sizes_done = 1
     for size in range(2, max_size + 1):
         en.grow(size, lane_cost)
@@ -306,9 +309,9 @@ class _Enumerator:
             self.pools[(sort, size)] = _Pool([r[0] for r in rows], vals, np.array([r[2] for r in rows]))
 
     def seed_leaves(self, n_vars: int, bool_vars: int, const_cost: float, pool: Sequence[Any] | None = None,
-                    nonneg: bool = False) -> None:
-        """Size 1: the variables and constants of every sort (``pool``, ``nonneg``: see
-        :func:`enumerate_terms`)."""
+                    nonneg: bool = False, extra: Sequence[Term] = ()) -> None:
+        """Size 1: the variables and constants of every sort (``pool``, ``nonneg``, ``extra``:
+        see :func:`enumerate_terms`)."""
         for sort in self.sorts:
             names = VALUE_VARS[:n_vars] if sort == self.dtype else BOOL_VARS[:bool_vars]
             rows = []
@@ -321,6 +324,11 @@ class _Enumerator:
             for c in (pool if pool is not None and sort == self.dtype else constants(sort)):
                 v = np.full(self.n_samples, c, dtype=numpy_dtype(sort))
                 rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
+            if extra and sort == self.dtype:
+                from .synth_workload import evaluate
+
+                rows += [(t, evaluate(t, self.var_samples, self.n_samples), True) for t in extra
+                         if t.dtype == sort and set(t.variables()) <= set(self.var_samples)]
             kept = []
             for t, v, hv in rows:
                 (fp,) = fingerprints(v[None, :], sort, self.mult)

@@ -254,32 +254,96 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
     ``time.perf_counter()`` value)."""
     out: list[Candidate] = []
     rng = np.random.default_rng(seed + 1)
+    rest = []
     for t in sorted(terms, key=lambda t: (-t.cost, str(t))):
         if deadline is not None and time.perf_counter() > deadline:
             if progress:
                 progress(f"{dtype}: targeted search stopped at its time limit")
-            break
+            return out
         if t.cost < min_gain:
             continue
-        vs = t.variables()
-        nvals = sum(1 for s, _ in vs if s != bool_)
-        e = enumerate_terms(dtype, max_size=TARGET_SIZE, lane_cost=lane_cost, const_cost=const_cost,
-                            n_vars=nvals, bool_vars=len(vs) - nvals, n_samples=n_samples, seed=seed,
-                            deadline=deadline, max_terms=TARGET_MAX_TERMS, pool=derived_constants(t, dtype),
-                            nonneg=dtype.is_signed, max_op_cost=TARGET_MAX_OP_COST)
-        found = workload_candidates([t], e, min_gain)
-        if not found:
+        c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, ())
+        if c is None:
+            rest.append(t)
             continue
-        lhs, rhs = found[0]
-        names = ()
-        if dtype.is_signed:
-            env = {k: samples(k[0], n_samples, rng) for k in e.var_samples}
-            if not _same(evaluate(lhs, env, n_samples), evaluate(rhs, env, n_samples), dtype):
-                names = tuple(n for s, n in vs if s != bool_)
-        out.append(Candidate(lhs, rhs, names))
+        out.append(c)
         if progress:
-            progress(f"{dtype}: targeted: {lhs} => {rhs}" + (f" ({', '.join(names)} >= 0)" if names else ""))
+            progress(f"{dtype}: targeted: {c.lhs} => {c.rhs}" + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
+    # composition pass: a term without a cheaper equivalent of <= TARGET_SIZE nodes searches again
+    # with the right-hand sides found for its subterms as leaves; a result that only applies the
+    # subterms' rules (no new structure) is dropped
+    for t in rest:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        extra = _subterm_rhs(t, out)
+        if not extra:
+            continue
+        c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, extra)
+        if c is not None and _canon(c.rhs) != _canon(_rewrite_subterms(t, out)):  # not just the subterms' rules
+            out.append(c)
+            if progress:
+                progress(f"{dtype}: targeted (composed): {c.lhs} => {c.rhs}"
+                         + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
     return out
+
+
+def _subterm_rhs(t: Term, found: list[Candidate]) -> list[Term]:
+    """The right-hand sides of ``found`` candidates whose left-hand side is a proper subterm of
+    ``t`` (same variable names; at most 8, cheapest first)."""
+    subs: set[str] = set()
+    stack = list(t.args)
+    while stack:
+        x = stack.pop()
+        if x.op not in ("var", "const"):
+            subs.add(str(x))
+            stack.extend(x.args)
+    out = {str(c.rhs): c.rhs for c in found if str(c.lhs) in subs and set(c.rhs.variables()) <= set(t.variables())}
+    return sorted(out.values(), key=lambda r: (r.cost, str(r)))[:8]
+
+
+def _canon(t: Term) -> str:
+    """``t`` as text with the operands of commutative ops sorted (equal up to operand order)."""
+    from eggpu.ir import OPS
+    from eggpu.ir.ops import COMMUTATIVE
+
+    if not t.args:
+        return str(t)
+    args = [_canon(a) for a in t.args]
+    if t.op in OPS and OPS[t.op].has(COMMUTATIVE):
+        args.sort()
+    return f"{t.op}({', '.join(args)})"
+
+
+def _rewrite_subterms(t: Term, found: list[Candidate]) -> Term:
+    """``t`` with every subterm that is a ``found`` left-hand side replaced by its right-hand side
+    (outermost first): what the subterms' own rules already make of ``t``."""
+    for c in found:
+        if str(c.lhs) == str(t):
+            return c.rhs
+    if not t.args:
+        return t
+    return Term(t.op, t.dtype, tuple(_rewrite_subterms(a, found) for a in t.args), t.value, t.size, t.cost)
+
+
+def _targeted_one(t: Term, dtype: DType, lane_cost, const_cost: float, min_gain: float, n_samples: int, seed: int,
+                  deadline: float | None, rng: np.random.Generator, extra: list[Term] | tuple) -> Candidate | None:
+    """One targeted enumeration for ``t`` (``extra``: leaves from subterms' right-hand sides)."""
+    vs = t.variables()
+    nvals = sum(1 for s, _ in vs if s != bool_)
+    e = enumerate_terms(dtype, max_size=TARGET_SIZE, lane_cost=lane_cost, const_cost=const_cost,
+                        n_vars=nvals, bool_vars=len(vs) - nvals, n_samples=n_samples, seed=seed,
+                        deadline=deadline, max_terms=TARGET_MAX_TERMS, pool=derived_constants(t, dtype),
+                        nonneg=dtype.is_signed, max_op_cost=TARGET_MAX_OP_COST, extra=extra)
+    found = workload_candidates([t], e, min_gain)
+    if not found:
+        return None
+    lhs, rhs = found[0]
+    names: tuple[str, ...] = ()
+    if dtype.is_signed:
+        env = {k: samples(k[0], n_samples, rng) for k in e.var_samples}
+        if not _same(evaluate(lhs, env, n_samples), evaluate(rhs, env, n_samples), dtype):
+            names = tuple(n for s, n in vs if s != bool_)
+    return Candidate(lhs, rhs, names)
 
 
 def _same(a: np.ndarray, b: np.ndarray, dtype: DType) -> bool:

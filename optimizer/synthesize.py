@@ -16,7 +16,9 @@ Pipeline (each stage bounded by one overall time limit; progress lines go to ``p
    Candidates must save at least :data:`MIN_GAIN` and are tried smallest first, bigger cost gain first.
 3. **Prove** each candidate with the rule verifier (:func:`.rule_verifier.verify_rule`) at its
    dtype: only a full proof counts (``proved``; never reduced width or sampling); refuted and
-   unknown candidates are dropped and counted.
+   unknown candidates are dropped and counted. A workload candidate's integer constants are
+   first generalized into guarded pattern variables (:mod:`.synth_generalize`); the general rule
+   is kept when z3 proves it, else the concrete one is tried.
 4. **Write** the kept rules as an ``.egg`` file (:func:`egg_text`): one named ``rewrite`` per rule
    in ruleset ``exact``, each with a provenance comment (synthesizer version, dtype, lhs size,
    costs, proof strategy and z3 units). :func:`eggpu.optimizer.rules_loader.load_rule_files`
@@ -52,7 +54,7 @@ from .synth_terms import (
 )
 
 #: written into every provenance comment; bump when what a rule means or how it is found changes
-SYNTH_VERSION = "1"
+SYNTH_VERSION = "2"
 #: the largest ``max_size`` accepted (size 7 alone is tens of millions of terms)
 MAX_SIZE_LIMIT = 7
 #: z3 budget per candidate, in idle-machine milliseconds (z3 resource units; :mod:`.rule_budget`)
@@ -64,6 +66,9 @@ CANDIDATE_CAP_S = 4.0
 #: workload candidates (left-hand sides from kernels) get this many times the proof budget and cap:
 #: ``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)`` at f32 takes 13 M z3 units (2.7 idle seconds)
 WORKLOAD_BOOST = 15
+#: generalized workload candidates (constants as guarded variables) get this many times the
+#: budget and cap: ``(x // c) % d => (x >> log2 c) & (d - 1)`` over powers of two takes ~30 s
+GENERAL_BOOST = 40
 #: share of the time limit the enumeration may use before candidates are proved
 ENUM_SHARE = 0.35
 #: share of the time limit the targeted searches of workload terms may use after it
@@ -84,9 +89,11 @@ class SynthRule:
     verdict: dict[str, Any] = field(default_factory=dict, repr=False)  # the verifier's JSON
     workload: bool = False  # the left-hand side came from a workload kernel
     nonneg: tuple[str, ...] = ()  # variables guarded ``(>= (LowerBound v) 0)``
+    general: str = ""  # constants generalized into guarded variables (:mod:`.synth_generalize`)
 
     def provenance(self) -> str:
         guard = f" | guard {', '.join(f'{v} >= 0' for v in self.nonneg)}" if self.nonneg else ""
+        guard += f" | generalized: {self.general}" if self.general else ""
         return (f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype {self.dtype} | lhs size {self.lhs.size} | "
                 f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | {'workload' if self.workload else 'enumerated'}"
                 f"{guard} | proved {self.dtype} by {self.strategy} "
@@ -109,6 +116,7 @@ class SynthesisResult:
     workload_terms: int = 0
     workload_candidates: int = 0
     targeted_candidates: int = 0  # of workload_candidates: found by a targeted search
+    generalized: int = 0  # workload candidates kept as a generalized rule (constants as variables)
     partial: bool = False
     stop_reason: str = "done"
     seconds: float = 0.0
@@ -120,7 +128,8 @@ class SynthesisResult:
                 f"{len(self.skipped_shipped)} already shipped, {self.skipped_derivable} derivable, "
                 f"{self.skipped_inexpressible} not expressible"
                 + (f", {self.workload_candidates} of {self.workload_terms} workload terms with a cheaper equivalent"
-                   f" ({self.targeted_candidates} by a targeted search)" if self.workload_terms else "")
+                   f" ({self.targeted_candidates} by a targeted search, {self.generalized} kept generalized)"
+                   if self.workload_terms else "")
                 + f"; {self.seconds:.1f}s"
                 + (f" (partial: {self.stop_reason})" if self.partial else ""))
 
@@ -289,6 +298,7 @@ def synthesize(
     max_rules: int | None = None,
     candidate_cap_s: float = CANDIDATE_CAP_S,
     workload: Sequence[Function] = (),
+    generalize: bool = True,
 ) -> SynthesisResult:
     """Run the synthesizer (module docstring) for ``dtypes`` and return what it proved.
 
@@ -297,7 +307,8 @@ def synthesize(
     rules (also ``partial``). ``proof_ms`` is the z3 budget per candidate (deterministic units);
     ``n_samples`` the sample inputs per variable (fewer samples: more false candidates for z3 to
     refute, never an unsound rule). ``workload``: IR functions whose own subterms are tried as
-    left-hand sides first (:mod:`.synth_workload`)."""
+    left-hand sides first (:mod:`.synth_workload`); ``generalize``: their integer constants are
+    first generalized into guarded variables (:mod:`.synth_generalize`)."""
     from .cost import CostModel
 
     if not 1 <= max_size <= MAX_SIZE_LIMIT:
@@ -330,7 +341,7 @@ def synthesize(
     shipped = _shipped_rules() if skip_shipped else []
     prover = _Prover(proof_ms)
     try:
-        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say, len(first))
+        _prove_candidates(pairs, res, prover, shipped, end, max_rules, candidate_cap_s, say, len(first), generalize)
     finally:
         prover.close()
     res.seconds = time.perf_counter() - t0
@@ -362,13 +373,16 @@ def _workload_candidates(workload: Sequence[Function], dt: DType, e: Enumeration
 
 def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], res: SynthesisResult, prover: _Prover,
                       shipped: list[Rule], end: float, max_rules: int | None, cap_s: float,
-                      say: Callable[[str], None], n_first: int = 0) -> None:
+                      say: Callable[[str], None], n_first: int = 0, generalize_on: bool = True) -> None:
     """Stage 2-3 of the module docstring: filter, prove and keep, until ``end``. The first
-    ``n_first`` pairs (workload candidates) get :data:`WORKLOAD_BOOST` times the budget and cap."""
+    ``n_first`` pairs (workload candidates) get :data:`WORKLOAD_BOOST` times the budget and cap;
+    with ``generalize_on`` their integer constants are first generalized into guarded variables
+    (:mod:`.synth_generalize`) and the general rule is kept when z3 proves it."""
     from .rule_verdicts import PROVED, REFUTED, RuleVerdict
 
     kept: list[Rule] = []
     seen: set[str] = set()
+    general_tried: dict[str, bool] = {}  # generalized rule body -> proved (each is proved once)
     for n, (dt, lhs, rhs, nonneg) in enumerate(pairs):
         if time.perf_counter() > end:
             res.partial, res.stop_reason = True, f"time limit reached after {res.tried} of {len(pairs)} candidates"
@@ -390,9 +404,19 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], re
             res.skipped_derivable += 1
             continue
         res.tried += 1
-        left = end - time.perf_counter()
         boost = WORKLOAD_BOOST if n < n_first else 1  # few and valuable: a bigger budget
-        d = prover.prove(text, min(cap_s * boost, max(left, 0.1)), prover.proof_ms * boost)
+        general = ""
+        d = None
+        if n < n_first and generalize_on:
+            g = _general_proof(dt, lhs, rhs, nonneg, prover, end, cap_s, general_tried, shipped)
+            if g is not None and g[0] is None:  # the same generalization was kept (or shipped) already
+                continue
+            if g is not None:
+                d, name, text, general = g
+                cand = parse_rules(text, "<synthesized>")[0][0]
+        if d is None:
+            left = end - time.perf_counter()
+            d = prover.prove(text, min(cap_s * boost, max(left, 0.1)), prover.proof_ms * boost)
         if d is None:  # stopped at the wall-clock cap (or the time limit)
             res.unknown.append(f"{lhs} => {rhs} (stopped after {min(cap_s, max(left, 0.1)):.1f}s)")
             continue
@@ -401,7 +425,8 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], re
             r0 = v.results[0]
             kept.append(cand)
             res.rules.append(SynthRule(name, dt, lhs, rhs, text, r0.strategy or "z3",
-                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first, nonneg))
+                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first, nonneg, general))
+            res.generalized += bool(general)
             say(f"[{n + 1}/{len(pairs)}] proved {name}: {lhs} => {rhs}")
         elif any(x.status == REFUTED for x in v.results):
             res.refuted.append(f"{lhs} => {rhs}")
@@ -410,6 +435,37 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], re
         if res.tried % 100 == 0:
             say(f"[{n + 1}/{len(pairs)}] {res.tried} tried: {len(res.rules)} proved, {len(res.refuted)} refuted, "
                 f"{len(res.unknown)} unknown")
+
+
+def _general_proof(dt: DType, lhs: Term, rhs: Term, nonneg: tuple[str, ...], prover: _Prover, end: float,
+                   cap_s: float, tried: dict[str, bool], shipped: list[Rule]) -> tuple[Any, str, str, str] | None:
+    """Generalize a workload candidate (:func:`.synth_generalize.generalize`) and prove the general
+    rule with :data:`GENERAL_BOOST` times the budget and cap: ``(verdict JSON, name, text, about)``
+    when proved; ``(None, ...)`` when that general rule was proved before (``tried``: body ->
+    proved) or a shipped rule states it; None when there is none or z3 did not prove it (the
+    concrete rule is tried then)."""
+    from .rule_verdicts import PROVED, RuleVerdict
+    from .synth_generalize import generalize
+
+    g = generalize(lhs, rhs, dt, nonneg)
+    if g is None:
+        return None
+    body = g.text.rsplit(" :name", 1)[0]
+    if body in tried:
+        return (None, g.name, g.text, g.about) if tried[body] else None
+    tried[body] = False
+    if any(states(r, parse_rules(g.text, "<synthesized>")[0][0]) for r in shipped):
+        tried[body] = True
+        return (None, g.name, g.text, g.about)
+    left = end - time.perf_counter()
+    d = prover.prove(g.text, min(cap_s * GENERAL_BOOST, max(left, 0.1)), prover.proof_ms * GENERAL_BOOST)
+    if d is None:
+        return None
+    v = RuleVerdict.from_json(d)
+    if v.results and all(x.status == PROVED for x in v.results):
+        tried[body] = True
+        return (d, g.name, g.text, g.about)
+    return None
 
 
 def _prove_job(conn: Any, proof_ms: int) -> None:

@@ -14,3 +14,17 @@ def boom_rules(tmp_path):
     p = tmp_path / "boom.egg"
     p.write_text(BOOM)
     return [p]
+
+
+@pytest.fixture
+def without_shipped_synthesized(monkeypatch):
+    """Compiles load every shipped rule file but ``rules/synthesized.egg``: a test that compares a
+    user rule file against the shipped rules, where that file states a family the synthesized
+    rules ship (``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)``, ``x % c + 2c * (x // c)``)."""
+    import eggpu.rules as shipped
+    from eggpu.optimizer import rules_loader
+
+    files = [f for f in shipped.shipped_files() if f.name != "synthesized.egg"]
+    assert len(files) == len(shipped.shipped_files()) - 1
+    monkeypatch.setattr(shipped, "shipped_files", lambda: files)
+    monkeypatch.setattr(rules_loader, "shipped_files", lambda: files)

@@ -18,7 +18,7 @@ from eggpu.optimizer.cost import CostModel
 from eggpu.optimizer.rule_verifier import verify_rule
 from eggpu.optimizer.rules_loader import load_rule_files, parse_rules
 from eggpu.optimizer.synth_terms import Term, canonical_names, enumerate_terms, fingerprints, signatures
-from eggpu.optimizer.synthesize import derivable, egg_text, rule_text, states, synthesize
+from eggpu.optimizer.synthesize import SYNTH_VERSION, derivable, egg_text, rule_text, states, synthesize
 
 CM = CostModel.for_target("sm_90")
 
@@ -100,7 +100,7 @@ def test_every_emitted_rule_loads_and_is_proved(small_i32, tmp_path):
         v = verify_rule(r)
         assert v.usable, (r.name, v.summary())
     text = p.read_text()
-    assert text.count(";; eggpu rules synthesize v1 | dtype i32 | lhs size") == len(res.rules)
+    assert text.count(f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype i32 | lhs size") == len(res.rules)
     assert "proved i32 by" in text and "units)" in text
 
 
@@ -324,20 +324,31 @@ def test_nonneg_samples_cover_zero_to_max_only():
 
 @pytest.fixture(scope="module")
 def regroup_rules():
+    """The regroup kernel as workload, its constants generalized (the default); not skipped as
+    shipped (rules/synthesized.egg ships the same family as syn-i32-regroup-pow2)."""
     fn = regroup.Kernel(256).ir()
-    return synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=1)
+    return synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=1, skip_shipped=False)
 
 
 def test_a_targeted_search_finds_a_range_guarded_rule_and_z3_proves_it(regroup_rules):
     res = regroup_rules
-    assert res.targeted_candidates >= 1
+    assert res.targeted_candidates >= 1 and res.generalized == 1
     r = res.rules[0]
     assert (str(r.lhs), str(r.rhs), r.nonneg) == (REGROUP, "add(and(x, -512), x)", ("x",))
-    assert ":when ((>= (LowerBound x) 0))" in r.text and "| guard x >= 0 |" in r.provenance()
+    assert ":when ((>= (LowerBound x) 0) " in r.text and "| guard x >= 0 | generalized: c0 a power of two" in r.provenance()
     assert verify_rule(parse_rules(r.text, "<t>")[0][0]).status == "proved"
-    # the guard is needed: without it z3 refutes the rule (x = -1: -1 against -513)
-    bare = r.text.replace(" :when ((>= (LowerBound x) 0))", "")
+    # the range guard is needed: without it z3 refutes the rule (x = -1: -1 against -513)
+    bare = r.text.replace("(>= (LowerBound x) 0) ", "")
     assert verify_rule(parse_rules(bare, "<t>")[0][0]).status == "refuted"
+
+
+def test_without_generalization_the_rule_holds_for_its_constants():
+    fn = regroup.Kernel(256).ir()
+    res = synthesize([i32], max_size=3, time_limit=120, workload=[fn], max_rules=1, skip_shipped=False,
+                     generalize=False)
+    r = res.rules[0]
+    assert str(r.lhs) == REGROUP and ":when ((>= (LowerBound x) 0))" in r.text and res.generalized == 0
+    assert "(Const (I32) 512)" in r.text and "generalized" not in r.provenance()
 
 
 def test_the_guarded_rule_fires_only_when_the_range_holds(regroup_rules):
@@ -353,7 +364,8 @@ def test_the_guarded_rule_fires_only_when_the_range_holds(regroup_rules):
     assert_rule_does_not_fire(text, before, after)
 
 
-def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch):
+def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_rules, tmp_path, monkeypatch,
+                                                                      without_shipped_synthesized):
     import functools
 
     import eggpu.optimizer as opt_mod
@@ -361,6 +373,7 @@ def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_r
     # the rule needs the range analysis to run first: a saturation time limit that a loaded
     # machine cannot cut short (the iteration and e-node limits stay)
     monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
+    # (without_shipped_synthesized: rules/synthesized.egg ships this family; compare with the rest)
     p = tmp_path / "synth.egg"
     p.write_text(egg_text(regroup_rules))
     name = regroup_rules.rules[0].name

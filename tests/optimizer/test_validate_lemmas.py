@@ -75,7 +75,8 @@ def test_a_lemma_never_validates_a_different_program():
 
 
 @pytest.mark.parametrize("n", [1, 1000, 1001])
-def test_the_fma_rule_wins_in_a_compile_and_computes_the_same_bits(tmp_path, n):
+def test_the_fma_rule_wins_in_a_compile_and_computes_the_same_bits(tmp_path, n, without_shipped_synthesized):
+    # (rules/synthesized.egg ships this rule as syn-f32-half-one-plus-fma: compare with the rest)
     p = tmp_path / "fma.egg"
     p.write_text(FMA_RULE + "\n")
     base = eggpu.compile(half_one_plus.Kernel(256), cache=False)

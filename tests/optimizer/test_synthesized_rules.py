@@ -1,0 +1,194 @@
+"""The shipped synthesized rules (``rules/synthesized.egg``, docs/rules.md §7).
+
+Four rules written by ``eggpu rules synthesize`` from the benchmark kernels, each lowering a
+benchmark kernel's cost on its own: three over the index math, their constants generalized into
+guarded variables (``optimizer/synth_generalize.py``), and ``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)``
+at f32. Each one:
+
+- fires on its family at constants the kernels do not use (so it is the family, not an instance);
+- does not fire when one guard fails: a constant that is not a power of two, a broken tie between
+  constants, a shift that would be negative, or ``x`` not known ``>= 0`` (the f32 rule: another
+  constant, another dtype);
+- is fully proved at its dtype in ``rules/proofs.json`` (``test_shipped_proofs`` checks that file);
+- fires on the naive kernel it was found on, lowers its cost, and the optimized kernel computes
+  what the original does on ragged sizes (1, 1000, 1001).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import eggpu
+from bench.naive import BY_NAME, launch_facts, load, param_names
+from eggpu.ir.interp import interpret
+from eggpu.optimizer.rules_loader import load_rules
+from eggpu.testing import assert_rule_does_not_fire, assert_rule_fires
+
+SYNTH = {r.name: r for r in load_rules(env=False).rules if r.file == "rules/synthesized.egg"}
+X = "(Opaque (I32) 1)"
+NONNEG = (f"(set (LowerBound {X}) 0)",)
+NEG = (f"(set (LowerBound {X}) -1)",)
+
+
+def k(v: int) -> str:
+    return f'(Splat (I32) "16" (Const (I32) {v}))'
+
+
+def _div(c: int) -> str:
+    return f"(Div (I32) {X} {k(c)})"
+
+
+def _rem(a: str, c: int) -> str:
+    return f"(Rem (I32) {a} {k(c)})"
+
+
+def _mul(c: int, a: str) -> str:
+    return f"(Mul (I32) {k(c)} {a})"
+
+
+def _and(a: str, c: int) -> str:
+    return f"(And (I32) {a} {k(c)})"
+
+
+def _regroup(c: int, c2: int) -> str:
+    return f"(Add (I32) {_rem(X, c)} {_mul(c2, _div(c))})"
+
+
+# rule -> (a term of the family at other constants, what it becomes, near misses: one guard false)
+CASES = {
+    "syn-i32-mul-divrem-pow2": (
+        _mul(256, _rem(_div(16), 8)), _and(f"(Shl (I32) {X} {k(4)})", 7 * 256),
+        [_mul(8, _rem(_div(16), 8)),                                    # shift log2 8 - log2 16 < 0
+         _mul(256, _rem(_div(16), 12)),                                 # 12 is not a power of two
+         _mul(256, _rem(_div(24), 8))]),                                # 24 neither
+    "syn-i32-mul-div-pow2": (
+        _mul(16, _div(4096)), _and(f"(Shr (I32) {X} {k(8)})", -16),
+        [_mul(16, _div(8)),                                             # shift log2 8 - log2 16 < 0
+         _mul(16, _div(3000)), _mul(48, _div(4096))]),                  # not powers of two
+    "syn-i32-regroup-pow2": (
+        _regroup(128, 256), f"(Add (I32) {_and(X, -128)} {X})",
+        [_regroup(128, 384),                                            # the tie c1 = 2 c0 broken
+         _regroup(96, 192)]),                                           # 96 is not a power of two
+}
+
+
+F = "(Opaque (F32) 1)"
+
+
+def _fk(v: float, t: str = "F32") -> str:
+    from eggpu.optimizer.schema import float_bits
+
+    return f'(Splat ({t}) "16" (ConstF ({t}) {float_bits(v)}))'
+
+
+FMA = ("syn-f32-half-one-plus-fma",
+       f"(Mul (F32) {_fk(0.5)} (Add (F32) {_fk(1.0)} {F}))", f"(Fma (F32) {F} {_fk(0.5)} {_fk(0.5)})",
+       [f"(Mul (F32) {_fk(0.25)} (Add (F32) {_fk(1.0)} {F}))",   # 0.25 * (1.0 + x): not the rule's constant
+        f"(Mul (F32) {_fk(0.5)} (Add (F32) {_fk(2.0)} {F}))",
+        "(Mul (F64) {} (Add (F64) {} (Opaque (F64) 1)))".format(_fk(0.5, "F64"), _fk(1.0, "F64"))])  # proved at f32 only
+
+
+def test_the_cases_cover_every_shipped_synthesized_rule():
+    assert set(CASES) | {FMA[0]} == set(SYNTH) and len(SYNTH) == 4
+
+
+def test_the_f32_rule_fires_on_its_term_and_not_at_other_constants_or_dtypes():
+    name, before, after, misses = FMA
+    assert_rule_fires(SYNTH[name], before, after)
+    for term in misses:
+        assert_rule_does_not_fire(SYNTH[name], term)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_fires_on_its_family_at_other_constants(name):
+    before, after, _ = CASES[name]
+    assert_rule_fires(SYNTH[name], before, after, facts=NONNEG)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_each_constant_guard_blocks(name):
+    _, after, misses = CASES[name]
+    for term in misses:
+        assert_rule_does_not_fire(SYNTH[name], term, facts=NONNEG)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_range_guard_blocks(name):
+    before, after, _ = CASES[name]
+    assert_rule_does_not_fire(SYNTH[name], before, after, facts=NEG)
+    assert_rule_does_not_fire(SYNTH[name], before, after)  # nothing known about x
+
+
+@pytest.mark.parametrize("name", sorted(CASES) + [FMA[0]])
+def test_ships_fully_proved(name):
+    from eggpu.optimizer import shipped_proofs
+
+    found = [e for e in shipped_proofs.entries().values() if e["rule"] == name]
+    assert len(found) == 1 and [r["status"] for r in found[0]["results"]] == ["proved"]
+
+
+def _case(name: str, size: int):
+    kern = BY_NAME[name]
+    case = kern.make(size, np.random.default_rng(size))
+    jf = getattr(load("eggpu"), name)
+    options, _, _ = launch_facts(case, param_names(jf), kern.consts)
+    return case, jf.specialize(*case.args, **kern.consts), options
+
+
+def _run(fn, case) -> list:
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    interpret(fn, case.grid, *args)
+    return args
+
+
+KERNELS = {"poi_permute": {"syn-i32-mul-divrem-pow2"}, "poi_cat": {"syn-i32-mul-div-pow2"},
+           "poi_silu_mul": {"syn-i32-regroup-pow2"}}  # naive kernels; gelu_backward (library): below
+
+
+@pytest.mark.parametrize("name", sorted(KERNELS))
+def test_fires_on_the_naive_kernel_and_lowers_its_cost(name, monkeypatch, tmp_path):
+    import functools
+
+    import eggpu.optimizer as opt_mod
+    from eggpu.optimizer import optimize
+    from eggpu.rules import shipped_files
+
+    # the rules need the range analysis first: a saturation limit load cannot cut short
+    monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
+    case, inst, options = _case(name, 10)
+    ck = eggpu.compile(inst, target="sm_90", cache=False, **options)
+    opt = ck.report["optimizer"]
+    assert KERNELS[name] <= set(opt["rules_fired"]), opt["rules_fired"]
+    assert opt["validation"] == "valid" and not opt["fell_back"]
+    # the same kernel with every shipped rule but these: a higher cost
+    others = [str(f) for f in shipped_files() if f.name != "synthesized.egg"]
+    assert len(others) == len(shipped_files()) - 1
+    unopt = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
+    without = optimize(unopt, rules=others, shipped_rules=False, target="sm_90")
+    assert opt["cost_after"] < without.cost_after - 1.0, (opt["cost_after"], without.cost_after)
+
+
+@pytest.mark.parametrize(("name", "size"), [(n, s) for n in sorted(KERNELS) for s in (1, 1000, 1001)])
+def test_optimized_kernel_computes_what_the_original_does(name, size):
+    case, inst, options = _case(name, size)
+    before = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
+    after = eggpu.compile(inst, target="sm_90", cache=False, **options).ir
+    got, want = _run(after, case), _run(before, case)
+    for i in case.expected:
+        np.testing.assert_array_equal(got[i], want[i], err_msg=f"{name} size {size}")
+        np.testing.assert_allclose(got[i], case.expected[i], rtol=case.rtol, atol=case.atol)
+
+
+@pytest.mark.parametrize("size", [1, 1000, 1001])
+def test_the_f32_rule_fires_on_gelu_backward_and_the_kernel_stays_right(size):
+    from eggpu.ir.dtypes import f32
+    from eggpu.kernels import LIBRARY
+
+    lk = next(k for k in LIBRARY if k.name == "gelu_backward")
+    case = lk.make_case(size, f32, np.random.default_rng(size))
+    ck = eggpu.compile(lk.instance(case), target="sm_90", cache=False)
+    opt = ck.report["optimizer"]
+    assert opt["rules_fired"].get(FMA[0], 0) >= 1 and opt["validation"] == "valid" and not opt["fell_back"]
+    assert any(o.op == "fma" for o in ck.ir.walk())
+    lk.check(case, case.run(ck.run_cpu))
