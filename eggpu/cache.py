@@ -33,7 +33,6 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from eggpu.ir.cachefs import (
     warn_once,
 )
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Record
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")
@@ -81,14 +81,17 @@ def _sha(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
-@dataclass
-class CacheEntry:
+class CacheEntry(Record):
     """A complete cache entry: artefact texts plus the JSON report."""
 
+    _fields = ("key", "stem", "files", "report")
     key: str
     stem: Path
     files: dict[str, str]
     report: dict[str, Any]
+
+    def __init__(self, key: str, stem: Path, files: dict[str, str], report: dict[str, Any]):
+        self._assign(key, stem, files, report)
 
 
 class _BadEntry(Exception):

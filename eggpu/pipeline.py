@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,31 +18,43 @@ from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Record
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
 
 DEFAULT_TARGET = "sm_90"
 
 
-@dataclass
-class CompileOptions:
-    """Everything besides the kernel that changes the compiled output."""
+class CompileOptions(Record):
+    """Everything besides the kernel that changes the compiled output.
 
-    target: str = DEFAULT_TARGET
-    optimize: bool = True
-    fast_math: bool = False
-    num_warps: int = 4
-    rules: tuple[str, ...] = ()
-    #: launch-time specialization facts of parameters asked for by the caller (``specialize=``)
-    facts: Facts = field(default_factory=Facts)
-    #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
-    offsets_i32: bool = False
-    #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; None: Triton's
-    #: default 3, fewer where the stage buffers do not fit the target's shared memory)
-    num_stages: int | None = None
-    #: the ``dot`` strategy every dot must use (None: automatic; ``"wgmma"``: sm_90a, opt-in)
-    dot_strategy: str | None = None
-    _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
+    ``facts``: launch-time specialization facts of parameters asked for by the caller
+    (``specialize=``); ``offsets_i32``: the launch fact that element offsets fit in i32
+    (:mod:`eggpu.ir.facts`); ``num_stages``: ``cp.async`` stages of a software-pipelined
+    tensor-core K loop (1: none; None: Triton's default 3, fewer where the stage buffers do not
+    fit the target's shared memory); ``dot_strategy``: the ``dot`` strategy every dot must use
+    (None: automatic; ``"wgmma"``: sm_90a, opt-in)."""
+
+    _fields = ("target", "optimize", "fast_math", "num_warps", "rules", "facts", "offsets_i32", "num_stages",
+               "dot_strategy", "_rule_sources")
+    _no_repr = _no_compare = ("_rule_sources",)
+    target: str
+    optimize: bool
+    fast_math: bool
+    num_warps: int
+    rules: tuple[str, ...]
+    facts: Facts
+    offsets_i32: bool
+    num_stages: int | None
+    dot_strategy: str | None
+    _rule_sources: list[tuple[str, bytes]] | None
+
+    def __init__(self, target: str = DEFAULT_TARGET, optimize: bool = True, fast_math: bool = False,
+                 num_warps: int = 4, rules: tuple[str, ...] = (), facts: Facts | None = None,
+                 offsets_i32: bool = False, num_stages: int | None = None, dot_strategy: str | None = None,
+                 _rule_sources: list[tuple[str, bytes]] | None = None):
+        self._assign(target, optimize, fast_math, num_warps, rules, Facts() if facts is None else facts,
+                     offsets_i32, num_stages, dot_strategy, _rule_sources)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
         """``(label, bytes)`` of every rule file of this compile (shipped, ``rules``,
@@ -69,26 +80,36 @@ class CompileOptions:
         }
 
 
-@dataclass
-class CompiledKernel:
+class CompiledKernel(Record):
     """A compiled kernel specialization. Artefacts are texts; ``ir`` and the host build are lazy."""
 
+    _fields = ("name", "id", "entry_point", "target", "ptx", "llvm_ir", "ir_text", "source", "params",
+               "num_threads", "report", "options", "cache_path", "_ir", "_host", "_plan")
+    _no_repr = ("ptx", "llvm_ir", "ir_text", "source", "report", "_ir", "_host", "_plan")
+    _no_compare = ("_plan",)
     name: str
     id: str
     entry_point: str
     target: str
-    ptx: str = field(repr=False)
-    llvm_ir: str = field(repr=False)
-    ir_text: str = field(repr=False)
-    source: str = field(repr=False)
+    ptx: str
+    llvm_ir: str
+    ir_text: str
+    source: str
     params: tuple[Param, ...]
     num_threads: int
-    report: dict[str, Any] = field(repr=False)
+    report: dict[str, Any]
     options: CompileOptions
-    cache_path: str | None = None
-    _ir: Any = field(default=None, repr=False)
-    _host: Any = field(default=None, repr=False)
-    _plan: Any = field(default=None, repr=False, compare=False)
+    cache_path: str | None
+    _ir: Any
+    _host: Any
+    _plan: Any
+
+    def __init__(self, name: str, id: str, entry_point: str, target: str, ptx: str, llvm_ir: str,
+                 ir_text: str, source: str, params: tuple[Param, ...], num_threads: int, report: dict[str, Any],
+                 options: CompileOptions, cache_path: str | None = None, _ir: Any = None, _host: Any = None,
+                 _plan: Any = None):
+        self._assign(name, id, entry_point, target, ptx, llvm_ir, ir_text, source, params, num_threads, report,
+                     options, cache_path, _ir, _host, _plan)
 
     @property
     def ir(self):

@@ -30,10 +30,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from .errors import EggpuError, IRError
+from .record import Frozen
 
 __all__ = ["I32_SPAN", "Facts", "check_launch", "describe_fact", "fact_holds", "facts_for_args", "grid_fits_i32",
            "max_block", "parse_fact", "pointer_address", "substitute_constants"]
@@ -63,16 +63,19 @@ def describe_fact(text: str) -> str:
     return {"div": f"divisible by {k}", "align": f"{k}-byte aligned", "eq": "equal to 1"}[kind]
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(Frozen):
     """The specialization facts of one compiled kernel (module docstring).
 
     ``params``: sorted ``(parameter name, sorted fact names)`` pairs; ``block``: 0 without the
     ``offsets_i32`` fact, else the block extent it was made for.
     """
 
-    params: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    block: int = 0
+    _fields = ("params", "block")
+    params: tuple[tuple[str, tuple[str, ...]], ...]
+    block: int
+
+    def __init__(self, params: tuple[tuple[str, tuple[str, ...]], ...] = (), block: int = 0):
+        self._assign(params, block)
 
     @staticmethod
     def make(by_param: Mapping[str, Iterable[str]] | None = None, block: int = 0) -> Facts:

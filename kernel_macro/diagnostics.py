@@ -19,10 +19,10 @@ import ast
 import inspect
 import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.errors import CompileError, KernelError
+from eggpu.ir.record import Record
 
 if TYPE_CHECKING:  # eggpu.ir.graph (and numpy) load when a location is made, not on a cache hit
     from eggpu.ir.graph import Loc
@@ -95,16 +95,20 @@ def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
     return f"did you mean {prefix}{close[0]}?" if close else ""
 
 
-@dataclass
-class Source:
+class Source(Record):
     """The parsed source of one Python function."""
 
+    _fields = ("fn", "file", "first_line", "lines", "tree", "text")
+    _no_repr = ("text",)
     fn: Any
     file: str
     first_line: int
     lines: list[str]
     tree: ast.FunctionDef
-    text: str = field(repr=False)
+    text: str
+
+    def __init__(self, fn: Any, file: str, first_line: int, lines: list[str], tree: ast.FunctionDef, text: str):
+        self._assign(fn, file, first_line, lines, tree, text)
 
     @classmethod
     def of(cls, fn: Any) -> Source:

@@ -20,12 +20,12 @@ from __future__ import annotations
 import builtins
 import sys
 import types as _types
-from dataclasses import dataclass
 from typing import Any, ClassVar, TypeVar
 
 from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
+from eggpu.ir.record import Frozen
 
 _builtin_bool = builtins.bool
 _builtin_range = builtins.range
@@ -152,14 +152,17 @@ CATEGORY_CLASSES: dict[str, type[Dtype]] = {
 # ---------------------------------------------------------------- annotations
 
 
-@dataclass(frozen=True)
-class PointerAnnotation:
+class PointerAnnotation(Frozen):
     """``tl.Pointer[T]``: a pointer parameter whose pointee is a dtype or a dtype TypeVar.
 
     ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
     """
 
+    _fields = ("pointee",)
     pointee: Any
+
+    def __init__(self, pointee: Any):
+        self._assign(pointee)
 
     @property
     def element_ty(self) -> Any:

@@ -16,10 +16,10 @@ are evaluated in the function's globals and closure.
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from eggpu.ir.dtypes import DType
+from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .errors import KernelSignatureError
@@ -37,30 +37,37 @@ RESERVED_ATTRIBUTES = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class DtypeVar:
+class DtypeVar(Frozen):
     """A dtype parameter of a kernel: a ``TypeVar`` with its category and allowed dtypes."""
 
+    _fields = ("typevar", "name", "category", "allowed")
     typevar: Any
     name: str
     category: str
     allowed: tuple[DType, ...]
 
+    def __init__(self, typevar: Any, name: str, category: str, allowed: tuple[DType, ...]):
+        self._assign(typevar, name, category, allowed)
+
     def __str__(self) -> str:
         return f"{self.name}: {self.category}"
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Frozen):
     """One kernel parameter. ``kind`` is ``pointer``, ``scalar`` or ``constexpr``; the element
     dtype is ``dtype`` (fixed) or ``typevar`` (a dtype parameter)."""
 
+    _fields = ("name", "kind", "annotation", "dtype", "typevar", "default")
     name: str
     kind: str
     annotation: Any
-    dtype: DType | None = None
-    typevar: DtypeVar | None = None
-    default: Any = NO_DEFAULT
+    dtype: DType | None
+    typevar: DtypeVar | None
+    default: Any
+
+    def __init__(self, name: str, kind: str, annotation: Any, dtype: DType | None = None,
+                 typevar: DtypeVar | None = None, default: Any = NO_DEFAULT):
+        self._assign(name, kind, annotation, dtype, typevar, default)
 
     @property
     def is_constexpr(self) -> bool:
@@ -79,13 +86,16 @@ class Param:
         return tl.PointerAnnotation(dt) if self.kind == POINTER else dt
 
 
-@dataclass(frozen=True)
-class Signature:
+class Signature(Frozen):
     """The analysed parameter list of a kernel function."""
 
+    _fields = ("name", "params", "typevars")
     name: str
     params: tuple[Param, ...]
     typevars: tuple[DtypeVar, ...]
+
+    def __init__(self, name: str, params: tuple[Param, ...], typevars: tuple[DtypeVar, ...]):
+        self._assign(name, params, typevars)
 
     @property
     def runtime_params(self) -> tuple[Param, ...]:
@@ -206,17 +216,20 @@ def analyze(fn: Any) -> Signature:
 # ---------------------------------------------------------------- untyped (Triton-style) kernels
 
 
-@dataclass(frozen=True)
-class JitParam:
+class JitParam(Frozen):
     """One parameter of an ``@eggpu.jit`` function launched as a kernel.
 
     ``constexpr``: annotated ``tl.constexpr``. ``fixed``: a dtype or ``tl.Pointer[dtype]``
     annotation the argument must match (None: the type comes from the argument)."""
 
+    _fields = ("name", "constexpr", "fixed", "default")
     name: str
     constexpr: bool
-    fixed: Any = None
-    default: Any = NO_DEFAULT
+    fixed: Any
+    default: Any
+
+    def __init__(self, name: str, constexpr: bool, fixed: Any = None, default: Any = NO_DEFAULT):
+        self._assign(name, constexpr, fixed, default)
 
 
 def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
