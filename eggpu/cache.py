@@ -34,7 +34,6 @@ import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 from eggpu.ir.cachefs import (
     CacheUnavailable,
@@ -46,6 +45,10 @@ from eggpu.ir.cachefs import (
 )
 from eggpu.ir.hashing import sha256
 from eggpu.ir.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
 _HEX64 = re.compile(r"[0-9a-f]{64}\Z")

@@ -11,7 +11,6 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
@@ -21,6 +20,10 @@ from eggpu.ir.hashing import sha256
 from eggpu.ir.record import Record
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TARGET = "sm_90"
 

@@ -12,14 +12,16 @@ and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``, or ``data_p
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import LaunchError
 from eggpu.ir.record import Frozen, Record
 from eggpu.ir.types import BlockType
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 # numpy and eggpu.ir.launch_args (which needs numpy) load on first use: a cache hit in a fresh

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import sys
-from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
 from .record import Frozen
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 

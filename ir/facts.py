@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
 
 from .errors import EggpuError, IRError
 from .record import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["I32_SPAN", "Facts", "check_launch", "describe_fact", "fact_holds", "facts_for_args", "grid_fits_i32",
            "max_block", "parse_fact", "pointer_address", "substitute_constants"]

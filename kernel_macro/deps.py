@@ -28,14 +28,19 @@ import ast
 import json
 import sys
 import types
-from typing import Any, NamedTuple, TypeVar
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .diagnostics import Source
+from .language import _TypeVar
 from .signature import _closure_vars
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Dependencies", "dependencies"]
 
@@ -45,13 +50,17 @@ _STABLE_ROOTS = frozenset({"eggpu", "numpy", "ml_dtypes"}) | frozenset(sys.stdli
 _MAX_DEPTH = 32
 
 
-class Dependencies(NamedTuple):
+class Dependencies(Frozen):
     """``description``: JSON-able record of every input (see the module docstring); ``digest``:
     its sha256; ``opaque``: None, or why the kernel's inputs cannot be enumerated (do not cache)."""
 
+    _fields = ("description", "digest", "opaque")
     description: list[Any]
     digest: str
     opaque: str | None
+
+    def __init__(self, description: list[Any], digest: str, opaque: str | None):
+        self._assign(description, digest, opaque)
 
 
 _CHAINS: dict[Any, tuple[tuple[str, ...], ...]] = {}
@@ -160,7 +169,7 @@ class _Walk:
             return ["dtype", v.name]
         if isinstance(v, tl.PointerAnnotation):
             return ["ptr", str(v)]
-        if isinstance(v, TypeVar):
+        if isinstance(v, _TypeVar):
             return ["typevar", v.__name__]
         np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
         if np is not None and isinstance(v, np.generic):

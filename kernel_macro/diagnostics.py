@@ -19,12 +19,14 @@ import ast
 import inspect
 import textwrap
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.errors import CompileError, KernelError
 from eggpu.ir.record import Record
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:  # eggpu.ir.graph (and numpy) load when a location is made, not on a cache hit
+    from typing import Any
+
     from eggpu.ir.graph import Loc
 
 

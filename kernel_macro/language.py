@@ -20,12 +20,19 @@ from __future__ import annotations
 import builtins
 import sys
 import types as _types
-from typing import Any, ClassVar, TypeVar
 
 from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
 from eggpu.ir.record import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+try:  # the class of every TypeVar (PEP 695 ones too), without importing typing on a cache hit
+    from _typing import TypeVar as _TypeVar  # Python 3.12+: typing.TypeVar is this C type
+except ImportError:  # Python 3.11: TypeVar is defined in typing.py
+    from typing import TypeVar as _TypeVar
 
 _builtin_bool = builtins.bool
 _builtin_range = builtins.range
@@ -171,7 +178,7 @@ class PointerAnnotation(Frozen):
 
     def __str__(self) -> str:
         p = self.pointee
-        name = p.__name__ if isinstance(p, TypeVar) else str(p)
+        name = p.__name__ if isinstance(p, _TypeVar) else str(p)
         return f"Pointer[{name}]"
 
     __repr__ = __str__
@@ -184,7 +191,7 @@ class Pointer:
         raise TypeError("tl.Pointer is an annotation: write tl.Pointer[tl.f32] or tl.Pointer[D]")
 
     def __class_getitem__(cls, item: Any) -> PointerAnnotation:
-        if not isinstance(item, DType | TypeVar):
+        if not isinstance(item, DType | _TypeVar):
             raise TypeError(f"tl.Pointer[...] takes a dtype (tl.f32) or a dtype TypeVar, got {item!r}")
         return PointerAnnotation(item)
 

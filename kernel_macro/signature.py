@@ -16,13 +16,17 @@ are evaluated in the function's globals and closure.
 from __future__ import annotations
 
 import inspect
-from typing import Any, TypeVar
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .errors import KernelSignatureError
+from .language import _TypeVar
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 NO_DEFAULT: Any = inspect.Parameter.empty
 
@@ -157,7 +161,7 @@ def analyze(fn: Any) -> Signature:
     sig = inspect.signature(fn)
     typevars: dict[Any, DtypeVar] = {}
     for tv in getattr(fn, "__type_params__", ()) or ():  # PEP 695 order (Python >= 3.12)
-        if isinstance(tv, TypeVar):
+        if isinstance(tv, _TypeVar):
             typevars[tv] = category_of(kname, tv)
     params: list[Param] = []
     lowered: dict[str, str] = {}
@@ -195,7 +199,7 @@ def analyze(fn: Any) -> Signature:
             )
         if isinstance(ann, tl.PointerAnnotation):
             kind, elem = POINTER, ann.pointee
-        elif isinstance(ann, DType | TypeVar):
+        elif isinstance(ann, DType | _TypeVar):
             kind, elem = SCALAR, ann
         else:
             shown = getattr(ann, "__name__", None) or repr(ann)
@@ -204,7 +208,7 @@ def analyze(fn: Any) -> Signature:
                 f"use tl.Pointer[...] for pointers, a dtype such as tl.i32 or tl.f32 (or a dtype "
                 f"TypeVar) for scalars, or tl.constexpr for compile-time constants"
             )
-        if isinstance(elem, TypeVar):
+        if isinstance(elem, _TypeVar):
             if elem not in typevars:
                 typevars[elem] = category_of(kname, elem)
             params.append(Param(p.name, kind, ann, typevar=typevars[elem]))
