@@ -117,16 +117,21 @@ class Cache:
                 self.dir = None
                 self._problem, self._checked = str(e), True
 
-    def usable(self) -> bool:
-        """Create/check the directory (once per Cache object); False (after one warning per
-        directory and process) when it cannot be used: compile without the cache then."""
+    def trusted_dir(self) -> Path | None:
+        """The directory, created/checked once per Cache object; None when it cannot be used
+        (without a warning: :meth:`usable` gives that)."""
         if not self._checked:
             self._checked = True
             try:
                 ensure_trusted_dir(self.dir)  # type: ignore[arg-type]
             except CacheUnavailable as e:
                 self._problem = str(e)
-        if self._problem is not None:
+        return self.dir if self._problem is None else None
+
+    def usable(self) -> bool:
+        """Create/check the directory (once per Cache object); False (after one warning per
+        directory and process) when it cannot be used: compile without the cache then."""
+        if self.trusted_dir() is None:
             warn_once(f"eggpu: compiling without the kernel cache: {self._problem}",
                       key=f"kernel-cache-dir:{self.dir}")
             return False

@@ -348,8 +348,16 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages,
                           dot_strategy=dot_strategy)
+    from eggpu.kernel_macro import source_index
+
     if cache is False:
+        source_index.configure(None, "")
         return _compile_uncached(kernel, opts, progress)
+    store = Cache(None if cache is True else cache)
+    # the kernel-file index in the cache directory, keyed on the toolchain too: the key parts
+    # below need no inspect/ast when the kernel's file is indexed (kernel_macro/source_index.py)
+    trusted = store.trusted_dir()
+    source_index.configure(trusted, toolchain_fingerprint(store) if trusted is not None else "")
     kernel_parts, opaque = _kernel_key_parts(kernel)
     if opaque is not None:
         warn_once(f"eggpu: {kernel.name} is compiled without the cache: {opaque}; pass such values as "
@@ -357,7 +365,6 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
         ck = _compile_uncached(kernel, opts, progress)
         ck.report["cache"] = "bypass"
         return ck
-    store = Cache(None if cache is True else cache)
     key = cache_key({"eggpu": __version__, "toolchain": toolchain_fingerprint(store), "kernel": kernel_parts,
                      "options": opts.key_parts()})
     t0 = time.perf_counter()

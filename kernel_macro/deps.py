@@ -24,7 +24,6 @@ so rebinding a module global (``SCALE = 7``) or reloading a helper's module chan
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 import types
@@ -63,39 +62,6 @@ class Dependencies(Frozen):
         self._assign(description, digest, opaque)
 
 
-_CHAINS: dict[Any, tuple[tuple[str, ...], ...]] = {}
-
-
-def _chain(node: ast.expr) -> tuple[str, ...] | None:
-    attrs: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return (node.id, *reversed(attrs))
-    return None
-
-
-def _chains_of(fn: Any) -> tuple[tuple[str, ...], ...]:
-    """The loaded names/attribute chains of ``fn``'s body, sorted (memoized per code object)."""
-    code = fn.__code__
-    hit = _CHAINS.get(code)
-    if hit is not None:
-        return hit
-    tree = Source.of(fn).tree
-    nodes = [n for stmt in tree.body for n in ast.walk(stmt)]
-    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-    found: set[tuple[str, ...]] = set()
-    for n in nodes:
-        if isinstance(n, ast.Name | ast.Attribute) and id(n) not in inner and isinstance(n.ctx, ast.Load):
-            c = _chain(n)
-            if c is not None:
-                found.add(c)
-    out = tuple(sorted(found))
-    _CHAINS[code] = out
-    return out
-
-
 def _stable_module(name: str) -> bool:
     return name.split(".")[0] in _STABLE_ROOTS
 
@@ -125,7 +91,7 @@ class _Walk:
         self.functions.append(entry)
         try:
             entry["source"] = Source.of(fn).text
-            chains = _chains_of(fn)
+            chains = Source.of(fn).names
         except Exception as e:  # noqa: BLE001 - the frontend reports it if the function is inlined
             entry["unreadable"] = str(e)
             return i

@@ -15,7 +15,7 @@ are evaluated in the function's globals and closure.
 
 from __future__ import annotations
 
-import inspect
+import types
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.record import Frozen
@@ -26,9 +26,27 @@ from .language import _TypeVar
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from typing import Any
 
-NO_DEFAULT: Any = inspect.Parameter.empty
+
+
+class _Missing:
+    """The marker of an absent default or annotation (one object each, compared with ``is``)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: a parameter's ``default`` when it has none
+NO_DEFAULT: Any = _Missing("NO_DEFAULT")
+_NO_ANNOTATION = _Missing("NO_ANNOTATION")
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 POINTER = "pointer"
 SCALAR = "scalar"
@@ -154,24 +172,61 @@ def category_of(kernel: str, tv: Any) -> DtypeVar:
     )
 
 
+class _Parameter(Frozen):
+    """A positional parameter: its name, annotation (unevaluated) and default, each absent one
+    :data:`_NO_ANNOTATION` / :data:`NO_DEFAULT`."""
+
+    _fields = ("name", "annotation", "default")
+
+    def __init__(self, name: str, annotation: Any, default: Any):
+        self._assign(name, annotation, default)
+
+
+def _positional_parameters(fn: Any) -> Iterator[_Parameter]:
+    """The parameters of ``fn``, as :func:`inspect.signature` gives them; a parameter that is not
+    plain positional (``*args``, ``**kwargs``, keyword-only) is a :class:`KernelSignatureError`.
+
+    A plain function (no ``__wrapped__`` or ``__signature__`` to follow) is read from its code
+    object, defaults and annotations, without importing inspect (a fresh-process cache hit
+    decorates its kernels: inspect, with ast, dis and tokenize, costs it ~5 ms). Parameters are
+    yielded in order, so an earlier parameter's error is raised before a later one's."""
+    code = getattr(fn, "__code__", None)
+    plain = (isinstance(fn, types.FunctionType) and not hasattr(fn, "__wrapped__")
+             and not hasattr(fn, "__signature__") and not code.co_kwonlyargcount
+             and not code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS))
+    if plain:
+        names = code.co_varnames[:code.co_argcount]
+        defaults = fn.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        annotations = fn.__annotations__
+        for i, n in enumerate(names):
+            yield _Parameter(n, annotations.get(n, _NO_ANNOTATION),
+                             defaults[i - first_default] if i >= first_default else NO_DEFAULT)
+        return
+    import inspect
+
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
+            raise KernelSignatureError(
+                f"{fn.__name__}: parameter {p}: kernels take plain positional parameters only "
+                f"(no *args, **kwargs or keyword-only parameters)"
+            )
+        yield _Parameter(p.name, _NO_ANNOTATION if p.annotation is p.empty else p.annotation,
+                         NO_DEFAULT if p.default is p.empty else p.default)
+
+
 def analyze(fn: Any) -> Signature:
     """Analyse ``fn``'s parameters; raise :class:`KernelSignatureError` naming the kernel and
     parameter on anything a kernel cannot take."""
     kname = fn.__name__
-    sig = inspect.signature(fn)
     typevars: dict[Any, DtypeVar] = {}
     for tv in getattr(fn, "__type_params__", ()) or ():  # PEP 695 order (Python >= 3.12)
         if isinstance(tv, _TypeVar):
             typevars[tv] = category_of(kname, tv)
     params: list[Param] = []
     lowered: dict[str, str] = {}
-    for p in sig.parameters.values():
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
-            raise KernelSignatureError(
-                f"{kname}: parameter {p}: kernels take plain positional parameters only "
-                f"(no *args, **kwargs or keyword-only parameters)"
-            )
-        if p.annotation is p.empty:
+    for p in _positional_parameters(fn):
+        if p.annotation is _NO_ANNOTATION:
             raise KernelSignatureError(
                 f"{kname}: parameter {p.name} has no annotation; annotate it with a pointer type "
                 f"({p.name}: tl.Pointer[tl.f32] or tl.Pointer[D]), a dtype ({p.name}: tl.i32) or "
@@ -193,7 +248,7 @@ def analyze(fn: Any) -> Signature:
             lowered[low] = p.name
             params.append(Param(p.name, CONSTEXPR, ann, default=p.default))
             continue
-        if p.default is not p.empty:
+        if p.default is not NO_DEFAULT:
             raise KernelSignatureError(
                 f"{kname}: parameter {p.name} has a default value; only tl.constexpr parameters may"
             )
@@ -242,13 +297,8 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
     :class:`KernelSignatureError` naming the function and parameter for anything else."""
     kname = fn.__name__
     out: list[JitParam] = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
-            raise KernelSignatureError(
-                f"{kname}: parameter {p}: kernels take plain positional parameters only "
-                f"(no *args, **kwargs or keyword-only parameters)"
-            )
-        if p.annotation is p.empty:
+    for p in _positional_parameters(fn):
+        if p.annotation is _NO_ANNOTATION:
             out.append(JitParam(p.name, False, None, p.default))
             continue
         ann = _eval_annotation(fn, p.name, p.annotation)
