@@ -325,7 +325,6 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
     compile: it is bypassed with one :class:`~eggpu.ir.cachefs.CacheWarning`.
     """
-    from eggpu import __version__
 
     _check_kernel(kernel)
     if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
@@ -353,7 +352,15 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     if cache is False:
         source_index.configure(None, "")
         return _compile_uncached(kernel, opts, progress)
-    store = Cache(None if cache is True else cache)
+    return _compile_cached(kernel, opts, progress, Cache(None if cache is True else cache))
+
+
+def _compile_cached(kernel: Any, opts: CompileOptions, progress: Any, store: Cache) -> CompiledKernel:
+    """The compile through the kernel cache ``store``: a hit reads the entry (no frontend,
+    optimizer or codegen); a miss compiles under the entry's lock and writes it."""
+    from eggpu import __version__
+    from eggpu.kernel_macro import source_index
+
     # the kernel-file index in the cache directory, keyed on the toolchain too: the key parts
     # below need no inspect/ast when the kernel's file is indexed (kernel_macro/source_index.py)
     trusted = store.trusted_dir()
