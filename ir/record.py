@@ -48,6 +48,14 @@ class Record:
         for name, value in zip(self._fields, values, strict=True):
             object.__setattr__(self, name, value)
 
+    def _replace(self, **changes: object) -> Record:
+        """A new record of this class with ``changes`` (field name: value) made, through the
+        constructor (what :func:`dataclasses.replace` does); an unknown field is a TypeError."""
+        unknown = sorted(set(changes) - set(self._fields))
+        if unknown:
+            raise TypeError(f"{type(self).__name__} has no field {', '.join(map(repr, unknown))}")
+        return type(self)(*(changes.get(f, getattr(self, f)) for f in self._fields))
+
     def __eq__(self, other: object) -> bool:
         if other.__class__ is self.__class__:
             return self._key(self) == self._key(other)  # type: ignore[attr-defined]

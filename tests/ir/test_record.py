@@ -94,3 +94,13 @@ def test_match_args_and_wrong_arity() -> None:
             assert (x, y) == (3, 4)
     with pytest.raises(ValueError):
         Slotted._assign(object.__new__(Slotted), 1)  # fields and values must pair up
+
+
+def test_replace_goes_through_the_constructor() -> None:
+    p = Point(1, 2, "t")
+    q = p._replace(y=5)
+    assert (q.x, q.y, q.tag) == (1, 5, "t") and (p.x, p.y) == (1, 2)
+    with pytest.raises(TypeError, match="Point has no field 'z', 'zz'"):
+        p._replace(zz=1, z=2)
+    box = Box([1], "a")._replace(label="b")
+    assert box == Box([1], "b")
