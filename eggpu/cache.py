@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -51,8 +50,14 @@ if TYPE_CHECKING:
     from typing import Any
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
-_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
+#: the characters a kernel name keeps in a file name (any other becomes ``_``); string tests, not
+#: regular expressions, so that a cache hit compiles none
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _is_hex64(d: object) -> bool:
+    """``d`` is a str of exactly 64 lowercase hex digits (a sha256 digest)."""
+    return isinstance(d, str) and len(d) == 64 and not d.strip("0123456789abcdef")
 
 
 def default_cache_dir() -> Path:
@@ -143,7 +148,7 @@ class Cache:
         the directory; the key alone identifies the entry."""
         if self.dir is None:
             raise CacheUnavailable(self._problem or "no cache directory")
-        return self.dir / f"{_SAFE_NAME.sub('_', str(name))[:64] or 'kernel'}_{key}"
+        return self.dir / f"{''.join(c if c in _NAME_CHARS else '_' for c in str(name))[:64] or 'kernel'}_{key}"
 
     def reject(self, stem: Path, reason: str) -> None:
         """Warn (once per entry) that the entry at ``stem`` is ignored and will be recompiled."""
@@ -177,7 +182,7 @@ class Cache:
             raise _BadEntry("the manifest belongs to another key or kernel")
         digests = manifest.get("sha256")
         if not isinstance(digests, dict) or sorted(digests) != sorted(ARTEFACTS) or not all(
-                isinstance(d, str) and _HEX64.match(d) for d in digests.values()):
+                _is_hex64(d) for d in digests.values()):
             raise _BadEntry(f"the manifest's sha256 must map each of {', '.join(ARTEFACTS)} to a digest")
         report = manifest.get("report")
         if not isinstance(report, dict):

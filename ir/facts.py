@@ -44,12 +44,9 @@ __all__ = ["I32_SPAN", "Facts", "check_launch", "describe_fact", "fact_holds", "
 I32_SPAN = 1 << 31
 """The bound of the ``offsets_i32`` fact: ``grid axis * block <= 2**31``."""
 
-_FACT_RE = re.compile(r"(div|align)([0-9]+)\Z|eq1\Z")
-
-
 def parse_fact(text: str) -> tuple[str, int]:
     """``("div", 16)``, ``("align", 16)`` or ``("eq", 1)`` for a fact name; IRError otherwise."""
-    m = _FACT_RE.match(text)
+    m = re.match(r"(div|align)([0-9]+)\Z|eq1\Z", text)  # compiled on first use (a hit has no facts)
     if m is None:
         raise IRError(f"unknown specialization fact {text!r} (known: divK, alignK for K >= 2, eq1)")
     if text == "eq1":
