@@ -143,9 +143,20 @@ class GpuTargetInfo(Frozen):
 
 
 def _normalize(name: str) -> str:
+    """``sm_NN[x]`` for what ``(?:sm_?|compute_?)?(\\d+)([a-z]?)`` matches in full, else ``name``
+    stripped and lowercased; string tests, so that a cache hit compiles no regular expression."""
     text = name.strip().lower()
-    m = re.fullmatch(r"(?:sm_?|compute_?)?(\d+)([a-z]?)", text)
-    return f"sm_{m.group(1)}{m.group(2)}" if m else text
+    rest = text
+    for prefix in ("sm_", "sm", "compute_", "compute"):
+        if rest.startswith(prefix):
+            rest = rest[len(prefix):]
+            break
+    suffix = rest[-1:] if rest[-1:] in _LOWER else ""
+    digits = rest[:len(rest) - len(suffix)]
+    return f"sm_{digits}{suffix}" if digits and digits.isdecimal() else text
+
+
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 def canonical_target_name(name: object) -> str:
