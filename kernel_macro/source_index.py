@@ -52,7 +52,9 @@ _salt = ""
 
 def configure(directory: Path | None, salt: str) -> None:
     """Use the trusted cache ``directory`` (None: no index) with entries keyed on ``salt``
-    as well (the facade passes the toolchain fingerprint)."""
+    as well (the facade passes the toolchain fingerprint). Process-wide: threads compiling
+    into different cache directories may read each other's index, which gives the same answer
+    (every entry is keyed on the bytes it was read from, and every directory set is trusted)."""
     global _directory, _salt
     _directory, _salt = directory, salt
 
