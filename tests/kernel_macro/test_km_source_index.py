@@ -152,3 +152,31 @@ def test_the_key_covers_salt_python_and_position(index: Path, tmp_path: Path, mo
     _fresh(m.scale)
     _fresh(m.helper)
     assert len(list(index.glob("source-*.json"))) == 3
+
+
+def test_compile_configures_the_index_from_its_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """eggpu.compile points the index at a trusted cache directory (with the toolchain
+    fingerprint as the salt), and at nothing for cache=False or an untrusted directory."""
+    from eggpu import pipeline
+
+    m = _module(tmp_path / "k_cfg.py", KERNELS, "eggpu_test_k_cfg")
+    monkeypatch.setattr(pipeline, "_compile_uncached", lambda *a: pytest.skip("configured"))  # stop before compiling
+    seen = []
+    real = source_index.configure
+    monkeypatch.setattr(source_index, "configure", lambda d, salt: (seen.append((d, salt)), real(d, salt)))
+    good = tmp_path / "good"
+    good.mkdir(mode=0o700)
+    bad = tmp_path / "bad"
+    bad.mkdir(mode=0o777)
+    bad.chmod(0o777)
+    monkeypatch.setattr(diagnostics, "_CACHE", {})
+    for cache in (False, str(bad), str(good)):
+        diagnostics._CACHE.clear()  # as in a fresh process: the source is looked up again
+        try:
+            pipeline.compile(m.scale.Kernel(64), cache=cache)
+        except pytest.skip.Exception:
+            pass
+    assert seen[0] == (None, "") and seen[1] == (None, "")
+    # the kernel and the helper it calls, found by the dependency walk of the key
+    assert seen[2] == (good, pipeline.toolchain_fingerprint()) and len(list(good.glob("source-*.json"))) == 2
+    assert list(bad.glob("source-*.json")) == []
