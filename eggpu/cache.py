@@ -30,12 +30,9 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from eggpu.ir.cachefs import (
     CacheUnavailable,
@@ -46,10 +43,21 @@ from eggpu.ir.cachefs import (
     warn_once,
 )
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Record
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 ARTEFACTS = ("ptx", "ll", "ir", "py")
-_HEX64 = re.compile(r"[0-9a-f]{64}\Z")
-_SAFE_NAME = re.compile(r"[^A-Za-z0-9_]")
+#: the characters a kernel name keeps in a file name (any other becomes ``_``); string tests, not
+#: regular expressions, so that a cache hit compiles none
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+
+
+def _is_hex64(d: object) -> bool:
+    """``d`` is a str of exactly 64 lowercase hex digits (a sha256 digest)."""
+    return isinstance(d, str) and len(d) == 64 and not d.strip("0123456789abcdef")
 
 
 def default_cache_dir() -> Path:
@@ -81,14 +89,17 @@ def _sha(data: bytes) -> str:
     return sha256(data).hexdigest()
 
 
-@dataclass
-class CacheEntry:
+class CacheEntry(Record):
     """A complete cache entry: artefact texts plus the JSON report."""
 
+    _fields = ("key", "stem", "files", "report")
     key: str
     stem: Path
     files: dict[str, str]
     report: dict[str, Any]
+
+    def __init__(self, key: str, stem: Path, files: dict[str, str], report: dict[str, Any]):
+        self._assign(key, stem, files, report)
 
 
 class _BadEntry(Exception):
@@ -111,16 +122,21 @@ class Cache:
                 self.dir = None
                 self._problem, self._checked = str(e), True
 
-    def usable(self) -> bool:
-        """Create/check the directory (once per Cache object); False (after one warning per
-        directory and process) when it cannot be used: compile without the cache then."""
+    def trusted_dir(self) -> Path | None:
+        """The directory, created/checked once per Cache object; None when it cannot be used
+        (without a warning: :meth:`usable` gives that)."""
         if not self._checked:
             self._checked = True
             try:
                 ensure_trusted_dir(self.dir)  # type: ignore[arg-type]
             except CacheUnavailable as e:
                 self._problem = str(e)
-        if self._problem is not None:
+        return self.dir if self._problem is None else None
+
+    def usable(self) -> bool:
+        """Create/check the directory (once per Cache object); False (after one warning per
+        directory and process) when it cannot be used: compile without the cache then."""
+        if self.trusted_dir() is None:
             warn_once(f"eggpu: compiling without the kernel cache: {self._problem}",
                       key=f"kernel-cache-dir:{self.dir}")
             return False
@@ -132,7 +148,7 @@ class Cache:
         the directory; the key alone identifies the entry."""
         if self.dir is None:
             raise CacheUnavailable(self._problem or "no cache directory")
-        return self.dir / f"{_SAFE_NAME.sub('_', str(name))[:64] or 'kernel'}_{key}"
+        return self.dir / f"{''.join(c if c in _NAME_CHARS else '_' for c in str(name))[:64] or 'kernel'}_{key}"
 
     def reject(self, stem: Path, reason: str) -> None:
         """Warn (once per entry) that the entry at ``stem`` is ignored and will be recompiled."""
@@ -166,7 +182,7 @@ class Cache:
             raise _BadEntry("the manifest belongs to another key or kernel")
         digests = manifest.get("sha256")
         if not isinstance(digests, dict) or sorted(digests) != sorted(ARTEFACTS) or not all(
-                isinstance(d, str) and _HEX64.match(d) for d in digests.values()):
+                _is_hex64(d) for d in digests.values()):
             raise _BadEntry(f"the manifest's sha256 must map each of {', '.join(ARTEFACTS)} to a digest")
         report = manifest.get("report")
         if not isinstance(report, dict):

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -36,7 +35,6 @@ from eggpu.ir.hashing import sha256
 #: files whose times are this close to "now" are not trusted to a memo (see the module docstring)
 RACY_SECONDS = 2.0
 LIBRARIES = ("llvmlite", "egglog", "z3-solver")
-_HEX64 = re.compile(rb"[0-9a-f]{64}\Z")
 
 
 def source_files(dirs: Iterable[Path]) -> list[Path]:
@@ -102,7 +100,7 @@ def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> st
             data = read_trusted(memo)
         except CacheUnavailable:
             data = None
-        if data is not None and _HEX64.match(data):
+        if data is not None and len(data) == 64 and not data.strip(b"0123456789abcdef"):
             return data.decode()
     fp = hash_sources([Path(p) for p in paths], libs, version)
     if memo is not None and time.time_ns() - newest > RACY_SECONDS * 1e9:

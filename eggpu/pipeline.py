@@ -10,40 +10,54 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
 from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Record
 from eggpu.rules import read_rule_sources
 from eggpu.runtime import Param, check_args, normalize_grid
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 DEFAULT_TARGET = "sm_90"
 
 
-@dataclass
-class CompileOptions:
-    """Everything besides the kernel that changes the compiled output."""
+class CompileOptions(Record):
+    """Everything besides the kernel that changes the compiled output.
 
-    target: str = DEFAULT_TARGET
-    optimize: bool = True
-    fast_math: bool = False
-    num_warps: int = 4
-    rules: tuple[str, ...] = ()
-    #: launch-time specialization facts of parameters asked for by the caller (``specialize=``)
-    facts: Facts = field(default_factory=Facts)
-    #: the launch fact that element offsets fit in i32 (``offsets_i32=``; :mod:`eggpu.ir.facts`)
-    offsets_i32: bool = False
-    #: ``cp.async`` stages of a software-pipelined tensor-core K loop (1: none; None: Triton's
-    #: default 3, fewer where the stage buffers do not fit the target's shared memory)
-    num_stages: int | None = None
-    #: the ``dot`` strategy every dot must use (None: automatic; ``"wgmma"``: sm_90a, opt-in)
-    dot_strategy: str | None = None
-    _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
+    ``facts``: launch-time specialization facts of parameters asked for by the caller
+    (``specialize=``); ``offsets_i32``: the launch fact that element offsets fit in i32
+    (:mod:`eggpu.ir.facts`); ``num_stages``: ``cp.async`` stages of a software-pipelined
+    tensor-core K loop (1: none; None: Triton's default 3, fewer where the stage buffers do not
+    fit the target's shared memory); ``dot_strategy``: the ``dot`` strategy every dot must use
+    (None: automatic; ``"wgmma"``: sm_90a, opt-in)."""
+
+    _fields = ("target", "optimize", "fast_math", "num_warps", "rules", "facts", "offsets_i32", "num_stages",
+               "dot_strategy", "_rule_sources")
+    _no_repr = _no_compare = ("_rule_sources",)
+    target: str
+    optimize: bool
+    fast_math: bool
+    num_warps: int
+    rules: tuple[str, ...]
+    facts: Facts
+    offsets_i32: bool
+    num_stages: int | None
+    dot_strategy: str | None
+    _rule_sources: list[tuple[str, bytes]] | None
+
+    def __init__(self, target: str = DEFAULT_TARGET, optimize: bool = True, fast_math: bool = False,
+                 num_warps: int = 4, rules: tuple[str, ...] = (), facts: Facts | None = None,
+                 offsets_i32: bool = False, num_stages: int | None = None, dot_strategy: str | None = None,
+                 _rule_sources: list[tuple[str, bytes]] | None = None):
+        self._assign(target, optimize, fast_math, num_warps, rules, Facts() if facts is None else facts,
+                     offsets_i32, num_stages, dot_strategy, _rule_sources)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
         """``(label, bytes)`` of every rule file of this compile (shipped, ``rules``,
@@ -69,26 +83,36 @@ class CompileOptions:
         }
 
 
-@dataclass
-class CompiledKernel:
+class CompiledKernel(Record):
     """A compiled kernel specialization. Artefacts are texts; ``ir`` and the host build are lazy."""
 
+    _fields = ("name", "id", "entry_point", "target", "ptx", "llvm_ir", "ir_text", "source", "params",
+               "num_threads", "report", "options", "cache_path", "_ir", "_host", "_plan")
+    _no_repr = ("ptx", "llvm_ir", "ir_text", "source", "report", "_ir", "_host", "_plan")
+    _no_compare = ("_plan",)
     name: str
     id: str
     entry_point: str
     target: str
-    ptx: str = field(repr=False)
-    llvm_ir: str = field(repr=False)
-    ir_text: str = field(repr=False)
-    source: str = field(repr=False)
+    ptx: str
+    llvm_ir: str
+    ir_text: str
+    source: str
     params: tuple[Param, ...]
     num_threads: int
-    report: dict[str, Any] = field(repr=False)
+    report: dict[str, Any]
     options: CompileOptions
-    cache_path: str | None = None
-    _ir: Any = field(default=None, repr=False)
-    _host: Any = field(default=None, repr=False)
-    _plan: Any = field(default=None, repr=False, compare=False)
+    cache_path: str | None
+    _ir: Any
+    _host: Any
+    _plan: Any
+
+    def __init__(self, name: str, id: str, entry_point: str, target: str, ptx: str, llvm_ir: str,
+                 ir_text: str, source: str, params: tuple[Param, ...], num_threads: int, report: dict[str, Any],
+                 options: CompileOptions, cache_path: str | None = None, _ir: Any = None, _host: Any = None,
+                 _plan: Any = None):
+        self._assign(name, id, entry_point, target, ptx, llvm_ir, ir_text, source, params, num_threads, report,
+                     options, cache_path, _ir, _host, _plan)
 
     @property
     def ir(self):
@@ -306,7 +330,6 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
     compile: it is bypassed with one :class:`~eggpu.ir.cachefs.CacheWarning`.
     """
-    from eggpu import __version__
 
     _check_kernel(kernel)
     if not isinstance(num_warps, int) or isinstance(num_warps, bool) or num_warps not in (1, 2, 4, 8, 16, 32):
@@ -329,8 +352,24 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
     opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages,
                           dot_strategy=dot_strategy)
+    from eggpu.kernel_macro import source_index
+
     if cache is False:
+        source_index.configure(None, "")
         return _compile_uncached(kernel, opts, progress)
+    return _compile_cached(kernel, opts, progress, Cache(None if cache is True else cache))
+
+
+def _compile_cached(kernel: Any, opts: CompileOptions, progress: Any, store: Cache) -> CompiledKernel:
+    """The compile through the kernel cache ``store``: a hit reads the entry (no frontend,
+    optimizer or codegen); a miss compiles under the entry's lock and writes it."""
+    from eggpu import __version__
+    from eggpu.kernel_macro import source_index
+
+    # the kernel-file index in the cache directory, keyed on the toolchain too: the key parts
+    # below need no inspect/ast when the kernel's file is indexed (kernel_macro/source_index.py)
+    trusted = store.trusted_dir()
+    source_index.configure(trusted, toolchain_fingerprint(store) if trusted is not None else "")
     kernel_parts, opaque = _kernel_key_parts(kernel)
     if opaque is not None:
         warn_once(f"eggpu: {kernel.name} is compiled without the cache: {opaque}; pass such values as "
@@ -338,7 +377,6 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
         ck = _compile_uncached(kernel, opts, progress)
         ck.report["cache"] = "bypass"
         return ck
-    store = Cache(None if cache is True else cache)
     key = cache_key({"eggpu": __version__, "toolchain": toolchain_fingerprint(store), "kernel": kernel_parts,
                      "options": opts.key_parts()})
     t0 = time.perf_counter()

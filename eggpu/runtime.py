@@ -12,35 +12,43 @@ and out; device arrays (CuPy, PyTorch: ``__cuda_array_interface__``, or ``data_p
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import LaunchError
+from eggpu.ir.record import Frozen, Record
 from eggpu.ir.types import BlockType
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 # numpy and eggpu.ir.launch_args (which needs numpy) load on first use: a cache hit in a fresh
 # process imports this module (for Param) but never checks or launches anything.
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Frozen):
     """A launch parameter: its name and IR type (``ptr<f32>`` or a scalar dtype)."""
 
+    _fields = ("name", "type")
     name: str
     type: BlockType
 
+    def __init__(self, name: str, type: BlockType):
+        self._assign(name, type)
 
-@dataclass
-class CheckedArg:
+
+class CheckedArg(Record):
     """One validated argument: kind 'host' (numpy array), 'device' (pointer int) or 'scalar'."""
 
+    _fields = ("param", "kind", "value")
     param: Param
     kind: str
     value: Any
+
+    def __init__(self, param: Param, kind: str, value: Any):
+        self._assign(param, kind, value)
 
 
 def normalize_grid(kernel: str, grid: int | Sequence[int]) -> tuple[int, int, int]:

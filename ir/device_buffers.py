@@ -8,7 +8,10 @@ Triton reads tensors through ``data_ptr()``; eggpu's launchers read ``data_ptr()
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["TORCH_DTYPES", "device_tensor", "tensor_key"]
 

@@ -9,22 +9,29 @@ from __future__ import annotations
 
 import math
 import sys
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from .errors import IRError
+from .record import Frozen
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
+    from typing import Any
+
     import numpy as np
 
 
-@dataclass(frozen=True, slots=True)
-class DType:
+class DType(Frozen):
     """A scalar element type. Compare by identity or equality; render with ``str``."""
 
+    __slots__ = _fields = ("name", "kind", "bits")
     name: str
     kind: str  # 'b', 'i', 'u', 'f'
     bits: int
+
+    def __init__(self, name: str, kind: str, bits: int):
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "kind", kind)
+        object.__setattr__(self, "bits", bits)
 
     def __str__(self) -> str:
         return self.name

@@ -30,10 +30,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 from .errors import EggpuError, IRError
+from .record import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["I32_SPAN", "LOOP_BOUND_PREFIX", "Facts", "assumed_max", "check_launch", "describe_fact", "fact_holds",
            "facts_for_args", "grid_fits_i32", "loop_bound_assumption", "loop_bound_message",
@@ -42,12 +45,9 @@ __all__ = ["I32_SPAN", "LOOP_BOUND_PREFIX", "Facts", "assumed_max", "check_launc
 I32_SPAN = 1 << 31
 """The bound of the ``offsets_i32`` fact: ``grid axis * block <= 2**31``."""
 
-_FACT_RE = re.compile(r"(div|align)([0-9]+)\Z|eq1\Z")
-
-
 def parse_fact(text: str) -> tuple[str, int]:
     """``("div", 16)``, ``("align", 16)`` or ``("eq", 1)`` for a fact name; IRError otherwise."""
-    m = _FACT_RE.match(text)
+    m = re.match(r"(div|align)([0-9]+)\Z|eq1\Z", text)  # compiled on first use (a hit has no facts)
     if m is None:
         raise IRError(f"unknown specialization fact {text!r} (known: divK, alignK for K >= 2, eq1)")
     if text == "eq1":
@@ -64,16 +64,19 @@ def describe_fact(text: str) -> str:
     return {"div": f"divisible by {k}", "align": f"{k}-byte aligned", "eq": "equal to 1"}[kind]
 
 
-@dataclass(frozen=True)
-class Facts:
+class Facts(Frozen):
     """The specialization facts of one compiled kernel (module docstring).
 
     ``params``: sorted ``(parameter name, sorted fact names)`` pairs; ``block``: 0 without the
     ``offsets_i32`` fact, else the block extent it was made for.
     """
 
-    params: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    block: int = 0
+    _fields = ("params", "block")
+    params: tuple[tuple[str, tuple[str, ...]], ...]
+    block: int
+
+    def __init__(self, params: tuple[tuple[str, tuple[str, ...]], ...] = (), block: int = 0):
+        self._assign(params, block)
 
     @staticmethod
     def make(by_param: Mapping[str, Iterable[str]] | None = None, block: int = 0) -> Facts:

@@ -8,7 +8,10 @@ manifest) takes ``sha256`` from here; anything else may keep using :mod:`hashlib
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
+
 
 try:  # Python >= 3.12
     from _sha2 import sha256 as _sha256

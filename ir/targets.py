@@ -44,9 +44,9 @@ without importing code generation.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from eggpu.ir.errors import CodegenError
+from eggpu.ir.record import Frozen
 
 __all__ = [
     "DEFAULT_NUM_STAGES",
@@ -118,15 +118,18 @@ def max_shared_bytes_of(sm: int) -> int:
     return _MAX_SHARED.get(sm, STATIC_SHARED_BYTES)
 
 
-@dataclass(frozen=True)
-class GpuTargetInfo:
+class GpuTargetInfo(Frozen):
     """What one GPU target is. ``name`` is canonical (``"sm_90a"``); ``sm`` the compute
     capability as an int (90); ``ptx_isa``/``min_cuda`` as in the module table."""
 
+    _fields = ("name", "sm", "ptx_isa", "min_cuda")
     name: str
     sm: int
     ptx_isa: tuple[int, int]
     min_cuda: tuple[int, int]
+
+    def __init__(self, name: str, sm: int, ptx_isa: tuple[int, int], min_cuda: tuple[int, int]):
+        self._assign(name, sm, ptx_isa, min_cuda)
 
     @property
     def max_shared_bytes(self) -> int:
@@ -140,9 +143,20 @@ class GpuTargetInfo:
 
 
 def _normalize(name: str) -> str:
+    """``sm_NN[x]`` for what ``(?:sm_?|compute_?)?(\\d+)([a-z]?)`` matches in full, else ``name``
+    stripped and lowercased; string tests, so that a cache hit compiles no regular expression."""
     text = name.strip().lower()
-    m = re.fullmatch(r"(?:sm_?|compute_?)?(\d+)([a-z]?)", text)
-    return f"sm_{m.group(1)}{m.group(2)}" if m else text
+    rest = text
+    for prefix in ("sm_", "sm", "compute_", "compute"):
+        if rest.startswith(prefix):
+            rest = rest[len(prefix):]
+            break
+    suffix = rest[-1:] if rest[-1:] in _LOWER else ""
+    digits = rest[:len(rest) - len(suffix)]
+    return f"sm_{digits}{suffix}" if digits and digits.isdecimal() else text
+
+
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
 
 
 def canonical_target_name(name: object) -> str:

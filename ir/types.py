@@ -8,17 +8,20 @@ Every IR value has a :class:`BlockType`: an element type (a :class:`DType` or a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import prod
 
 from .dtypes import DType, i64
+from .record import Frozen
 
 
-@dataclass(frozen=True, slots=True)
-class PointerType:
+class PointerType(Frozen):
     """A pointer into global memory whose elements have dtype ``pointee``."""
 
+    __slots__ = _fields = ("pointee",)
     pointee: DType
+
+    def __init__(self, pointee: DType):
+        object.__setattr__(self, "pointee", pointee)
 
     def __str__(self) -> str:
         return f"ptr<{self.pointee}>"
@@ -33,12 +36,16 @@ class PointerType:
 Elem = DType | PointerType
 
 
-@dataclass(frozen=True, slots=True)
-class BlockType:
+class BlockType(Frozen):
     """Element type plus static shape. ``shape == ()`` means a scalar."""
 
+    __slots__ = _fields = ("elem", "shape")
     elem: Elem
-    shape: tuple[int, ...] = ()
+    shape: tuple[int, ...]
+
+    def __init__(self, elem: Elem, shape: tuple[int, ...] = ()):
+        object.__setattr__(self, "elem", elem)
+        object.__setattr__(self, "shape", shape)
 
     def __str__(self) -> str:
         if not self.shape:

@@ -9,7 +9,6 @@ the first one per distribution, as ``importlib.metadata`` finds it.
 from __future__ import annotations
 
 import os
-import re
 import sys
 from collections.abc import Iterable
 
@@ -17,7 +16,7 @@ from collections.abc import Iterable
 def library_versions(names: Iterable[str]) -> list[str]:
     """``name=version`` (``name=absent`` when not installed) for each distribution, from the
     first ``name-version.dist-info`` folder on ``sys.path``."""
-    wanted = {re.sub(r"[-_.]+", "_", n).lower(): n for n in names}
+    wanted = {_normalized(n): n for n in names}
     found: dict[str, str] = {}
     for entry in sys.path:
         try:
@@ -28,12 +27,20 @@ def library_versions(names: Iterable[str]) -> list[str]:
             if not item.endswith(".dist-info"):
                 continue
             dist, _, ver = item[: -len(".dist-info")].partition("-")
-            key = re.sub(r"[-_.]+", "_", dist).lower()
+            key = _normalized(dist)
             if key in wanted and wanted[key] not in found and ver:
                 found[wanted[key]] = ver
         if len(found) == len(wanted):
             break
     return [f"{n}={found.get(n, 'absent')}" for n in names]
+
+
+def _normalized(name: str) -> str:
+    """``re.sub(r"[-_.]+", "_", name).lower()`` (PEP 503), without compiling a pattern on a hit."""
+    key = name.replace("-", "_").replace(".", "_")
+    while "__" in key:
+        key = key.replace("__", "_")
+    return key.lower()
 
 
 def version_of(name: str) -> str | None:

@@ -24,18 +24,22 @@ so rebinding a module global (``SCALE = 7``) or reloading a helper's module chan
 
 from __future__ import annotations
 
-import ast
 import json
 import sys
 import types
-from typing import Any, NamedTuple, TypeVar
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.hashing import sha256
+from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .diagnostics import Source
+from .language import _TypeVar
 from .signature import _closure_vars
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["Dependencies", "dependencies"]
 
@@ -45,46 +49,17 @@ _STABLE_ROOTS = frozenset({"eggpu", "numpy", "ml_dtypes"}) | frozenset(sys.stdli
 _MAX_DEPTH = 32
 
 
-class Dependencies(NamedTuple):
+class Dependencies(Frozen):
     """``description``: JSON-able record of every input (see the module docstring); ``digest``:
     its sha256; ``opaque``: None, or why the kernel's inputs cannot be enumerated (do not cache)."""
 
+    _fields = ("description", "digest", "opaque")
     description: list[Any]
     digest: str
     opaque: str | None
 
-
-_CHAINS: dict[Any, tuple[tuple[str, ...], ...]] = {}
-
-
-def _chain(node: ast.expr) -> tuple[str, ...] | None:
-    attrs: list[str] = []
-    while isinstance(node, ast.Attribute):
-        attrs.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return (node.id, *reversed(attrs))
-    return None
-
-
-def _chains_of(fn: Any) -> tuple[tuple[str, ...], ...]:
-    """The loaded names/attribute chains of ``fn``'s body, sorted (memoized per code object)."""
-    code = fn.__code__
-    hit = _CHAINS.get(code)
-    if hit is not None:
-        return hit
-    tree = Source.of(fn).tree
-    nodes = [n for stmt in tree.body for n in ast.walk(stmt)]
-    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
-    found: set[tuple[str, ...]] = set()
-    for n in nodes:
-        if isinstance(n, ast.Name | ast.Attribute) and id(n) not in inner and isinstance(n.ctx, ast.Load):
-            c = _chain(n)
-            if c is not None:
-                found.add(c)
-    out = tuple(sorted(found))
-    _CHAINS[code] = out
-    return out
+    def __init__(self, description: list[Any], digest: str, opaque: str | None):
+        self._assign(description, digest, opaque)
 
 
 def _stable_module(name: str) -> bool:
@@ -116,7 +91,7 @@ class _Walk:
         self.functions.append(entry)
         try:
             entry["source"] = Source.of(fn).text
-            chains = _chains_of(fn)
+            chains = Source.of(fn).names
         except Exception as e:  # noqa: BLE001 - the frontend reports it if the function is inlined
             entry["unreadable"] = str(e)
             return i
@@ -160,7 +135,7 @@ class _Walk:
             return ["dtype", v.name]
         if isinstance(v, tl.PointerAnnotation):
             return ["ptr", str(v)]
-        if isinstance(v, TypeVar):
+        if isinstance(v, _TypeVar):
             return ["typevar", v.__name__]
         np = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported
         if np is not None and isinstance(v, np.generic):

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import sys
 import types
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 MARK = "eggpu.tensor_descriptor:"
 """Prefix of the constexpr text that stands for a descriptor argument's compile-time part."""

@@ -15,16 +15,18 @@ of the verbatim source line.
 
 from __future__ import annotations
 
-import ast
-import inspect
-import textwrap
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
 from eggpu.ir.errors import CompileError, KernelError
+from eggpu.ir.record import Record
 
+from . import source_index
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:  # eggpu.ir.graph (and numpy) load when a location is made, not on a cache hit
+    import ast
+    from typing import Any
+
     from eggpu.ir.graph import Loc
 
 
@@ -95,20 +97,31 @@ def did_you_mean(word: str, choices: Iterable[str], prefix: str = "") -> str:
     return f"did you mean {prefix}{close[0]}?" if close else ""
 
 
-@dataclass
-class Source:
-    """The parsed source of one Python function."""
+class Source(Record):
+    """The source of one Python function: ``first_line`` (1-based, decorators included),
+    ``lines`` (verbatim), ``text`` (dedented), its AST ``tree`` and the ``names`` its body loads.
 
+    A source found in the kernel-file index (:mod:`.source_index`, what a fresh-process cache hit
+    reads) is parsed only when ``tree`` is first used; one read with :mod:`inspect` is parsed at
+    once (a syntax error is a KernelError from :meth:`of`)."""
+
+    _fields = ("fn", "file", "first_line", "lines", "text")
+    _no_repr = ("text",)
     fn: Any
     file: str
     first_line: int
     lines: list[str]
-    tree: ast.FunctionDef
-    text: str = field(repr=False)
+    text: str
+
+    def __init__(self, fn: Any, file: str, first_line: int, raw_lines: list[str], text: str,
+                 names: tuple[tuple[str, ...], ...] | None = None):
+        self._assign(fn, file, first_line, [ln.rstrip("\n") for ln in raw_lines], text)
+        self._raw_lines, self._tree, self._names = raw_lines, None, names
 
     @classmethod
     def of(cls, fn: Any) -> Source:
-        """Read and parse ``fn``'s source (cached per code object and file)."""
+        """``fn``'s source (cached per code object and file): from the kernel-file index, else
+        read with :mod:`inspect` and parsed (and then indexed)."""
         code = fn.__code__
         # Code objects compare equal by content, not by file: the same function text in two
         # modules would share one entry (and blame the first module's file) without the name.
@@ -116,6 +129,23 @@ class Source:
         hit = _CACHE.get(key)
         if hit is not None:
             return hit
+        entry, data = source_index.lookup(fn)
+        if entry is not None:
+            src = cls(fn, code.co_filename, entry.first_line, entry.lines, entry.text, entry.names)
+        else:
+            src = cls._read(fn)
+            if data is not None:
+                source_index.store(fn, data, source_index.Entry(src.first_line, src._raw_lines,
+                                                                src.text, src.names))
+        _CACHE[key] = src
+        return src
+
+    @classmethod
+    def _read(cls, fn: Any) -> Source:
+        import inspect
+        import textwrap
+
+        code = fn.__code__
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:
@@ -124,28 +154,24 @@ class Source:
                 f"helpers must be defined in a Python file"
             ) from None
         text = "".join(lines)
-        parse_text, offset = text, 0
-        if lines and lines[0][:1] in (" ", "\t"):
-            parse_text, offset = "if 1:\n" + text, 1  # keeps the original columns
-        try:
-            module = ast.parse(parse_text)
-        except SyntaxError as e:
-            raise KernelError(f"cannot parse the source of {fn.__name__}: {e}") from None
-        stmt = module.body[0]
-        if offset:
-            stmt = stmt.body[0]  # type: ignore[attr-defined]
-        if not isinstance(stmt, ast.FunctionDef):
-            raise KernelError(f"{fn.__name__}: expected a def statement, got {type(stmt).__name__}")
-        if offset:
-            for node in ast.walk(stmt):
-                if hasattr(node, "lineno"):
-                    node.lineno -= 1  # type: ignore[attr-defined]
-                    if getattr(node, "end_lineno", None) is not None:
-                        node.end_lineno -= 1  # type: ignore[attr-defined]
-        src = cls(fn, code.co_filename, first, [ln.rstrip("\n") for ln in lines], stmt,
-                  textwrap.dedent(text))
-        _CACHE[key] = src
+        src = cls(fn, code.co_filename, first, lines, textwrap.dedent(text))
+        src._tree = _parse(fn, text)
         return src
+
+    @property
+    def tree(self) -> ast.FunctionDef:
+        """The function's ``def`` statement, line numbers relative to :attr:`first_line`."""
+        if self._tree is None:
+            self._tree = _parse(self.fn, "".join(self._raw_lines))
+        return self._tree
+
+    @property
+    def names(self) -> tuple[tuple[str, ...], ...]:
+        """The names and attribute chains (``("cfg", "SCALE")``) the body loads, sorted; the
+        decorators and annotations are not part of the body."""
+        if self._names is None:
+            self._names = _loaded_names(self.tree)
+        return self._names
 
     def line_text(self, lineno: int) -> str:
         """Verbatim text of the source's ``lineno``-th line (1-based within the source)."""
@@ -179,3 +205,56 @@ class Source:
 
 
 _CACHE: dict[tuple[str, Any], Source] = {}
+
+
+def _parse(fn: Any, text: str) -> ast.FunctionDef:
+    """The ``def`` statement of ``text`` (``fn``'s source; an indented method or nested function
+    is parsed inside ``if 1:`` so that its columns stay those of the file)."""
+    import ast
+
+    parse_text, offset = text, 0
+    if text[:1] in (" ", "\t"):
+        parse_text, offset = "if 1:\n" + text, 1  # keeps the original columns
+    try:
+        module = ast.parse(parse_text)
+    except SyntaxError as e:
+        raise KernelError(f"cannot parse the source of {fn.__name__}: {e}") from None
+    stmt = module.body[0]
+    if offset:
+        stmt = stmt.body[0]  # type: ignore[attr-defined]
+    if not isinstance(stmt, ast.FunctionDef):
+        raise KernelError(f"{fn.__name__}: expected a def statement, got {type(stmt).__name__}")
+    if offset:
+        for node in ast.walk(stmt):
+            if hasattr(node, "lineno"):
+                node.lineno -= 1  # type: ignore[attr-defined]
+                if getattr(node, "end_lineno", None) is not None:
+                    node.end_lineno -= 1  # type: ignore[attr-defined]
+    return stmt
+
+
+def _chain(node: ast.expr) -> tuple[str, ...] | None:
+    import ast
+
+    attrs: list[str] = []
+    while isinstance(node, ast.Attribute):
+        attrs.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        return (node.id, *reversed(attrs))
+    return None
+
+
+def _loaded_names(tree: ast.FunctionDef) -> tuple[tuple[str, ...], ...]:
+    """The loaded names/attribute chains of ``tree``'s body, sorted (:attr:`Source.names`)."""
+    import ast
+
+    nodes = [n for stmt in tree.body for n in ast.walk(stmt)]
+    inner = {id(n.value) for n in nodes if isinstance(n, ast.Attribute)}
+    found: set[tuple[str, ...]] = set()
+    for n in nodes:
+        if isinstance(n, ast.Name | ast.Attribute) and id(n) not in inner and isinstance(n.ctx, ast.Load):
+            c = _chain(n)
+            if c is not None:
+                found.add(c)
+    return tuple(sorted(found))

@@ -14,7 +14,10 @@ it returns True and on the CPU otherwise (also while it is ``None``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 COMPILE_HOOK: Callable[..., Any] | None = None
 GPU_AVAILABLE_HOOK: Callable[[], bool] | None = None

@@ -57,10 +57,8 @@ options ``num_warps`` and ``num_stages`` (compile options) and ``num_ctas``, ``m
 from __future__ import annotations
 
 import functools
-import inspect
 import os
 from collections.abc import Callable
-from typing import Any
 
 from eggpu.ir.device_buffers import device_tensor, tensor_key
 from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u64
@@ -72,6 +70,10 @@ from . import language as tl
 from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
 from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = ["JITFunction", "JitKernel", "cdiv", "next_power_of_2"]
 
@@ -211,6 +213,8 @@ class JITFunction:
         """(arguments by parameter name with defaults, launch options)."""
         names = {p.name for p in self.params}
         options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS and k not in names}
+        import inspect  # on a launch, not when a library decorates its helpers
+
         try:
             bound = inspect.signature(self.fn).bind(*args, **kwargs)
         except TypeError as e:
@@ -484,6 +488,8 @@ class JITFunction:
     def _prepare_fast(self) -> None:
         """The parameter tables of :meth:`_launch_key` (left unset for signatures it does not
         handle: ``*args``, keyword-only parameters)."""
+        import inspect
+
         sig = inspect.signature(self.fn)
         if any(q.kind is not inspect.Parameter.POSITIONAL_OR_KEYWORD for q in sig.parameters.values()):
             return
@@ -633,6 +639,10 @@ def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
     except TypeError:
         raise DecoratorArgumentError(f"@eggpu.jit(do_not_specialize=...) takes parameter names or positions, "
                                      f"got {names!r}") from None
+    if not items:
+        return frozenset()
+    import inspect  # only to check names: a plain @eggpu.jit is decorated without it
+
     params = list(inspect.signature(fn).parameters)
     out = set()
     for x in items:

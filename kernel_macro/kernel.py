@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar
 
 from eggpu.ir.dtypes import ALL_DTYPES, BY_NAME, DType, from_numpy
 from eggpu.ir.errors import IRError, LaunchError
@@ -42,7 +41,10 @@ from .errors import (
 from .ir_cache import IR_CACHE_SIZE, LruCache
 from .signature import NO_DEFAULT, POINTER, Signature, analyze
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:  # the IR graph (and numpy) load only when a kernel is lowered, not on a cache hit
+    from typing import Any, ClassVar
+
     from eggpu.ir.graph import Function
 
 __all__ = ["Dispatch", "Kernel", "KernelInstance", "jit", "kernel", "pascal_case", "to_dtype"]

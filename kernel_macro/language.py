@@ -20,12 +20,19 @@ from __future__ import annotations
 import builtins
 import sys
 import types as _types
-from dataclasses import dataclass
-from typing import Any, ClassVar, TypeVar
 
 from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
+from eggpu.ir.record import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+try:  # the class of every TypeVar (PEP 695 ones too), without importing typing on a cache hit
+    from _typing import TypeVar as _TypeVar  # Python 3.12+: typing.TypeVar is this C type
+except ImportError:  # Python 3.11: TypeVar is defined in typing.py
+    from typing import TypeVar as _TypeVar
 
 _builtin_bool = builtins.bool
 _builtin_range = builtins.range
@@ -152,14 +159,17 @@ CATEGORY_CLASSES: dict[str, type[Dtype]] = {
 # ---------------------------------------------------------------- annotations
 
 
-@dataclass(frozen=True)
-class PointerAnnotation:
+class PointerAnnotation(Frozen):
     """``tl.Pointer[T]``: a pointer parameter whose pointee is a dtype or a dtype TypeVar.
 
     ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
     """
 
+    _fields = ("pointee",)
     pointee: Any
+
+    def __init__(self, pointee: Any):
+        self._assign(pointee)
 
     @property
     def element_ty(self) -> Any:
@@ -168,7 +178,7 @@ class PointerAnnotation:
 
     def __str__(self) -> str:
         p = self.pointee
-        name = p.__name__ if isinstance(p, TypeVar) else str(p)
+        name = p.__name__ if isinstance(p, _TypeVar) else str(p)
         return f"Pointer[{name}]"
 
     __repr__ = __str__
@@ -181,7 +191,7 @@ class Pointer:
         raise TypeError("tl.Pointer is an annotation: write tl.Pointer[tl.f32] or tl.Pointer[D]")
 
     def __class_getitem__(cls, item: Any) -> PointerAnnotation:
-        if not isinstance(item, DType | TypeVar):
+        if not isinstance(item, DType | _TypeVar):
             raise TypeError(f"tl.Pointer[...] takes a dtype (tl.f32) or a dtype TypeVar, got {item!r}")
         return PointerAnnotation(item)
 

@@ -5,9 +5,12 @@ them; their meanings are in :mod:`.scans`, :mod:`.shuffles` and :mod:`.philox`).
 from __future__ import annotations
 
 import builtins
-from typing import Any
 
 from .language import _builtin, _outside
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 _builtin_bool = builtins.bool
 

@@ -15,16 +15,38 @@ are evaluated in the function's globals and closure.
 
 from __future__ import annotations
 
-import inspect
-from dataclasses import dataclass
-from typing import Any, TypeVar
+import types
 
 from eggpu.ir.dtypes import DType
+from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .errors import KernelSignatureError
+from .language import _TypeVar
 
-NO_DEFAULT: Any = inspect.Parameter.empty
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import Any
+
+
+
+class _Missing:
+    """The marker of an absent default or annotation (one object each, compared with ``is``)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: a parameter's ``default`` when it has none
+NO_DEFAULT: Any = _Missing("NO_DEFAULT")
+_NO_ANNOTATION = _Missing("NO_ANNOTATION")
+_CO_VARARGS, _CO_VARKEYWORDS = 0x04, 0x08  # inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
 
 POINTER = "pointer"
 SCALAR = "scalar"
@@ -37,30 +59,37 @@ RESERVED_ATTRIBUTES = frozenset({
 })
 
 
-@dataclass(frozen=True)
-class DtypeVar:
+class DtypeVar(Frozen):
     """A dtype parameter of a kernel: a ``TypeVar`` with its category and allowed dtypes."""
 
+    _fields = ("typevar", "name", "category", "allowed")
     typevar: Any
     name: str
     category: str
     allowed: tuple[DType, ...]
 
+    def __init__(self, typevar: Any, name: str, category: str, allowed: tuple[DType, ...]):
+        self._assign(typevar, name, category, allowed)
+
     def __str__(self) -> str:
         return f"{self.name}: {self.category}"
 
 
-@dataclass(frozen=True)
-class Param:
+class Param(Frozen):
     """One kernel parameter. ``kind`` is ``pointer``, ``scalar`` or ``constexpr``; the element
     dtype is ``dtype`` (fixed) or ``typevar`` (a dtype parameter)."""
 
+    _fields = ("name", "kind", "annotation", "dtype", "typevar", "default")
     name: str
     kind: str
     annotation: Any
-    dtype: DType | None = None
-    typevar: DtypeVar | None = None
-    default: Any = NO_DEFAULT
+    dtype: DType | None
+    typevar: DtypeVar | None
+    default: Any
+
+    def __init__(self, name: str, kind: str, annotation: Any, dtype: DType | None = None,
+                 typevar: DtypeVar | None = None, default: Any = NO_DEFAULT):
+        self._assign(name, kind, annotation, dtype, typevar, default)
 
     @property
     def is_constexpr(self) -> bool:
@@ -79,13 +108,16 @@ class Param:
         return tl.PointerAnnotation(dt) if self.kind == POINTER else dt
 
 
-@dataclass(frozen=True)
-class Signature:
+class Signature(Frozen):
     """The analysed parameter list of a kernel function."""
 
+    _fields = ("name", "params", "typevars")
     name: str
     params: tuple[Param, ...]
     typevars: tuple[DtypeVar, ...]
+
+    def __init__(self, name: str, params: tuple[Param, ...], typevars: tuple[DtypeVar, ...]):
+        self._assign(name, params, typevars)
 
     @property
     def runtime_params(self) -> tuple[Param, ...]:
@@ -140,24 +172,61 @@ def category_of(kernel: str, tv: Any) -> DtypeVar:
     )
 
 
+class _Parameter(Frozen):
+    """A positional parameter: its name, annotation (unevaluated) and default, each absent one
+    :data:`_NO_ANNOTATION` / :data:`NO_DEFAULT`."""
+
+    _fields = ("name", "annotation", "default")
+
+    def __init__(self, name: str, annotation: Any, default: Any):
+        self._assign(name, annotation, default)
+
+
+def _positional_parameters(fn: Any) -> Iterator[_Parameter]:
+    """The parameters of ``fn``, as :func:`inspect.signature` gives them; a parameter that is not
+    plain positional (``*args``, ``**kwargs``, keyword-only) is a :class:`KernelSignatureError`.
+
+    A plain function (no ``__wrapped__`` or ``__signature__`` to follow) is read from its code
+    object, defaults and annotations, without importing inspect (a fresh-process cache hit
+    decorates its kernels: inspect, with ast, dis and tokenize, costs it ~5 ms). Parameters are
+    yielded in order, so an earlier parameter's error is raised before a later one's."""
+    code = getattr(fn, "__code__", None)
+    plain = (isinstance(fn, types.FunctionType) and not hasattr(fn, "__wrapped__")
+             and not hasattr(fn, "__signature__") and not code.co_kwonlyargcount
+             and not code.co_flags & (_CO_VARARGS | _CO_VARKEYWORDS))
+    if plain:
+        names = code.co_varnames[:code.co_argcount]
+        defaults = fn.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        annotations = fn.__annotations__
+        for i, n in enumerate(names):
+            yield _Parameter(n, annotations.get(n, _NO_ANNOTATION),
+                             defaults[i - first_default] if i >= first_default else NO_DEFAULT)
+        return
+    import inspect
+
+    for p in inspect.signature(fn).parameters.values():
+        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
+            raise KernelSignatureError(
+                f"{fn.__name__}: parameter {p}: kernels take plain positional parameters only "
+                f"(no *args, **kwargs or keyword-only parameters)"
+            )
+        yield _Parameter(p.name, _NO_ANNOTATION if p.annotation is p.empty else p.annotation,
+                         NO_DEFAULT if p.default is p.empty else p.default)
+
+
 def analyze(fn: Any) -> Signature:
     """Analyse ``fn``'s parameters; raise :class:`KernelSignatureError` naming the kernel and
     parameter on anything a kernel cannot take."""
     kname = fn.__name__
-    sig = inspect.signature(fn)
     typevars: dict[Any, DtypeVar] = {}
     for tv in getattr(fn, "__type_params__", ()) or ():  # PEP 695 order (Python >= 3.12)
-        if isinstance(tv, TypeVar):
+        if isinstance(tv, _TypeVar):
             typevars[tv] = category_of(kname, tv)
     params: list[Param] = []
     lowered: dict[str, str] = {}
-    for p in sig.parameters.values():
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
-            raise KernelSignatureError(
-                f"{kname}: parameter {p}: kernels take plain positional parameters only "
-                f"(no *args, **kwargs or keyword-only parameters)"
-            )
-        if p.annotation is p.empty:
+    for p in _positional_parameters(fn):
+        if p.annotation is _NO_ANNOTATION:
             raise KernelSignatureError(
                 f"{kname}: parameter {p.name} has no annotation; annotate it with a pointer type "
                 f"({p.name}: tl.Pointer[tl.f32] or tl.Pointer[D]), a dtype ({p.name}: tl.i32) or "
@@ -179,13 +248,13 @@ def analyze(fn: Any) -> Signature:
             lowered[low] = p.name
             params.append(Param(p.name, CONSTEXPR, ann, default=p.default))
             continue
-        if p.default is not p.empty:
+        if p.default is not NO_DEFAULT:
             raise KernelSignatureError(
                 f"{kname}: parameter {p.name} has a default value; only tl.constexpr parameters may"
             )
         if isinstance(ann, tl.PointerAnnotation):
             kind, elem = POINTER, ann.pointee
-        elif isinstance(ann, DType | TypeVar):
+        elif isinstance(ann, DType | _TypeVar):
             kind, elem = SCALAR, ann
         else:
             shown = getattr(ann, "__name__", None) or repr(ann)
@@ -194,7 +263,7 @@ def analyze(fn: Any) -> Signature:
                 f"use tl.Pointer[...] for pointers, a dtype such as tl.i32 or tl.f32 (or a dtype "
                 f"TypeVar) for scalars, or tl.constexpr for compile-time constants"
             )
-        if isinstance(elem, TypeVar):
+        if isinstance(elem, _TypeVar):
             if elem not in typevars:
                 typevars[elem] = category_of(kname, elem)
             params.append(Param(p.name, kind, ann, typevar=typevars[elem]))
@@ -206,17 +275,20 @@ def analyze(fn: Any) -> Signature:
 # ---------------------------------------------------------------- untyped (Triton-style) kernels
 
 
-@dataclass(frozen=True)
-class JitParam:
+class JitParam(Frozen):
     """One parameter of an ``@eggpu.jit`` function launched as a kernel.
 
     ``constexpr``: annotated ``tl.constexpr``. ``fixed``: a dtype or ``tl.Pointer[dtype]``
     annotation the argument must match (None: the type comes from the argument)."""
 
+    _fields = ("name", "constexpr", "fixed", "default")
     name: str
     constexpr: bool
-    fixed: Any = None
-    default: Any = NO_DEFAULT
+    fixed: Any
+    default: Any
+
+    def __init__(self, name: str, constexpr: bool, fixed: Any = None, default: Any = NO_DEFAULT):
+        self._assign(name, constexpr, fixed, default)
 
 
 def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
@@ -225,13 +297,8 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
     :class:`KernelSignatureError` naming the function and parameter for anything else."""
     kname = fn.__name__
     out: list[JitParam] = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind not in (p.POSITIONAL_OR_KEYWORD, p.POSITIONAL_ONLY):
-            raise KernelSignatureError(
-                f"{kname}: parameter {p}: kernels take plain positional parameters only "
-                f"(no *args, **kwargs or keyword-only parameters)"
-            )
-        if p.annotation is p.empty:
+    for p in _positional_parameters(fn):
+        if p.annotation is _NO_ANNOTATION:
             out.append(JitParam(p.name, False, None, p.default))
             continue
         ann = _eval_annotation(fn, p.name, p.annotation)

@@ -26,7 +26,13 @@ MAX_RULE_FILE_BYTES = 4 * 1024 * 1024
 
 def shipped_files() -> list[Path]:
     """The shipped rule files, in name order."""
-    return sorted(Path(__file__).resolve().parent.glob("*.egg"))
+    return _egg_files(Path(__file__).resolve().parent)
+
+
+def _egg_files(folder: Path) -> list[Path]:
+    """``sorted(folder.glob("*.egg"))`` (POSIX: case-sensitive, dot-files too) from one
+    ``os.listdir``: a cache hit hashes the rule files without compiling a glob pattern."""
+    return sorted(folder / n for n in os.listdir(folder) if n.endswith(".egg"))
 
 
 def env_entries() -> list[str]:
@@ -37,7 +43,7 @@ def env_entries() -> list[str]:
 def expand(entry: str | os.PathLike[str]) -> list[Path]:
     """A folder gives its ``*.egg`` files in name order; anything else is taken as one file."""
     p = Path(entry)
-    return sorted(p.glob("*.egg")) if p.is_dir() else [p]
+    return _egg_files(p) if p.is_dir() else [p]
 
 
 def rule_files(extra: Sequence[str | os.PathLike[str]] = (), *, shipped: bool = True, env: bool = True) -> list[Path]:

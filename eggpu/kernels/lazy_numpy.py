@@ -9,7 +9,10 @@ module level may read an attribute of it (that would import numpy on import agai
 
 from __future__ import annotations
 
-from typing import Any
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
+
 
 __all__ = ["np"]
 

@@ -16,8 +16,6 @@ See :mod:`eggpu.kernels.registry` for the data model. Conventions of the cases b
 
 from __future__ import annotations
 
-from typing import Any
-
 from eggpu.ir.dtypes import DType, bf16, f16, f32, f64, i8, i32
 from eggpu.ir.errors import KernelError
 
@@ -31,6 +29,10 @@ from .optim import adam_step
 from .reductions import row_argmax, row_max, row_sum
 from .registry import Case, LibraryKernel, Tol
 from .softmax import log_softmax_forward, softmax_backward, softmax_forward
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 BLOCK_1D = 1024
 ROW_PAD = 3

@@ -9,9 +9,12 @@ Row-wise functions work on the last axis of a 2-D array ``[rows, cols]``.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 from .lazy_numpy import np
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 SQRT1_2 = 0.7071067811865476  # 1/sqrt(2)
 INV_SQRT_2PI = 0.3989422804014327  # 1/sqrt(2*pi)

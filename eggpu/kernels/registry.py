@@ -22,24 +22,30 @@ entry's per-dtype :class:`Tol`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import KernelError
+from eggpu.ir.record import Frozen, Record
 
 from .lazy_numpy import np
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any
 
 Size = int | tuple[int, ...]
 """A case size: ``n`` for 1-D kernels, ``(rows, cols)`` for row kernels, ``(M, N, K)`` for matmul."""
 
 
-@dataclass(frozen=True)
-class Tol:
+class Tol(Frozen):
     """Elementwise tolerance: ``|got - want| <= atol + rtol * |want|`` (NaN must match NaN)."""
 
+    _fields = ("rtol", "atol")
     rtol: float
     atol: float
+
+    def __init__(self, rtol: float, atol: float):
+        self._assign(rtol, atol)
 
     def __str__(self) -> str:
         return f"rtol={self.rtol:g}, atol={self.atol:g}"
@@ -48,8 +54,7 @@ class Tol:
 EXACT = Tol(0.0, 0.0)
 
 
-@dataclass
-class Case:
+class Case(Record):
     """One launch of a library kernel.
 
     ``args`` are in the kernel's parameter order without the constexprs; ``arg_names`` name them.
@@ -59,6 +64,7 @@ class Case:
     padded buffers).
     """
 
+    _fields = ("kernel", "dtype", "size", "arg_names", "args", "grid", "consts", "outputs", "meta")
     kernel: str
     dtype: DType
     size: Size
@@ -67,9 +73,12 @@ class Case:
     grid: tuple[int, ...]
     consts: tuple[Any, ...]
     outputs: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: dict[str, Any]
 
-    def __post_init__(self) -> None:
+    def __init__(self, kernel: str, dtype: DType, size: Size, arg_names: tuple[str, ...], args: tuple[Any, ...],
+                 grid: tuple[int, ...], consts: tuple[Any, ...], outputs: tuple[str, ...],
+                 meta: dict[str, Any] | None = None):
+        self._assign(kernel, dtype, size, arg_names, args, grid, consts, outputs, {} if meta is None else meta)
         if len(self.arg_names) != len(self.args):
             raise KernelError(f"{self.kernel}: {len(self.arg_names)} names for {len(self.args)} args")
         missing = [o for o in self.outputs if o not in self.arg_names]
@@ -94,8 +103,7 @@ class Case:
         return f"{self.kernel}[{self.dtype}] size={self.size} grid={self.grid} consts={self.consts}"
 
 
-@dataclass(frozen=True)
-class LibraryKernel:
+class LibraryKernel(Frozen):
     """A bundled kernel together with its test fixture.
 
     - ``name``: the kernel's name (``"softmax_forward"``); ``fn``: the ``@eggpu.kernel`` function
@@ -115,6 +123,8 @@ class LibraryKernel:
     - ``backward``/``forward``: the library names of the paired kernel, if any.
     """
 
+    _fields = ("name", "fn", "dtypes", "make_case", "reference", "tolerances", "sizes", "extra_sizes", "generic",
+               "backward", "forward", "output_tolerances", "description")
     name: str
     fn: Any
     dtypes: tuple[DType, ...]
@@ -122,12 +132,21 @@ class LibraryKernel:
     reference: Callable[[Case], dict[str, np.ndarray]]
     tolerances: Mapping[DType, Tol]
     sizes: tuple[Size, ...]
-    extra_sizes: tuple[Size, ...] = ()
-    generic: bool = True
-    backward: str | None = None
-    forward: str | None = None
-    output_tolerances: Mapping[str, Mapping[DType, Tol]] = field(default_factory=dict)
-    description: str = ""
+    extra_sizes: tuple[Size, ...]
+    generic: bool
+    backward: str | None
+    forward: str | None
+    output_tolerances: Mapping[str, Mapping[DType, Tol]]
+    description: str
+
+    def __init__(self, name: str, fn: Any, dtypes: tuple[DType, ...],
+                 make_case: Callable[[Size, DType, np.random.Generator], Case],
+                 reference: Callable[[Case], dict[str, np.ndarray]], tolerances: Mapping[DType, Tol],
+                 sizes: tuple[Size, ...], extra_sizes: tuple[Size, ...] = (), generic: bool = True,
+                 backward: str | None = None, forward: str | None = None,
+                 output_tolerances: Mapping[str, Mapping[DType, Tol]] | None = None, description: str = ""):
+        self._assign(name, fn, dtypes, make_case, reference, tolerances, sizes, extra_sizes, generic, backward,
+                     forward, {} if output_tolerances is None else output_tolerances, description)
 
     def __post_init__(self) -> None:
         for where, table in [("tolerances", self.tolerances), *self.output_tolerances.items()]:

@@ -14,8 +14,6 @@ LLVM reduction tree, CTAs in lock-step):
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pytest
 
@@ -248,7 +246,7 @@ def test_row_kernels_at_a_replicated_block_run_on_the_host(name, size):
 
     lk = get(name)
     case = lk.make_case(size, f32, np.random.default_rng(sum(size)))
-    case = replace(case, consts=(16,))
+    case = case._replace(consts=(16,))
     ck = eggpu.compile(lk.instance(case), cache=False)
     lk.check(case, case.run(ck.run_cpu))
 

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import re
 from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eggpu.cache import Cache, cache_key
 
@@ -74,3 +78,17 @@ def test_lock_and_recheck_compile_once_across_processes(tmp_path: Path) -> None:
         p.join(60)
         assert p.exitcode == 0
     assert counter.read_text() == "1"
+
+
+@given(st.text(max_size=80), st.one_of(st.text(max_size=70), st.integers()))
+def test_names_and_digests_are_checked_as_the_regular_expressions_did(name: str, digest: object) -> None:
+    """The hit path's string tests (no regular expression compiled) agree with the patterns
+    they replace: a file-name-safe kernel name, a 64-digit lowercase hex digest."""
+    from eggpu import cache as cache_mod
+
+    stem = Cache(Path("/nonexistent-cache-dir")).stem(name, "k")
+    assert stem.name == (re.sub(r"[^A-Za-z0-9_]", "_", name)[:64] or "kernel") + "_k"
+    want = isinstance(digest, str) and re.match(r"[0-9a-f]{64}\Z", digest) is not None
+    assert cache_mod._is_hex64(digest) is want
+    hexes = "".join("0123456789abcdef"[ord(c) % 16] for c in f"{digest}x") * 64
+    assert cache_mod._is_hex64(hexes[:64]) and not cache_mod._is_hex64(hexes[:63]) and not cache_mod._is_hex64(hexes[:64] + "\n")

@@ -16,7 +16,10 @@ from eggpu import fingerprint as fpmod
 
 HEAVY = ("numpy", "eggpu.optimizer", "eggpu.kernel_macro.frontend", "eggpu.codegen", "egglog", "z3", "llvmlite",
          "_hashlib",  # OpenSSL: a hit hashes with eggpu.ir.hashing
-         "eggpu.kernel_macro.jitfunction", "eggpu.kernel_macro.autotune")  # @eggpu.jit's launcher, autotuning
+         "eggpu.kernel_macro.jitfunction", "eggpu.kernel_macro.autotune",  # @eggpu.jit's launcher, autotuning
+         # the kernel's source and the names it reads come from the kernel-file index, its
+         # parameters from its code object; eggpu's value classes are records, not dataclasses
+         "inspect", "ast", "dis", "tokenize", "linecache", "textwrap", "dataclasses", "typing", "threading")
 #: what a cold compile of a kernel without tl.dot, whose rules all have shipped verdicts, needs neither
 COLD_UNNEEDED = ("eggpu.optimizer.rule_solving", "eggpu.optimizer.rule_encoding", "eggpu.optimizer.cex_check",
                  "eggpu.codegen.lower_dot", "eggpu.codegen.lower_mma", "eggpu.codegen.mma_carry", "difflib")
@@ -57,9 +60,22 @@ def test_a_fresh_process_cache_hit_stays_light(tmp_path: Path) -> None:
     assert "numpy" not in miss["heavy"] and "eggpu.codegen" in miss["heavy"]
     # nor the rule prover, the dot lowering or the parse of rules/proofs.json (its digest answers)
     assert miss["cold_unneeded"] == [] and miss["shipped_json_parsed"] is False
+    assert len(list((tmp_path / "cache").glob("source-*.json"))) == 1  # the kernel-file index
     hit = _run(tmp_path)
     assert hit["cache"] == "hit" and hit["ptx"] == miss["ptx"] and hit["params"] == miss["params"]
     assert hit["heavy"] == []
+
+
+def test_an_edited_kernel_file_misses_in_a_fresh_process(tmp_path: Path) -> None:
+    """The kernel-file index never serves the source of an earlier version of the file."""
+    assert _run(tmp_path)["cache"] == "miss"
+    script = tmp_path / "scale_script.py"
+    script.write_text(SCRIPT.replace("x * 2.0", "x * 3.0"))
+    edited = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=600,
+                            env={"EGGPU_CACHE_DIR": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"})
+    assert edited.returncode == 0, edited.stderr
+    assert json.loads(edited.stdout.strip().splitlines()[-1])["cache"] == "miss"
+    assert len(list((tmp_path / "cache").glob("source-*.json"))) == 2
 
 
 def test_library_versions_match_importlib_metadata() -> None:
@@ -123,11 +139,13 @@ LIBRARY_SCRIPT = textwrap.dedent("""
     from eggpu.ir.dtypes import parse_dtype
     from eggpu.kernels import get
     after_import = "numpy" in sys.modules
+    # decorating the library (@eggpu.kernel, @eggpu.jit helpers, its case records) needs none of these
+    light = [m for m in ("inspect", "ast", "dataclasses", "tokenize", "textwrap", "threading") if m in sys.modules]
     out = {}
     for name, dtype, consts in (("softmax_forward", "f32", [256]), ("matmul", "f16", [32, 32, 16])):
         ck = eggpu.compile(get(name).kernel(parse_dtype(dtype), consts))
         out[name] = [ck.report["cache"], "numpy" in sys.modules]
-    print(json.dumps({"import": after_import, "compiles": out}))
+    print(json.dumps({"import": after_import, "light": light, "compiles": out}))
 """)
 
 
@@ -140,7 +158,8 @@ def test_the_kernel_library_compiles_cold_without_numpy(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, str(script)], env=env, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    assert got == {"import": False, "compiles": {"softmax_forward": ["miss", False], "matmul": ["miss", False]}}
+    assert got == {"import": False, "light": [],
+                   "compiles": {"softmax_forward": ["miss", False], "matmul": ["miss", False]}}
 
 
 def test_source_files_lists_what_rglob_lists_in_path_order(tmp_path: Path) -> None:

@@ -1,9 +1,14 @@
 """The one list of targets (eggpu.ir.targets): every layer accepts the same names and agrees on
 what each means — the compile API, the cost model and code generation."""
 
+import re
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from eggpu.codegen.target import get_target
+from eggpu.ir import targets, versions
 from eggpu.ir.errors import CodegenError
 from eggpu.ir.targets import GPU_TARGETS, canonical_target_name, resolve_gpu_target
 from eggpu.optimizer.cost import CostModel
@@ -56,3 +61,17 @@ def test_host_is_not_a_gpu_target_for_the_cost_model():
 def test_full_rate_f64_only_on_data_centre_parts():
     assert CostModel.for_target("sm_90").f64_factor < CostModel.for_target("sm_89").f64_factor
     assert resolve_gpu_target("sm_80").full_rate_f64 and not resolve_gpu_target("sm_86").full_rate_f64
+
+
+@given(st.text(alphabet="smcomputeSMCOMPUTE_ -0123456789a٣x", max_size=14))
+def test_target_spellings_normalize_as_the_pattern_did(name: str) -> None:
+    """eggpu.ir.targets._normalize (string tests, no pattern compiled on a cache hit) agrees with
+    the regular expression it replaces."""
+    text = name.strip().lower()
+    m = re.fullmatch(r"(?:sm_?|compute_?)?(\d+)([a-z]?)", text)
+    assert targets._normalize(name) == (f"sm_{m.group(1)}{m.group(2)}" if m else text)
+
+
+@given(st.text(alphabet="aZ-_.9", max_size=12))
+def test_distribution_names_normalize_as_pep_503(name: str) -> None:
+    assert versions._normalized(name) == re.sub(r"[-_.]+", "_", name).lower()

@@ -11,7 +11,6 @@ from __future__ import annotations
 import runpy
 import sys
 import zlib
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -66,7 +65,7 @@ ROW_KERNELS = [lk for lk in LIBRARY if isinstance(lk.sizes[0], tuple) and len(lk
 @pytest.mark.parametrize("block", [16, 64, 1024])
 def test_row_kernels_do_not_depend_on_the_block_size(lk, block):
     """Tiles smaller than the row (a loop with a partial last tile) and larger (one masked tile)."""
-    case = replace(lk.make_case((3, 100), f32, _rng(lk.name, "blocks")), consts=(block,))
+    case = lk.make_case((3, 100), f32, _rng(lk.name, "blocks"))._replace(consts=(block,))
     lk.check(case, lk.interpret(case))
 
 

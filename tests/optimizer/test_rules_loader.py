@@ -250,3 +250,17 @@ def test_at_most_twenty_problems_are_listed():
     lines = msg.splitlines()
     assert len(lines) == 21 and lines[0].startswith("many.egg:1: command 'run'")
     assert lines[19].startswith("many.egg:20: ") and lines[20] == "... and 30 more problems"
+
+
+def test_rule_folders_list_what_glob_lists(tmp_path) -> None:
+    """eggpu.rules lists a folder's *.egg files with os.listdir (no glob pattern compiled on a
+    cache hit): the same files, in the same order, as Path.glob("*.egg")."""
+    import eggpu.rules as rules_pkg
+
+    for name in ("b.egg", "a.egg", ".hidden.egg", "UPPER.EGG", "x.egg.bak", "notes.txt"):
+        (tmp_path / name).write_text("; r\n")
+    (tmp_path / "folder.egg").mkdir()
+    assert rules_pkg.expand(tmp_path) == sorted(tmp_path.glob("*.egg"))
+    assert [p.name for p in rules_pkg.expand(tmp_path)] == [".hidden.egg", "a.egg", "b.egg", "folder.egg"]
+    shipped = rules_pkg.shipped_files()
+    assert shipped == sorted(shipped[0].parent.glob("*.egg")) and len(shipped) > 5
