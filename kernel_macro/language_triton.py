@@ -7,7 +7,7 @@ from __future__ import annotations
 import builtins
 from typing import Any
 
-from .language import _builtin, _outside
+from .language_base import _builtin, _outside
 
 _builtin_bool = builtins.bool
 
