@@ -94,6 +94,8 @@ class LoweredModule:
     strip_mined: tuple[int, int] = ()
     """``(block lanes, lanes per loop iteration)`` when the kernel was strip-mined
     (:mod:`eggpu.codegen.stripmine`), else empty."""
+    prints: tuple = ()
+    """Host mode: the :class:`~eggpu.codegen.host_debug.PrintSpec` of every ``device_print``, by print id."""
 
 
 class Lowerer:
@@ -111,6 +113,7 @@ class Lowerer:
         self._next_scope = 1
         self.current_op: Operation | None = None
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
+        self.prints: list = []  # host mode: one host_debug.PrintSpec per device_print (LoweredModule.prints)
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
@@ -656,7 +659,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
                        tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
-                       em.smem_bytes if dynamic else 0, strip)
+                       em.smem_bytes if dynamic else 0, strip, tuple(lw.prints))
     return module, lm
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
+from eggpu.ir.debug_ops import resolve_debug
 from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
 from eggpu.ir.hashing import sha256
@@ -43,6 +44,8 @@ class CompileOptions:
     num_stages: int | None = None
     #: the ``dot`` strategy every dot must use (None: automatic; ``"wgmma"``: sm_90a, opt-in)
     dot_strategy: str | None = None
+    #: Triton's ``debug``: keep the kernel's ``tl.device_assert`` checks (False: they compile to nothing)
+    debug: bool = False
     _rule_sources: list[tuple[str, bytes]] | None = field(default=None, repr=False, compare=False)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
@@ -66,6 +69,7 @@ class CompileOptions:
             "offsets_i32": self.offsets_i32,
             "num_stages": self.num_stages,
             "dot_strategy": self.dot_strategy,
+            "debug": self.debug,
         }
 
 
@@ -275,7 +279,7 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
             offsets_i32: bool = False, num_stages: int | None = None,
-            dot_strategy: str | None = None) -> CompiledKernel:
+            dot_strategy: str | None = None, debug: bool | None = None) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
 
     ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
@@ -296,6 +300,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
 
     ``dot_strategy``: None (automatic) or the strategy every ``tl.dot`` must use (``"shared_fma"``,
     ``"mma_sync"``, ``"wgmma"``: sm_90a, opt-in, docs/pipeline.md); CodegenError where it does not apply.
+    ``debug``: Triton's option: True keeps the ``tl.device_assert`` checks (``__assertfail`` in the PTX,
+    :class:`~eggpu.DeviceAssertionError` from ``run_cpu``); False removes them; None: ``TRITON_DEBUG``.
 
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
@@ -310,20 +316,17 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
 
     check_num_stages(num_stages, getattr(kernel, "name", ""))
     check_dot_strategy(dot_strategy, getattr(kernel, "name", ""))
-    for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
+    for name, flag in (("optimize", optimize), ("fast_math", fast_math), ("offsets_i32", offsets_i32)):
         if not _is_flag(flag):
             raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
-    if not _is_flag(offsets_i32):
-        raise CompileError(f"offsets_i32 must be True or False, got {_short_repr(offsets_i32)}")
     if progress is not None and progress is not False and not callable(progress):
         raise CompileError(f"progress must be None or a function called with each stage's name, "
                            f"got {_short_repr(progress)}")
-    optimize, fast_math = bool(optimize), bool(fast_math)
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
-    opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
+    opts = CompileOptions(_gpu_target_name(target), bool(optimize), bool(fast_math), num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages,
-                          dot_strategy=dot_strategy)
+                          dot_strategy=dot_strategy, debug=resolve_debug(debug, "eggpu.compile", CompileError))
     if cache is False:
         return _compile_uncached(kernel, opts, progress)
     kernel_parts, opaque = _kernel_key_parts(kernel)
@@ -514,6 +517,10 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     with stage("frontend"):
         fn = kernel.ir()
         _apply_facts(fn, opts)
+        if not opts.debug:  # Triton's rule: without debug=True a device_assert compiles to nothing
+            from eggpu.ir.debug_ops import strip_device_asserts
+
+            strip_device_asserts(fn)
     report["specialization"] = fn.facts.as_dict()
     report["ir_ops_before"] = fn.op_count()
     # where the kernel uses GPU-only ops (inline asm), from the source IR: run_cpu refuses it with

@@ -23,7 +23,7 @@ from typing import Any
 from eggpu.ir.dtypes import DType
 
 from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin, _outside  # noqa: F401 - registries
-from .language_debug import debug_barrier, static_assert, static_print
+from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .language_namespaces import MATH_NAMES, build_namespaces, libdevice_names  # noqa: F401 - re-exported
 from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, tl.Pointer, ...
     CATEGORY_CLASSES,
@@ -462,6 +462,7 @@ def assume(cond: Any) -> Any:
 from .language_triton import (  # noqa: E402
     advance,
     associative_scan,
+    bitonic_merge,
     cat,
     cumprod,
     cumsum,
@@ -486,9 +487,12 @@ from .language_triton import (  # noqa: E402
     reduce_or,
     sort,
     split,
+    squeeze,
     store_tensor_descriptor,
     swizzle2d,
+    topk,
     uint_to_uniform_float,
+    unsqueeze,
     xor_sum,
 )
 
@@ -501,7 +505,7 @@ __all__ = [
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
-    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d",
+    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d", "squeeze", "unsqueeze",
     # memory
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
@@ -512,11 +516,12 @@ __all__ = [
     "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
-    "cumprod", "xor_sum", "reduce_or", "sort", "gather", "join", "split", "interleave", "cat", "flip",
+    "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",
+    "cat", "flip",
     "histogram", "philox_impl", "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x",
     "uint_to_uniform_float", "pair_uniform_to_normal",
     "static_range", "static_assert", "static_print", "range",  # compile time and hints
-    "multiple_of", "max_contiguous", "max_constancy", "assume", "debug_barrier",
+    "multiple_of", "max_contiguous", "max_constancy", "assume", "debug_barrier", "device_print", "device_assert",
 ]
 
 BUILTIN_FUNCTIONS: dict[str, Any] = {
@@ -532,7 +537,7 @@ libdevice = extra.libdevice
 
 
 def __getattr__(name: str) -> Any:
-    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.topk``, ...)."""
+    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.dot_scaled``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reason = UNSUPPORTED_DTYPES.get(name)

@@ -54,6 +54,33 @@ def sort(x: Any, dim: Any = None, descending: Any = False) -> Any:
 
 
 @_builtin
+def squeeze(x: Any, dim: Any) -> Any:
+    """Triton's ``tl.squeeze``: ``x`` without its length-1 dimension ``dim`` (negative counts from the end)."""
+    raise _outside("squeeze")
+
+
+@_builtin
+def unsqueeze(x: Any, dim: Any) -> Any:
+    """Triton's ``tl.unsqueeze``: ``x`` with a length-1 dimension inserted at ``dim`` (``tl.expand_dims``)."""
+    raise _outside("unsqueeze")
+
+
+@_builtin
+def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> Any:
+    """The ``k`` largest elements of ``x`` along the last axis, largest first (``descending=False``:
+    the ``k`` smallest, smallest first); ``k`` and the axis length are powers of 2. The result has
+    ``k`` lanes along that axis."""
+    raise _outside("topk")
+
+
+@_builtin
+def bitonic_merge(x: Any, dim: Any = None, descending: Any = False) -> Any:
+    """Triton's final bitonic merge along the last axis (a power-of-2 length): a bitonic block
+    (ascending then descending, or the reverse) comes out sorted, ascending unless ``descending``."""
+    raise _outside("bitonic_merge")
+
+
+@_builtin
 def swizzle2d(i: Any, j: Any, size_i: Any, size_j: Any, size_g: Any) -> Any:
     """``(i, j)`` of a row-major ``size_i x size_j`` grid renumbered column-major in groups of ``size_g`` rows."""
     raise _outside("swizzle2d")
