@@ -210,3 +210,25 @@ def test_misuse_is_a_located_compile_error(body, message, tmp_path, monkeypatch)
 
         sys.modules.pop("bad_debug", None)
     assert message in str(e.value) and "bad_debug.py:7:" in str(e.value) and "^" in str(e.value)
+
+
+def test_the_command_line_compiles_with_debug(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    src = tmp_path / "checked.py"
+    src.write_text("import eggpu\nimport eggpu.language as tl\n\n\n@eggpu.kernel\n"
+                   "def checked(x_ptr: tl.Pointer[tl.i32], n: tl.i32, BLOCK: tl.constexpr):\n"
+                   "    offs = tl.arange(0, BLOCK)\n"
+                   "    tl.device_assert(tl.load(x_ptr + offs) < n, \"too big\")\n")
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_DEBUG"}
+    env["EGGPU_CACHE_DIR"] = str(tmp_path / "cache")
+
+    def ptx(*extra: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "eggpu", "compile", f"{src}::checked", "-c", "BLOCK=16", *extra],
+                           capture_output=True, text=True, env=env, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return r.stdout
+
+    assert "__assertfail" in ptx("--debug") and "__assertfail" not in ptx()
