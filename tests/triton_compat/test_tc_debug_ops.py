@@ -232,3 +232,33 @@ def test_the_command_line_compiles_with_debug(tmp_path):
         return r.stdout
 
     assert "__assertfail" in ptx("--debug") and "__assertfail" not in ptx()
+
+
+@eggpu.jit
+def print_pair(X, Y, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.device_print("h", x, hex=True)
+    tl.device_print("v", x, tl.load(Y + tl.arange(0, BLOCK)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "int8", "uint64", "int64", "bool", "float64"])
+def test_interpret_and_run_cpu_print_the_same_bits_for_every_dtype(dtype, monkeypatch, capsys):
+    import ml_dtypes
+
+    dt = np.dtype(ml_dtypes.bfloat16) if dtype == "bfloat16" else np.dtype(dtype)
+    rng = np.random.default_rng(5)
+    x = rng.integers(0, 2**63, 8).astype(dt) if dtype == "uint64" else (rng.standard_normal(8) * 100).astype(dt)
+    if dtype == "float16":
+        x[:3] = [np.nan, -np.inf, -0.0]
+    out = {}
+    for device in ("interpret", "cpu"):
+        monkeypatch.setenv("EGGPU_JIT_DEVICE", device)
+        print_pair[(1,)](x, np.arange(8, dtype=np.int64) - 4, BLOCK=8)
+        out[device] = _lines(capsys)
+    assert out["interpret"] == out["cpu"] and len(out["cpu"]) == 24
+    bits = x.view(f"u{dt.itemsize}") if dtype != "bool" else x.astype(np.uint8)
+    width = {"bool": 1}.get(dtype, 2 * dt.itemsize)
+    assert out["cpu"][:8] == [f"pid (0, 0, 0) idx ({i}) h: 0x{int(b):0{width}x}" for i, b in enumerate(bits)]
+    assert out["cpu"][8 + 3] == "pid (0, 0, 0) idx (3) v: (operand 0) " + (
+        f"{float(x[3]):f}" if dt.kind == "f" or dtype == "bfloat16" else str(int(x[3])))
+    assert out["cpu"][16 + 3] == "pid (0, 0, 0) idx (3) v: (operand 1) -1"
