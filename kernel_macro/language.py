@@ -315,6 +315,24 @@ def atan2(x: Any, y: Any) -> Any:
 TRANSCENDENTAL_STUBS.append("atan2")
 
 
+def _arith_fn(name: str, op: str):
+    """The stub of Triton's functional ``tl.<name>(x, y, sanitize_overflow=True)`` (``x op y``)."""
+
+    def fn(x: Any, y: Any, sanitize_overflow: _builtin_bool = True) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``x {op} y`` (Triton's functional form; pointers as with ``{op}``). ``sanitize_overflow`` "
+                  "is accepted: Triton checks integer overflow with it under ``debug=True``, eggpu's integers wrap.")
+    fn.__module__ = __name__
+    return _builtin(fn)
+
+
+add = _arith_fn("add", "+")
+sub = _arith_fn("sub", "-")
+mul = _arith_fn("mul", "*")
+
+
 @_builtin
 def div_rn(x: Any, y: Any) -> Any:
     """``x / y`` rounded to nearest (IEEE division, as ``/`` on floats)."""
@@ -513,7 +531,7 @@ __all__ = [
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
-    "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",
