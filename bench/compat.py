@@ -428,7 +428,7 @@ def _triton_launch(compiled: list[str]) -> Launch:
             options["num_warps"] = cfg.num_warps
             fn = fn.fn
         names = list(fn.arg_names)
-        for opt in ("num_warps", "num_stages", "num_ctas"):  # launch options, not kernel arguments
+        for opt in ("num_warps", "num_stages", "num_ctas", "debug"):  # launch options, not kernel arguments
             if opt in kwargs and opt not in names:
                 options[opt] = kwargs.pop(opt)
         values = {**dict(zip(names, args)), **kwargs}

@@ -141,6 +141,11 @@ CASES: tuple[Case, ...] = (
     Case("zero_strided", "test_zero_strided_tensors", B._zero_strided),
     Case("scalar_masked_load", "test_load_scalar_with_mask", B._scalar_masked_load),
     Case("inline_asm_elementwise", "test_inline_asm", B._inline_asm),
+    Case("topk", "test_topk", B._topk),
+    Case("bitonic_merge", "test_bitonic_merge (bitonic rows)", B._bitonic_merge),
+    Case("squeeze", "tl.squeeze / tl.unsqueeze", B._squeeze),
+    Case("device_print", "test_subprocess test_print (device_print)", B._device_print),
+    Case("device_assert", "test_subprocess test_assert (device_assert, debug=True)", B._device_assert),
 )
 BY_NAME = {c.name: c for c in CASES}
 

@@ -1,8 +1,10 @@
 """The test_core catalogue's checks, part 2: reductions, scans, atomics, control flow, helpers,
-join/split, dot and inline asm (kernels in ``bench/compat_core_kernels2.py``)."""
+join/split, dot, inline asm, device_print/device_assert (kernels in ``bench/compat_core_kernels2.py``)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 from types import ModuleType
 
 import numpy as np
@@ -461,3 +463,62 @@ def _inline_asm(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list
     hi, lo = y.view(np.uint32).astype(np.uint64), x.view(np.uint32).astype(np.uint64)
     want = (((hi << 32 | lo) << 17) >> 32).astype(np.uint32).view(np.int32)
     return [("shf.l.wrap", z, want, 0, 0)]
+
+
+# ---------------------------------------------------------------- device_print, device_assert (test_subprocess)
+
+
+def _device_print(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.integers(-1000, 1000, 32).astype(np.int32)
+    z = np.zeros(32, np.int32)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        launch(k.device_print_kernel, (2,), x, z, BLOCK=32)
+    # Triton's format: "pid (x, y, z) idx (i) x: value", index right-aligned to ceil(log10(32)) = 2
+    want = [f"pid ({p}, 0, 0) idx ({i:>2}) x: {v}" for p in range(2) for i, v in enumerate(x)]
+    got = out.getvalue().splitlines()
+    return [("stored", z, 2 * x, 0, 0), ("printed lines", [got == want], [True], 0, 0)]
+
+
+def _device_assert(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.integers(0, 100, 32).astype(np.int32)
+    z = np.zeros(32, np.int32)
+    launch(k.device_assert_kernel, (1,), x, z, 50, BLOCK=32)  # no debug=True: never checked
+    launch(k.device_assert_kernel, (1,), x, z, 100, BLOCK=32, debug=True)  # holds
+    failed = []
+    try:
+        launch(k.device_assert_kernel, (1,), x, np.zeros(32, np.int32), int(x.max()), BLOCK=32, debug=True)
+    except Exception as e:  # noqa: BLE001 - eggpu.DeviceAssertionError; the harness imports no eggpu
+        failed.append("device_assert failed in program 0, lane" in str(e) and "x >= LIMIT" in str(e))
+    return [("stored", z, x + 1, 0, 0), ("failing assert raised", failed, [True], 0, 0)]
+
+
+# ---------------------------------------------------------------- topk, bitonic_merge, squeeze/unsqueeze
+
+
+def _topk(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    def body(d):
+        x = _rand(rng, d, (8, 64))
+        z = np.zeros((8, 16), d)
+        launch(k.topk_kernel, (1,), x, z, M=8, N=64, K=16)
+        return [(d, z, -np.sort(-x.astype(np.float64), axis=1)[:, :16], 0, 0)]
+
+    return _each(("int32", "float32", "float16"), body)
+
+
+def _bitonic_merge(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.integers(-1000, 1000, (4, 32)).astype(np.int32)
+    x = np.concatenate([np.sort(x[:, :16], axis=1), np.sort(x[:, 16:], axis=1)[:, ::-1]], axis=1)  # bitonic rows
+    out = []
+    for desc in (False, True):
+        z = np.zeros_like(x)
+        launch(k.bitonic_merge_kernel, (1,), x, z, M=4, N=32, DESCENDING=desc)
+        out.append((f"descending={desc}", z, np.sort(x, axis=1)[:, ::-1] if desc else np.sort(x, axis=1), 0, 0))
+    return out
+
+
+def _squeeze(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.integers(-100, 100, 16).astype(np.int32)
+    z = np.zeros(16, np.int32)
+    launch(k.squeeze_kernel, (1,), x, z, N=16)
+    return [("squeeze/unsqueeze", z, x + 1, 0, 0)]

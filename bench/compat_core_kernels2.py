@@ -533,3 +533,44 @@ def zero_strided_kernel(X, Z, N: tl.constexpr, STRIDE: tl.constexpr):
 def scalar_masked_load_kernel(X, Z, n):
     x = tl.load(X, mask=n > 0, other=-1.0)
     tl.store(Z, x)
+
+
+# ---------------------------------------------------------------- test_subprocess: device_print, device_assert
+
+
+@triton.jit
+def device_print_kernel(X, Z, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.device_print("x: ", x)
+    tl.store(Z + tl.arange(0, BLOCK), x * 2)
+
+
+@triton.jit
+def device_assert_kernel(X, Z, LIMIT, BLOCK: tl.constexpr):
+    x = tl.load(X + tl.arange(0, BLOCK))
+    tl.device_assert(x < LIMIT, "x >= LIMIT")
+    tl.store(Z + tl.arange(0, BLOCK), x + 1)
+
+
+# ---------------------------------------------------------------- test_topk, test_bitonic_merge, squeeze/unsqueeze
+
+
+@triton.jit
+def topk_kernel(X, Z, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    offs_m = tl.arange(0, M)
+    x = tl.load(X + offs_m[:, None] * N + tl.arange(0, N)[None, :])
+    z = tl.topk(x, K)
+    tl.store(Z + offs_m[:, None] * K + tl.arange(0, K)[None, :], z)
+
+
+@triton.jit
+def bitonic_merge_kernel(X, Z, M: tl.constexpr, N: tl.constexpr, DESCENDING: tl.constexpr):
+    offs = tl.arange(0, M)[:, None] * N + tl.arange(0, N)[None, :]
+    tl.store(Z + offs, tl.bitonic_merge(tl.load(X + offs), descending=DESCENDING))
+
+
+@triton.jit
+def squeeze_kernel(X, Z, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N)[None, :])
+    y = tl.unsqueeze(tl.squeeze(x, 0), 1)
+    tl.store(Z + tl.arange(0, N)[:, None], y + 1)

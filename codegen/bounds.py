@@ -97,7 +97,7 @@ class BoundsChecker:
               verb: str) -> None:
         """Check the active lanes of every slot (``ptrs[j]`` under ``masks[j]``; None = active)
         of ``op``; return from the CTA with the error record filled when one is outside."""
-        em, b = self.em, self.em.b
+        b = self.em.b
         names = self.origins.get(id(op.operands[0])) or tuple(self.bases)
         if RAW_ORIGIN in names:  # every array of the launch is a candidate: the address table
             names = (RAW_ORIGIN,)
@@ -119,12 +119,22 @@ class BoundsChecker:
             diff, inside = self._inside(p, names)
             failed = b.not_(inside) if m is None else b.and_(b.not_(inside), m)
             lane = I64(-1)
+        self._fail_when(code, failed, lane, lambda: diff if names == (RAW_ORIGIN,) else b.sdiv(diff, I64(elem_bytes)))
+
+    def report(self, check: object, failed: ir.Value, lane: ir.Value) -> None:
+        """Register ``check`` (a failure kind of its own, e.g. a device assertion: the host runner
+        turns its code back into it) and return from the CTA with the error record filled
+        (offset 0) when the i1 ``failed`` holds; ``lane`` is the i64 flat index of the failing lane."""
+        self.checks.append(check)  # type: ignore[arg-type]
+        self._fail_when(len(self.checks), failed, lane, lambda: I64(0))
+
+    def _fail_when(self, code: int, failed: ir.Value, lane: ir.Value, offset) -> None:
+        em, b = self.em, self.em.b
         cold = em.new_block("oob")
         cont = em.new_block("inbounds")
         b.cbranch(failed, cold, cont)
         b.position_at_end(cold)
-        off = diff if names == (RAW_ORIGIN,) else b.sdiv(diff, I64(elem_bytes))
-        for i, v in enumerate([I64(code), lane, off] + [b.zext(p, I64) for p in self.pids]):
+        for i, v in enumerate([I64(code), lane, offset()] + [b.zext(p, I64) for p in self.pids]):
             b.store(v, b.gep(self.record, [I64(i)], source_etype=I64))
         b.ret_void()
         b.position_at_end(cont)

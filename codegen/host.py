@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from eggpu.ir import launch_args
+from eggpu.ir.debug_ops import assertion_error
 from eggpu.ir.effects import written_params
 from eggpu.ir.errors import CodegenError, LaunchError, OutOfBoundsError
 from eggpu.ir.facts import loop_bound_message
@@ -36,6 +37,7 @@ from eggpu.ir.raw_memory import check_buffers
 
 from .bounds import RAW_TABLE_SLOT, RECORD_SLOTS
 from .bounds import message as bounds_message
+from .host_debug import AssertCheck, PrintRun, register_print_symbol
 from .lowering import LoweredModule, lower_function
 
 HOST_IR_OPT = 1
@@ -138,10 +140,14 @@ class HostKernel:
         slots[nslot] = record.ctypes.data
         smem = _aligned_buffer(self.lowered.shared_bytes)
         slots[nslot + 1] = smem.ctypes.data
-        self._call(ctypes.addressof(slots), *dims)
+        with PrintRun(record.ctypes.data, self.lowered.prints):
+            self._call(ctypes.addressof(slots), *dims)
         del smem, table, bufs
         if record[0]:
             chk = self.lowered.bounds_checks[int(record[0]) - 1]
+            if isinstance(chk, AssertCheck):
+                raise assertion_error(self.fn.name, chk.msg, chk.src, [int(x) for x in record[3:6]], rank,
+                                      _lane(int(record[1]), chk.shape))
             arrays = dict(zip(sizes, keep))  # the pointer arguments, in the order _pack saw them
             raise OutOfBoundsError(bounds_message(self.fn.name, chk, record, rank, sizes, arrays))
 
@@ -197,6 +203,17 @@ class HostKernel:
                     raise LaunchError(msg)  # a loop's le{K} assumption (codegen/loop_form.py)
                 slots[i] = _scalar_bits(v)
         return slots, keep, sizes
+
+
+def _lane(flat: int, shape: tuple[int, ...]) -> tuple[int, ...] | None:
+    """The coordinates of flat index ``flat`` in ``shape`` (None for a scalar: ``flat`` is -1)."""
+    if flat < 0 or not shape:
+        return None
+    out = []
+    for d in reversed(shape):
+        flat, i = divmod(flat, d)
+        out.append(i)
+    return tuple(reversed(out))
 
 
 def _address_table(arrays: list[np.ndarray]) -> np.ndarray:
@@ -310,6 +327,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
             f"{HOST_STACK_LIMIT} bytes run_cpu allows (every element slot of its blocks is a "
             f"{lowered.num_threads}-lane vector); use smaller blocks")
     tm = _host_machine()
+    register_print_symbol()  # device_print's callback (host_debug), resolvable by the JIT
     with _LOCK:
         try:
             mod = llvm.parse_assembly(lowered.llvm_ir)

@@ -241,6 +241,7 @@ def _lower_dot(*args: Any, **kwargs: Any) -> Any:
 
 
 def _build() -> dict[str, Handler]:
+    from .lower_debug import HANDLERS as DEBUG
     from .lower_memory import HANDLERS as MEMORY
     from .lower_reduce import HANDLERS as REDUCE
     from .lower_shape import HANDLERS as SHAPE
@@ -263,7 +264,7 @@ def _build() -> dict[str, Handler]:
         table[name] = _binary(name)
     for name in S.UNARY:
         table[name] = _unary(name)
-    for part in (SHAPE, MEMORY, REDUCE, {"dot": _lower_dot}):
+    for part in (SHAPE, MEMORY, REDUCE, DEBUG, {"dot": _lower_dot}):
         table.update(part)
     return table
 

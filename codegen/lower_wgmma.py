@@ -365,38 +365,14 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
     W = S // 2
     trans_b = mn_major(N)
     base = em.smem_array(0)
-    if staged is None:
-        off_b = operand_offsets(M, N, K)[0]
-        em.smem_begin_write()
-        em.smem_reserve(plan.ab_bytes)
-        em.smem_align(ALIGN)
-        _stage(lw, a, base, M, K, False)
-        if trans_b:
-            _stage(lw, bv, em.smem_array(off_b), K, N, False)
-        else:
-            _stage(lw, bv, em.smem_array(off_b), N, K, True)
-        if em.is_ptx:
-            _asm(em, "fence.proxy.async.shared::cta;")
-        em.barrier()
+    off_b = _stage_operands(lw, a, bv, plan, trans_b) if staged is None else None
     Sb = swizzle_bytes(N) if trans_b else S
     wi, _wj, _lane = warp_coords(em, plan)
     group = b.lshr(wi, em.k(wi, 2))
     gm = plan.wm // 4
     n = instr_n(N)
-    if em.is_ptx:
-        if staged is None:
-            addr_a = b.ptrtoint(base, I32)
-            addr_b = b.add(addr_a, I32(off_b))
-        else:
-            addr_a, addr_b = (b.add(b.ptrtoint(base, I32), x) for x in staged)
-            _asm(em, "fence.proxy.async.shared::cta;")  # the cp.async writes, for wgmma's async proxy
-        _asm(em, "wgmma.fence.sync.aligned;")
-    else:
-        if staged is None:
-            addr_a, addr_b = em.spread(I32(0)), em.spread(I32(off_b))
-        else:  # byte offsets from the buffer's start (what the emulation's descriptors hold)
-            addr_a, addr_b = (em.spread(x) for x in staged)
-        helper = _host_wgmma_helper(em, dt, n, trans_b)
+    addr_a, addr_b = _operand_addresses(em, base, staged, off_b)
+    helper = None if em.is_ptx else _host_wgmma_helper(em, dt, n, trans_b)
     acc = [[list(c) for c in row] for row in acc]
     blocks = M // WG_M // gm
     # pipelined: every operand address is the stage's base plus a multiple of 16 bytes, below
@@ -439,6 +415,47 @@ def wgmma_fragments(lw, op: Operation, a: LV, bv: LV, plan: MmaPlan, acc: Fragme
         after()
     em.smem_dirty = True
     return acc
+
+
+def _stage_operands(lw, a: LV, bv: LV, plan: MmaPlan, trans_b: bool) -> int:
+    """Unpipelined: store ``a`` and ``b`` into the descriptors' swizzled layout at the shared
+    buffer's start (``b`` K-major, or MN-major when ``trans_b``), fence them for wgmma's async
+    proxy and wait for the CTA; returns ``b``'s byte offset."""
+    em: Emitter = lw.em
+    M, N, K = plan.M, plan.N, plan.K
+    base = em.smem_array(0)
+    off_b = operand_offsets(M, N, K)[0]
+    em.smem_begin_write()
+    em.smem_reserve(plan.ab_bytes)
+    em.smem_align(ALIGN)
+    _stage(lw, a, base, M, K, False)
+    if trans_b:
+        _stage(lw, bv, em.smem_array(off_b), K, N, False)
+    else:
+        _stage(lw, bv, em.smem_array(off_b), N, K, True)
+    if em.is_ptx:
+        _asm(em, "fence.proxy.async.shared::cta;")
+    em.barrier()
+    return off_b
+
+
+def _operand_addresses(em: Emitter, base: ir.Value, staged, off_b: int | None) -> tuple[ir.Value, ir.Value]:
+    """The shared-memory addresses of ``a`` and ``b`` (GPU: 32-bit shared addresses, after the
+    fences wgmma needs; host: byte offsets from the buffer's start, what the emulation's
+    descriptors hold)."""
+    b = em.b
+    if not em.is_ptx:
+        if staged is None:
+            return em.spread(I32(0)), em.spread(I32(off_b))
+        return tuple(em.spread(x) for x in staged)
+    if staged is None:
+        addr_a = b.ptrtoint(base, I32)
+        addr_b = b.add(addr_a, I32(off_b))
+    else:
+        addr_a, addr_b = (b.add(b.ptrtoint(base, I32), x) for x in staged)
+        _asm(em, "fence.proxy.async.shared::cta;")  # the cp.async writes, for wgmma's async proxy
+    _asm(em, "wgmma.fence.sync.aligned;")
+    return addr_a, addr_b
 
 
 def opaque_copies(em: Emitter, vals: list[ir.Value]) -> list[ir.Value]:

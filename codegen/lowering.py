@@ -97,6 +97,8 @@ class LoweredModule:
     strip_mined: tuple[int, int] = ()
     """``(block lanes, lanes per loop iteration)`` when the kernel was strip-mined
     (:mod:`eggpu.codegen.stripmine`), else empty."""
+    prints: tuple = ()
+    """Host mode: the :class:`~eggpu.codegen.host_debug.PrintSpec` of every ``device_print``, by print id."""
 
 
 class Lowerer:
@@ -114,6 +116,7 @@ class Lowerer:
         self._next_scope = 1
         self.current_op: Operation | None = None
         self.bounds = None  # host mode: the BoundsChecker (eggpu.codegen.bounds)
+        self.prints: list = []  # host mode: one host_debug.PrintSpec per device_print (LoweredModule.prints)
         self.dots: list[dict] = []  # the strategy chosen for each dot (LoweredModule.dots)
         self.smem_limit = MAX_SHARED_BYTES  # shared bytes a strategy may plan for (set by lower_function)
         self.op_overrides: dict[int, Callable] = {}  # id(op) -> handler replacing TABLE's (mma_carry)
@@ -300,13 +303,7 @@ class Lowerer:
         b.position_at_end(head)
         k = b.phi(I32)  # the counter k, or iv itself in the stepped form
         k.add_incoming(I32(0) if stepped is None else lo, pre)
-        phi_lists = []
-        for vals in init_lists:
-            phi_lists.append([])
-            for v in vals:
-                p = b.phi(v.type)
-                p.add_incoming(v, pre)
-                phi_lists[-1].append(p)
+        phi_lists = [[self._phi(v, pre) for v in vals] for vals in init_lists]
         if stepped is None:
             b.cbranch(b.icmp_unsigned("<", k, trips), body, done)
         else:
@@ -338,7 +335,24 @@ class Lowerer:
         if pipe is not None:
             pipe.end(self)
             new_lists.append(ahead)
-        k_next = b.add(k, I32(1 if stepped is None else stepped))
+        self._close_loop(head, k, b.add(k, I32(1 if stepped is None else stepped)), phi_lists, new_lists)
+        b.position_at_end(done)
+        em.smem_dirty = True
+        if pipe is not None:
+            pipe.finish(self)
+        for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
+            self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis, i in filled)[0])
+
+    def _phi(self, v, pre):
+        """A phi of ``v``'s type at the current block, ``v`` incoming from ``pre``."""
+        p = self.em.b.phi(v.type)
+        p.add_incoming(v, pre)
+        return p
+
+    def _close_loop(self, head, k, k_next, phi_lists, new_lists) -> None:
+        """Branch back to ``head`` from the current block (the latch), which supplies ``k_next``
+        and each carried list's new values to the loop's phis."""
+        b = self.em.b
         latch = b.block
         b.branch(head)
         k.add_incoming(k_next, latch)
@@ -347,12 +361,6 @@ class Lowerer:
                 if v.type != p.type:
                     raise self.error(f"internal: carried value type {v.type} != {p.type}")
                 p.add_incoming(v, latch)
-        b.position_at_end(done)
-        em.smem_dirty = True
-        if pipe is not None:
-            pipe.finish(self)
-        for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
-            self.bind(r, carries[i].result(self, phis, t) if i in carries else self._rebuild([t], phis, i in filled)[0])
 
     def _filled_carries(self, op: Operation, inits: list[LV], carries: dict) -> set[int]:
         """Indices of the loop's carried blocks of a replicated layout whose copies stay filled
@@ -667,7 +675,7 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
     lm = LoweredModule(text, entry, em.nt, em.smem_bytes, dict(lw.assumptions), mode, fn.name, names,
                        tuple(lw.bounds.checks) if lw.bounds is not None else (),
                        tuple(nm for nm, p in zip(names, fn.params) if p.type.is_pointer), tuple(lw.dots),
-                       em.smem_bytes if dynamic else 0, strip)
+                       em.smem_bytes if dynamic else 0, strip, tuple(lw.prints))
     return module, lm
 
 

@@ -7,6 +7,7 @@ rewrite rules and lowered through llvmlite to PTX.
 from eggpu.ir.errors import (
     CodegenError,
     CompileError,
+    DeviceAssertionError,
     EggpuError,
     InterpreterError,
     IRError,
@@ -58,6 +59,7 @@ def __getattr__(name: str):
 
 __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "Config", "EggpuError", "IRError", "IRParseError",
-    "InterpreterError", "KernelError", "LaunchError", "RuleError", "ToolchainError", "VerificationError",
+    "InterpreterError", "DeviceAssertionError", "KernelError", "LaunchError", "RuleError", "ToolchainError",
+    "VerificationError",
     "__version__", "autotune", "cdiv", "compile", "compile_many", "heuristics", "jit", "kernel", "next_power_of_2",
 ]

@@ -103,6 +103,8 @@ def _parser() -> argparse.ArgumentParser:
     _kernel_args(c)
     c.add_argument("--emit", choices=("ptx", "llvm", "ir"), default="ptx")
     c.add_argument("-o", "--output", help="write here instead of stdout (- is stdout)")
+    c.add_argument("--debug", action="store_true", default=None,
+                   help="keep tl.device_assert checks (Triton's debug; default: TRITON_DEBUG)")
     c.set_defaults(func=cmd_compile)
 
     r = sub.add_parser("rules", help="rewrite-rule tools")
@@ -262,7 +264,7 @@ def cmd_compile(a: argparse.Namespace) -> int:
         raise UsageError(f"-o needs a file name, got {a.output!r} (leave -o out, or write -o -, for stdout)")
     inst = _instance_from_args(a)
     ck = eggpu_compile(inst, a.target, optimize=not a.no_opt, fast_math=a.fast_math, num_warps=a.num_warps,
-                       rules=a.rules, num_stages=a.num_stages, dot_strategy=a.dot_strategy)
+                       rules=a.rules, num_stages=a.num_stages, dot_strategy=a.dot_strategy, debug=a.debug)
     text = {"ptx": ck.ptx, "llvm": ck.llvm_ir, "ir": ck.ir_text}[a.emit]
     if a.output not in (None, "-"):
         try:

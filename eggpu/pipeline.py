@@ -14,6 +14,7 @@ from pathlib import Path
 
 from eggpu.cache import Cache, cache_key
 from eggpu.ir.cachefs import warn_once
+from eggpu.ir.debug_ops import resolve_debug
 from eggpu.ir.errors import CompileError, EggpuError, KernelError, checked_call
 from eggpu.ir.facts import Facts
 from eggpu.ir.hashing import sha256
@@ -36,10 +37,11 @@ class CompileOptions(Record):
     (:mod:`eggpu.ir.facts`); ``num_stages``: ``cp.async`` stages of a software-pipelined
     tensor-core K loop (1: none; None: Triton's default 3, fewer where the stage buffers do not
     fit the target's shared memory); ``dot_strategy``: the ``dot`` strategy every dot must use
-    (None: automatic; ``"wgmma"``: sm_90a, opt-in)."""
+    (None: automatic; ``"wgmma"``: sm_90a, opt-in); ``debug``: Triton's ``debug``, keep the
+    kernel's ``tl.device_assert`` checks (False: they compile to nothing)."""
 
     _fields = ("target", "optimize", "fast_math", "num_warps", "rules", "facts", "offsets_i32", "num_stages",
-               "dot_strategy", "_rule_sources")
+               "dot_strategy", "debug", "_rule_sources")
     _no_repr = _no_compare = ("_rule_sources",)
     target: str
     optimize: bool
@@ -50,14 +52,15 @@ class CompileOptions(Record):
     offsets_i32: bool
     num_stages: int | None
     dot_strategy: str | None
+    debug: bool
     _rule_sources: list[tuple[str, bytes]] | None
 
     def __init__(self, target: str = DEFAULT_TARGET, optimize: bool = True, fast_math: bool = False,
                  num_warps: int = 4, rules: tuple[str, ...] = (), facts: Facts | None = None,
                  offsets_i32: bool = False, num_stages: int | None = None, dot_strategy: str | None = None,
-                 _rule_sources: list[tuple[str, bytes]] | None = None):
+                 debug: bool = False, _rule_sources: list[tuple[str, bytes]] | None = None):
         self._assign(target, optimize, fast_math, num_warps, rules, Facts() if facts is None else facts,
-                     offsets_i32, num_stages, dot_strategy, _rule_sources)
+                     offsets_i32, num_stages, dot_strategy, debug, _rule_sources)
 
     def rule_sources(self) -> list[tuple[str, bytes]]:
         """``(label, bytes)`` of every rule file of this compile (shipped, ``rules``,
@@ -80,6 +83,7 @@ class CompileOptions(Record):
             "offsets_i32": self.offsets_i32,
             "num_stages": self.num_stages,
             "dot_strategy": self.dot_strategy,
+            "debug": self.debug,
         }
 
 
@@ -304,7 +308,7 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
             num_warps: int = 4, rules: Sequence[str] = (), cache: bool | str | os.PathLike[str] = True,
             progress: Any = None, specialize: Mapping[str, str | Sequence[str]] | None = None,
             offsets_i32: bool = False, num_stages: int | None = None,
-            dot_strategy: str | None = None) -> CompiledKernel:
+            dot_strategy: str | None = None, debug: bool | None = None) -> CompiledKernel:
     """Compile a Kernel instance (e.g. ``GeluForward[tl.f32](1024)``) to PTX for ``target``.
 
     ``specialize``: launch-time specialization facts per parameter, e.g. ``{"row_stride": "div16",
@@ -325,6 +329,8 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
 
     ``dot_strategy``: None (automatic) or the strategy every ``tl.dot`` must use (``"shared_fma"``,
     ``"mma_sync"``, ``"wgmma"``: sm_90a, opt-in, docs/pipeline.md); CodegenError where it does not apply.
+    ``debug``: Triton's option: True keeps the ``tl.device_assert`` checks (``__assertfail`` in the PTX,
+    :class:`~eggpu.DeviceAssertionError` from ``run_cpu``); False removes them; None: ``TRITON_DEBUG``.
 
     ``cache``: True (``$EGGPU_CACHE_DIR`` or the user cache dir), a directory, or False. A cache
     that cannot be used (untrusted or unwritable directory, malformed entry) never fails the
@@ -338,20 +344,17 @@ def compile(kernel: Any, target: str = DEFAULT_TARGET, *, optimize: bool = True,
 
     check_num_stages(num_stages, getattr(kernel, "name", ""))
     check_dot_strategy(dot_strategy, getattr(kernel, "name", ""))
-    for name, flag in (("optimize", optimize), ("fast_math", fast_math)):
+    for name, flag in (("optimize", optimize), ("fast_math", fast_math), ("offsets_i32", offsets_i32)):
         if not _is_flag(flag):
             raise CompileError(f"{name} must be True or False, got {_short_repr(flag)}")
-    if not _is_flag(offsets_i32):
-        raise CompileError(f"offsets_i32 must be True or False, got {_short_repr(offsets_i32)}")
     if progress is not None and progress is not False and not callable(progress):
         raise CompileError(f"progress must be None or a function called with each stage's name, "
                            f"got {_short_repr(progress)}")
-    optimize, fast_math = bool(optimize), bool(fast_math)
     if not (isinstance(cache, bool | str) or isinstance(cache, os.PathLike)):
         raise CompileError(f"cache must be True, False or a directory path, got {_short_repr(cache)}")
-    opts = CompileOptions(_gpu_target_name(target), optimize, fast_math, num_warps, _rule_paths(rules),
+    opts = CompileOptions(_gpu_target_name(target), bool(optimize), bool(fast_math), num_warps, _rule_paths(rules),
                           _specialization(kernel, specialize), bool(offsets_i32), num_stages=num_stages,
-                          dot_strategy=dot_strategy)
+                          dot_strategy=dot_strategy, debug=resolve_debug(debug, "eggpu.compile", CompileError))
     from eggpu.kernel_macro import source_index
 
     if cache is False:
@@ -557,6 +560,10 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     with stage("frontend"):
         fn = kernel.ir()
         _apply_facts(fn, opts)
+        if not opts.debug:  # Triton's rule: without debug=True a device_assert compiles to nothing
+            from eggpu.ir.debug_ops import strip_device_asserts
+
+            strip_device_asserts(fn)
     report["specialization"] = fn.facts.as_dict()
     report["ir_ops_before"] = fn.op_count()
     # where the kernel uses GPU-only ops (inline asm), from the source IR: run_cpu refuses it with

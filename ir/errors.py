@@ -36,6 +36,12 @@ class OutOfBoundsError(InterpreterError):
     build of the lowering (``run_cpu``), with the same wording, before the access happens."""
 
 
+class DeviceAssertionError(InterpreterError):
+    """A ``tl.device_assert`` failed in a kernel compiled (or interpreted) with ``debug=True``:
+    raised by the interpreter and by ``run_cpu`` with the same words, naming the kernel, the
+    source line, the message and the first failing program and lane."""
+
+
 class KernelError(EggpuError):
     """A problem with a ``@kernel`` definition, its specialization or its dispatch."""
 

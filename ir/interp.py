@@ -52,6 +52,7 @@ from typing import Any
 import numpy as np
 
 from . import launch_args
+from .debug_ops import assertion_error, first_failing_lane, print_lines
 from .dtypes import bool_, i64
 from .errors import InterpreterError, gpu_only_message
 from .facts import check_launch
@@ -285,6 +286,10 @@ class _Program:
             return self._store(op)
         if name.startswith("atomic_"):
             return self._atomic(op)
+        if name == "device_print":
+            return self._device_print(op)
+        if name == "device_assert":
+            return self._device_assert(op)
         if name == "inline_asm":
             raise InterpreterError(gpu_only_message(self.fn.name, op, "the numpy interpreter"))
         if name == "for":
@@ -542,6 +547,29 @@ class _Program:
                 keep = order[last]
                 offs, vals = offs[keep], vals[keep]
             p.base[offs] = vals
+
+        return run
+
+    def _device_print(self, op: Operation) -> Handler:
+        ins = tuple(self._in(op, v) for v in op.operands)
+        dts = tuple(v.type.dtype for v in op.operands)
+        prefix, hex_ = op.attrs["prefix"], op.attrs["hex"]
+
+        def run(env: list) -> None:
+            for line in print_lines(prefix, self.pid, [(env[i], dt) for i, dt in zip(ins, dts)], hex_):
+                print(line)
+
+        return run
+
+    def _device_assert(self, op: Operation) -> Handler:
+        ic = self._in(op, op.operands[0])
+        im = self._in(op, op.operands[1]) if len(op.operands) > 1 else None
+        msg, src = op.attrs["msg"], op.attrs["src"]
+
+        def run(env: list) -> None:
+            lane = first_failing_lane(env[ic], None if im is None else env[im])
+            if lane is not False:
+                raise assertion_error(self.fn.name, msg, src, self.pid, self.grid_rank, lane)
 
         return run
 

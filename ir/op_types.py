@@ -313,3 +313,27 @@ def inline_asm_type(ts, attrs):
     if not dts or not all(isinstance(d, DType) for d in dts):
         raise fail("inline_asm", f"dtype must be a dtype or a tuple of dtypes, got {attrs['dtype']!r}")
     return tuple(BlockType(d, ts[0].shape) for d in dts)
+
+
+def device_print_type(ts, attrs):
+    """``device_print(values...)``: values (scalars or blocks, not pointers) printed lane by lane;
+    ``prefix`` a str, ``hex`` a bool; no result."""
+    if not isinstance(attrs.get("prefix"), str) or not isinstance(attrs.get("hex"), bool):
+        raise fail("device_print", f"prefix must be a str and hex a bool, got {attrs.get('prefix')!r}, "
+                                   f"{attrs.get('hex')!r}")
+    for t in ts:
+        if t.is_pointer:
+            raise fail("device_print", f"cannot print a pointer value ({t})")
+    return ()
+
+
+def device_assert_type(ts, attrs):
+    """``device_assert(cond, mask?)``: a bool condition (scalar or block), an optional bool mask of
+    its shape; ``msg`` and ``src`` (the ``file:line:col`` of the call) are strs; no result."""
+    if ts[0].elem != bool_:
+        raise fail("device_assert", f"condition must be bool, got {ts[0]}")
+    if len(ts) == 2 and (ts[1].elem != bool_ or ts[1].shape != ts[0].shape):
+        raise fail("device_assert", f"mask must be bool with the condition's shape {ts[0].shape}, got {ts[1]}")
+    if not isinstance(attrs.get("msg"), str) or not isinstance(attrs.get("src"), str):
+        raise fail("device_assert", "msg and src must be strs")
+    return ()

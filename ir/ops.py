@@ -36,6 +36,8 @@ from .op_types import (
     cast_type,
     compare_type,
     const_type,
+    device_assert_type,
+    device_print_type,
     dot_type,
     expand_dims_type,
     fail,
@@ -362,6 +364,15 @@ OPS_LIST: list[OpDef] = [
         edge="GPU only: the PTX runs once per element ($0.. the results, one per dtype, then the operands); "
         "kept in program order and never folded; the interpreter and the host lowering refuse it",
         doc="tl.inline_asm_elementwise (pack=1)"),
+    # debugging (kept in program order, never folded; see docs/language.md, "Debugging")
+    _op("device_print", arity=(0, None), traits=(EFFECT,), rule=device_print_type, family=ANY,
+        attrs=("prefix", "hex"),
+        edge="prints one line per element of each operand, Triton's format 'pid (x, y, z) idx (i, ...)"
+        "<prefix><value>'; the prefix is already normalized (' name: ')", doc="tl.device_print"),
+    _op("device_assert", arity=(1, 2), traits=(EFFECT,), rule=device_assert_type, family=INTBOOL,
+        attrs=("msg", "src"),
+        edge="fails when a lane (under the mask) is false; only present in kernels compiled with debug=True "
+        "(removed otherwise before optimization)", doc="tl.device_assert"),
     # control flow
     _op("for", arity=(3, None), traits=(CONTROL,), rule=no_check, family=ANY, regions=1,
         edge="operands lo, hi, step (i32 scalars), then initial carried values; body args (iv, carried...); "

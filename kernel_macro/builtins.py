@@ -15,6 +15,7 @@ from typing import Any
 from . import language as tl
 from .block_pointers import IMPLS as BLOCK_POINTER_IMPLS
 from .compat import IMPLS as COMPAT_IMPLS
+from .debugging import IMPLS as DEBUG_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
 from .philox import IMPLS as PHILOX_IMPLS
 from .scans import IMPLS as SCAN_IMPLS
@@ -69,6 +70,7 @@ IMPLS.update(SCAN_IMPLS)  # scans and reductions with a combine function (kernel
 IMPLS.update(SHUFFLE_IMPLS)  # gather, join, split, ... (kernel_macro/shuffles.py)
 IMPLS.update(SORTING_IMPLS)  # sort, swizzle2d, reduce_or (kernel_macro/sorting.py)
 IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
+IMPLS.update(DEBUG_IMPLS)  # tl.device_print, tl.device_assert (kernel_macro/debugging.py)
 IMPLS.update(BLOCK_POINTER_IMPLS)  # tl.make_block_ptr, tl.advance (kernel_macro/block_pointers.py)
 
 COMBINE_FUNCTIONS = frozenset({"reduce", "associative_scan"})

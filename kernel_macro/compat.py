@@ -175,6 +175,20 @@ def fdiv(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.binary("truediv", x, y)
 
 
+def arith(name: str, op: str):
+    """Triton's functional ``tl.add``/``tl.sub``/``tl.mul(x, y, sanitize_overflow=True)``: ``x + y``
+    (``-``, ``*``) with the operators' meaning, pointers included. ``sanitize_overflow`` only
+    matters to Triton under ``debug=True`` (an overflow assertion); eggpu's integers wrap."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Any:
+        if not isinstance(a["sanitize_overflow"], bool):
+            raise SemanticError(f"tl.{name}: sanitize_overflow must be a compile-time bool, got "
+                                f"{describe(a['sanitize_overflow'])}", arg="sanitize_overflow")
+        return s.binary(op, a["x"], a["y"])
+
+    return impl
+
+
 def _float_binary(name: str):
     """libdevice's binary ``name(x, y)`` (the op table's binary TRANSCENDENTAL ops), operands in
     Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate."""
@@ -503,6 +517,7 @@ IMPLS: dict[str, Any] = {
     "atomic_xchg": atomic("atomic_xchg"), "atomic_cas": atomic_cas, "atomic_and": atomic("atomic_and"),
     "atomic_or": atomic("atomic_or"), "atomic_xor": atomic("atomic_xor"),
     "minimum": minmax("minimum"), "maximum": minmax("maximum"), "clamp": clamp, "cast": cast,
+    "add": arith("add", "add"), "sub": arith("sub", "sub"), "mul": arith("mul", "mul"),
     "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),

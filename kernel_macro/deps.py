@@ -34,7 +34,7 @@ from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .diagnostics import Source
-from .language import _TypeVar
+from .language_types import _TypeVar
 from .signature import _closure_vars
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit

@@ -50,7 +50,8 @@ environment variable ``EGGPU_JIT_DEVICE`` overrides this: ``gpu``, ``cpu``, or `
 
 ``grid`` is an int, a tuple of up to three ints, or a callable taking the launch's meta dict
 (every argument by parameter name, constexprs included) and returning one. Triton's launch
-options ``num_warps`` and ``num_stages`` (compile options) and ``num_ctas``, ``maxnreg``,
+options ``num_warps``, ``num_stages`` and ``debug`` (compile options; ``debug=True`` checks the
+kernel's ``tl.device_assert``s, default ``TRITON_DEBUG``) and ``num_ctas``, ``maxnreg``,
 ``enable_fp_fusion`` (accepted, no effect) may be passed as keywords when no parameter has that name.
 """
 
@@ -60,6 +61,7 @@ import functools
 import os
 from collections.abc import Callable
 
+from eggpu.ir.debug_ops import debug_default, resolve_debug
 from eggpu.ir.device_buffers import device_tensor, tensor_key
 from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u64
 from eggpu.ir.errors import IRError, LaunchError
@@ -77,7 +79,7 @@ if TYPE_CHECKING:
 
 __all__ = ["JITFunction", "JitKernel", "cdiv", "next_power_of_2"]
 
-_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion")
+_LAUNCH_OPTIONS = ("num_warps", "num_stages", "num_ctas", "maxnreg", "enable_fp_fusion", "debug")
 _DEVICES = ("auto", "gpu", "cpu", "interpret")
 _gpu: bool | None = None
 
@@ -465,7 +467,8 @@ class JITFunction:
                     return None
                 else:
                     values[i] = v
-        key: list[Any] = [mode, tuple(sorted(options.items())) if options else ()]
+        # TRITON_DEBUG is the default of debug=: read at every launch, as the general path does
+        key: list[Any] = [mode, tuple(sorted(options.items())) if options else (), debug_default()]
         append = key.append
         for v, constexpr, specialized in zip(values, self._constexpr, self._specialized):
             t = type(v)
@@ -517,9 +520,10 @@ class JITFunction:
         normalize_grid(self.__name__, grid, LaunchError)  # before anything reads it
         mode = _device()
         if mode == "interpret":
-            kernel.interpret(grid, *runtime, buffers=buffers)
+            kernel.interpret(grid, *runtime, buffers=buffers, debug=options.get("debug"))
             return kernel, kernel, grid
         compile_options: dict[str, Any] = {k: options[k] for k in ("num_warps", "num_stages") if k in options}
+        compile_options["debug"] = resolve_debug(options.get("debug"), f"{self.__name__}[grid]", LaunchError)
         compile_options.update(self._facts(kernel, runtime, grid, mode))
         ck = self._compile(kernel, compile_options)
         if mode == "gpu":

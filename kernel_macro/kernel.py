@@ -413,9 +413,11 @@ class Kernel:
                 _IR_CACHE.put(key, deps.digest, fn)
         return fn.clone()
 
-    def interpret(self, grid: Any, *args: Any, buffers: Any = None) -> Any:
+    def interpret(self, grid: Any, *args: Any, buffers: Any = None, debug: bool | None = None) -> Any:
         """Run the IR with the numpy interpreter (pointer arguments are numpy arrays, written in place;
-        ``buffers``: the arrays the kernel reaches through raw addresses, see :mod:`eggpu.ir.raw_memory`)."""
+        ``buffers``: the arrays the kernel reaches through raw addresses, see :mod:`eggpu.ir.raw_memory`).
+        ``debug=True`` checks the kernel's ``tl.device_assert``s (None: ``TRITON_DEBUG``), as
+        ``eggpu.compile(..., debug=True)`` does."""
         if not isinstance(self, Kernel):  # called on the class: Kadd.interpret(grid, ...)
             from eggpu.ir.launch_args import short_repr  # (imports numpy: not on a cache hit's path)
 
@@ -429,8 +431,12 @@ class Kernel:
                 f"({', '.join(map(str, want))}), got {len(args)}"
             )
         from eggpu.ir import interp
+        from eggpu.ir.debug_ops import resolve_debug, strip_device_asserts
 
-        return interp.interpret(self.ir(), grid, *args, buffers=buffers)
+        fn = self.ir()
+        if not resolve_debug(debug, f"{self.id}.interpret", LaunchError):
+            strip_device_asserts(fn)
+        return interp.interpret(fn, grid, *args, buffers=buffers)
 
     def compile(self, **options: Any) -> Any:
         """Compile through the pipeline registered in :mod:`eggpu.kernel_macro.hooks`

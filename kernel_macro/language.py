@@ -18,259 +18,60 @@ Names:
 from __future__ import annotations
 
 import builtins
-import sys
-import types as _types
 
-from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
-from eggpu.ir.errors import KernelError
-from eggpu.ir.record import Frozen
+
+from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin, _outside  # noqa: F401 - registries
+from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
+from .language_namespaces import MATH_NAMES, build_namespaces, libdevice_names  # noqa: F401 - re-exported
+from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, tl.Pointer, ...
+    CATEGORY_CLASSES,
+    TRITON_DTYPE_NAMES,
+    UNSUPPORTED_DTYPES,
+    Bool,
+    Dtype,
+    Float,
+    Int,
+    Num,
+    Pointer,
+    PointerAnnotation,
+    PropagateNan,
+    bf16,
+    bfloat16,
+    bool,
+    constexpr,
+    dtype,
+    f16,
+    f32,
+    f64,
+    float16,
+    float32,
+    float64,
+    i8,
+    i16,
+    i32,
+    i64,
+    int1,
+    int8,
+    int16,
+    int32,
+    int64,
+    pointer_type,
+    u8,
+    u16,
+    u32,
+    u64,
+    uint8,
+    uint16,
+    uint32,
+    uint64,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
-    from typing import Any, ClassVar
-try:  # the class of every TypeVar (PEP 695 ones too), without importing typing on a cache hit
-    from _typing import TypeVar as _TypeVar  # Python 3.12+: typing.TypeVar is this C type
-except ImportError:  # Python 3.11: TypeVar is defined in typing.py
-    from typing import TypeVar as _TypeVar
+    from typing import Any
 
 _builtin_bool = builtins.bool
-_builtin_range = builtins.range
-
-# ---------------------------------------------------------------- dtypes
-
-bool = _dt.bool_  # noqa: A001 - Triton-style name, shadows the builtin only inside this module
-i8 = _dt.i8
-i16 = _dt.i16
-i32 = _dt.i32
-i64 = _dt.i64
-u8 = _dt.u8
-u16 = _dt.u16
-u32 = _dt.u32
-u64 = _dt.u64
-f16 = _dt.f16
-bf16 = _dt.bf16
-f32 = _dt.f32
-f64 = _dt.f64
-
-# Triton's spellings of the same dtypes (the very same objects: ``tl.float32 is tl.f32``).
-int1 = bool
-int8, int16, int32, int64 = i8, i16, i32, i64
-uint8, uint16, uint32, uint64 = u8, u16, u32, u64
-float16, bfloat16, float32, float64 = f16, bf16, f32, f64
-
-TRITON_DTYPE_NAMES: dict[str, DType] = {
-    "int1": bool, "int8": i8, "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16,
-    "uint32": u32, "uint64": u64, "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
-}
-"""Triton dtype name -> eggpu dtype (``tl.dtype("float32")`` also takes these)."""
-
-UNSUPPORTED_DTYPES: dict[str, str] = {
-    n: "FP8 dtypes are not available (eggpu's IR has no FP8 arithmetic or conversions)"
-    for n in ("float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float8e4b15x4")
-}
-UNSUPPORTED_DTYPES["void"] = "eggpu has no void dtype (kernels and helpers return nothing or values)"
-UNSUPPORTED_DTYPES["pi32_t"] = "eggpu has no pointer dtype values; annotate pointers with tl.Pointer[...]"
-
-
-class _DtypeMeta(type):
-    """Makes ``isinstance(tl.f32, tl.dtype)`` true and ``tl.dtype("float32")`` return ``tl.f32``."""
-
-    def __instancecheck__(cls, obj: Any) -> _builtin_bool:
-        return isinstance(obj, DType)
-
-    def __call__(cls, name: Any) -> DType:  # type: ignore[override]
-        if isinstance(name, DType):
-            return name
-        if isinstance(name, str):
-            if name in TRITON_DTYPE_NAMES:
-                return TRITON_DTYPE_NAMES[name]
-            if name in _dt.BY_NAME:
-                return _dt.BY_NAME[name]
-            if name in UNSUPPORTED_DTYPES:
-                raise TypeError(f"tl.dtype({name!r}): {UNSUPPORTED_DTYPES[name]}")
-        known = ", ".join(TRITON_DTYPE_NAMES)
-        raise TypeError(f"tl.dtype({name!r}): unknown dtype; known: {known} (or eggpu's f32, i32, ...)")
-
-
-class dtype(metaclass=_DtypeMeta):  # noqa: N801 - Triton's name
-    """Triton's ``tl.dtype``: ``isinstance(x, tl.dtype)`` is true for every dtype;
-    ``tl.dtype("float32") is tl.f32`` (Triton or eggpu names)."""
-
-
-class PropagateNan:
-    """Triton's ``propagate_nan=`` values of ``tl.minimum``/``tl.maximum``/``tl.clamp``.
-
-    ``NONE`` (the default): a NaN operand is ignored; ``ALL``: a NaN operand gives NaN."""
-
-    NONE = "NONE"
-    ALL = "ALL"
-
-
-# ---------------------------------------------------------------- categories
-
-
-class Dtype:
-    """Category of every dtype; the bound of a dtype ``TypeVar`` (``bound=tl.Dtype``).
-
-    Categories are never instantiated; ``DTYPES`` lists their members and ``contains(dt)`` tests
-    membership. ``Num`` = ``Int`` + ``Float``.
-    """
-
-    DTYPES: ClassVar[tuple[DType, ...]] = _dt.CATEGORIES["Dtype"]
-
-    def __new__(cls, *args: Any, **kwargs: Any):
-        raise TypeError(f"tl.{cls.__name__} is a dtype category (a TypeVar bound), not a value")
-
-    @classmethod
-    def contains(cls, dt: DType) -> _builtin_bool:
-        return dt in cls.DTYPES
-
-
-class Num(Dtype):
-    """Integers and floats."""
-
-    DTYPES = _dt.CATEGORIES["Num"]
-
-
-class Int(Num):
-    """Signed and unsigned integers (not bool)."""
-
-    DTYPES = _dt.CATEGORIES["Int"]
-
-
-class Float(Num):
-    """f16, bf16, f32, f64."""
-
-    DTYPES = _dt.CATEGORIES["Float"]
-
-
-class Bool(Dtype):
-    """The bool dtype."""
-
-    DTYPES = _dt.CATEGORIES["Bool"]
-
-
-CATEGORY_CLASSES: dict[str, type[Dtype]] = {
-    "Dtype": Dtype, "Num": Num, "Int": Int, "Float": Float, "Bool": Bool,
-}
-
-
-# ---------------------------------------------------------------- annotations
-
-
-class PointerAnnotation(Frozen):
-    """``tl.Pointer[T]``: a pointer parameter whose pointee is a dtype or a dtype TypeVar.
-
-    ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
-    """
-
-    _fields = ("pointee",)
-    pointee: Any
-
-    def __init__(self, pointee: Any):
-        self._assign(pointee)
-
-    @property
-    def element_ty(self) -> Any:
-        """Triton's spelling of :attr:`pointee`."""
-        return self.pointee
-
-    def __str__(self) -> str:
-        p = self.pointee
-        name = p.__name__ if isinstance(p, _TypeVar) else str(p)
-        return f"Pointer[{name}]"
-
-    __repr__ = __str__
-
-
-class Pointer:
-    """Annotation of a pointer parameter: ``x_ptr: tl.Pointer[tl.f32]`` or ``tl.Pointer[D]``."""
-
-    def __new__(cls, *args: Any, **kwargs: Any):
-        raise TypeError("tl.Pointer is an annotation: write tl.Pointer[tl.f32] or tl.Pointer[D]")
-
-    def __class_getitem__(cls, item: Any) -> PointerAnnotation:
-        if not isinstance(item, DType | _TypeVar):
-            raise TypeError(f"tl.Pointer[...] takes a dtype (tl.f32) or a dtype TypeVar, got {item!r}")
-        return PointerAnnotation(item)
-
-
-def pointer_type(element_ty: Any, address_space: int = 1, const: _builtin_bool = False) -> PointerAnnotation:
-    """Triton's ``tl.pointer_type(dtype)``: the target type of an integer-to-pointer conversion,
-    ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address; see
-    docs/language.md, "Coming from Triton"). Only global pointers (``address_space=1``), not const."""
-    if isinstance(element_ty, str):
-        element_ty = dtype(element_ty)
-    if not isinstance(element_ty, DType):
-        raise TypeError(f"tl.pointer_type(element_ty) takes a dtype such as tl.float16, got {element_ty!r}")
-    if address_space != 1 or const:
-        raise TypeError("tl.pointer_type: eggpu has only global, non-const pointers (address_space=1, const=False)")
-    return PointerAnnotation(element_ty)
-
-
-class constexpr:  # noqa: N801 - Triton's name
-    """Annotation of a compile-time parameter (``BLOCK_SIZE: tl.constexpr``).
-
-    Inside a kernel body ``tl.constexpr(v)`` is just ``v`` (which must be a compile-time value).
-    """
-
-    def __new__(cls, value: Any = None):
-        return value
-
-
-# ---------------------------------------------------------------- outside-kernel errors
-
-# Filled by eggpu.kernel_macro.kernel: code object of a @kernel function -> its Kernel class.
-_KERNEL_CODES: dict[Any, Any] = {}
-# Filled by eggpu.kernel_macro.jitfunction: code object of an @eggpu.jit function -> its name.
-_JIT_CODES: dict[Any, str] = {}
-
-
-def _launch_example(kernel_cls: Any) -> str:
-    spec = kernel_cls._spec
-    dt = "".join(
-        "[" + ", ".join(f"tl.{tv.allowed[0]}" for tv in spec.signature.typevars) + "]"
-        for _ in [0] if spec.signature.typevars
-    )
-    consts = ", ".join(f"{p.name.lower()}=..." for p in spec.signature.constexprs)
-    return f"{kernel_cls.__name__}{dt}({consts})"
-
-
-def _outside(name: str) -> KernelError:
-    """The error a language function raises when called as plain Python."""
-    frame = sys._getframe(2)
-    for _ in _builtin_range(8):  # look for the @kernel function that called us (directly or via helpers)
-        if frame is None:
-            break
-        cls = _KERNEL_CODES.get(frame.f_code)
-        if cls is not None:
-            ex = _launch_example(cls)
-            return KernelError(
-                f"{cls._spec.name} is a @kernel and cannot be called directly (tl.{name} only has a "
-                f"meaning while the kernel is compiled); launch it with {ex}.interpret(grid, *args) "
-                f"or eggpu.compile({ex})"
-            )
-        jit_name = _JIT_CODES.get(frame.f_code)
-        if jit_name is not None:
-            return KernelError(
-                f"{jit_name} is an @eggpu.jit function and was called as plain Python (tl.{name} only has "
-                f"a meaning while a kernel is compiled); launch it with {jit_name}[grid](*args), or call "
-                f"it from a kernel"
-            )
-        frame = frame.f_back
-    return KernelError(
-        f"tl.{name} can only be used inside a @kernel function; launch it with "
-        f"GeluForward[tl.f32](1024).interpret(grid, ...) or eggpu.compile(...) "
-        f"(a @kernel function gets a Kernel class named after it)"
-    )
-
-
-def _builtin(fn):
-    """Mark a language function; the frontend looks its meaning up by ``__eggpu_builtin__``."""
-    fn.__eggpu_builtin__ = fn.__name__
-    return fn
-
 
 # ---------------------------------------------------------------- program model
 
@@ -517,6 +318,24 @@ def atan2(x: Any, y: Any) -> Any:
 TRANSCENDENTAL_STUBS.append("atan2")
 
 
+def _arith_fn(name: str, op: str):
+    """The stub of Triton's functional ``tl.<name>(x, y, sanitize_overflow=True)`` (``x op y``)."""
+
+    def fn(x: Any, y: Any, sanitize_overflow: _builtin_bool = True) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"``x {op} y`` (Triton's functional form; pointers as with ``{op}``). ``sanitize_overflow`` "
+                  "is accepted: Triton checks integer overflow with it under ``debug=True``, eggpu's integers wrap.")
+    fn.__module__ = __name__
+    return _builtin(fn)
+
+
+add = _arith_fn("add", "+")
+sub = _arith_fn("sub", "-")
+mul = _arith_fn("mul", "*")
+
+
 @_builtin
 def div_rn(x: Any, y: Any) -> Any:
     """``x / y`` rounded to nearest (IEEE division, as ``/`` on floats)."""
@@ -659,29 +478,12 @@ def assume(cond: Any) -> Any:
     raise _outside("assume")
 
 
-@_builtin
-def debug_barrier() -> Any:
-    """Triton's barrier among the threads of a program. eggpu programs have no user-visible
-    shared memory, and a program's own stores are visible to its later loads, so it is a no-op."""
-    raise _outside("debug_barrier")
-
-
-@_builtin
-def static_print(*values: Any, sep: str = " ", end: str = "\n") -> Any:
-    """Print compile-time values (and the types of runtime ones) while the kernel is compiled."""
-    raise _outside("static_print")
-
-
-@_builtin
-def static_assert(condition: Any, msg: str = "") -> Any:
-    """Fail compilation with ``msg`` when the compile-time ``condition`` is false."""
-    raise _outside("static_assert")
-
 
 # Triton's scans, shuffles and random numbers (declared in language_triton.py)
 from .language_triton import (  # noqa: E402
     advance,
     associative_scan,
+    bitonic_merge,
     cat,
     cumprod,
     cumsum,
@@ -706,9 +508,12 @@ from .language_triton import (  # noqa: E402
     reduce_or,
     sort,
     split,
+    squeeze,
     store_tensor_descriptor,
     swizzle2d,
+    topk,
     uint_to_uniform_float,
+    unsqueeze,
     xor_sum,
 )
 
@@ -721,7 +526,7 @@ __all__ = [
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
-    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d",
+    "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d", "squeeze", "unsqueeze",
     # memory
     "load", "store", "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor",
     "store_tensor_descriptor", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and",
@@ -729,55 +534,31 @@ __all__ = [
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
-    "sigmoid", "floor", "ceil", "fma", "cast", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
-    "cumprod", "xor_sum", "reduce_or", "sort", "gather", "join", "split", "interleave", "cat", "flip",
+    "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",
+    "cat", "flip",
     "histogram", "philox_impl", "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x",
     "uint_to_uniform_float", "pair_uniform_to_normal",
     "static_range", "static_assert", "static_print", "range",  # compile time and hints
-    "multiple_of", "max_contiguous", "max_constancy", "assume", "debug_barrier",
+    "multiple_of", "max_contiguous", "max_constancy", "assume", "debug_barrier", "device_print", "device_assert",
 ]
 
 BUILTIN_FUNCTIONS: dict[str, Any] = {
     n: v for n, v in dict(globals()).items() if callable(v) and hasattr(v, "__eggpu_builtin__")
 }
 
-# ---------------------------------------------------------------- tl.math
+# ---------------------------------------------------------------- tl.math and libdevice
 
-MATH_NAMES = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "log", "log2",
-              "rsqrt", "sin", "sqrt", "sqrt_rn", "umulhi")
-"""The functions of Triton's ``triton.language.math`` that eggpu has (the same functions as ``tl.*``)."""
+LIBDEVICE_NAMES = libdevice_names(TRANSCENDENTAL_STUBS)
+math, extra = build_namespaces(globals(), __name__, LIBDEVICE_NAMES)
+libdevice = extra.libdevice
 
-math = _types.ModuleType(f"{__name__}.math", "Triton's ``tl.math``: the same functions as ``tl.*``.")
-for _n in MATH_NAMES:
-    setattr(math, _n, globals()[_n])
-math.__all__ = list(MATH_NAMES)  # type: ignore[attr-defined]
-
-LIBDEVICE_NAMES = MATH_NAMES + tuple(n for n in TRANSCENDENTAL_STUBS if n not in MATH_NAMES)
-"""The functions of Triton's libdevice namespace that eggpu has: tl.math's and the libdevice-only ones
-(the op table's TRANSCENDENTAL ops that tl.math lacks: tanh, asin, ..., atan2)."""
-
-# Triton's libdevice namespace (libdevice on the GPU, libm on the host), registered as modules
-libdevice = _types.ModuleType("eggpu.language.extra.libdevice",
-                              "Triton's ``libdevice``: the libdevice functions eggpu has.")
-for _n in LIBDEVICE_NAMES:  # a missing stub fails tests/test_op_coverage.py by name, not here
-    if _n in globals():
-        setattr(libdevice, _n, globals()[_n])
-libdevice.__all__ = list(LIBDEVICE_NAMES)  # type: ignore[attr-defined]
-_cuda = _types.ModuleType("eggpu.language.extra.cuda", "Triton's ``tl.extra.cuda``: ``libdevice``.")
-_cuda.libdevice = libdevice  # type: ignore[attr-defined]
-extra = _types.ModuleType("eggpu.language.extra", "Triton's ``tl.extra``: ``libdevice`` and ``cuda.libdevice``.")
-extra.__path__ = []  # type: ignore[attr-defined]  # a package, so that `from eggpu.language.extra import libdevice` works
-extra.libdevice = libdevice  # type: ignore[attr-defined]
-extra.cuda = _cuda  # type: ignore[attr-defined]
-for _m, _name in ((extra, "eggpu.language.extra"), (_cuda, "eggpu.language.extra.cuda"),
-                  (libdevice, "eggpu.language.extra.libdevice"), (libdevice, "eggpu.language.extra.cuda.libdevice")):
-    sys.modules.setdefault(_name, _m)
 
 
 def __getattr__(name: str) -> Any:
-    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.topk``, ...)."""
+    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.dot_scaled``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reason = UNSUPPORTED_DTYPES.get(name)

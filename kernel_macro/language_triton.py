@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import builtins
 
-from .language import _builtin, _outside
+from .language_base import _builtin, _outside
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
@@ -54,6 +54,33 @@ def reduce_or(input: Any, axis: Any, keep_dims: _builtin_bool = False) -> Any:
 def sort(x: Any, dim: Any = None, descending: Any = False) -> Any:
     """``x`` sorted along ``dim`` (default: the last axis; a power-of-2 length), ascending unless ``descending``."""
     raise _outside("sort")
+
+
+@_builtin
+def squeeze(x: Any, dim: Any) -> Any:
+    """Triton's ``tl.squeeze``: ``x`` without its length-1 dimension ``dim`` (negative counts from the end)."""
+    raise _outside("squeeze")
+
+
+@_builtin
+def unsqueeze(x: Any, dim: Any) -> Any:
+    """Triton's ``tl.unsqueeze``: ``x`` with a length-1 dimension inserted at ``dim`` (``tl.expand_dims``)."""
+    raise _outside("unsqueeze")
+
+
+@_builtin
+def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> Any:
+    """The ``k`` largest elements of ``x`` along the last axis, largest first (``descending=False``:
+    the ``k`` smallest, smallest first); ``k`` and the axis length are powers of 2. The result has
+    ``k`` lanes along that axis."""
+    raise _outside("topk")
+
+
+@_builtin
+def bitonic_merge(x: Any, dim: Any = None, descending: Any = False) -> Any:
+    """Triton's final bitonic merge along the last axis (a power-of-2 length): a bitonic block
+    (ascending then descending, or the reverse) comes out sorted, ascending unless ``descending``."""
+    raise _outside("bitonic_merge")
 
 
 @_builtin

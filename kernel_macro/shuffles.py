@@ -194,9 +194,32 @@ def promote_index(x: Tensor):
     return promote(x.dtype, i32)
 
 
+def squeeze_impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """Triton's ``tl.squeeze(x, dim)``: drop the length-1 dimension ``dim`` (negative counts from
+    the end); a rank-1 block of one element becomes a scalar."""
+    x = block_arg(s, a["x"], "squeeze", "x")
+    dim = axis_arg(x, a["dim"], "squeeze", "dim")
+    if x.shape[dim] != 1:
+        raise SemanticError(f"tl.squeeze: dimension {dim} of the block has length {x.shape[dim]}, not 1",
+                            arg="dim")
+    return squeeze(s, x, dim)
+
+
+def unsqueeze(s: Semantic, a: dict[str, Any]) -> Tensor:
+    """Triton's ``tl.unsqueeze(x, dim)``: a length-1 dimension inserted at ``dim`` (in
+    ``[-rank-1, rank]``), i.e. ``tl.expand_dims``."""
+    x = s.to_tensor(a["x"])
+    rank = x.type.rank + 1
+    dim = a["dim"]
+    if not isinstance(dim, int) or isinstance(dim, bool) or not -rank <= dim < rank:
+        raise SemanticError(f"tl.unsqueeze: dim must be a compile-time int in [{-rank}, {rank}), got {describe(dim)}",
+                            arg="dim")
+    return s.expand_dims(x, dim)
+
+
 IMPLS: dict[str, Any] = {
     "gather": gather, "join": join, "split": split, "interleave": interleave, "cat": cat, "flip": flip,
-    "histogram": histogram,
+    "histogram": histogram, "squeeze": squeeze_impl, "unsqueeze": unsqueeze,
 }
 
 __all__ = ["IMPLS", "axis_arg", "block_arg", "gather_raw", "iota", "squeeze", "take"]

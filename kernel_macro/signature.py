@@ -22,7 +22,7 @@ from eggpu.ir.record import Frozen
 
 from . import language as tl
 from .errors import KernelSignatureError
-from .language import _TypeVar
+from .language_types import _TypeVar
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:

@@ -1,6 +1,6 @@
 """Names of Triton's language that eggpu does not have, each with the reason (and what to write).
 
-The frontend turns a use of one of these — ``tl.topk(x, k)``, ``x.topk(k)``, ``tl.math.pow``,
+The frontend turns a use of one of these — ``tl.dot_scaled(...)``, ``x.dot_scaled(...)``, ``tl.math.pow``,
 ``tl.float8e5`` — into one compile error naming the feature, at the source line with a caret;
 outside a kernel ``tl.<name>`` raises an ``AttributeError`` with the same text. Keyword arguments
 Triton accepts with values eggpu cannot honour (``tie_break_left=False``, ``volatile=True``, ...)
@@ -15,13 +15,9 @@ _NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with t
                        "they are not a type to test or pass as an argument")
 
 UNSUPPORTED: dict[str, str] = {
-    "topk": "eggpu has no top-k operation; tl.sort the block and take its first k lanes",
     # tensor descriptors
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
-    "device_print": "kernels have no stdout; store values to an output buffer (tl.static_print prints "
-                    "compile-time values)",
-    "device_assert": "eggpu has no runtime assertions; use tl.static_assert for compile-time checks",
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values

@@ -272,6 +272,8 @@ class CostModel:
             return self.memory_lane * result_types[0].numel
         if op in ("for", "while", "if", "yield"):
             return 1.0
+        if op in ("device_print", "device_assert"):  # debug effects: kept as they are, priced per lane
+            return self.memory_lane * max([1, *(t.numel for t in operand_types)])
         t = operand_types[0]
         return self.lane_cost(op, t.dtype) * result_types[0].numel
 

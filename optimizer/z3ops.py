@@ -75,16 +75,12 @@ MODES = (EXACT, REAL)
 #: ops the z3 encoding does not model, with the reason
 NOT_ENCODED: dict[str, str] = {
     "load": "memory effect: an optimization boundary (a load's result is an opaque value)",
-    "store": "memory effect: an optimization boundary",
-    "atomic_add": "memory effect: an optimization boundary",
-    "atomic_max": "memory effect: an optimization boundary",
-    "atomic_min": "memory effect: an optimization boundary",
-    "atomic_xchg": "memory effect: an optimization boundary",
-    "atomic_cas": "memory effect: an optimization boundary",
-    "atomic_and": "memory effect: an optimization boundary",
-    "atomic_or": "memory effect: an optimization boundary",
-    "atomic_xor": "memory effect: an optimization boundary",
+    **{name: "memory effect: an optimization boundary" for name in (
+        "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas", "atomic_and", "atomic_or",
+        "atomic_xor")},
     "inline_asm": "opaque PTX assembly: an optimization boundary (its result is an opaque value)",
+    "device_print": "debug output (an effect without a result): an optimization boundary",
+    "device_assert": "debug check (an effect without a result): an optimization boundary",
     "for": "control flow: regions are optimized separately; results are opaque values",
     "if": "control flow: regions are optimized separately; results are opaque values",
     "while": "control flow: regions are optimized separately; results are opaque values",

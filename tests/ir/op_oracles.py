@@ -461,11 +461,13 @@ OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUC
 
 # Ops whose behaviour is the interpreter's own (tested in test_interp.py; the int <-> pointer
 # casts in tests/triton_compat/test_tc_pointer_casts.py): leaves, pointer arithmetic and casts,
-# memory and control flow. They have no numpy reference in the op table.
+# memory and control flow; device_print/device_assert in tests/triton_compat/test_tc_debug_ops.py.
+# They have no numpy reference in the op table.
 INTERPRETER_OPS = frozenset({
     "const", "program_id", "num_programs", "arange", "addptr", "int_to_ptr", "ptr_to_int",
     "load", "store", "atomic_add", "atomic_max", "atomic_min", "atomic_xchg", "atomic_cas",
-    "atomic_and", "atomic_or", "atomic_xor", "for", "while", "if", "yield", "inline_asm",
+    "atomic_and", "atomic_or", "atomic_xor", "for", "while", "if", "yield", "inline_asm", "device_print",
+    "device_assert",
 })
 
 def raw(a: np.ndarray) -> list[int]:

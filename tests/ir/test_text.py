@@ -184,6 +184,11 @@ def memory_and_atomics() -> Function:
     asm = b.op("inline_asm", x0, b.op("splat", b.const(2.0, f32), shape=(16,)), asm='fma.rn.f32 $0, $1, $2, $1; // "x"\\',
                constraints="=f,f,f", dtype=f32, pure=False)
     b.effect("store", pb, asm)
+    # debug ops: a prefix with Triton's normalization and a message/source location with quotes
+    b.effect("device_print", x0, b.op("program_id", axis=1), prefix=' x "0": ', hex=True)
+    b.effect("device_print", prefix="pid only", hex=False)
+    b.effect("device_assert", mask, b.op("lt", x0, x1), msg='x0 < "x1"', src="k.py:3:5")
+    b.effect("device_assert", b.op("lt", b.const(1, i32), b.const(2, i32)), msg="", src="")
     return b.finish()
 
 

@@ -49,8 +49,8 @@ def test_fp8_names_say_not_supported(name):
 
 
 def test_unsupported_function_outside_a_kernel():
-    with pytest.raises(AttributeError, match=r"^tl\.topk is not supported by eggpu: eggpu has no top-k operation"):
-        tl.topk  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^tl\.dot_scaled is not supported by eggpu: eggpu has no scaled"):
+        tl.dot_scaled  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         tl.no_such_name  # noqa: B018
 
@@ -340,9 +340,9 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     offs = tl.arange(0, 16)
     x = tl.load(x_ptr + offs)
     if WHICH == 0:
-        x = tl.topk(x, 16)
+        x = tl.dot_scaled(x, None, "e4m3", x, None, "e4m3")
     if WHICH == 1:
-        x = x.topk(16)
+        x = x.dot_scaled(16)
     if WHICH == 2:
         x = tl.math.pow(x, 2.0)
     if WHICH == 3:
@@ -371,15 +371,15 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
         for _i in tl.range(0, 4, num_stage=2):
             x = x + 1
     if WHICH == 15:
-        tl.device_print("x", x)
+        x = tl.map_elementwise(x)
     tl.store(x_ptr + offs, x)
 
 
 UNSUPPORTED_CASES = [
-    (0, "tl.topk(x, 16)", "topk", "tl.topk is not supported by eggpu: eggpu has no top-k operation; tl.sort the "
-     "block and take its first k lanes", None),
-    (1, "x.topk(16)", "topk", "the tensor method x.topk() is not supported by eggpu: eggpu has no top-k operation; "
-     "tl.sort the block and take its first k lanes", None),
+    (0, "tl.dot_scaled(x", "dot_scaled", "tl.dot_scaled is not supported by eggpu: eggpu has no scaled "
+     "(microscaling) dot product", None),
+    (1, "x.dot_scaled(16)", "dot_scaled", "the tensor method x.dot_scaled() is not supported by eggpu: eggpu has no "
+     "scaled (microscaling) dot product", None),
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
      "tl.math has abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, "
      "umulhi in eggpu; libdevice functions are not available"),
@@ -409,8 +409,8 @@ UNSUPPORTED_CASES = [
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
-    (15, "tl.device_print", "device_print", "tl.device_print is not supported by eggpu: kernels have no stdout; "
-     "store values to an output buffer (tl.static_print prints compile-time values)", None),
+    (15, "tl.map_elementwise", "map_elementwise", "tl.map_elementwise is not supported by eggpu: eggpu has no user "
+     "elementwise combinators; write the elementwise code directly", None),
 ]
 
 

@@ -1,0 +1,204 @@
+"""The kernel language's types: dtypes (eggpu's and Triton's names), ``tl.dtype``, the dtype
+categories used as ``TypeVar`` bounds, ``tl.Pointer[T]``, ``tl.pointer_type`` and ``tl.constexpr``.
+
+Re-exported by :mod:`eggpu.kernel_macro.language` (``tl.float32 is tl.f32``).
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from eggpu.ir import dtypes as _dt
+from eggpu.ir.dtypes import DType
+from eggpu.ir.record import Frozen
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
+if TYPE_CHECKING:
+    from typing import Any, ClassVar
+try:  # the class of every TypeVar (PEP 695 ones too), without importing typing on a cache hit
+    from _typing import TypeVar as _TypeVar  # Python 3.12+: typing.TypeVar is this C type
+except ImportError:  # Python 3.11: TypeVar is defined in typing.py
+    from typing import TypeVar as _TypeVar
+
+_builtin_bool = builtins.bool
+
+# ---------------------------------------------------------------- dtypes
+
+bool = _dt.bool_  # noqa: A001 - Triton-style name, shadows the builtin only inside this module
+i8 = _dt.i8
+i16 = _dt.i16
+i32 = _dt.i32
+i64 = _dt.i64
+u8 = _dt.u8
+u16 = _dt.u16
+u32 = _dt.u32
+u64 = _dt.u64
+f16 = _dt.f16
+bf16 = _dt.bf16
+f32 = _dt.f32
+f64 = _dt.f64
+
+# Triton's spellings of the same dtypes (the very same objects: ``tl.float32 is tl.f32``).
+int1 = bool
+int8, int16, int32, int64 = i8, i16, i32, i64
+uint8, uint16, uint32, uint64 = u8, u16, u32, u64
+float16, bfloat16, float32, float64 = f16, bf16, f32, f64
+
+TRITON_DTYPE_NAMES: dict[str, DType] = {
+    "int1": bool, "int8": i8, "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16,
+    "uint32": u32, "uint64": u64, "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
+}
+"""Triton dtype name -> eggpu dtype (``tl.dtype("float32")`` also takes these)."""
+
+UNSUPPORTED_DTYPES: dict[str, str] = {
+    n: "FP8 dtypes are not available (eggpu's IR has no FP8 arithmetic or conversions)"
+    for n in ("float8e4nv", "float8e5", "float8e4b15", "float8e4b8", "float8e5b16", "float8e4b15x4")
+}
+UNSUPPORTED_DTYPES["void"] = "eggpu has no void dtype (kernels and helpers return nothing or values)"
+UNSUPPORTED_DTYPES["pi32_t"] = "eggpu has no pointer dtype values; annotate pointers with tl.Pointer[...]"
+
+
+class _DtypeMeta(type):
+    """Makes ``isinstance(tl.f32, tl.dtype)`` true and ``tl.dtype("float32")`` return ``tl.f32``."""
+
+    def __instancecheck__(cls, obj: Any) -> _builtin_bool:
+        return isinstance(obj, DType)
+
+    def __call__(cls, name: Any) -> DType:  # type: ignore[override]
+        if isinstance(name, DType):
+            return name
+        if isinstance(name, str):
+            if name in TRITON_DTYPE_NAMES:
+                return TRITON_DTYPE_NAMES[name]
+            if name in _dt.BY_NAME:
+                return _dt.BY_NAME[name]
+            if name in UNSUPPORTED_DTYPES:
+                raise TypeError(f"tl.dtype({name!r}): {UNSUPPORTED_DTYPES[name]}")
+        known = ", ".join(TRITON_DTYPE_NAMES)
+        raise TypeError(f"tl.dtype({name!r}): unknown dtype; known: {known} (or eggpu's f32, i32, ...)")
+
+
+class dtype(metaclass=_DtypeMeta):  # noqa: N801 - Triton's name
+    """Triton's ``tl.dtype``: ``isinstance(x, tl.dtype)`` is true for every dtype;
+    ``tl.dtype("float32") is tl.f32`` (Triton or eggpu names)."""
+
+
+class PropagateNan:
+    """Triton's ``propagate_nan=`` values of ``tl.minimum``/``tl.maximum``/``tl.clamp``.
+
+    ``NONE`` (the default): a NaN operand is ignored; ``ALL``: a NaN operand gives NaN."""
+
+    NONE = "NONE"
+    ALL = "ALL"
+
+
+# ---------------------------------------------------------------- categories
+
+
+class Dtype:
+    """Category of every dtype; the bound of a dtype ``TypeVar`` (``bound=tl.Dtype``).
+
+    Categories are never instantiated; ``DTYPES`` lists their members and ``contains(dt)`` tests
+    membership. ``Num`` = ``Int`` + ``Float``.
+    """
+
+    DTYPES: ClassVar[tuple[DType, ...]] = _dt.CATEGORIES["Dtype"]
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError(f"tl.{cls.__name__} is a dtype category (a TypeVar bound), not a value")
+
+    @classmethod
+    def contains(cls, dt: DType) -> _builtin_bool:
+        return dt in cls.DTYPES
+
+
+class Num(Dtype):
+    """Integers and floats."""
+
+    DTYPES = _dt.CATEGORIES["Num"]
+
+
+class Int(Num):
+    """Signed and unsigned integers (not bool)."""
+
+    DTYPES = _dt.CATEGORIES["Int"]
+
+
+class Float(Num):
+    """f16, bf16, f32, f64."""
+
+    DTYPES = _dt.CATEGORIES["Float"]
+
+
+class Bool(Dtype):
+    """The bool dtype."""
+
+    DTYPES = _dt.CATEGORIES["Bool"]
+
+
+CATEGORY_CLASSES: dict[str, type[Dtype]] = {
+    "Dtype": Dtype, "Num": Num, "Int": Int, "Float": Float, "Bool": Bool,
+}
+
+
+# ---------------------------------------------------------------- annotations
+
+
+class PointerAnnotation(Frozen):
+    """``tl.Pointer[T]``: a pointer parameter whose pointee is a dtype or a dtype TypeVar.
+
+    ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
+    """
+
+    _fields = ("pointee",)
+    pointee: Any
+
+    def __init__(self, pointee: Any):
+        self._assign(pointee)
+
+    @property
+    def element_ty(self) -> Any:
+        """Triton's spelling of :attr:`pointee`."""
+        return self.pointee
+
+    def __str__(self) -> str:
+        p = self.pointee
+        name = p.__name__ if isinstance(p, _TypeVar) else str(p)
+        return f"Pointer[{name}]"
+
+    __repr__ = __str__
+
+
+class Pointer:
+    """Annotation of a pointer parameter: ``x_ptr: tl.Pointer[tl.f32]`` or ``tl.Pointer[D]``."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.Pointer is an annotation: write tl.Pointer[tl.f32] or tl.Pointer[D]")
+
+    def __class_getitem__(cls, item: Any) -> PointerAnnotation:
+        if not isinstance(item, DType | _TypeVar):
+            raise TypeError(f"tl.Pointer[...] takes a dtype (tl.f32) or a dtype TypeVar, got {item!r}")
+        return PointerAnnotation(item)
+
+
+def pointer_type(element_ty: Any, address_space: int = 1, const: _builtin_bool = False) -> PointerAnnotation:
+    """Triton's ``tl.pointer_type(dtype)``: the target type of an integer-to-pointer conversion,
+    ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address; see
+    docs/language.md, "Coming from Triton"). Only global pointers (``address_space=1``), not const."""
+    if isinstance(element_ty, str):
+        element_ty = dtype(element_ty)
+    if not isinstance(element_ty, DType):
+        raise TypeError(f"tl.pointer_type(element_ty) takes a dtype such as tl.float16, got {element_ty!r}")
+    if address_space != 1 or const:
+        raise TypeError("tl.pointer_type: eggpu has only global, non-const pointers (address_space=1, const=False)")
+    return PointerAnnotation(element_ty)
+
+
+class constexpr:  # noqa: N801 - Triton's name
+    """Annotation of a compile-time parameter (``BLOCK_SIZE: tl.constexpr``).
+
+    Inside a kernel body ``tl.constexpr(v)`` is just ``v`` (which must be a compile-time value).
+    """
+
+    def __new__(cls, value: Any = None):
+        return value
