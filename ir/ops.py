@@ -404,9 +404,23 @@ def get(name: str) -> OpDef:
         raise IRError(f"unknown op {name!r}{hint}") from None
 
 
+FP8_OPS = ("load", "store", "where", "cast", "bitcast", "splat", "broadcast", "expand_dims", "reshape", "trans",
+           "gather", "for", "while", "if", "yield")
+"""The ops that take FP8 operands (storage only: move, select, convert). Every other op refuses
+them with an error saying to convert first; a test checks these names against the table."""
+
+
 def check_family(op: OpDef, types: Sequence[BlockType]) -> None:
-    """Raise IRError when the operands' element dtype is outside the op's dtype family."""
-    if not types or op.family == ANY:
+    """Raise IRError when the operands' element dtype is outside the op's dtype family, or is FP8
+    and the op is not one of :data:`FP8_OPS`."""
+    if not types:
+        return
+    if op.name not in FP8_OPS:
+        for t in types:
+            if t.dtype.is_fp8 and (not t.is_pointer or EFFECT in op.traits):  # fp8 values, or memory ops on them
+                raise fail(op.name, f"does not accept {t.dtype} operands: FP8 is a storage dtype "
+                                    f"(load, store, where, .to()); convert to f16 or f32 first")
+    if op.family == ANY:
         return
     t = types[0]
     if op.name in ("addptr",):
