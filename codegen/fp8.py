@@ -4,11 +4,12 @@ An FP8 value is an ``i8`` register (and byte in memory) everywhere. Conversions 
 
 * to FP8: the source is made f32 exactly (f16/bf16 widened; f64 rounded to ODD in f32, so the one
   rounding to FP8 that follows equals a single rounding of the f64 value; FP8 sources widened),
-  then rounded to nearest even with saturation (``satfinite``). On a GPU target of sm_89 or later
-  that is ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32``; elsewhere — the host lowering (run_cpu) and
-  older GPUs — the same rounding in integer operations (:func:`_soft_to_fp8`), chosen over a
-  CodegenError for old GPUs because it is exact, portable and costs ~15 integer instructions.
-* from FP8: exact; ``cvt.rn.f16x2.{e4m3x2,e5m2x2}`` then f16 -> f32 on sm_89+, integer operations
+  then rounded to nearest even with saturation (``satfinite``). On a GPU target of sm_90 or later
+  that is ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`` (on sm_89 ptxas wants PTX ISA 8.1 for the FP8
+  ``cvt`` forms and sm_89 code is PTX 7.8); elsewhere — the host lowering (run_cpu), sm_89 and older GPUs — the same
+  rounding in integer operations (:func:`_soft_to_fp8`), chosen over a CodegenError for old GPUs
+  because it is exact, portable and costs ~20 integer instructions.
+* from FP8: exact; ``cvt.rn.f16x2.{e4m3x2,e5m2x2}`` then f16 -> f32 on sm_90+, integer operations
   elsewhere (:func:`_soft_from_fp8`).
 
 NaN results are replaced by the canonical NaN of the destination with one compare and select on
@@ -26,13 +27,16 @@ from .emitter import F32, I8, I16, I32, Emitter
 
 V = ir.Value
 
+#: the FP8 ``cvt`` forms need PTX ISA 8.1 on sm_89, and sm_89 code is PTX 7.8 here
+#: (:mod:`eggpu.ir.targets`): sm_89 converts in integer operations, sm_90+ with the instructions.
+_HARDWARE_SM = 90
 _PTX_NAMES = {"fp8e4nv": "e4m3x2", "fp8e5": "e5m2x2"}
 _CANONICAL_NAN = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF8000000000000}
 
 
 def _hardware(em: Emitter, v: V) -> bool:
-    """Whether the sm_89+ ``cvt`` instructions apply (a GPU target of sm_89+, a scalar value)."""
-    return em.is_ptx and em.sm is not None and em.sm >= 89 and not isinstance(v.type, ir.VectorType)
+    """Whether the ``cvt`` instructions apply: a GPU target of sm_90+, a scalar value."""
+    return em.is_ptx and em.sm is not None and em.sm >= _HARDWARE_SM and not isinstance(v.type, ir.VectorType)
 
 
 _MAX_CODE = {"fp8e4nv": 0x7E, "fp8e5": 0x7B}  # the largest finite value: 448, 57344
