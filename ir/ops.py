@@ -300,7 +300,9 @@ OPS_LIST: list[OpDef] = [
     # conversions
     _op("cast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=cast_type, family=ANY, attrs=("dtype",),
         edge="int->int wraps/extends by source signedness; float->int truncates and saturates (NaN -> 0); "
-        "int->float and float->float RNE; x->bool is x != 0",
+        "int->float and float->float RNE; x->bool is x != 0; to FP8 (from a float or FP8): rounded once RNE, "
+        "saturating (+-inf too) to +-448/+-57344, NaN -> 0x7F; from FP8: exact, NaN -> canonical NaN; "
+        "no FP8 <-> int/bool (eggpu/ir/fp8.py)",
         doc="value conversion", reference=_ref("cast")),
     _op("bitcast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=bitcast_type, family=ANY, attrs=("dtype",),
         edge="reinterprets the bits; widths must match", doc="bit reinterpretation", reference=_ref("bitcast")),
