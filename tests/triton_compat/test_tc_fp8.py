@@ -116,3 +116,17 @@ def test_optimizer_leaves_fp8_kernels_alone_and_says_why():
     y = np.zeros(5, tl.fp8e4nv.np)
     ck.run_cpu(1, x, y, 5)
     assert y.view(np.uint8).tolist() == [0x38, 0x7E, 0x7F, 0x81, 0x18]
+
+
+@eggpu.jit
+def fp8_constants_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=1000.0)  # other= in the pointee's FP8 dtype
+    tl.store(y_ptr + offs, tl.where(offs % 2 == 0, x, tl.full((BLOCK,), -3.3, tl.float8e5)))
+
+
+def test_fp8_constants_are_f32_constants_converted(run_both):
+    x = np.arange(8).astype(tl.float8e5.np)
+    want = np.where(np.arange(16) % 2 == 0, np.r_[np.arange(8), np.full(8, 1024.0)], -3.5).astype(np.float32)
+    for device, (_, y) in run_both(fp8_constants_kernel, (1,), x, np.zeros(16, tl.float8e5.np), 8, BLOCK=16).items():
+        np.testing.assert_array_equal(y.astype(np.float32), want, err_msg=device)
