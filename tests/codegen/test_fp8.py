@@ -9,6 +9,8 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eggpu.ir import Builder, bf16, f16, f32, f64, fp8e4nv, fp8e5, i32, pointer, scalar
 from eggpu.ir.errors import IRError
@@ -191,3 +193,29 @@ def test_ptx_conversions(target, dt):
         ptx = compile_ptx_module(fn, target).ptx
         assert bool(re.search(pattern, ptx)) == (target in hardware), pattern
         run_ptxas(ptx, target)
+
+
+# ---------------------------------------------------------------- properties and sweeps
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.floats(width=64, allow_nan=True, allow_infinity=True), min_size=1, max_size=20),
+       st.sampled_from(FP8))
+def test_reference_rounds_once_and_saturates(values, dt):
+    """eggpu.ir.fp8 (the interpreter's semantics) equals the search reference on any f64."""
+    from eggpu.ir.fp8 import to_fp8
+
+    x = np.array(values, np.float64)
+    np.testing.assert_array_equal(to_fp8(x, dt).view(np.uint8), reference_to_fp8(x, dt))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dt", FP8, ids=str)
+@pytest.mark.parametrize("src", (f16, bf16), ids=str)
+def test_every_16_bit_pattern_converts_as_the_reference(src, dt):
+    x = np.arange(1 << 16, dtype=np.uint16).view(src.np)
+    interp, host = _run_both(convert_kernel(src, dt), x, dt)
+    with np.errstate(invalid="ignore"):  # bf16 signalling NaNs
+        want = reference_to_fp8(x.astype(np.float64), dt)
+    np.testing.assert_array_equal(interp, want)
+    np.testing.assert_array_equal(host, want)
