@@ -219,3 +219,51 @@ def test_every_16_bit_pattern_converts_as_the_reference(src, dt):
         want = reference_to_fp8(x.astype(np.float64), dt)
     np.testing.assert_array_equal(interp, want)
     np.testing.assert_array_equal(host, want)
+
+
+def all_conversions_kernel(dt):
+    """Every conversion into and out of ``dt`` in one kernel (for ptxas)."""
+    other = fp8e5 if dt == fp8e4nv else fp8e4nv
+    params = [(f"in_{d}", pointer(d)) for d in FLOATS] + [(f"out_{d}", pointer(d)) for d in FLOATS + (other,)]
+    b = Builder(f"all_{dt}", params + [("q", pointer(dt))])
+    offs = b.op("arange", start=0, end=128)
+
+    def at(name):
+        return b.op("addptr", b.op("splat", b.param(name), shape=(128,)), offs)
+
+    q = b.op("load", at("q"))
+    for d in FLOATS:
+        q = b.op("where", b.op("ne", b.op("load", at(f"in_{d}")), b.op("splat", b.const(0.0, d), shape=(128,))),
+                 b.op("cast", b.op("load", at(f"in_{d}")), dtype=dt), q)
+    for d in FLOATS + (other,):
+        b.effect("store", at(f"out_{d}"), b.op("cast", q, dtype=d))
+    return b.finish()
+
+
+@needs_toolchain
+@pytest.mark.parametrize("target", ("sm_90a", "sm_80"))
+@pytest.mark.parametrize("dt", FP8, ids=str)
+def test_every_conversion_assembles(target, dt):
+    from eggpu.codegen import compile_ptx_module
+    from eggpu.codegen.ptxas import run_ptxas
+
+    run_ptxas(compile_ptx_module(all_conversions_kernel(dt), target).ptx, target)
+
+
+@pytest.mark.parametrize("dt", FP8, ids=str)
+def test_every_conversion_in_one_kernel_agrees(dt):
+    from eggpu.ir.interp import interpret
+
+    fn = all_conversions_kernel(dt)
+    rng = np.random.default_rng(7)
+    with np.errstate(over="ignore"):
+        ins = [np.where(rng.random(128) < 0.3, 0.0, rng.standard_normal(128) * 2.0 ** rng.integers(-20, 20, 128))
+               .astype(d.np) for d in FLOATS]
+    q = rng.integers(0, 256, 128, dtype=np.uint8).view(dt.np)
+    runs = []
+    for run in (lambda *a: interpret(fn, 1, *a), lambda *a: host_kernel(fn).run(1, *a)):
+        outs = [np.zeros(128, p.type.dtype.np) for p in fn.params[4:9]]
+        run(*[a.copy() for a in ins], *outs, q.copy())
+        runs.append([np.ascontiguousarray(o).view(f"u{o.dtype.itemsize}") for o in outs])
+    for a, b in zip(*runs):
+        np.testing.assert_array_equal(a, b)
