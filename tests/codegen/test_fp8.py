@@ -50,7 +50,7 @@ def _special_inputs(dt, src) -> np.ndarray:
     tiny = 2.0 ** (-9 if dt == fp8e4nv else -16)  # smallest subnormal
     v = [0.0, -0.0, 1.0, -1.0, big, -big, big * 1.03, big * 1.0625, big * 1.07, 1e30, -1e30, np.inf, -np.inf,
          np.nan, -np.nan, tiny, tiny / 2, tiny * 0.5001, tiny * 1.5, tiny * 2.5, -tiny * 3.5, tiny * 0.25,
-         1.0625, 1.1875, 1.125, -1.0625, 3.0 * 2**-8, 2.0**-6, 2.0**-14, 2.0**-15, 0.1, 1 / 3, 300.0, 49152.0]
+         1.0625, 1.0625 + 2**-40, -(1.0625 + 2**-40), 1.1875, 1.125, -1.0625, 3.0 * 2**-8, 2.0**-6, 2.0**-14, 2.0**-15, 0.1, 1 / 3, 300.0, 49152.0]
     with np.errstate(over="ignore"):
         return np.array(v, dtype=np.float64).astype(src.np)
 
