@@ -12,6 +12,9 @@ An FP8 value is an ``i8`` register (and byte in memory) everywhere. Conversions 
 * from FP8: exact; ``cvt.rn.f16x2.{e4m3x2,e5m2x2}`` then f16 -> f32 on sm_90+, integer operations
   elsewhere (:func:`_soft_from_fp8`).
 
+On sm_90+ a thread's elements are converted two per instruction (``lower_cast`` hands the whole
+column to :func:`eggpu.codegen.scalar_ops.cast_many`), as Triton packs them.
+
 NaN results are replaced by the canonical NaN of the destination with one compare and select on
 every path, so the bits do not depend on what a hardware conversion makes of a NaN.
 """
@@ -103,34 +106,52 @@ def _is_nan_code(em: Emitter, v: V, dt: DType) -> V:
     return em.b.icmp_unsigned(">", mag, em.k(v, 0x7C))
 
 
-def _to_f32(em: Emitter, v: V, dt: DType) -> V:
-    """FP8 (i8) -> f32, exact; NaN lanes are left for the caller to canonicalize."""
-    if not _hardware(em, v):
-        return _soft_from_fp8(em, v, dt)
+def _pairs(values: list[V]) -> list[tuple[V, V | None]]:
+    """Consecutive elements two by two (the last alone when the count is odd)."""
+    return [(values[i], values[i + 1] if i + 1 < len(values) else None) for i in range(0, len(values), 2)]
+
+
+def _to_f32_many(em: Emitter, vs: list[V], dt: DType) -> list[V]:
+    """FP8 (i8) values -> f32, exact (two per ``cvt.rn.f16x2`` on sm_90+); NaN left to the caller."""
+    if not _hardware(em, vs[0]):
+        return [_soft_from_fp8(em, v, dt) for v in vs]
     b = em.b
     fnty = ir.FunctionType(I32, [I16])
-    pair = b.call(ir.InlineAsm(fnty, f"cvt.rn.f16x2.{_PTX_NAMES[dt.name]} $0, $1;", "=r,h"), [b.zext(v, I16)])
-    return b.fpext(b.bitcast(b.trunc(pair, I16), em.reg_type(f16)), F32)
+    asm = ir.InlineAsm(fnty, f"cvt.rn.f16x2.{_PTX_NAMES[dt.name]} $0, $1;", "=r,h")
+    out: list[V] = []
+    for lo, hi in _pairs(vs):  # lo in the low byte -> the low f16 half
+        packed = b.zext(lo, I16) if hi is None else b.or_(b.zext(lo, I16), b.shl(b.zext(hi, I16), em.k(b.zext(hi, I16), 8)))
+        pair = b.call(asm, [packed])
+        halves = [b.trunc(pair, I16)] + ([] if hi is None else [b.trunc(b.lshr(pair, em.k(pair, 16)), I16)])
+        out += [b.fpext(b.bitcast(h, em.reg_type(f16)), F32) for h in halves]
+    return out
 
 
-def from_fp8(em: Emitter, v: V, src: DType, dst: DType, widen) -> V:
-    """An FP8 value converted exactly to the float dtype ``dst`` (``widen(v32, dst)`` converts the
-    f32 on: exact); a NaN gives ``dst``'s canonical NaN."""
-    r = widen(_to_f32(em, v, src), dst)
-    nan_bits = em.kt(v, ir.IntType(dst.bits), _CANONICAL_NAN[dst.name])
-    return em.b.select(_is_nan_code(em, v, src), em.float_from_bits(nan_bits, dst), r)
+def from_fp8_many(em: Emitter, vs: list[V], src: DType, dst: DType, widen) -> list[V]:
+    """FP8 values converted exactly to the float dtype ``dst`` (``widen(v32, dst)`` converts the f32
+    on: exact); a NaN gives ``dst``'s canonical NaN."""
+    out = []
+    for v, x32 in zip(vs, _to_f32_many(em, vs, src)):
+        nan_bits = em.kt(v, ir.IntType(dst.bits), _CANONICAL_NAN[dst.name])
+        out.append(em.b.select(_is_nan_code(em, v, src), em.float_from_bits(nan_bits, dst), widen(x32, dst)))
+    return out
 
 
-def to_fp8(em: Emitter, x32: V, dst: DType) -> V:
-    """An f32 value (exact, or rounded to odd from f64) rounded to the FP8 dtype ``dst``: an i8."""
+def to_fp8_many(em: Emitter, xs: list[V], dst: DType) -> list[V]:
+    """f32 values (exact, or rounded to odd from f64) rounded to the FP8 dtype ``dst``: i8 values,
+    two per ``cvt.rn.satfinite`` on sm_90+ (as Triton packs them)."""
     b = em.b
-    if not _hardware(em, x32):
-        return b.trunc(_soft_to_fp8(em, x32, dst), em.like_type(x32, I8))
-    fnty = ir.FunctionType(I16, [F32, F32])
-    text = f"cvt.rn.satfinite.{_PTX_NAMES[dst.name]}.f32 $0, $1, $2;"
-    pair = b.call(ir.InlineAsm(fnty, text, "=h,f,f"), [em.const(F32, 0.0), x32])  # x32 -> the low byte
-    r = b.trunc(pair, I8)
-    return b.select(b.fcmp_unordered("uno", x32, x32), em.k(r, NAN_CODE), r)
+    if not _hardware(em, xs[0]):
+        return [b.trunc(_soft_to_fp8(em, x, dst), em.like_type(x, I8)) for x in xs]
+    asm = ir.InlineAsm(ir.FunctionType(I16, [F32, F32]), f"cvt.rn.satfinite.{_PTX_NAMES[dst.name]}.f32 $0, $1, $2;",
+                       "=h,f,f")
+    out: list[V] = []
+    for lo, hi in _pairs(xs):
+        pair = b.call(asm, [em.const(F32, 0.0) if hi is None else hi, lo])  # a -> the high byte, b -> the low
+        codes = [b.trunc(pair, I8)] + ([] if hi is None else [b.trunc(b.lshr(pair, em.k(pair, 8)), I8)])
+        for x, r in zip((lo, hi), codes):  # NaN -> 0x7F whatever the instruction makes of it
+            out.append(b.select(b.fcmp_unordered("uno", x, x), em.k(r, NAN_CODE), r))
+    return out
 
 
-__all__ = ["from_fp8", "to_fp8"]
+__all__ = ["from_fp8_many", "to_fp8_many"]

@@ -267,3 +267,19 @@ def test_every_conversion_in_one_kernel_agrees(dt):
         runs.append([np.ascontiguousarray(o).view(f"u{o.dtype.itemsize}") for o in outs])
     for a, b in zip(*runs):
         np.testing.assert_array_equal(a, b)
+
+
+@needs_toolchain
+@pytest.mark.parametrize("dt", FP8, ids=str)
+def test_sm90_converts_two_elements_per_instruction(dt):
+    """Eight elements per thread (1024 lanes, 128 threads): four cvt each way, as Triton packs them;
+    ptxas accepts the packing."""
+    from eggpu.codegen import compile_ptx_module
+    from eggpu.codegen.ptxas import run_ptxas
+
+    name = {"fp8e4nv": "e4m3x2", "fp8e5": "e5m2x2"}[dt.name]
+    for fn, pattern in ((convert_kernel(f32, dt, block=1024), rf"cvt\.rn\.satfinite\.{name}\.f32"),
+                        (convert_kernel(dt, f32, block=1024), rf"cvt\.rn\.f16x2\.{name}")):
+        ptx = compile_ptx_module(fn, "sm_90").ptx
+        assert len(re.findall(pattern, ptx)) == 4
+        run_ptxas(ptx, "sm_90")
