@@ -6,9 +6,9 @@ An FP8 value is an ``i8`` register (and byte in memory) everywhere. Conversions 
   rounding to FP8 that follows equals a single rounding of the f64 value; FP8 sources widened),
   then rounded to nearest even with saturation (``satfinite``). On a GPU target of sm_90 or later
   that is ``cvt.rn.satfinite.{e4m3x2,e5m2x2}.f32`` (on sm_89 ptxas wants PTX ISA 8.1 for the FP8
-  ``cvt`` forms and sm_89 code is PTX 7.8); elsewhere — the host lowering (run_cpu), sm_89 and older GPUs — the same
-  rounding in integer operations (:func:`_soft_to_fp8`), chosen over a CodegenError for old GPUs
-  because it is exact, portable and costs ~20 integer instructions.
+  ``cvt`` forms and sm_89 code is PTX 7.8); elsewhere — the host lowering (run_cpu), sm_89 and
+  older GPUs — the same rounding in integer operations (:func:`_soft_to_fp8`), chosen over a
+  CodegenError for old GPUs because it is exact, portable and costs ~20 integer instructions.
 * from FP8: exact; ``cvt.rn.f16x2.{e4m3x2,e5m2x2}`` then f16 -> f32 on sm_90+, integer operations
   elsewhere (:func:`_soft_from_fp8`).
 
