@@ -10,8 +10,8 @@ and decorator changed. Each :class:`~bench.compat.Case` below (its check in
 Triton test covers and compares with numpy, in the interpreter and through the compiled CPU
 lowering (``run_cpu``), exactly as ``bench.compat`` does for the tutorials.
 
-Cases whose feature the goal of issue #11 leaves out (tensor descriptors, FP8, multi-CTA) are not
-in the catalogue; ``inline_asm_elementwise`` is in it but is GPU-only by design (PTX), so it is
+Cases whose feature the goal of issue #11 leaves out (tensor descriptors, FP8 dot, multi-CTA) are
+not in the catalogue (FP8 storage and conversions are: ``fp8_roundtrip``); ``inline_asm_elementwise`` is in it but is GPU-only by design (PTX), so it is
 listed under :data:`GPU_ONLY` and not counted in the pass rate.
 
     python -m bench.compat_core [--only NAME ...] [--triton] [--json OUT.json]
@@ -83,6 +83,7 @@ CASES: tuple[Case, ...] = (
     Case("cast", "test_cast", O._cast),
     Case("bitcast", "test_cast (bitcast)", O._bitcast),
     Case("cast_fn", "test_cast (tl.cast)", O._cast_fn),
+    Case("fp8_roundtrip", "test_fp8_fpN_roundtrip", O._fp8_roundtrip),
     Case("store_constant", "test_store_constant", O._store_constant),
     Case("zeros_like", "test_zeros_like", O._zeros_like),
     Case("masked_load", "test_masked_load", O._masked_load),

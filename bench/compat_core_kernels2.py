@@ -574,3 +574,15 @@ def squeeze_kernel(X, Z, N: tl.constexpr):
     x = tl.load(X + tl.arange(0, N)[None, :])
     y = tl.unsqueeze(tl.squeeze(x, 0), 1)
     tl.store(Z + tl.arange(0, N)[:, None], y + 1)
+
+
+# ---------------------------------------------------------------- test_fp8_fpN_roundtrip
+
+
+@triton.jit
+def fp8_copy_kernel(input_ptr, output_ptr, n_elements, BLOCK_SIZE: tl.constexpr):
+    offsets = tl.program_id(axis=0) * BLOCK_SIZE + tl.arange(0, BLOCK_SIZE)
+    mask = offsets < n_elements
+    input = tl.load(input_ptr + offsets, mask=mask)
+    output = input
+    tl.store(output_ptr + offsets, output, mask=mask)

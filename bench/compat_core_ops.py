@@ -342,6 +342,29 @@ def _bitcast(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Ch
     return _each([("float32", "int32"), ("int32", "float32"), ("float16", "int16"), ("uint64", "float64")], body)
 
 
+def _fp8_roundtrip(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    """Every FP8 code -> f16/bf16/f32 by the implicit conversion of ``tl.store`` and back: exact
+    (test_fp8_fpN_roundtrip; like it, codes with an all-ones exponent — NaN, e5m2 inf — are left
+    out: inf saturates on the way back, Triton's satfinite)."""
+    import ml_dtypes
+
+    codes = np.arange(256, dtype=np.uint8)
+
+    def body(pair):
+        f8, wide = pair
+        x = codes.view(getattr(ml_dtypes, f8))
+        mid = np.zeros(256, wide)
+        launch(k.fp8_copy_kernel, (2,), x, mid, 256, BLOCK_SIZE=128)
+        back = np.zeros(256, x.dtype)
+        launch(k.fp8_copy_kernel, (2,), mid, back, 256, BLOCK_SIZE=128)
+        exp_mask = 0x78 if f8 == "float8_e4m3fn" else 0x7C
+        keep = (codes & exp_mask) != exp_mask
+        return [(f"{f8}->{np.dtype(wide).name}->{f8}", back.view(np.uint8)[keep], codes[keep], 0, 0),
+                (f"{f8}->{np.dtype(wide).name}", mid[keep].astype(np.float64), x[keep].astype(np.float64), 0, 0)]
+    return _each([(f8, w) for f8 in ("float8_e4m3fn", "float8_e5m2")
+                  for w in (np.float16, ml_dtypes.bfloat16, np.float32)], body)
+
+
 def _cast_fn(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
     x = _rand(rng, "int32", low=-30000, high=30000)
     z = np.zeros(SIZE, np.int16)

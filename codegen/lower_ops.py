@@ -86,6 +86,10 @@ def lower_fma(lw, op: Operation) -> list[LV]:
 
 def lower_cast(lw, op: Operation) -> list[LV]:
     src, dst = _dtype(op), op.attrs["dtype"]
+    lv = lw.get(op.operands[0])
+    if (src.is_fp8 or dst.is_fp8) and lv.u is None:  # a thread's elements together: two per FP8 cvt
+        t = op.results[0].type
+        return [LV(t, elems=S.cast_many(lw.em, src, dst, lw.elems(lv)), rep=replicas_valid(lv))]
     return elementwise(lw, op, lambda v: S.cast(lw.em, src, dst, v))
 
 

@@ -372,6 +372,8 @@ def cast(em: Emitter, src: DType, dst: DType, v: V) -> V:
     bb = em.b
     if src == dst:
         return v
+    if src.is_fp8 or dst.is_fp8:  # FP8 <-> float and FP8 <-> FP8 (the type rule refuses the rest)
+        return cast_many(em, src, dst, [v])[0]
     rt = em.like_type(v, em.reg_type(dst))
     if dst.is_bool:
         if src.is_float:
@@ -408,6 +410,24 @@ def cast(em: Emitter, src: DType, dst: DType, v: V) -> V:
             return f64_to_half(em, v, dst)
         return em.round_from_f32(wide(em, v, src), dst)
     raise CodegenError(f"internal: no cast from {src} to {dst}")
+
+
+def cast_many(em: Emitter, src: DType, dst: DType, vals: list[V]) -> list[V]:
+    """:func:`cast` of several values at once: FP8 conversions on sm_90+ convert two per
+    instruction (:mod:`eggpu.codegen.fp8`); everything else element by element."""
+    if not (src.is_fp8 or dst.is_fp8) or src == dst:
+        return [cast(em, src, dst, v) for v in vals]
+    from . import fp8
+
+    if dst.is_fp8:
+        if src.is_fp8:
+            x32 = fp8.from_fp8_many(em, vals, src, f32, lambda x, _: x)
+        elif src == f64:
+            x32 = [round_odd_f32(em, v) for v in vals]  # then one rounding to FP8: a single rounding of the f64
+        else:
+            x32 = [cast(em, src, f32, v) for v in vals]  # exact
+        return fp8.to_fp8_many(em, x32, dst)
+    return fp8.from_fp8_many(em, vals, src, dst, lambda x, d: cast(em, f32, d, x))  # exact
 
 
 def bitcast(em: Emitter, src: DType, dst: DType, v: V) -> V:

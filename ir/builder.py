@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from .dtypes import DType, bool_
+from .dtypes import DType, bool_, f32
 from .errors import IRError
 from .graph import Block, Function, Loc, Operation, Value
 from .ops import PURE, get, result_types
@@ -71,6 +71,10 @@ class Builder:
         return self.create(op, operands, attrs)
 
     def const(self, value: int | float | bool, dtype: DType) -> Value:
+        """A scalar constant. An FP8 ``dtype`` (no FP8 constants in the IR) gives an f32 constant
+        converted to it (Triton's way: the value rounded once, saturating)."""
+        if dtype.is_fp8:
+            return self.op("cast", self.const(value, f32), dtype=dtype)
         if dtype == bool_:
             value = bool(value)
         elif dtype.is_int:

@@ -19,6 +19,7 @@ TORCH_DTYPES = {
     "torch.bool": "bool", "torch.int8": "i8", "torch.int16": "i16", "torch.int32": "i32", "torch.int64": "i64",
     "torch.uint8": "u8", "torch.uint16": "u16", "torch.uint32": "u32", "torch.uint64": "u64",
     "torch.float16": "f16", "torch.bfloat16": "bf16", "torch.float32": "f32", "torch.float64": "f64",
+    "torch.float8_e4m3fn": "fp8e4nv", "torch.float8_e5m2": "fp8e5",
 }
 """``str(tensor.dtype)`` of PyTorch's dtypes -> eggpu dtype names."""
 

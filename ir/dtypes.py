@@ -1,8 +1,15 @@
 """Element dtypes and dtype categories.
 
-The 13 dtypes of the kernel language. Each has a name (``f32``), a kind (``b`` bool, ``i``
-signed integer, ``u`` unsigned integer, ``f`` float) and a width in bits. ``bf16`` maps to
-``ml_dtypes.bfloat16`` in numpy (imported lazily so ``import eggpu.ir`` stays light).
+The 13 compute dtypes of the kernel language, plus the two FP8 STORAGE dtypes. Each has a name
+(``f32``), a kind (``b`` bool, ``i`` signed integer, ``u`` unsigned integer, ``f`` float, ``q``
+8-bit storage float) and a width in bits. ``bf16`` maps to ``ml_dtypes.bfloat16`` in numpy
+(imported lazily so ``import eggpu.ir`` stays light).
+
+FP8 (``fp8e4nv`` = OCP e4m3fn, ``fp8e5`` = OCP e5m2; Triton's ``tl.float8e4nv``/``tl.float8e5``,
+``ml_dtypes.float8_e4m3fn``/``float8_e5m2`` in numpy) is storage only: such values are loaded,
+stored, selected (``where``), bit-cast and converted to and from the float dtypes
+(:mod:`eggpu.ir.fp8` states the conversions), never computed with. They are NOT in
+:data:`ALL_DTYPES` nor in any category: no op family, optimizer schema entry or rule covers them.
 """
 
 from __future__ import annotations
@@ -25,7 +32,7 @@ class DType(Frozen):
 
     __slots__ = _fields = ("name", "kind", "bits")
     name: str
-    kind: str  # 'b', 'i', 'u', 'f'
+    kind: str  # 'b', 'i', 'u', 'f', 'q' (FP8 storage)
     bits: int
 
     def __init__(self, name: str, kind: str, bits: int):
@@ -59,6 +66,11 @@ class DType(Frozen):
     @property
     def is_float(self) -> bool:
         return self.kind == "f"
+
+    @property
+    def is_fp8(self) -> bool:
+        """True for the FP8 storage dtypes (no arithmetic; see the module docstring)."""
+        return self.kind == "q"
 
     @property
     def np(self) -> np.dtype:
@@ -105,13 +117,17 @@ f16 = DType("f16", "f", 16)
 bf16 = DType("bf16", "f", 16)
 f32 = DType("f32", "f", 32)
 f64 = DType("f64", "f", 64)
+fp8e4nv = DType("fp8e4nv", "q", 8)  # OCP e4m3fn: bias 7, no inf, NaN 0x7F/0xFF, max 448
+fp8e5 = DType("fp8e5", "q", 8)  # OCP e5m2: bias 15, inf 0x7C, max 57344
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
 FLOAT_DTYPES: tuple[DType, ...] = (f16, bf16, f32, f64)
 SIGNED_DTYPES: tuple[DType, ...] = (i8, i16, i32, i64)
 UNSIGNED_DTYPES: tuple[DType, ...] = (u8, u16, u32, u64)
 INT_DTYPES: tuple[DType, ...] = SIGNED_DTYPES + UNSIGNED_DTYPES
-BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+FP8_DTYPES: tuple[DType, ...] = (fp8e4nv, fp8e5)
+"""The storage-only FP8 dtypes: outside ALL_DTYPES and every category (see the module docstring)."""
+BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES + FP8_DTYPES}
 
 # Dtype categories (the bounds of dtype TypeVars), in the order DESIGN.md §3 lists them.
 CATEGORIES: dict[str, tuple[DType, ...]] = {
@@ -138,22 +154,25 @@ _NUMPY_NAMES = {
 }
 
 
+_ML_DTYPES_NAMES = {"bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
+
+
 def numpy_dtype(dt: DType) -> np.dtype:
-    """The numpy dtype for ``dt``."""
+    """The numpy dtype for ``dt`` (bf16 and FP8 from ml_dtypes)."""
     import numpy as np  # lazily: dtypes are needed on a cache hit, numpy is not
 
-    if dt is bf16 or dt == bf16:
+    if dt.name in _ML_DTYPES_NAMES:
         import ml_dtypes
 
-        return np.dtype(ml_dtypes.bfloat16)
+        return np.dtype(getattr(ml_dtypes, _ML_DTYPES_NAMES[dt.name]))
     return np.dtype(_NUMPY_NAMES[dt.name])
 
 
 def _finfo(dt: DType) -> Any:
-    if dt == bf16:
+    if dt.name in _ML_DTYPES_NAMES:
         import ml_dtypes
 
-        return ml_dtypes.finfo(ml_dtypes.bfloat16)
+        return ml_dtypes.finfo(numpy_dtype(dt))
     import numpy as np
 
     return np.finfo(numpy_dtype(dt))
@@ -242,8 +261,9 @@ def from_numpy(npdt: Any) -> DType:
     import numpy as np
 
     d = np.dtype(npdt)
-    if d.name == "bfloat16":
-        return bf16
+    for name, mlname in _ML_DTYPES_NAMES.items():
+        if d.name == mlname:
+            return BY_NAME[name]
     for name, npname in _NUMPY_NAMES.items():
         if d.name == npname:
             return BY_NAME[name]
@@ -258,6 +278,16 @@ def parse_dtype(name: str) -> DType:
         raise IRError(f"unknown dtype {name!r} (known: {', '.join(BY_NAME)})") from None
 
 
+def _promote_fp8(a: DType, b: DType) -> DType:
+    if a.is_fp8 and b.is_fp8:
+        return f16
+    other = b if a.is_fp8 else a
+    if other.is_float:
+        return f32 if other == bf16 else other
+    raise IRError(f"no implicit conversion between {a} and {b}: FP8 is a storage dtype; "
+                  f"convert it first (x.to(tl.float32))")
+
+
 def float_of_width(bits: int) -> DType:
     return {16: f16, 32: f32, 64: f64}[bits]
 
@@ -269,9 +299,14 @@ def promote(a: DType, b: DType) -> DType:
     - two integers of equal signedness: the wider; mixed signedness: the wider, and unsigned
       when the unsigned operand is at least as wide (C's usual arithmetic conversions).
     - bool with an integer gives the integer; bool with bool stays bool.
+    - FP8 (Triton's rule): with a 16/32/64-bit float, that float (bf16: f32); two different FP8
+      dtypes: f16; an FP8 dtype with itself stays FP8 (the op then refuses it: no FP8
+      arithmetic); with an integer or bool: IRError (Triton refuses it too).
     """
     if a == b:
         return a
+    if a.is_fp8 or b.is_fp8:
+        return _promote_fp8(a, b)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
             if a.bits == b.bits:  # f16 vs bf16

@@ -135,6 +135,9 @@ def cast_type(ts, attrs):
     dt = attrs["dtype"]
     if t.is_pointer:
         raise fail("cast", "cannot cast a pointer")
+    if (t.dtype.is_fp8 or dt.is_fp8) and not all(d.is_float or d.is_fp8 for d in (t.dtype, dt)):
+        raise fail("cast", f"no conversion between {t.dtype} and {dt}: FP8 converts only to and from the "
+                           f"float dtypes (f16, bf16, f32, f64); go through f32")
     return (BlockType(dt, t.shape),)
 
 

@@ -300,7 +300,9 @@ OPS_LIST: list[OpDef] = [
     # conversions
     _op("cast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=cast_type, family=ANY, attrs=("dtype",),
         edge="int->int wraps/extends by source signedness; float->int truncates and saturates (NaN -> 0); "
-        "int->float and float->float RNE; x->bool is x != 0",
+        "int->float and float->float RNE; x->bool is x != 0; to FP8 (from a float or FP8): rounded once RNE, "
+        "saturating (+-inf too) to +-448/+-57344, NaN -> 0x7F; from FP8: exact, NaN -> canonical NaN; "
+        "no FP8 <-> int/bool (eggpu/ir/fp8.py)",
         doc="value conversion", reference=_ref("cast")),
     _op("bitcast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=bitcast_type, family=ANY, attrs=("dtype",),
         edge="reinterprets the bits; widths must match", doc="bit reinterpretation", reference=_ref("bitcast")),
@@ -404,9 +406,23 @@ def get(name: str) -> OpDef:
         raise IRError(f"unknown op {name!r}{hint}") from None
 
 
+FP8_OPS = ("load", "store", "where", "cast", "bitcast", "splat", "broadcast", "expand_dims", "reshape", "trans",
+           "gather", "for", "while", "if", "yield")
+"""The ops that take FP8 operands (storage only: move, select, convert). Every other op refuses
+them with an error saying to convert first; a test checks these names against the table."""
+
+
 def check_family(op: OpDef, types: Sequence[BlockType]) -> None:
-    """Raise IRError when the operands' element dtype is outside the op's dtype family."""
-    if not types or op.family == ANY:
+    """Raise IRError when the operands' element dtype is outside the op's dtype family, or is FP8
+    and the op is not one of :data:`FP8_OPS`."""
+    if not types:
+        return
+    if op.name not in FP8_OPS:
+        for t in types:
+            if t.dtype.is_fp8 and (not t.is_pointer or EFFECT in op.traits):  # fp8 values, or memory ops on them
+                raise fail(op.name, f"does not accept {t.dtype} operands: FP8 is a storage dtype "
+                                    f"(load, store, where, .to()); convert to f16 or f32 first")
+    if op.family == ANY:
         return
     t = types[0]
     if op.name in ("addptr",):

@@ -242,7 +242,11 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
 
 
 def cast(x: np.ndarray, src: DType, dst: DType) -> np.ndarray:
-    """Value conversion with the conventions of the module docstring."""
+    """Value conversion with the conventions of the module docstring (FP8: :mod:`eggpu.ir.fp8`)."""
+    if src.is_fp8 or dst.is_fp8:
+        from . import fp8
+
+        return fp8.cast(x, src, dst)
     out = numpy_dtype(dst)
     with np.errstate(all="ignore"):
         if dst.is_bool:

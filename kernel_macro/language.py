@@ -8,7 +8,8 @@ compiled) every function raises :class:`~eggpu.KernelError` explaining how to la
 Names:
 
 * dtypes ``bool, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64`` (the
-  :class:`eggpu.ir.DType` objects themselves);
+  :class:`eggpu.ir.DType` objects themselves) and the FP8 storage dtypes ``fp8e4nv``, ``fp8e5``
+  (Triton's ``float8e4nv``, ``float8e5``);
 * dtype categories ``Dtype`` > ``Num`` > ``Int``/``Float`` and ``Dtype`` > ``Bool``, usable as
   ``TypeVar`` bounds (``D = TypeVar("D", bound=tl.Float)``);
 * ``Pointer[T]`` (``T`` a dtype or a dtype ``TypeVar``) and ``constexpr`` for annotations;
@@ -44,9 +45,13 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     f16,
     f32,
     f64,
+    float8e4nv,
+    float8e5,
     float16,
     float32,
     float64,
+    fp8e4nv,
+    fp8e5,
     i8,
     i16,
     i32,
@@ -521,7 +526,7 @@ __all__ = [
     # dtypes
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64", "dtype", "PropagateNan", "math", "extra",
+    "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "float8e4nv", "float8e5", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     # program model

@@ -15,7 +15,9 @@ Rules: the shipped ``rules/*.egg``, then the files/directories in ``rules=``, th
 egglog (``fast_math`` rules only with ``fast_math=True``); the others are listed in
 ``rules_rejected``. If anything after loading the rules fails — egglog, extraction, decoding,
 or validation does not say ``valid`` — the result is the UNOPTIMIZED function (a copy) with
-``fell_back=True`` and the reason: a wrong program is never returned. If the optimized program
+``fell_back=True`` and the reason: a wrong program is never returned. A program with FP8 values
+(storage-only dtypes outside the e-graph schema, :func:`fp8_dtypes`) is returned unoptimized the
+same way, the reason saying so. If the optimized program
 is more expensive than the input, the input (a copy) is returned instead (``fell_back`` stays
 False). With ``fast_math=True`` validation compares floats as real numbers, the semantics the
 ``fast_math`` rules are proved in (integers and addresses stay exact).
@@ -329,6 +331,10 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         result.reason = reason
         return result
 
+    fp8 = fp8_dtypes(fn)
+    if fp8:  # not an e-graph sort, and no rule is proved for them: leave such a kernel as it is
+        return fall_back(f"the kernel has FP8 values ({', '.join(fp8)}), a storage-only dtype the e-graph does "
+                         f"not hold: not optimized")
     try:
         with _timed(times, "encode"):
             enc = encode(fn)
@@ -349,6 +355,15 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     fired = [r for r in prepared.chosen if result.rule_hits.get(r.name)]
     problem = _validate_stage(fn, new_fn, fast_math, result, fired)
     return fall_back(problem) if problem else result
+
+
+def fp8_dtypes(fn: Function) -> list[str]:
+    """The names of the FP8 dtypes ``fn`` has values of (parameters' pointees, results, constants'
+    dtype attributes), sorted; empty when it has none."""
+    found = {t.dtype.name for t in fn.arg_types if t.dtype.is_fp8}
+    for op in fn.walk():
+        found.update(v.type.dtype.name for v in op.results if v.type.dtype.is_fp8)
+    return sorted(found)
 
 
 @contextlib.contextmanager

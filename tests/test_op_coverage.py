@@ -271,3 +271,17 @@ def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
     assert not stale, f"kernel_macro/language.py marks {stale} transcendental, but the op table does not"
     not_in_libdevice = [n for n in names if not callable(getattr(tl.extra.cuda.libdevice, n, None))]
     assert not not_in_libdevice, _missing("libdevice entries", not_in_libdevice, "kernel_macro/language.py stubs")
+
+
+def test_fp8_op_list_names_ops_and_fp8_stays_out_of_the_optimizer() -> None:
+    """FP8 is storage only: the ops that take it are ops of the table (of family ANY: move, select,
+    convert), and no category, schema dtype or rule can see an FP8 term."""
+    from eggpu.ir.dtypes import ALL_DTYPES, CATEGORIES, FP8_DTYPES
+    from eggpu.ir.ops import ANY, FP8_OPS
+    from eggpu.optimizer.schema import DTYPE_CONSTRUCTORS
+
+    assert not set(FP8_OPS) - set(OPS), _missing("ops", set(FP8_OPS) - set(OPS), "ir/ops.py FP8_OPS")
+    assert all(OPS[n].family == ANY for n in FP8_OPS)
+    for dt in FP8_DTYPES:
+        assert dt not in ALL_DTYPES and dt not in DTYPE_CONSTRUCTORS
+        assert not any(dt in members for members in CATEGORIES.values())

@@ -40,12 +40,18 @@ def test_tl_dtype():
         tl.dtype("float33")
 
 
-@pytest.mark.parametrize("name", ["float8e5", "float8e4nv", "float8e4b15"])
-def test_fp8_names_say_not_supported(name):
-    with pytest.raises(AttributeError, match=rf"^tl\.{name} is not supported by eggpu: FP8 dtypes are not available"):
+@pytest.mark.parametrize("name", ["float8e4b15", "float8e4b8", "float8e5b16"])
+def test_other_fp8_names_say_not_supported(name):
+    only = r"only the OCP FP8 dtypes tl\.float8e4nv \(e4m3fn\) and tl\.float8e5 \(e5m2\) are available"
+    with pytest.raises(AttributeError, match=rf"^tl\.{name} is not supported by eggpu: {only}"):
         getattr(tl, name)
-    with pytest.raises(TypeError, match=rf"tl\.dtype\('{name}'\): FP8 dtypes are not available"):
+    with pytest.raises(TypeError, match=rf"tl\.dtype\('{name}'\): {only}"):
         tl.dtype(name)
+
+
+def test_ocp_fp8_names_are_the_storage_dtypes():
+    assert tl.float8e4nv is tl.fp8e4nv and tl.float8e5 is tl.fp8e5
+    assert tl.dtype("float8e5") is tl.fp8e5 and tl.dtype("fp8e4nv") is tl.fp8e4nv
 
 
 def test_unsupported_function_outside_a_kernel():
@@ -346,7 +352,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 2:
         x = tl.math.pow(x, 2.0)
     if WHICH == 3:
-        x = x.to(tl.float8e5)
+        x = x.to(tl.float8e4b15)
     if WHICH == 4:
         x = tl.argmax(x, 0, tie_break_left=False).to(tl.float32)
     if WHICH == 5:
@@ -383,8 +389,8 @@ UNSUPPORTED_CASES = [
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
      "tl.math has abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, "
      "umulhi in eggpu; libdevice functions are not available"),
-    (3, "tl.float8e5", "float8e5", "tl.float8e5 is not supported by eggpu: FP8 dtypes are not available (eggpu's IR "
-     "has no FP8 arithmetic or conversions)", None),
+    (3, "tl.float8e4b15", "float8e4b15", "tl.float8e4b15 is not supported by eggpu: only the OCP FP8 dtypes "
+     "tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available", None),
     (4, "tie_break_left=False", "tie_break_left", "tl.argmax(tie_break_left=False) is not supported by eggpu: the "
      "index is that of the first maximum", "drop tie_break_left="),
     (5, "volatile=True", "volatile", "tl.load(volatile=True) is not supported by eggpu: volatile loads are not "
