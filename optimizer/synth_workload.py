@@ -109,7 +109,7 @@ def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                  lane_cost: Callable[[str, DType], float], const_cost: float,
                  max_size: int = MAX_WORKLOAD_SIZE, depth: int = WORKLOAD_DEPTH,
                  min_cost: float = TARGET_MAX_OP_COST, limit: int = MAX_SHARED) -> dict[str, list[Term]]:
-    """For each workload term (as :func:`workload_terms` names it, every value the function reuses
+    """For each workload term of ``dtype`` (as :func:`workload_terms` names it, every value the function reuses
     a variable), the other expensive terms of the same function over a subset of its leaves (same
     IR values, same variable names): ``rem(x, 768)`` -> ``[div(x, 768)]`` in a kernel computing
     both ``xindex % 768`` and ``xindex // 768``. A right-hand side that reuses one of them costs
@@ -125,6 +125,7 @@ def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                 uses[id(v)] = uses.get(id(v), 0) + 1
         reused = {i for i, n in uses.items() if n > 1}
         roots = [op.results[0] for op in fn.walk() if len(op.results) == 1 and op.results[0].type.shape != ()
+                 and op.results[0].type.dtype == dtype  # a bool term (a mask) has nothing to reuse
                  and (op.op, tuple(v.type.dtype for v in op.operands)) in sigs]
         for r in roots:
             names: dict[int, Term] = {}
