@@ -31,8 +31,8 @@ shift rules, 2 after it) is found and proved.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -67,6 +67,8 @@ TARGET_MAX_TERMS = 300_000
 #: remainder, sqrt. Its right-hand sides are built from cheap ops (the expensive ones are what
 #: the workload term is trying to lose); this keeps one search to seconds
 TARGET_MAX_OP_COST = 4.0
+#: the most kernel terms one workload term's sharing search may reuse (:func:`shared_terms`)
+MAX_SHARED = 4
 
 
 def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
@@ -101,6 +103,59 @@ def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                         and nbools <= 1:
                     out.setdefault(str(t), t)
     return list(out.values())
+
+
+def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
+                 lane_cost: Callable[[str, DType], float], const_cost: float,
+                 max_size: int = MAX_WORKLOAD_SIZE, depth: int = WORKLOAD_DEPTH,
+                 min_cost: float = TARGET_MAX_OP_COST, limit: int = MAX_SHARED) -> dict[str, list[Term]]:
+    """For each workload term of ``dtype`` (as :func:`workload_terms` names it, every value the function reuses
+    a variable), the other expensive terms of the same function over a subset of its leaves (same
+    IR values, same variable names): ``rem(x, 768)`` -> ``[div(x, 768)]`` in a kernel computing
+    both ``xindex % 768`` and ``xindex // 768``. A right-hand side that reuses one of them costs
+    only what it adds in that kernel (the extraction pays a shared node once). Only terms costing
+    at least ``min_cost`` (divisions, remainders: what sharing saves), at most ``limit`` each."""
+    sigs = {(s.op, s.operands): s for s in signatures(dtype)}
+    out: dict[str, list[Term]] = {}
+    for fn in fns:
+        producers = {id(r): op for op in fn.walk() for r in op.results}
+        uses: dict[int, int] = {}
+        for op in fn.walk():
+            for v in op.operands:
+                uses[id(v)] = uses.get(id(v), 0) + 1
+        reused = {i for i, n in uses.items() if n > 1}
+        roots = [op.results[0] for op in fn.walk() if len(op.results) == 1 and op.results[0].type.shape != ()
+                 and op.results[0].type.dtype == dtype  # a bool term (a mask) has nothing to reuse
+                 and (op.op, tuple(v.type.dtype for v in op.operands)) in sigs]
+        for r in roots:
+            names: dict[int, Term] = {}
+            t = _abstract(r, producers, sigs, names, dtype, lane_cost, const_cost, depth + 1, reused, root=True)
+            if t is None or t.op in ("var", "const") or t.size > max_size or len(names) > n_vars + 1:
+                continue
+            found = out.setdefault(str(t), [])
+            for u in roots:
+                if u is r or len(found) >= limit:
+                    continue
+                mine = dict(names)
+                s = _abstract(u, producers, sigs, mine, dtype, lane_cost, const_cost, depth + 1, reused, root=True)
+                if s is None or len(mine) != len(names) or s.cost < min_cost or str(s) == str(t) \
+                        or str(s) in _subterm_texts(t) or str(t) in _subterm_texts(s) \
+                        or any(str(s) == str(x) for x in found):
+                    continue
+                found.append(s)
+    return {k: v for k, v in out.items() if v}
+
+
+def _subterm_texts(t: Term) -> set[str]:
+    """The text of every op node below ``t`` (not ``t`` itself)."""
+    out: set[str] = set()
+    stack = list(t.args)
+    while stack:
+        x = stack.pop()
+        if x.op not in ("var", "const"):
+            out.add(str(x))
+            stack.extend(x.args)
+    return out
 
 
 def _repeated(root, producers, depth: int) -> set[int]:
@@ -189,6 +244,7 @@ class Candidate:
     lhs: Term
     rhs: Term
     nonneg: tuple[str, ...] = ()
+    shares: tuple[Term, ...] = ()  # kernel terms the rhs reuses (:func:`shared_terms`), at their full cost in ``rhs``
 
 
 def derived_constants(t: Term, dtype: DType, limit: int = MAX_POOL) -> list:
@@ -245,13 +301,18 @@ def derived_constants(t: Term, dtype: DType, limit: int = MAX_POOL) -> list:
 def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable[[str, DType], float],
                         const_cost: float, min_gain: float, *, n_samples: int, seed: int = 0,
                         deadline: float | None = None,
-                        progress: Callable[[str], None] | None = None) -> list[Candidate]:
+                        progress: Callable[[str], None] | None = None,
+                        shared: Mapping[str, Sequence[Term]] | None = None) -> list[Candidate]:
     """For each term (most expensive first) a cheaper equivalent found by a targeted enumeration
     over its own variables and :func:`derived_constants` (module docstring). For signed integers
     the enumeration samples the value variables from ``[0, MAX]`` only, and a match is then
     evaluated once more on samples of the whole range: when it holds there too the candidate has
     no guard, else it names the variables in ``nonneg``. Stops at ``deadline`` (a
-    ``time.perf_counter()`` value)."""
+    ``time.perf_counter()`` value). ``shared`` (:func:`shared_terms`): a term still without a
+    cheaper equivalent searches once more with the kernel's other terms over its variables as
+    leaves at no cost (they are computed anyway): ``rem(x, 768) => x - 768 * div(x, 768)`` where
+    the kernel also divides by 768. Such a candidate names them in ``shares``; its ``rhs`` carries
+    their full cost (as a term it costs more than the left-hand side: it wins only beside them)."""
     out: list[Candidate] = []
     rng = np.random.default_rng(seed + 1)
     rest = []
@@ -284,7 +345,42 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
             if progress:
                 progress(f"{dtype}: targeted (composed): {c.lhs} => {c.rhs}"
                          + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
+    solved = {str(c.lhs) for c in out}
+    for t in rest:  # sharing pass: the kernel's other terms as free leaves
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        sib = [s for s in (shared or {}).get(str(t), ()) if set(s.variables()) <= set(t.variables())]
+        if str(t) in solved or not sib:
+            continue
+        free = [replace(s, cost=0.0) for s in sib]
+        c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, free)
+        used = tuple(s for s in sib if _uses(c.rhs, s)) if c is not None else ()
+        if c is None or not used:
+            continue
+        c = Candidate(c.lhs, _full_cost(c.rhs, used), c.nonneg, used)
+        out.append(c)
+        if progress:
+            progress(f"{dtype}: targeted (sharing {', '.join(map(str, used))}): {c.lhs} => {c.rhs}"
+                     + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
     return out
+
+
+def _uses(t: Term, s: Term) -> bool:
+    """Whether ``s`` occurs in ``t`` (as text)."""
+    return str(t) == str(s) or any(_uses(a, s) for a in t.args)
+
+
+def _full_cost(t: Term, used: Sequence[Term]) -> Term:
+    """``t`` with every occurrence of a ``used`` term (seeded at no cost) back at its own cost and
+    size, and the costs and sizes above it recomputed."""
+    for s in used:
+        if str(t) == str(s):
+            return s
+    if not t.args:
+        return t
+    args = tuple(_full_cost(a, used) for a in t.args)
+    own = t.cost - sum(a.cost for a in t.args)
+    return Term(t.op, t.dtype, args, t.value, 1 + sum(a.size for a in args), own + sum(a.cost for a in args))
 
 
 def _subterm_rhs(t: Term, found: list[Candidate]) -> list[Term]:
@@ -351,5 +447,5 @@ def _same(a: np.ndarray, b: np.ndarray, dtype: DType) -> bool:
     return bool(np.array_equal(_canonical_bits(a, dtype), _canonical_bits(b, dtype)))
 
 
-__all__ = ["MAX_WORKLOAD_SIZE", "Candidate", "derived_constants", "evaluate", "targeted_candidates",
-           "workload_candidates", "workload_terms"]
+__all__ = ["MAX_WORKLOAD_SIZE", "Candidate", "derived_constants", "evaluate", "shared_terms",
+           "targeted_candidates", "workload_candidates", "workload_terms"]

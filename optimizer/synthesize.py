@@ -90,10 +90,12 @@ class SynthRule:
     workload: bool = False  # the left-hand side came from a workload kernel
     nonneg: tuple[str, ...] = ()  # variables guarded ``(>= (LowerBound v) 0)``
     general: str = ""  # constants generalized into guarded variables (:mod:`.synth_generalize`)
+    shares: str = ""  # kernel terms the right-hand side reuses (:func:`.synth_workload.shared_terms`)
 
     def provenance(self) -> str:
         guard = f" | guard {', '.join(f'{v} >= 0' for v in self.nonneg)}" if self.nonneg else ""
         guard += f" | generalized: {self.general}" if self.general else ""
+        guard += f" | wins beside {self.shares} (computed anyway)" if self.shares else ""
         return (f";; eggpu rules synthesize v{SYNTH_VERSION} | dtype {self.dtype} | lhs size {self.lhs.size} | "
                 f"cost {self.lhs.cost:.2f} -> {self.rhs.cost:.2f} | {'workload' if self.workload else 'enumerated'}"
                 f"{guard} | proved {self.dtype} by {self.strategy} "
@@ -117,6 +119,7 @@ class SynthesisResult:
     workload_candidates: int = 0
     targeted_candidates: int = 0  # of workload_candidates: found by a targeted search
     generalized: int = 0  # workload candidates kept as a generalized rule (constants as variables)
+    shares: dict[str, str] = field(default_factory=dict)  # "lhs => rhs" -> the kernel terms its rhs reuses
     partial: bool = False
     stop_reason: str = "done"
     seconds: float = 0.0
@@ -354,15 +357,19 @@ def _workload_candidates(workload: Sequence[Function], dt: DType, e: Enumeration
     """The candidates whose left-hand sides are workload terms of ``dt``: looked up in the shared
     enumeration ``e``, then a targeted search for the rest until ``deadline``
     (:mod:`.synth_workload`)."""
-    from .synth_workload import targeted_candidates, workload_candidates, workload_terms
+    from .synth_workload import shared_terms, targeted_candidates, workload_candidates, workload_terms
 
     const_cost = cm.const_cost + cm.shape_lane
     terms = workload_terms(workload, dt, len(VALUE_VARS), cm.lane_cost, const_cost)
     found = workload_candidates(terms, e, MIN_GAIN)
     done = {str(lhs) for lhs, _ in found}
     rest = [t for t in terms if str(t) not in done]
+    shared = shared_terms(workload, dt, len(VALUE_VARS), cm.lane_cost, const_cost)
     targeted = targeted_candidates(rest, dt, cm.lane_cost, const_cost, MIN_GAIN, n_samples=n_samples, seed=seed,
-                                   deadline=deadline, progress=say)
+                                   deadline=deadline, progress=say, shared=shared)
+    for c in targeted:
+        if c.shares:
+            res.shares[f"{c.lhs} => {c.rhs}"] = ", ".join(map(str, c.shares))
     res.workload_terms += len(terms)
     res.workload_candidates += len(found) + len(targeted)
     res.targeted_candidates += len(targeted)
@@ -425,7 +432,8 @@ def _prove_candidates(pairs: list[tuple[DType, Term, Term, tuple[str, ...]]], re
             r0 = v.results[0]
             kept.append(cand)
             res.rules.append(SynthRule(name, dt, lhs, rhs, text, r0.strategy or "z3",
-                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first, nonneg, general))
+                                       sum(int(x.rlimit or 0) for x in v.results), d, n < n_first, nonneg, general,
+                                       res.shares.get(f"{lhs} => {rhs}", "")))
             res.generalized += bool(general)
             say(f"[{n + 1}/{len(pairs)}] proved {name}: {lhs} => {rhs}")
         elif any(x.status == REFUTED for x in v.results):

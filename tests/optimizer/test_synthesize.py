@@ -399,3 +399,55 @@ def test_the_guarded_rule_wins_in_a_compile_and_the_kernel_stays_right(regroup_r
         ck2.run_cpu(((n + 255) // 256,), v, out, np.int32(n))
         q = np.trunc(v / 512).astype(np.int32)
         assert np.array_equal(out, (v - q * 512) + 1024 * q)
+
+
+# ------------------------------------------------------------------ workload: the sharing pass
+
+
+@eggpu.kernel
+def row_col(x_ptr: tl.Pointer[tl.f32], r_ptr: tl.Pointer[tl.f32], c_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32],
+            n: tl.i32, BLOCK: tl.constexpr):
+    # a row index and a column index of one flat index (768 columns): x * rowscale + colshift
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + offs, mask=mask) * tl.load(r_ptr + offs // 768, mask=mask) + tl.load(c_ptr + offs % 768, mask=mask)
+    tl.store(y_ptr + offs, v, mask=mask)
+
+
+@eggpu.kernel
+def col_only(x_ptr: tl.Pointer[tl.f32], c_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32,
+             BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(c_ptr + offs % 768, mask=mask), mask=mask)
+
+
+def test_shared_terms_pair_a_remainder_with_the_kernels_division_of_the_same_value():
+    from eggpu.optimizer.synth_workload import shared_terms
+
+    sh = shared_terms([row_col.Kernel(256).ir()], i32, 3, CM.lane_cost, 0.06)
+    assert [str(t) for t in sh["rem(x, 768)"]] == ["div(x, 768)"]
+    assert [str(t) for t in sh["div(x, 768)"]] == ["rem(x, 768)"]
+    # cheap terms (the index itself, the mask) are not worth sharing; a kernel without the
+    # division has nothing to share
+    assert all(t.cost >= 4 for ts in sh.values() for t in ts)
+    assert "rem(x, 768)" not in shared_terms([col_only.Kernel(256).ir()], i32, 3, CM.lane_cost, 0.06)
+
+
+def test_the_sharing_pass_finds_a_remainder_from_the_division_and_z3_proves_it():
+    from eggpu.optimizer.synth_workload import shared_terms, targeted_candidates, workload_terms
+
+    fn = row_col.Kernel(256).ir()
+    terms = [t for t in workload_terms([fn], i32, 3, CM.lane_cost, 0.06) if str(t) == "rem(x, 768)"]
+    assert not targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192)  # nothing alone
+    sh = shared_terms([fn], i32, 3, CM.lane_cost, 0.06)
+    (c,) = targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192, shared=sh)
+    assert str(c.lhs) == "rem(x, 768)" and [str(s) for s in c.shares] == ["div(x, 768)"]
+    assert "div(x, 768)" in str(c.rhs) and not c.nonneg  # C's % and //: no range guard needed
+    assert c.rhs.cost > c.lhs.cost  # as a term it costs more: it wins only beside the division
+    text = rule_text("syn-test-rem", c.lhs, c.rhs, c.nonneg)
+    assert verify_rule(parse_rules(text, "<t>")[0][0]).status == "proved"
+    from eggpu.optimizer.synthesize import SynthRule
+
+    prov = SynthRule("syn-test-rem", i32, c.lhs, c.rhs, text, "z3", 1, workload=True, shares="div(x, 768)").provenance()
+    assert "| workload | wins beside div(x, 768) (computed anyway) | proved i32" in prov

@@ -1,9 +1,10 @@
 """The shipped synthesized rules (``rules/synthesized.egg``, docs/rules.md §7).
 
-Four rules written by ``eggpu rules synthesize`` from the benchmark kernels, each lowering a
+Five rules written by ``eggpu rules synthesize`` from the benchmark kernels, each lowering a
 benchmark kernel's cost on its own: three over the index math, their constants generalized into
-guarded variables (``optimizer/synth_generalize.py``), and ``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)``
-at f32. Each one:
+guarded variables (``optimizer/synth_generalize.py``), ``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)``
+at f32, and ``x % 768 => x + -768 * (x // 768)`` at i32 (it wins only beside the division the
+kernel computes anyway). Each one:
 
 - fires on its family at constants the kernels do not use (so it is the family, not an instance);
 - does not fire when one guard fails: a constant that is not a power of two, a broken tie between
@@ -20,6 +21,7 @@ import numpy as np
 import pytest
 
 import eggpu
+import eggpu.language as tl
 from bench.naive import BY_NAME, launch_facts, load, param_names
 from eggpu.ir.interp import interpret
 from eggpu.optimizer.rules_loader import load_rules
@@ -89,15 +91,48 @@ FMA = ("syn-f32-half-one-plus-fma",
         "(Mul (F64) {} (Add (F64) {} (Opaque (F64) 1)))".format(_fk(0.5, "F64"), _fk(1.0, "F64"))])  # proved at f32 only
 
 
+REM = ("syn-i32-rem-beside-div-768",
+       _rem(X, 768), f"(Add (I32) {_mul(-768, _div(768))} {X})",
+       [_rem(X, 769), _rem(X, 1536),                                  # not the rule's constant
+        "(Rem (I64) (Opaque (I64) 1) (Splat (I64) \"16\" (Const (I64) 768)))"])  # proved at i32 only
+
+
 def test_the_cases_cover_every_shipped_synthesized_rule():
-    assert set(CASES) | {FMA[0]} == set(SYNTH) and len(SYNTH) == 4
+    assert set(CASES) | {FMA[0], REM[0]} == set(SYNTH) and len(SYNTH) == 5
 
 
-def test_the_f32_rule_fires_on_its_term_and_not_at_other_constants_or_dtypes():
-    name, before, after, misses = FMA
-    assert_rule_fires(SYNTH[name], before, after)
+@pytest.mark.parametrize("facts", [(), NONNEG, NEG])
+def test_the_remainder_rule_fires_for_every_x_and_only_at_its_constant_and_dtype(facts):
+    # no range guard: C's truncating % and // agree with x - 768 * (x // 768) for negative x too
+    name, before, after, misses = REM
+    assert_rule_fires(SYNTH[name], before, after, facts=facts)
     for term in misses:
-        assert_rule_does_not_fire(SYNTH[name], term)
+        assert_rule_does_not_fire(SYNTH[name], term, facts=facts)
+
+
+@eggpu.kernel
+def divrem_loaded(i_ptr: tl.Pointer[tl.i32], q_ptr: tl.Pointer[tl.i32], r_ptr: tl.Pointer[tl.i32], n: tl.i32,
+                  BLOCK: tl.constexpr):
+    # row and column of loaded (possibly negative) flat indices: nothing says they are >= 0
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(i_ptr + offs, mask=mask, other=0)
+    tl.store(q_ptr + offs, x // 768, mask=mask)
+    tl.store(r_ptr + offs, x % 768, mask=mask)
+
+
+def test_the_remainder_rule_wins_on_negative_values_and_keeps_cs_remainder():
+    ck = eggpu.compile(divrem_loaded.Kernel(256), cache=False)
+    opt = ck.report["optimizer"]
+    assert opt["rules_fired"].get(REM[0], 0) >= 1 and opt["validation"] == "valid" and not opt["fell_back"]
+    assert not any(o.op == "rem" for o in ck.ir.walk())  # the remainder is x + -768 * q now
+    for n in (1, 1000, 1001):
+        x = np.random.default_rng(n).integers(-2**31, 2**31, n, dtype=np.int64).astype(np.int32)
+        x[:4] = [-1, -768, 767, -2**31][:n] if n >= 4 else x[:4]
+        q, r = np.zeros(n, np.int32), np.zeros(n, np.int32)
+        ck.run_cpu(((n + 255) // 256,), x, q, r, np.int32(n))
+        assert np.array_equal(q, np.trunc(x.astype(np.int64) / 768).astype(np.int32))
+        assert np.array_equal(r, np.fmod(x, np.int32(768)))  # C: the sign of x (-1 % 768 == -1)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -120,7 +155,7 @@ def test_the_range_guard_blocks(name):
     assert_rule_does_not_fire(SYNTH[name], before, after)  # nothing known about x
 
 
-@pytest.mark.parametrize("name", sorted(CASES) + [FMA[0]])
+@pytest.mark.parametrize("name", sorted(CASES) + [FMA[0], REM[0]])
 def test_ships_fully_proved(name):
     from eggpu.optimizer import shipped_proofs
 
@@ -143,7 +178,7 @@ def _run(fn, case) -> list:
 
 
 KERNELS = {"poi_permute": {"syn-i32-mul-divrem-pow2"}, "poi_cat": {"syn-i32-mul-div-pow2"},
-           "poi_silu_mul": {"syn-i32-regroup-pow2"}}  # naive kernels; gelu_backward (library): below
+           "poi_silu_mul": {"syn-i32-regroup-pow2"}, "poi_row_col_affine": {"syn-i32-rem-beside-div-768"}}  # naive kernels; gelu_backward (library): below
 
 
 @pytest.mark.parametrize("name", sorted(KERNELS))
