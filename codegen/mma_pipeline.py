@@ -87,9 +87,12 @@ from .layout import LV, and_masks
 from .lower_mma import store_staged, swizzled_index
 from .lower_wgmma import ALIGN as WG_ALIGN
 from .lower_wgmma import kmajor_index, mn_major, operand_offsets
+from .mma_addr import Split, address, eval_deriv, piece_base, split_pointer
 from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
+STRENGTH_REDUCE = True
+"""Whether the copies' global addresses are strength-reduced (:mod:`eggpu.codegen.mma_addr`)."""
 """Byte alignment of each stage buffer (a multiple of the 16 bytes cp.async needs)."""
 
 
@@ -109,6 +112,8 @@ class Pipeline:
     offset: ir.Constant = field(default_factory=lambda: ir.Constant(I32, 0))
     base: ir.Value | None = None
     pieces: dict[int, list[tuple]] = field(default_factory=dict)  # per load: piece_coords, before the loop
+    splits: dict[int, Split] = field(default_factory=dict)  # per load: its strength-reduced pointer (mma_addr)
+    bases: dict[int, tuple[list, list]] = field(default_factory=dict)  # per load: ([(P, [o_t(0)])] per piece, [d_t])
     saved_smem: int = 0
 
     # ------------------------------------------------------------ lowering hooks (lowering._for)
@@ -126,13 +131,15 @@ class Pipeline:
             em.smem_align(WG_ALIGN)
         plan = self.carry.plan
         for ld, rows, cols, w in zip(self.loads, (plan.M, plan.K), (plan.K, plan.N), self.widths):
-            if em.is_ptx and self.wgmma:  # loop-invariant piece coordinates, hoisted (unused ones: dead code)
+            if (em.is_ptx and self.wgmma) or id(ld) in self.splits:  # loop-invariant piece coordinates, hoisted
                 self.pieces[id(ld)] = piece_coords(em, rows, cols, w, _dest_index(rows, cols, self.wgmma))
         state = {i: inits[i] for i in self.state}
+        if self.splits:  # the invariant address parts of every piece, once (mma_addr)
+            self._ahead(lw, op, ir.Constant(lo.type, 0), state, inside=lambda: self._piece_bases(lw, lo.type))
         for d in range(self.stages - 1):
             iv = b.add(lo, b.mul(I32(d), step))
             operands, state = self._ahead(lw, op, iv, state)
-            self._issue(lw, operands, I32(d * self.stage_bytes), b.icmp_unsigned("<", I32(d), trips))
+            self._issue(lw, operands, I32(d * self.stage_bytes), b.icmp_unsigned("<", I32(d), trips), iv)
             _commit(em)
         # the byte offsets of stage k % S (read) and (k + S - 1) % S (written), carried (no urem)
         return lw._flatten([state[i] for i in self.state]) + [I32(0), I32((self.stages - 1) * self.stage_bytes)]
@@ -155,7 +162,7 @@ class Pipeline:
         operands, state = self._ahead(lw, op, iv, state)
 
         def issue() -> None:
-            self._issue(lw, operands, fill, b.icmp_unsigned("<", j, trips))
+            self._issue(lw, operands, fill, b.icmp_unsigned("<", j, trips), iv)
             _commit(em)
 
         if self.wgmma:  # after the wgmmas of iteration k, their wait_group 1 and a barrier
@@ -211,7 +218,18 @@ class Pipeline:
 
     # ------------------------------------------------------------ the slice, ahead of time
 
-    def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV]):
+    def _piece_bases(self, lw, ty: ir.Type) -> None:
+        """In the slice's scope at ``iv = 0``: each strength-reduced load's per-piece ``(P, [o_t(0)])``
+        and its derivatives ``d_t`` (:mod:`eggpu.codegen.mma_addr`)."""
+        for ld in self.loads:
+            split = self.splits.get(id(ld))
+            if split is None:
+                continue
+            pointee = ld.operands[0].type.dtype
+            per_piece = [piece_base(lw, split, pointee, r, c) for _o, r, c, _i in self.pieces[id(ld)]]
+            self.bases[id(ld)] = (per_piece, [eval_deriv(lw, t.deriv, ty) for t in split.deps])
+
+    def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV], inside=None):
         """Evaluate the slice for the iteration whose induction variable is ``iv`` and whose
         carried values are ``state``: ``(per load [ptr, mask|None, other|None], next state)``.
         Operands that are all lazy or uniform stay LVs (functions of the coordinates, evaluated
@@ -239,6 +257,8 @@ class Pipeline:
                     operands.append((lvs + [None, None])[:3])  # evaluated at the copy's coordinates
                 else:
                     operands.append(([lw.elems(lv) for lv in lvs] + [None, None])[:3])
+            if inside is not None:
+                inside()
             nxt = {}
             for i in self.state:
                 lv = lw.get(term.operands[i])
@@ -257,8 +277,8 @@ class Pipeline:
 
     # ------------------------------------------------------------ the copies
 
-    def _issue(self, lw, operands, stage_off: ir.Value, in_range: ir.Value) -> None:
-        """Copy both tiles of one iteration into the stage at byte ``stage_off`` when ``in_range``."""
+    def _issue(self, lw, operands, stage_off: ir.Value, in_range: ir.Value, iv: ir.Value) -> None:
+        """Copy both tiles of iteration ``iv`` into the stage at byte ``stage_off`` when ``in_range``."""
         em: Emitter = lw.em
         b = em.b
         base_a = b.gep(self.base, [stage_off], source_etype=I8)
@@ -277,9 +297,22 @@ class Pipeline:
                                                      (plan.K, plan.N), self.widths):
                 index = _dest_index(rows, cols, self.wgmma)
                 if isinstance(ops_[0], LV):
-                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard)
+                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard,
+                                      self._sources(lw, ld, iv))
                 else:
                     _copy_tile(lw, ld, *ops_, dest, cols, w, index)
+
+
+    def _sources(self, lw, ld: Operation, iv: ir.Value) -> list[ir.Value] | None:
+        """Each piece's source address at iteration ``iv`` when ``ld`` is strength-reduced:
+        ``P + ext(o_t(0) + iv * d_t)``, ``iv * d_t`` once per tile (:mod:`eggpu.codegen.mma_addr`)."""
+        got = self.bases.get(id(ld))
+        if got is None:
+            return None
+        per_piece, derivs = got
+        ivd = [lw.em.b.mul(iv, d) for d in derivs]
+        pointee = ld.operands[0].type.dtype
+        return [address(lw.em, self.splits[id(ld)], pointee, base, o0, ivd) for base, o0 in per_piece]
 
 
 def _next_stage(b: ir.IRBuilder, off: ir.Value, stages: int, stage_bytes: int) -> ir.Value:
@@ -300,7 +333,8 @@ def _dest_index(rows: int, cols: int, wgmma: bool):
 
 
 def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | None, dest: ir.Value,
-                      cols: int, w: int, index, pieces_at=None, guard: ir.Value | None = None) -> None:
+                      cols: int, w: int, index, pieces_at=None, guard: ir.Value | None = None,
+                      srcs: list[ir.Value] | None = None) -> None:
     """Operands that are functions of the coordinates (lazy or uniform): the tile is cut in
     pieces of ``w`` elements (16 or 8 bytes), piece ``q*NT + t`` copied by thread ``t`` with one
     ``cp.async`` (as Triton distributes them), its pointer, mask and ``other`` evaluated at the
@@ -308,7 +342,9 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
     it) is loaded element by element. The host runs the same distribution and coordinates, a
     ``cp.async`` being a copy at issue of the piece's elements (with ``src-size`` 0, i.e. the
     piece's first mask element false, zeros); its bounds check covers the tile's active
-    elements in the blocked layout first (the same set of elements)."""
+    elements in the blocked layout first (the same set of elements). ``srcs``: the pieces'
+    strength-reduced source addresses (both modes; the pieces are contiguous, so element ``i``
+    of a piece is at ``src + i``)."""
     em: Emitter = lw.em
     b = em.b
     t = ld.results[0].type
@@ -325,17 +361,18 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         lw.bounds.check(lw, ld, [lw.at(ptr, xy) for xy in coords],
                         [and_masks(em, lay.owned(em, j), None if mask is None else lw.at(mask, xy))
                          for j, xy in enumerate(coords)], t.dtype.bits // 8, "reads")
-    for owned, r, c, idx in pieces_at or piece_coords(em, rows_n, cols, w, index):
+    for n, (owned, r, c, idx) in enumerate(pieces_at or piece_coords(em, rows_n, cols, w, index)):
         if em.is_host:
             m0 = at(mask, r, c) if fast else None
             for i in range(w):
                 ci = b.add(c, em.k(c, i)) if i else c
                 m = and_masks(em, owned, m0 if fast else at(mask, r, ci))
-                v = em.gload(at(ptr, r, ci), mt, m, at(other, r, ci))
+                p = at(ptr, r, ci) if srcs is None else b.gep(srcs[n], [em.k(c, i)], source_etype=mt)
+                v = em.gload(p, mt, m, at(other, r, ci))
                 em.smem_store(dest, mt, b.add(idx, em.k(idx, i)) if i else idx, v, owned)
             continue
         dst = b.gep(dest, [idx], source_etype=mt)
-        src = at(ptr, r, c)
+        src = at(ptr, r, c) if srcs is None else srcs[n]
         if fast:
             valid = and_masks(em, guard, and_masks(em, owned, at(mask, r, c)))
             size = I32(2 * w) if valid is None or is_const_true(valid) else b.select(valid, I32(2 * w), I32(0))
@@ -614,8 +651,13 @@ def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | st
     else:
         a_bytes = -(-(plan.M * plan.K * 2) // 16) * 16
         stage = -(-(a_bytes + plan.K * plan.N * 2) // STAGE_ALIGN) * STAGE_ALIGN
-    return Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
+    pipe = Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
                     carry.wgmma)
+    for ld in loads:
+        split = split_pointer(region, slice_ops, ld.operands[0]) if STRENGTH_REDUCE else None
+        if split is not None:
+            pipe.splits[id(ld)] = split
+    return pipe
 
 
 def _slice(region: Block, loads: list[Operation], carry: MmaCarry,
