@@ -87,12 +87,13 @@ from .layout import LV, and_masks
 from .lower_mma import store_staged, swizzled_index
 from .lower_wgmma import ALIGN as WG_ALIGN
 from .lower_wgmma import kmajor_index, mn_major, operand_offsets
-from .mma_addr import Split, address, eval_deriv, piece_base, split_pointer
+from .mma_addr import Split, address, piece_base, split_pointer
 from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
-STRENGTH_REDUCE = True
-"""Whether the copies' global addresses are strength-reduced (:mod:`eggpu.codegen.mma_addr`)."""
+HOIST_ADDRESSES = True
+"""Whether the invariant part of the copies' global addresses is computed before the loop
+(:mod:`eggpu.codegen.mma_addr`); a switch for measuring it."""
 """Byte alignment of each stage buffer (a multiple of the 16 bytes cp.async needs)."""
 
 
@@ -112,8 +113,9 @@ class Pipeline:
     offset: ir.Constant = field(default_factory=lambda: ir.Constant(I32, 0))
     base: ir.Value | None = None
     pieces: dict[int, list[tuple]] = field(default_factory=dict)  # per load: piece_coords, before the loop
-    splits: dict[int, Split] = field(default_factory=dict)  # per load: its strength-reduced pointer (mma_addr)
-    bases: dict[int, tuple[list, list]] = field(default_factory=dict)  # per load: ([(P, [o_t(0)])] per piece, [d_t])
+    splits: dict[int, Split] = field(default_factory=dict)  # per load: its split pointer (mma_addr)
+    bases: dict[int, list[ir.Value]] = field(default_factory=dict)  # per load: each piece's invariant P
+    dep_lvs: dict[int, list[LV]] = field(default_factory=dict)  # per load: the last _ahead's iv-dependent offsets
     saved_smem: int = 0
 
     # ------------------------------------------------------------ lowering hooks (lowering._for)
@@ -134,12 +136,12 @@ class Pipeline:
             if (em.is_ptx and self.wgmma) or id(ld) in self.splits:  # loop-invariant piece coordinates, hoisted
                 self.pieces[id(ld)] = piece_coords(em, rows, cols, w, _dest_index(rows, cols, self.wgmma))
         state = {i: inits[i] for i in self.state}
-        if self.splits:  # the invariant address parts of every piece, once (mma_addr)
-            self._ahead(lw, op, ir.Constant(lo.type, 0), state, inside=lambda: self._piece_bases(lw, lo.type))
+        if self.splits:  # each piece's invariant address part, once (mma_addr)
+            self._ahead(lw, op, lo, state, inside=lambda: self._piece_bases(lw))
         for d in range(self.stages - 1):
             iv = b.add(lo, b.mul(I32(d), step))
             operands, state = self._ahead(lw, op, iv, state)
-            self._issue(lw, operands, I32(d * self.stage_bytes), b.icmp_unsigned("<", I32(d), trips), iv)
+            self._issue(lw, operands, I32(d * self.stage_bytes), b.icmp_unsigned("<", I32(d), trips))
             _commit(em)
         # the byte offsets of stage k % S (read) and (k + S - 1) % S (written), carried (no urem)
         return lw._flatten([state[i] for i in self.state]) + [I32(0), I32((self.stages - 1) * self.stage_bytes)]
@@ -162,7 +164,7 @@ class Pipeline:
         operands, state = self._ahead(lw, op, iv, state)
 
         def issue() -> None:
-            self._issue(lw, operands, fill, b.icmp_unsigned("<", j, trips), iv)
+            self._issue(lw, operands, fill, b.icmp_unsigned("<", j, trips))
             _commit(em)
 
         if self.wgmma:  # after the wgmmas of iteration k, their wait_group 1 and a barrier
@@ -218,16 +220,19 @@ class Pipeline:
 
     # ------------------------------------------------------------ the slice, ahead of time
 
-    def _piece_bases(self, lw, ty: ir.Type) -> None:
-        """In the slice's scope at ``iv = 0``: each strength-reduced load's per-piece ``(P, [o_t(0)])``
-        and its derivatives ``d_t`` (:mod:`eggpu.codegen.mma_addr`)."""
+    def _piece_bases(self, lw) -> None:
+        """In the slice's scope: each split load's per-piece invariant address ``P``
+        (:func:`eggpu.codegen.mma_addr.piece_base`); a load whose parts are not all lazy or
+        uniform (functions of the coordinates) keeps its whole expression."""
         for ld in self.loads:
             split = self.splits.get(id(ld))
             if split is None:
                 continue
+            if not all(lw.get(t.value).is_lazy or lw.get(t.value).is_uniform for t in split.terms):
+                del self.splits[id(ld)]
+                continue
             pointee = ld.operands[0].type.dtype
-            per_piece = [piece_base(lw, split, pointee, r, c) for _o, r, c, _i in self.pieces[id(ld)]]
-            self.bases[id(ld)] = (per_piece, [eval_deriv(lw, t.deriv, ty) for t in split.deps])
+            self.bases[id(ld)] = [piece_base(lw, split, pointee, r, c) for _o, r, c, _i in self.pieces[id(ld)]]
 
     def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV], inside=None):
         """Evaluate the slice for the iteration whose induction variable is ``iv`` and whose
@@ -255,6 +260,9 @@ class Pipeline:
                 lvs = [lw.get(v) for v in ld.operands]
                 if all(lv.is_lazy or lv.is_uniform for lv in lvs):
                     operands.append((lvs + [None, None])[:3])  # evaluated at the copy's coordinates
+                    split = self.splits.get(id(ld))
+                    if split is not None:  # this iteration's iv-dependent offsets (mma_addr)
+                        self.dep_lvs[id(ld)] = [lw.get(t.value) for t in split.deps]
                 else:
                     operands.append(([lw.elems(lv) for lv in lvs] + [None, None])[:3])
             if inside is not None:
@@ -277,8 +285,8 @@ class Pipeline:
 
     # ------------------------------------------------------------ the copies
 
-    def _issue(self, lw, operands, stage_off: ir.Value, in_range: ir.Value, iv: ir.Value) -> None:
-        """Copy both tiles of iteration ``iv`` into the stage at byte ``stage_off`` when ``in_range``."""
+    def _issue(self, lw, operands, stage_off: ir.Value, in_range: ir.Value) -> None:
+        """Copy both tiles of one iteration into the stage at byte ``stage_off`` when ``in_range``."""
         em: Emitter = lw.em
         b = em.b
         base_a = b.gep(self.base, [stage_off], source_etype=I8)
@@ -287,8 +295,8 @@ class Pipeline:
         # GPU, every copy one cp.async whose src-size is a select: fold in_range into it (a copy
         # for an iteration that does not exist reads nothing and zero-fills a stage nobody reads),
         # no branch (ptxas then keeps the loop straight and hoists the invariant address parts)
-        # (wgmma only for now: on mma_sync it also shortens the loop, 217 -> 197 SASS at 128x128x32
-        # sm_80, but costs registers, 217 -> 241)
+        # (wgmma only: on mma_sync, with the hoisted address parts, it lengthens the loop, 178 -> 187
+        # SASS at 128x128x32 sm_80, and costs registers, 232 -> 242)
         guard = in_range if em.is_ptx and self.wgmma and all(
             isinstance(o[0], LV) and _pieces_fast(lw, ld, o[1], o[2], w)
             for ld, o, w in zip(self.loads, operands, self.widths)) else None
@@ -298,21 +306,19 @@ class Pipeline:
                 index = _dest_index(rows, cols, self.wgmma)
                 if isinstance(ops_[0], LV):
                     _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard,
-                                      self._sources(lw, ld, iv))
+                                      self._sources(lw, ld))
                 else:
                     _copy_tile(lw, ld, *ops_, dest, cols, w, index)
 
 
-    def _sources(self, lw, ld: Operation, iv: ir.Value) -> list[ir.Value] | None:
-        """Each piece's source address at iteration ``iv`` when ``ld`` is strength-reduced:
-        ``P + ext(o_t(0) + iv * d_t)``, ``iv * d_t`` once per tile (:mod:`eggpu.codegen.mma_addr`)."""
-        got = self.bases.get(id(ld))
-        if got is None:
+    def _sources(self, lw, ld: Operation) -> list[ir.Value] | None:
+        """Each piece's source address for the iteration ``_ahead`` evaluated last, when ``ld``'s
+        pointer is split: ``P`` (before the loop) plus the iteration's offsets (mma_addr)."""
+        bases = self.bases.get(id(ld))
+        if bases is None:
             return None
-        per_piece, derivs = got
-        ivd = [lw.em.b.mul(iv, d) for d in derivs]
-        pointee = ld.operands[0].type.dtype
-        return [address(lw.em, self.splits[id(ld)], pointee, base, o0, ivd) for base, o0 in per_piece]
+        split, dep_lvs, pointee = self.splits[id(ld)], self.dep_lvs[id(ld)], ld.operands[0].type.dtype
+        return [address(lw, split, dep_lvs, pointee, p, r, c) for p, (_o, r, c, _i) in zip(bases, self.pieces[id(ld)])]
 
 
 def _next_stage(b: ir.IRBuilder, off: ir.Value, stages: int, stage_bytes: int) -> ir.Value:
@@ -343,8 +349,8 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
     ``cp.async`` being a copy at issue of the piece's elements (with ``src-size`` 0, i.e. the
     piece's first mask element false, zeros); its bounds check covers the tile's active
     elements in the blocked layout first (the same set of elements). ``srcs``: the pieces'
-    strength-reduced source addresses (both modes; the pieces are contiguous, so element ``i``
-    of a piece is at ``src + i``)."""
+    source addresses from the split pointer (both modes; a piece is contiguous, so its element
+    ``i`` is at ``src + i``)."""
     em: Emitter = lw.em
     b = em.b
     t = ld.results[0].type
@@ -654,7 +660,7 @@ def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | st
     pipe = Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
                     carry.wgmma)
     for ld in loads:
-        split = split_pointer(region, slice_ops, ld.operands[0]) if STRENGTH_REDUCE else None
+        split = split_pointer(region, slice_ops, ld.operands[0]) if HOIST_ADDRESSES else None
         if split is not None:
             pipe.splits[id(ld)] = split
     return pipe

@@ -357,3 +357,30 @@ def test_num_stages_is_part_of_the_cache_key(tmp_path):
     assert (first.report["cache"], other.report["cache"], again.report["cache"]) == ("miss", "miss", "hit")
     assert again.options.num_stages == 2 and again.ptx == first.ptx != other.ptx
     assert "cp.async.wait_group" in first.ptx
+
+
+@pytest.mark.parametrize("target,strategy", [("sm_80", None), ("sm_90a", "wgmma")])
+def test_hoisted_address_parts_shorten_the_k_loop(monkeypatch, target, strategy):
+    """Each copy's loop-invariant address part (``a_ptr + rm * K``) is computed before the loop
+    (codegen/mma_addr.py): the SASS K loop is shorter than with the whole expression evaluated
+    per iteration, without spills; run_cpu's use of the same addresses is checked by the
+    bit-exact tests above (mm_iv, mm_strided: invariant terms on both sides of the varying one)."""
+    from bench.mma_static import disassemble, k_loop
+    from eggpu.codegen import mma_pipeline
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.ir.facts import Facts
+
+    def loop(hoist: bool) -> int:
+        monkeypatch.setattr(mma_pipeline, "HOIST_ADDRESSES", hoist)
+        fn = _inst().ir()
+        fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
+        cp = compile_ptx_module(fn, target, num_warps=4, num_stages=3, dot_strategy=strategy)
+        assert cp.lowered.dots[0]["pipelined"], cp.lowered.dots
+        rep = run_ptxas(cp.ptx, target)
+        assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+        text = disassemble(rep.cubin)
+        if text is None:
+            pytest.skip("nvdisasm is not installed")
+        return len(k_loop(text, ("HMMA", "HGMMA")))
+
+    assert loop(True) < loop(False)
