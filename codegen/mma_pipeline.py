@@ -92,6 +92,16 @@ from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
 HOIST_ADDRESSES = True
+IGNORE_SRC = True
+"""Whether a zero-filling copy uses ``cp.async``'s ``ignore-src`` predicate where the PTX ISA has
+it (7.5+: sm_87 and later) instead of a ``src-size`` select; a switch for measuring it."""
+
+
+def _has_ignore_src(lw) -> bool:
+    """Whether the target's PTX ISA has ``cp.async``'s ``ignore-src`` predicate (7.5+)."""
+    from eggpu.ir.targets import resolve_gpu_target
+
+    return IGNORE_SRC and lw.em.is_ptx and resolve_gpu_target(lw.target_name).ptx_isa >= (7, 5)
 """Whether the invariant part of the copies' global addresses is computed before the loop
 (:mod:`eggpu.codegen.mma_addr`); a switch for measuring it."""
 """Byte alignment of each stage buffer (a multiple of the 16 bytes cp.async needs)."""
@@ -381,12 +391,13 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         src = at(ptr, r, c) if srcs is None else srcs[n]
         if fast:
             valid = and_masks(em, guard, and_masks(em, owned, at(mask, r, c)))
-            size = I32(2 * w) if valid is None or is_const_true(valid) else b.select(valid, I32(2 * w), I32(0))
-            if owned is None:
-                _cp_async(em, dst, src, 2 * w, size)
-            else:
-                with b.if_then(owned):
-                    _cp_async(em, dst, src, 2 * w, size)
+            with contextlib.nullcontext() if owned is None else b.if_then(owned):
+                if valid is None or is_const_true(valid):
+                    _cp_async(em, dst, src, 2 * w, I32(2 * w))
+                elif _has_ignore_src(lw):
+                    _cp_async_ignore_src(em, dst, src, 2 * w, b.not_(valid))
+                else:
+                    _cp_async(em, dst, src, 2 * w, b.select(valid, I32(2 * w), I32(0)))
             continue
         cs = [c] + [b.add(c, I32(i)) for i in range(1, w)]
         ms = [at(mask, r, ci) for ci in cs]
@@ -557,6 +568,19 @@ def _cp_async(em: Emitter, dst: ir.Value, src: ir.Value, nbytes: int, src_size: 
         args.append(src_size)
     fn = em.declare(name, VOID, [a.type for a in args])
     em.b.call(fn, args)
+
+
+def _cp_async_ignore_src(em: Emitter, dst: ir.Value, src: ir.Value, nbytes: int, ignore: ir.Value) -> None:
+    """``cp.async.{cg|ca}.shared.global [dst], [src], nbytes, ignore`` (GPU): the predicate form
+    of a zero-filling copy (``ignore`` true: nothing is read, the destination gets zeros). LLVM
+    turns ``select(a & b & c, 16, 0)`` into a chain of selects that ptxas compares back to a
+    predicate; an ``i1`` operand keeps the conjunction a predicate."""
+    kind = "cg" if nbytes == 16 else "ca"
+    b = em.b
+    args = [b.ptrtoint(dst, ir.IntType(64)), b.ptrtoint(src, ir.IntType(64)), ignore]
+    fnty = ir.FunctionType(VOID, [a.type for a in args])
+    text = f"cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;"
+    b.call(ir.InlineAsm(fnty, text, "l,l,b,~{memory}", side_effect=True), args)
 
 
 def _commit(em: Emitter) -> None:
