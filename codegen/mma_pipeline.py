@@ -55,6 +55,12 @@ chunk is one ``cp.async.ca`` of 8 bytes. The destination is the swizzled element
 register staging uses (:func:`eggpu.codegen.lower_mma.swizzled_index`), so ``ldmatrix`` is
 unchanged.
 
+Addresses: a load's pointer split by :mod:`eggpu.codegen.mma_addr` (``a_ptr + rm * K + (k +
+rk)``) has each piece's loop-invariant part computed once before the loop; a copy adds the
+iteration's offsets to it (the same offsets, so the same addresses), in both modes. A zero-filling
+piece copy takes ``cp.async``'s ``ignore-src`` predicate where the PTX ISA has it (7.5+), so the
+mask conjunction is not turned into a chain of ``src-size`` selects.
+
 Host (``run_cpu``): the same schedule, stage buffers and swizzle (and the per-thread piece
 distribution of :func:`_copy_tile_pieces`; in the lane-pair scheme each lane copies its own
 chunks); a ``cp.async`` is a copy at
