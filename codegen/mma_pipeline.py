@@ -58,8 +58,8 @@ unchanged.
 Addresses: a load's pointer split by :mod:`eggpu.codegen.mma_addr` (``a_ptr + rm * K + (k +
 rk)``) has each piece's loop-invariant part computed once before the loop; a copy adds the
 iteration's offsets to it (the same offsets, so the same addresses), in both modes. A zero-filling
-piece copy takes ``cp.async``'s ``ignore-src`` predicate where the PTX ISA has it (7.5+), so the
-mask conjunction is not turned into a chain of ``src-size`` selects.
+piece copy's ``src-size`` comes from an opaque ``selp`` (:func:`_src_size`), so LLVM keeps the
+mask conjunction one predicate instead of a chain of selects.
 
 Host (``run_cpu``): the same schedule, stage buffers and swizzle (and the per-thread piece
 distribution of :func:`_copy_tile_pieces`; in the lane-pair scheme each lane copies its own
@@ -98,19 +98,8 @@ from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
 HOIST_ADDRESSES = True
-IGNORE_SRC = True
-"""Whether a zero-filling copy uses ``cp.async``'s ``ignore-src`` predicate where the PTX ISA has
-it (7.5+: sm_87 and later) instead of a ``src-size`` select; a switch for measuring it."""
-
-
-def _has_ignore_src(lw) -> bool:
-    """Whether the target's PTX ISA has ``cp.async``'s ``ignore-src`` predicate (7.5+)."""
-    from eggpu.ir.targets import resolve_gpu_target
-
-    return IGNORE_SRC and lw.em.is_ptx and resolve_gpu_target(lw.target_name).ptx_isa >= (7, 5)
 """Whether the invariant part of the copies' global addresses is computed before the loop
 (:mod:`eggpu.codegen.mma_addr`); a switch for measuring it."""
-"""Byte alignment of each stage buffer (a multiple of the 16 bytes cp.async needs)."""
 
 
 @dataclass
@@ -311,8 +300,8 @@ class Pipeline:
         # GPU, every copy one cp.async whose src-size is a select: fold in_range into it (a copy
         # for an iteration that does not exist reads nothing and zero-fills a stage nobody reads),
         # no branch (ptxas then keeps the loop straight and hoists the invariant address parts)
-        # (wgmma only: on mma_sync, with the hoisted address parts, it lengthens the loop, 178 -> 187
-        # SASS at 128x128x32 sm_80, and costs registers, 232 -> 242)
+        # (wgmma only: on mma_sync, with the hoisted address parts and _src_size, it lengthens the
+        # loop, 161 -> 169 SASS at 128x128x32 sm_80, and costs registers, 236 -> 242)
         guard = in_range if em.is_ptx and self.wgmma and all(
             isinstance(o[0], LV) and _pieces_fast(lw, ld, o[1], o[2], w)
             for ld, o, w in zip(self.loads, operands, self.widths)) else None
@@ -398,12 +387,8 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         if fast:
             valid = and_masks(em, guard, and_masks(em, owned, at(mask, r, c)))
             with contextlib.nullcontext() if owned is None else b.if_then(owned):
-                if valid is None or is_const_true(valid):
-                    _cp_async(em, dst, src, 2 * w, I32(2 * w))
-                elif _has_ignore_src(lw):
-                    _cp_async_ignore_src(em, dst, src, 2 * w, b.not_(valid))
-                else:
-                    _cp_async(em, dst, src, 2 * w, b.select(valid, I32(2 * w), I32(0)))
+                whole = valid is None or is_const_true(valid)
+                _cp_async(em, dst, src, 2 * w, I32(2 * w) if whole else _src_size(em, valid, 2 * w))
             continue
         cs = [c] + [b.add(c, I32(i)) for i in range(1, w)]
         ms = [at(mask, r, ci) for ci in cs]
@@ -576,17 +561,15 @@ def _cp_async(em: Emitter, dst: ir.Value, src: ir.Value, nbytes: int, src_size: 
     em.b.call(fn, args)
 
 
-def _cp_async_ignore_src(em: Emitter, dst: ir.Value, src: ir.Value, nbytes: int, ignore: ir.Value) -> None:
-    """``cp.async.{cg|ca}.shared.global [dst], [src], nbytes, ignore`` (GPU): the predicate form
-    of a zero-filling copy (``ignore`` true: nothing is read, the destination gets zeros). LLVM
-    turns ``select(a & b & c, 16, 0)`` into a chain of selects that ptxas compares back to a
-    predicate; an ``i1`` operand keeps the conjunction a predicate."""
-    kind = "cg" if nbytes == 16 else "ca"
-    b = em.b
-    args = [b.ptrtoint(dst, ir.IntType(64)), b.ptrtoint(src, ir.IntType(64)), ignore]
-    fnty = ir.FunctionType(VOID, [a.type for a in args])
-    text = f"cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;"
-    b.call(ir.InlineAsm(fnty, text, "l,l,b,~{memory}", side_effect=True), args)
+def _src_size(em: Emitter, valid: ir.Value, nbytes: int) -> ir.Value:
+    """``valid ? nbytes : 0`` as a ``cp.async`` ``src-size`` (GPU), through an opaque
+    ``selp.b32``: LLVM turns ``select(a & b & c, 16, 0)`` into a chain of selects, which ptxas
+    then compares back to a predicate (six instructions per piece at 128x128x32); behind the
+    inline asm the conjunction stays one predicate (K loop 178 -> 161 SASS on sm_80). Measured
+    against ``cp.async``'s ``ignore-src`` predicate (PTX ISA 7.5+): equal or fewer instructions
+    and registers everywhere, and it exists on every target."""
+    fnty = ir.FunctionType(I32, [I1])
+    return em.b.call(ir.InlineAsm(fnty, f"selp.b32 $0, {nbytes}, 0, $1;", "=r,b"), [valid])
 
 
 def _commit(em: Emitter) -> None:

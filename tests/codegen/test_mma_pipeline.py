@@ -200,10 +200,9 @@ def test_ptxas_accepts_pipelined_loop_and_sass_has_ldgsts(target):
 
     cp = _ptx_pipelined(target, (64, 64, 32))
     assert "cp.async.cg.shared.global" in cp.ptx and "cp.async.wait_group" in cp.ptx
-    # zero-filling copies: the ignore-src predicate where the PTX ISA has it (7.5+), else src-size
-    ignore_src = re.search(r"cp\.async\.cg\.shared\.global \[%rd\d+\], \[%rd\d+\], 16, %p\d+;", cp.ptx)
-    src_size = re.search(r"cp\.async\.cg\.shared\.global \[%rd\d+\], \[%rd\d+\], 16, %r\d+;", cp.ptx)
-    assert (ignore_src is not None, src_size is None) == ((target in ("sm_89", "sm_90", "sm_90a")),) * 2, cp.ptx
+    # zero-filling copies: src-size from one opaque selp of the whole mask (no select chain)
+    sizes = re.findall(r"cp\.async\.cg\.shared\.global \[%rd\d+\], \[%rd\d+\], 16, (%r\d+);", cp.ptx)
+    assert sizes and all(re.search(rf"selp\.b32 {re.escape(r)}, 16, 0, %p\d+;", cp.ptx) for r in sizes), cp.ptx
     rep = run_ptxas(cp.ptx, target)
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
     text = disassemble(rep.cubin)
