@@ -55,6 +55,12 @@ chunk is one ``cp.async.ca`` of 8 bytes. The destination is the swizzled element
 register staging uses (:func:`eggpu.codegen.lower_mma.swizzled_index`), so ``ldmatrix`` is
 unchanged.
 
+Addresses: a load's pointer split by :mod:`eggpu.codegen.mma_addr` (``a_ptr + rm * K + (k +
+rk)``) has each piece's loop-invariant part computed once before the loop; a copy adds the
+iteration's offsets to it (the same offsets, so the same addresses), in both modes. A zero-filling
+piece copy's ``src-size`` comes from an opaque ``selp`` (:func:`_src_size`), so LLVM keeps the
+mask conjunction one predicate instead of a chain of selects.
+
 Host (``run_cpu``): the same schedule, stage buffers and swizzle (and the per-thread piece
 distribution of :func:`_copy_tile_pieces`; in the lane-pair scheme each lane copies its own
 chunks); a ``cp.async`` is a copy at
@@ -87,10 +93,13 @@ from .layout import LV, and_masks
 from .lower_mma import store_staged, swizzled_index
 from .lower_wgmma import ALIGN as WG_ALIGN
 from .lower_wgmma import kmajor_index, mn_major, operand_offsets
+from .mma_addr import Split, address, piece_base, split_pointer
 from .mma_carry import MmaCarry, _uses
 
 STAGE_ALIGN = 128
-"""Byte alignment of each stage buffer (a multiple of the 16 bytes cp.async needs)."""
+HOIST_ADDRESSES = True
+"""Whether the invariant part of the copies' global addresses is computed before the loop
+(:mod:`eggpu.codegen.mma_addr`); a switch for measuring it."""
 
 
 @dataclass
@@ -109,6 +118,9 @@ class Pipeline:
     offset: ir.Constant = field(default_factory=lambda: ir.Constant(I32, 0))
     base: ir.Value | None = None
     pieces: dict[int, list[tuple]] = field(default_factory=dict)  # per load: piece_coords, before the loop
+    splits: dict[int, Split] = field(default_factory=dict)  # per load: its split pointer (mma_addr)
+    bases: dict[int, list[ir.Value]] = field(default_factory=dict)  # per load: each piece's invariant P
+    dep_lvs: dict[int, list[LV]] = field(default_factory=dict)  # per load: the last _ahead's iv-dependent offsets
     saved_smem: int = 0
 
     # ------------------------------------------------------------ lowering hooks (lowering._for)
@@ -126,9 +138,11 @@ class Pipeline:
             em.smem_align(WG_ALIGN)
         plan = self.carry.plan
         for ld, rows, cols, w in zip(self.loads, (plan.M, plan.K), (plan.K, plan.N), self.widths):
-            if em.is_ptx and self.wgmma:  # loop-invariant piece coordinates, hoisted (unused ones: dead code)
+            if (em.is_ptx and self.wgmma) or id(ld) in self.splits:  # loop-invariant piece coordinates, hoisted
                 self.pieces[id(ld)] = piece_coords(em, rows, cols, w, _dest_index(rows, cols, self.wgmma))
         state = {i: inits[i] for i in self.state}
+        if self.splits:  # each piece's invariant address part, once (mma_addr)
+            self._ahead(lw, op, lo, state, inside=lambda: self._piece_bases(lw))
         for d in range(self.stages - 1):
             iv = b.add(lo, b.mul(I32(d), step))
             operands, state = self._ahead(lw, op, iv, state)
@@ -211,7 +225,21 @@ class Pipeline:
 
     # ------------------------------------------------------------ the slice, ahead of time
 
-    def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV]):
+    def _piece_bases(self, lw) -> None:
+        """In the slice's scope: each split load's per-piece invariant address ``P``
+        (:func:`eggpu.codegen.mma_addr.piece_base`); a load whose parts are not all lazy or
+        uniform (functions of the coordinates) keeps its whole expression."""
+        for ld in self.loads:
+            split = self.splits.get(id(ld))
+            if split is None:
+                continue
+            if not all(lw.get(t.value).is_lazy or lw.get(t.value).is_uniform for t in split.terms):
+                del self.splits[id(ld)]
+                continue
+            pointee = ld.operands[0].type.dtype
+            self.bases[id(ld)] = [piece_base(lw, split, pointee, r, c) for _o, r, c, _i in self.pieces[id(ld)]]
+
+    def _ahead(self, lw, op: Operation, iv: ir.Value, state: dict[int, LV], inside=None):
         """Evaluate the slice for the iteration whose induction variable is ``iv`` and whose
         carried values are ``state``: ``(per load [ptr, mask|None, other|None], next state)``.
         Operands that are all lazy or uniform stay LVs (functions of the coordinates, evaluated
@@ -237,8 +265,13 @@ class Pipeline:
                 lvs = [lw.get(v) for v in ld.operands]
                 if all(lv.is_lazy or lv.is_uniform for lv in lvs):
                     operands.append((lvs + [None, None])[:3])  # evaluated at the copy's coordinates
+                    split = self.splits.get(id(ld))
+                    if split is not None:  # this iteration's iv-dependent offsets (mma_addr)
+                        self.dep_lvs[id(ld)] = [lw.get(t.value) for t in split.deps]
                 else:
                     operands.append(([lw.elems(lv) for lv in lvs] + [None, None])[:3])
+            if inside is not None:
+                inside()
             nxt = {}
             for i in self.state:
                 lv = lw.get(term.operands[i])
@@ -267,8 +300,8 @@ class Pipeline:
         # GPU, every copy one cp.async whose src-size is a select: fold in_range into it (a copy
         # for an iteration that does not exist reads nothing and zero-fills a stage nobody reads),
         # no branch (ptxas then keeps the loop straight and hoists the invariant address parts)
-        # (wgmma only for now: on mma_sync it also shortens the loop, 217 -> 197 SASS at 128x128x32
-        # sm_80, but costs registers, 217 -> 241)
+        # (wgmma only: on mma_sync, with the hoisted address parts and _src_size, it lengthens the
+        # loop, 161 -> 169 SASS at 128x128x32 sm_80, and costs registers, 236 -> 242)
         guard = in_range if em.is_ptx and self.wgmma and all(
             isinstance(o[0], LV) and _pieces_fast(lw, ld, o[1], o[2], w)
             for ld, o, w in zip(self.loads, operands, self.widths)) else None
@@ -277,9 +310,20 @@ class Pipeline:
                                                      (plan.K, plan.N), self.widths):
                 index = _dest_index(rows, cols, self.wgmma)
                 if isinstance(ops_[0], LV):
-                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard)
+                    _copy_tile_pieces(lw, ld, *ops_, dest, cols, w, index, self.pieces.get(id(ld)), guard,
+                                      self._sources(lw, ld))
                 else:
                     _copy_tile(lw, ld, *ops_, dest, cols, w, index)
+
+
+    def _sources(self, lw, ld: Operation) -> list[ir.Value] | None:
+        """Each piece's source address for the iteration ``_ahead`` evaluated last, when ``ld``'s
+        pointer is split: ``P`` (before the loop) plus the iteration's offsets (mma_addr)."""
+        bases = self.bases.get(id(ld))
+        if bases is None:
+            return None
+        split, dep_lvs, pointee = self.splits[id(ld)], self.dep_lvs[id(ld)], ld.operands[0].type.dtype
+        return [address(lw, split, dep_lvs, pointee, p, r, c) for p, (_o, r, c, _i) in zip(bases, self.pieces[id(ld)])]
 
 
 def _next_stage(b: ir.IRBuilder, off: ir.Value, stages: int, stage_bytes: int) -> ir.Value:
@@ -300,7 +344,8 @@ def _dest_index(rows: int, cols: int, wgmma: bool):
 
 
 def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | None, dest: ir.Value,
-                      cols: int, w: int, index, pieces_at=None, guard: ir.Value | None = None) -> None:
+                      cols: int, w: int, index, pieces_at=None, guard: ir.Value | None = None,
+                      srcs: list[ir.Value] | None = None) -> None:
     """Operands that are functions of the coordinates (lazy or uniform): the tile is cut in
     pieces of ``w`` elements (16 or 8 bytes), piece ``q*NT + t`` copied by thread ``t`` with one
     ``cp.async`` (as Triton distributes them), its pointer, mask and ``other`` evaluated at the
@@ -308,7 +353,9 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
     it) is loaded element by element. The host runs the same distribution and coordinates, a
     ``cp.async`` being a copy at issue of the piece's elements (with ``src-size`` 0, i.e. the
     piece's first mask element false, zeros); its bounds check covers the tile's active
-    elements in the blocked layout first (the same set of elements)."""
+    elements in the blocked layout first (the same set of elements). ``srcs``: the pieces'
+    source addresses from the split pointer (both modes; a piece is contiguous, so its element
+    ``i`` is at ``src + i``)."""
     em: Emitter = lw.em
     b = em.b
     t = ld.results[0].type
@@ -325,25 +372,23 @@ def _copy_tile_pieces(lw, ld: Operation, ptr: LV, mask: LV | None, other: LV | N
         lw.bounds.check(lw, ld, [lw.at(ptr, xy) for xy in coords],
                         [and_masks(em, lay.owned(em, j), None if mask is None else lw.at(mask, xy))
                          for j, xy in enumerate(coords)], t.dtype.bits // 8, "reads")
-    for owned, r, c, idx in pieces_at or piece_coords(em, rows_n, cols, w, index):
+    for n, (owned, r, c, idx) in enumerate(pieces_at or piece_coords(em, rows_n, cols, w, index)):
         if em.is_host:
             m0 = at(mask, r, c) if fast else None
             for i in range(w):
                 ci = b.add(c, em.k(c, i)) if i else c
                 m = and_masks(em, owned, m0 if fast else at(mask, r, ci))
-                v = em.gload(at(ptr, r, ci), mt, m, at(other, r, ci))
+                p = at(ptr, r, ci) if srcs is None else b.gep(srcs[n], [em.k(c, i)], source_etype=mt)
+                v = em.gload(p, mt, m, at(other, r, ci))
                 em.smem_store(dest, mt, b.add(idx, em.k(idx, i)) if i else idx, v, owned)
             continue
         dst = b.gep(dest, [idx], source_etype=mt)
-        src = at(ptr, r, c)
+        src = at(ptr, r, c) if srcs is None else srcs[n]
         if fast:
             valid = and_masks(em, guard, and_masks(em, owned, at(mask, r, c)))
-            size = I32(2 * w) if valid is None or is_const_true(valid) else b.select(valid, I32(2 * w), I32(0))
-            if owned is None:
-                _cp_async(em, dst, src, 2 * w, size)
-            else:
-                with b.if_then(owned):
-                    _cp_async(em, dst, src, 2 * w, size)
+            with contextlib.nullcontext() if owned is None else b.if_then(owned):
+                whole = valid is None or is_const_true(valid)
+                _cp_async(em, dst, src, 2 * w, I32(2 * w) if whole else _src_size(em, valid, 2 * w))
             continue
         cs = [c] + [b.add(c, I32(i)) for i in range(1, w)]
         ms = [at(mask, r, ci) for ci in cs]
@@ -516,6 +561,17 @@ def _cp_async(em: Emitter, dst: ir.Value, src: ir.Value, nbytes: int, src_size: 
     em.b.call(fn, args)
 
 
+def _src_size(em: Emitter, valid: ir.Value, nbytes: int) -> ir.Value:
+    """``valid ? nbytes : 0`` as a ``cp.async`` ``src-size`` (GPU), through an opaque
+    ``selp.b32``: LLVM turns ``select(a & b & c, 16, 0)`` into a chain of selects, which ptxas
+    then compares back to a predicate (six instructions per piece at 128x128x32); behind the
+    inline asm the conjunction stays one predicate (K loop 178 -> 161 SASS on sm_80). Measured
+    against ``cp.async``'s ``ignore-src`` predicate (PTX ISA 7.5+): equal or fewer instructions
+    and registers everywhere, and it exists on every target."""
+    fnty = ir.FunctionType(I32, [I1])
+    return em.b.call(ir.InlineAsm(fnty, f"selp.b32 $0, {nbytes}, 0, $1;", "=r,b"), [valid])
+
+
 def _commit(em: Emitter) -> None:
     if em.is_ptx:
         em.b.call(em.declare("llvm.nvvm.cp.async.commit.group", VOID, []), [])
@@ -614,8 +670,13 @@ def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | st
     else:
         a_bytes = -(-(plan.M * plan.K * 2) // 16) * 16
         stage = -(-(a_bytes + plan.K * plan.N * 2) // STAGE_ALIGN) * STAGE_ALIGN
-    return Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
+    pipe = Pipeline(carry, (loads[0], loads[1]), slice_ops, state, 0, (widths[0], widths[1]), a_bytes, stage,
                     carry.wgmma)
+    for ld in loads:
+        split = split_pointer(region, slice_ops, ld.operands[0]) if HOIST_ADDRESSES else None
+        if split is not None:
+            pipe.splits[id(ld)] = split
+    return pipe
 
 
 def _slice(region: Block, loads: list[Operation], carry: MmaCarry,

@@ -200,6 +200,9 @@ def test_ptxas_accepts_pipelined_loop_and_sass_has_ldgsts(target):
 
     cp = _ptx_pipelined(target, (64, 64, 32))
     assert "cp.async.cg.shared.global" in cp.ptx and "cp.async.wait_group" in cp.ptx
+    # zero-filling copies: src-size from one opaque selp of the whole mask (no select chain)
+    sizes = re.findall(r"cp\.async\.cg\.shared\.global \[%rd\d+\], \[%rd\d+\], 16, (%r\d+);", cp.ptx)
+    assert sizes and all(re.search(rf"selp\.b32 {re.escape(r)}, 16, 0, %p\d+;", cp.ptx) for r in sizes), cp.ptx
     rep = run_ptxas(cp.ptx, target)
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
     text = disassemble(rep.cubin)
@@ -357,3 +360,30 @@ def test_num_stages_is_part_of_the_cache_key(tmp_path):
     assert (first.report["cache"], other.report["cache"], again.report["cache"]) == ("miss", "miss", "hit")
     assert again.options.num_stages == 2 and again.ptx == first.ptx != other.ptx
     assert "cp.async.wait_group" in first.ptx
+
+
+@pytest.mark.parametrize("target,strategy", [("sm_80", None), ("sm_90a", "wgmma")])
+def test_hoisted_address_parts_shorten_the_k_loop(monkeypatch, target, strategy):
+    """Each copy's loop-invariant address part (``a_ptr + rm * K``) is computed before the loop
+    (codegen/mma_addr.py): the SASS K loop is shorter than with the whole expression evaluated
+    per iteration, without spills; run_cpu's use of the same addresses is checked by the
+    bit-exact tests above (mm_iv, mm_strided: invariant terms on both sides of the varying one)."""
+    from bench.mma_static import disassemble, k_loop
+    from eggpu.codegen import mma_pipeline
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.ir.facts import Facts
+
+    def loop(hoist: bool) -> int:
+        monkeypatch.setattr(mma_pipeline, "HOIST_ADDRESSES", hoist)
+        fn = _inst().ir()
+        fn.facts = fn.facts.merged(Facts.make({k: [v] for k, v in IV_FACTS.items()}))
+        cp = compile_ptx_module(fn, target, num_warps=4, num_stages=3, dot_strategy=strategy)
+        assert cp.lowered.dots[0]["pipelined"], cp.lowered.dots
+        rep = run_ptxas(cp.ptx, target)
+        assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+        text = disassemble(rep.cubin)
+        if text is None:
+            pytest.skip("nvdisasm is not installed")
+        return len(k_loop(text, ("HMMA", "HGMMA")))
+
+    assert loop(True) < loop(False)
