@@ -36,7 +36,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from eggpu.ir import DType, Function
+from eggpu.ir import DType, Function, Operation
 from eggpu.ir.dtypes import bool_, numpy_dtype
 
 from .synth_terms import (
@@ -71,6 +71,17 @@ TARGET_MAX_OP_COST = 4.0
 MAX_SHARED = 4
 
 
+def _producers_and_reused(fn: Function) -> tuple[dict[int, Operation], set[int]]:
+    """The op producing each value of ``fn`` (by ``id``) and the ids of the values it uses more
+    than once (one synthesizer variable each: Inductor's ``xindex`` read by a ``%`` and a ``//``)."""
+    producers = {id(r): op for op in fn.walk() for r in op.results}
+    uses: dict[int, int] = {}
+    for op in fn.walk():
+        for v in op.operands:
+            uses[id(v)] = uses.get(id(v), 0) + 1
+    return producers, {i for i, n in uses.items() if n > 1}
+
+
 def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                    lane_cost: Callable[[str, DType], float], const_cost: float,
                    max_size: int = MAX_WORKLOAD_SIZE, depth: int = WORKLOAD_DEPTH) -> list[Term]:
@@ -80,12 +91,7 @@ def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
     sigs = {(s.op, s.operands): s for s in signatures(dtype)}
     out: dict[str, Term] = {}
     for fn in fns:
-        producers = {id(r): op for op in fn.walk() for r in op.results}
-        uses: dict[int, int] = {}
-        for op in fn.walk():
-            for v in op.operands:
-                uses[id(v)] = uses.get(id(v), 0) + 1
-        reused = {i for i, n in uses.items() if n > 1}
+        producers, reused = _producers_and_reused(fn)
         for op in fn.walk():
             if len(op.results) != 1 or op.results[0].type.shape == ():
                 continue
@@ -118,12 +124,7 @@ def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
     sigs = {(s.op, s.operands): s for s in signatures(dtype)}
     out: dict[str, list[Term]] = {}
     for fn in fns:
-        producers = {id(r): op for op in fn.walk() for r in op.results}
-        uses: dict[int, int] = {}
-        for op in fn.walk():
-            for v in op.operands:
-                uses[id(v)] = uses.get(id(v), 0) + 1
-        reused = {i for i, n in uses.items() if n > 1}
+        producers, reused = _producers_and_reused(fn)
         roots = [op.results[0] for op in fn.walk() if len(op.results) == 1 and op.results[0].type.shape != ()
                  and op.results[0].type.dtype == dtype  # a bool term (a mask) has nothing to reuse
                  and (op.op, tuple(v.type.dtype for v in op.operands)) in sigs]

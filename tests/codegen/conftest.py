@@ -91,3 +91,17 @@ def load_tile(b, param: str, rows: int, cols: int):
     c = b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=cols), axis=0), shape=shape)
     off = b.op("add", b.op("mul", r, b.op("splat", b.const(cols, i32), shape=shape)), c)
     return b.op("load", b.op("addptr", b.op("splat", b.param(param), shape=shape), off))
+
+
+def masked_lanes(b, block: int, n: str = "n"):
+    """``(mask, at)`` of the usual 1-D kernel (IR ``Builder`` ops): lanes ``pid * block + arange``,
+    ``mask`` = lane < the scalar parameter ``n``, ``at(param)`` = the lanes' pointers into ``param``."""
+    pid = b.op("program_id", axis=0)
+    offs = b.op("add", b.op("splat", b.op("mul", pid, b.const(block, i32)), shape=(block,)),
+                b.op("arange", start=0, end=block))
+    mask = b.op("lt", offs, b.op("splat", b.param(n), shape=(block,)))
+
+    def at(name: str):
+        return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
+
+    return mask, at

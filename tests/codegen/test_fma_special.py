@@ -13,7 +13,7 @@ import numpy as np
 
 from eggpu.ir import Builder, f64, i32, pointer, scalar
 
-from .conftest import run_compare
+from .conftest import masked_lanes, run_compare
 
 inf, nan = float("inf"), float("nan")
 EDGES = (0.0, -0.0, 1.0, -2.0, 1e300, -1e300, 1.7e308, 5e-324, inf, -inf, nan)
@@ -22,13 +22,7 @@ EDGES = (0.0, -0.0, 1.0, -2.0, 1e300, -1e300, 1.7e308, 5e-324, inf, -inf, nan)
 def fma_kernel(block: int):
     b = Builder("fma64", [("a", pointer(f64)), ("b", pointer(f64)), ("c", pointer(f64)), ("out", pointer(f64)),
                           ("n", scalar(i32))])
-    pid = b.op("program_id", axis=0)
-    offs = b.op("add", b.op("splat", b.op("mul", pid, b.const(block, i32)), shape=(block,)),
-                b.op("arange", start=0, end=block))
-    mask = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
-
-    def at(name):
-        return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
+    mask, at = masked_lanes(b, block)
 
     x, y, z = (b.op("load", at(nm), mask) for nm in "abc")
     b.effect("store", at("out"), b.op("fma", x, y, z), mask)

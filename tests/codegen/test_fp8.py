@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from eggpu.ir import Builder, bf16, f16, f32, f64, fp8e4nv, fp8e5, i32, pointer, scalar
 from eggpu.ir.errors import IRError
 
-from .conftest import host_kernel
+from .conftest import host_kernel, masked_lanes
 from .test_ptx_features import needs_toolchain
 
 FP8 = (fp8e4nv, fp8e5)
@@ -58,13 +58,7 @@ def _special_inputs(dt, src) -> np.ndarray:
 def convert_kernel(src, dst, block=128):
     """``out[i] = x[i].to(dst)`` for i < n."""
     b = Builder(f"cvt_{src}_{dst}", [("x", pointer(src)), ("out", pointer(dst)), ("n", scalar(i32))])
-    pid = b.op("program_id", axis=0)
-    offs = b.op("add", b.op("splat", b.op("mul", pid, b.const(block, i32)), shape=(block,)),
-                b.op("arange", start=0, end=block))
-    mask = b.op("lt", offs, b.op("splat", b.param("n"), shape=(block,)))
-
-    def at(name):
-        return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
+    mask, at = masked_lanes(b, block)
 
     b.effect("store", at("out"), b.op("cast", b.op("load", at("x"), mask), dtype=dst), mask)
     return b.finish()
