@@ -298,7 +298,7 @@ class _Eval:
             ranges = []
             for j, o in enumerate(op.operands):
                 vs, rng = lane_vars(f"blk_{j}", o.type.shape)
-                operands.append(self.at(o, vs))
+                operands.append(ck.canonical(self.at(o, vs)))
                 ranges.append(rng)
             key = (op.op, tuple(sorted(op.attrs.items())), tuple(o.type for o in op.operands))
             name = ck.blocks.identify(key, operands, self.side, z3.And(ranges))
@@ -465,13 +465,13 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
                     _check_dropped_mask(ck, eb.at(vb, idx), rng, f"{_describe(ob, k)} mask", unknown, failures)
                 continue  # `other` is never selected under a mask that is true on every lane
             va = oa.operands[j]
-            xb, xa = eb.at(vb, idx), ea.at(va, idx)
+            xb, xa = ck.canonical(eb.at(vb, idx)), ck.canonical(ea.at(va, idx))
             ck.checks += 1
             if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
                 continue
             context = [rng]
             if mask_j is not None:
-                m = eb.at(ob.operands[mask_j], idx)
+                m = ck.canonical(eb.at(ob.operands[mask_j], idx))
                 context += [m.defined, m.value if on else z3.Not(m.value)]
             ctx = z3.And(context) if len(context) > 1 else context[0]
             if ck.refines(xb, xa, ctx):

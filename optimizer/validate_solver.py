@@ -126,6 +126,14 @@ class _Checker:
         self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
         self.lemma_hits = 0
         self._no_solver = False  # equal(): identity and lemmas only (see there)
+        from .validate_canon import Canon
+
+        self.canon = Canon()  # canonical forms modulo AC (:mod:`.validate_canon`)
+
+    def canonical(self, e: Enc) -> Enc:
+        """``e`` with its value and definedness in canonical form modulo associativity and
+        commutativity (:mod:`.validate_canon`): equal under every assignment."""
+        return Enc(self.canon.of(e.value), self.canon.of(e.defined))
 
     def add_fact(self, f: z3.BoolRef) -> None:
         if not z3.is_true(f):
@@ -250,7 +258,14 @@ class _Checker:
         if hit is not None:
             return hit[0]
         res = False
-        if (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
+        ac = self._ac_equal(a, b, context)
+        if ac is not None:
+            res, final = ac
+            if final:
+                if res or not self._no_solver:
+                    self._equal_memo[key] = (res, a, b, context)
+                return res
+        elif (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
                 and a.decl().eq(b.decl())):
             xs, ys = a.children(), b.children()
             orders = [ys]
@@ -279,6 +294,42 @@ class _Checker:
         if res or not self._no_solver:  # "not shown without a solver" is no verdict
             self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
         return res
+
+    def _ac_equal(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> tuple[bool, bool] | None:
+        """Equality of two chains of one associative-commutative operator (canonical terms,
+        :mod:`.validate_canon`), as ``(shown, final)``; None when ``a`` and ``b`` are not such
+        chains. The operands the chains share are cancelled first: for ``+`` and ``^`` (groups)
+        the chains are equal exactly when what is left is, so that verdict is final; for the others
+        the leftovers are paired up (most alike first) and shown equal pairwise — sufficient, not
+        necessary, so a failure is not final (the caller then proves the whole pair)."""
+        from .validate_canon import ac_operands, is_group, rebuild
+
+        pa, pb = ac_operands(a), ac_operands(b)
+        if pa is None or pb is None or pa[0] != pb[0] or not a.sort().eq(b.sort()):
+            return None
+        kind, xs, ys = pa[0], pa[1], pb[1]
+        left = {}
+        for y in ys:
+            left.setdefault(y.get_id(), []).append(y)
+        ra = []
+        for x in xs:
+            same = left.get(x.get_id())
+            if same:
+                same.pop()
+            else:
+                ra.append(x)
+        rb = [y for ids in left.values() for y in ids]
+        if is_group(kind) and len(ra) < len(xs):
+            ca, cb = rebuild(kind, ra, a.sort()), rebuild(kind, rb, a.sort())
+            return self.equal(ca, cb, context), True
+        if len(ra) != len(rb) or len(ra) > 8:
+            return False, False
+        pairs = []
+        rest = list(rb)
+        for x in ra:
+            best = max(range(len(rest)), key=lambda i: _similarity(x, rest[i]))
+            pairs.append((x, rest.pop(best)))
+        return all(self.equal(x, y, context) for x, y in pairs), False
 
     def _by_lemma(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
         """Whether a proved rule says ``a == b``: one side matches ``a``, the other ``b``, and the
