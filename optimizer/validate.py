@@ -41,7 +41,10 @@ are proved in: finite values, exact arithmetic, exp/log/sqrt axioms); ``Validati
 which semantics a verdict is about.
 
 How checks are proved, cheapest first: identical z3 terms (both programs are encoded into one
-hash-consed z3 context; commutative operands are put in a canonical order); then a structural
+hash-consed z3 context; commutative operands are put in a canonical order, and both sides of
+every check are brought to canonical form modulo associativity and commutativity of the integer
+``+ * ^ & |`` chains, constants folded — :mod:`.validate_canon`, exact under the total
+semantics); then a structural
 diff that descends through equal operators and proves only the differing subterms, each by a
 small query (first with the subterms common to both sides abstracted into fresh variables —
 cached by text across calls — then as is); only then the whole obligation as one query.

@@ -133,7 +133,10 @@ class Canon:
             kids = kids[:j] + [kids[j + 1], kids[j]]
         if all(k.eq(c) for k, c in zip(kids, x.children())):
             return x
-        return x.decl()(*kids)
+        try:
+            return x.decl()(*kids)
+        except z3.Z3Exception:  # a declaration the Python API cannot re-apply: the term as is
+            return x
 
     def _flatten(self, kind: int, x: z3.ExprRef, kids: list[z3.ExprRef]) -> list[z3.ExprRef]:
         """The operands of the chain of ``kind`` rooted at ``x`` (children already canonical, so

@@ -250,7 +250,9 @@ class _Checker:
         """Whether ``a == b`` for every assignment satisfying ``context`` and the facts, shown by
         congruence (same function, equal arguments) down to the subterms that differ, each of
         which is proved equal by a small z3 query (first generalized: subterms common to both
-        sides replaced by fresh variables, cached across runs; then as is)."""
+        sides replaced by fresh variables, cached across runs; then as is). Two chains of one
+        associative-commutative operator are compared as multisets of operands
+        (:meth:`_ac_equal`), so a difference inside a reordered chain stays a small query."""
         if a.eq(b):
             return True
         key = (a.get_id(), b.get_id(), context.get_id())
@@ -342,9 +344,17 @@ class _Checker:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
                 ba: dict[int, z3.ExprRef] = {}
+                if not match(p, a, ids, ba):
+                    continue
+                # first with each variable bound to the same term on both sides: canonical
+                # forms order commutative operands by hash, so the pairing of ``b``'s operands
+                # that agrees with ``a``'s bindings need not be the first that matches
+                seeded = dict(ba)
+                if match(q, b, ids, seeded):
+                    self.lemma_hits += 1
+                    return True
                 bb: dict[int, z3.ExprRef] = {}
-                if match(p, a, ids, ba) and match(q, b, ids, bb) \
-                        and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
+                if match(q, b, ids, bb) and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
                     self.lemma_hits += 1
                     return True
         return False
