@@ -120,19 +120,27 @@ class _BlockOps:
         self.unmatched: set[str] = set()
         self.count = 0
 
+    def _same(self, a: Enc, b: Enc) -> bool:
+        """The same terms, as they are or in canonical form (:mod:`.validate_canon`)."""
+        if a.value.eq(b.value) and a.defined.eq(b.defined):
+            return True
+        ca, cb = self.checker.canonical(a), self.checker.canonical(b)
+        return ca.value.eq(cb.value) and ca.defined.eq(cb.defined)
+
     def identify(self, key: tuple, operands: list[Enc], side: str, ranges: z3.BoolRef) -> str:
         """The uninterpreted function standing for this reduction/dot: one already known whose
         operands are equal on every lane, else a fresh one."""
         for k, ops, name in self.known:
             if k != key:
                 continue
-            if all(a.value.eq(b.value) and a.defined.eq(b.defined) for a, b in zip(ops, operands)):
+            if all(self._same(a, b) for a, b in zip(ops, operands)):
                 return name
         if side == "after":
+            canon = self.checker.canonical
             for k, ops, name in self.known:
                 if k != key:
                     continue
-                if all(self.checker.lanes_equal(b, a, ranges) for b, a in zip(ops, operands)):
+                if all(self.checker.lanes_equal(canon(b), canon(a), ranges) for b, a in zip(ops, operands)):
                     return name
         name = f"blk{self.count}"
         self.count += 1
@@ -301,7 +309,7 @@ class _Eval:
             ranges = []
             for j, o in enumerate(op.operands):
                 vs, rng = lane_vars(f"blk_{j}", o.type.shape)
-                operands.append(ck.canonical(self.at(o, vs)))
+                operands.append(self.at(o, vs))
                 ranges.append(rng)
             key = (op.op, tuple(sorted(op.attrs.items())), tuple(o.type for o in op.operands))
             name = ck.blocks.identify(key, operands, self.side, z3.And(ranges))
@@ -468,8 +476,12 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
                     _check_dropped_mask(ck, eb.at(vb, idx), rng, f"{_describe(ob, k)} mask", unknown, failures)
                 continue  # `other` is never selected under a mask that is true on every lane
             va = oa.operands[j]
-            xb, xa = ck.canonical(eb.at(vb, idx)), ck.canonical(ea.at(va, idx))
+            xb, xa = eb.at(vb, idx), ea.at(va, idx)
             ck.checks += 1
+            if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
+                continue
+            # equal up to operand order and bracketing? (exact: see validate_canon)
+            xb, xa = ck.canonical(xb), ck.canonical(xa)
             if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
                 continue
             context = [rng]
