@@ -102,27 +102,28 @@ class Canon:
         if hit is not None:
             return hit
         # iterative post-order: Philox chains nest deeper than Python's recursion limit allows
-        stack: list[tuple[z3.ExprRef, bool]] = [(e, False)]
+        stack: list[tuple[z3.ExprRef, list[z3.ExprRef] | None]] = [(e, None)]
         while stack:
-            x, ready = stack.pop()
+            x, kids = stack.pop()
             xid = x.get_id()
             if xid in memo:
                 continue
-            if not z3.is_app(x) or x.num_args() == 0:
-                memo[xid] = x
+            if kids is None:
+                if not z3.is_app(x) or x.num_args() == 0:
+                    memo[xid] = x
+                    continue
+                kids = x.children()
+                stack.append((x, kids))
+                stack.extend((c, None) for c in kids if c.get_id() not in memo)
                 continue
-            kids = x.children()
-            if not ready:
-                stack.append((x, True))
-                stack.extend((c, False) for c in kids if c.get_id() not in memo)
-                continue
-            out = self._node(x, [memo[c.get_id()] for c in kids])
+            out = self._node(x, [memo[c.get_id()] for c in kids], kids)
             memo[xid] = out
             memo.setdefault(out.get_id(), out)  # a canonical term is its own canonical form
             self._keep += [x, out]
         return memo[e.get_id()]
 
-    def _node(self, x: z3.ExprRef, kids: list[z3.ExprRef]) -> z3.ExprRef:
+    def _node(self, x: z3.ExprRef, kids: list[z3.ExprRef], old: list[z3.ExprRef]) -> z3.ExprRef:
+        """The canonical form of ``x``, whose children ``old`` have the canonical forms ``kids``."""
         kind = x.decl().kind()
         if kind in _BV_AC:
             return self._bv_ac(kind, x, kids)
@@ -131,7 +132,7 @@ class Canon:
         j = _SWAP.get(kind)
         if j is not None and len(kids) == j + 2 and _key(kids[j + 1]) < _key(kids[j]):
             kids = kids[:j] + [kids[j + 1], kids[j]]
-        if all(k.eq(c) for k, c in zip(kids, x.children())):
+        if all(k.eq(c) for k, c in zip(kids, old)):
             return x
         try:
             return x.decl()(*kids)

@@ -236,6 +236,17 @@ class _Checker:
         r, _ = self.solve(z3.And(context, before.defined, z3.Not(da)))
         return r == z3.unsat
 
+    def refines_without_solver(self, before: Enc, after: Enc, context: z3.BoolRef) -> bool:
+        """:meth:`refines` by identity and lemmas only (no solver call, no canonical forms): the
+        cheap first try, worth it when lemmas are given."""
+        if not self.lemmas or not (z3.is_true(after.defined) or before.defined.eq(after.defined)):
+            return False
+        self._no_solver = True
+        try:
+            return self.equal(before.value, after.value, context)
+        finally:
+            self._no_solver = False
+
     def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
         """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
         if self.refines(before, after, ranges):
