@@ -478,20 +478,11 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             va = oa.operands[j]
             xb, xa = eb.at(vb, idx), ea.at(va, idx)
             ck.checks += 1
-            if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
+            if _identical(xb, xa):
                 continue
-            context = [rng]
-            if mask_j is not None:
-                m = eb.at(ob.operands[mask_j], idx)
-                context += [m.defined, m.value if on else z3.Not(m.value)]
-            ctx = z3.And(context) if len(context) > 1 else context[0]
-            if ck.refines_without_solver(xb, xa, ctx):  # identity and lemmas on the terms as they are
-                continue
-            # equal up to operand order and bracketing? (exact: see validate_canon)
-            xb, xa = ck.canonical(xb), ck.canonical(xa)
-            if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
-                continue
-            if ck.refines(xb, xa, ctx):
+            ctx = _context(eb, ob, mask_j, on, idx, rng)
+            shown, xb, xa = _shown_equal(ck, xb, xa, ctx)
+            if shown:
                 continue
             bad = z3.And(ctx, xb.defined, z3.Not(z3.And(xa.defined, xa.value == xb.value)))
             r, model = ck.solve(bad)
@@ -514,6 +505,32 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     if unknown:
         return ck.result("unknown", "; ".join(unknown), secs)
     return ck.result("valid", "", secs)
+
+
+def _context(eb: _Eval, ob: Operation, mask_j: int | None, on: bool, idx: list[z3.BitVecRef],
+             rng: z3.BoolRef) -> z3.BoolRef:
+    """The lanes an obligation is about: in range, and where the original's mask (operand
+    ``mask_j``, if any) is defined and on (``on``) or off."""
+    if mask_j is None:
+        return rng
+    m = eb.at(ob.operands[mask_j], idx)
+    return z3.And([rng, m.defined, m.value if on else z3.Not(m.value)])
+
+
+def _identical(xb: Enc, xa: Enc) -> bool:
+    """The same value term, and ``xa`` defined wherever ``xb`` is (the same term, or true)."""
+    return xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined))
+
+
+def _shown_equal(ck: _Checker, xb: Enc, xa: Enc, ctx: z3.BoolRef) -> tuple[bool, Enc, Enc]:
+    """Whether ``xa`` refines ``xb`` under ``ctx`` by the cheap means, in order: identity and
+    lemmas on the terms as they are; identity of their canonical forms modulo associativity and
+    commutativity (exact: :mod:`.validate_canon`); the structural diff of the canonical forms with
+    small queries. Also returns the canonical forms (the whole-obligation query uses them)."""
+    if ck.refines_without_solver(xb, xa, ctx):
+        return True, xb, xa
+    xb, xa = ck.canonical(xb), ck.canonical(xa)
+    return _identical(xb, xa) or ck.refines(xb, xa, ctx), xb, xa
 
 
 def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
