@@ -41,7 +41,10 @@ are proved in: finite values, exact arithmetic, exp/log/sqrt axioms); ``Validati
 which semantics a verdict is about.
 
 How checks are proved, cheapest first: identical z3 terms (both programs are encoded into one
-hash-consed z3 context; commutative operands are put in a canonical order); then a structural
+hash-consed z3 context; commutative operands are put in a canonical order, and both sides of
+every check are brought to canonical form modulo associativity and commutativity of the integer
+``+ * ^ & |`` chains, constants folded — :mod:`.validate_canon`, exact under the total
+semantics); then a structural
 diff that descends through equal operators and proves only the differing subterms, each by a
 small query (first with the subterms common to both sides abstracted into fresh variables —
 cached by text across calls — then as is); only then the whole obligation as one query.
@@ -117,19 +120,27 @@ class _BlockOps:
         self.unmatched: set[str] = set()
         self.count = 0
 
+    def _same(self, a: Enc, b: Enc) -> bool:
+        """The same terms, as they are or in canonical form (:mod:`.validate_canon`)."""
+        if a.value.eq(b.value) and a.defined.eq(b.defined):
+            return True
+        ca, cb = self.checker.canonical(a), self.checker.canonical(b)
+        return ca.value.eq(cb.value) and ca.defined.eq(cb.defined)
+
     def identify(self, key: tuple, operands: list[Enc], side: str, ranges: z3.BoolRef) -> str:
         """The uninterpreted function standing for this reduction/dot: one already known whose
         operands are equal on every lane, else a fresh one."""
         for k, ops, name in self.known:
             if k != key:
                 continue
-            if all(a.value.eq(b.value) and a.defined.eq(b.defined) for a, b in zip(ops, operands)):
+            if all(self._same(a, b) for a, b in zip(ops, operands)):
                 return name
         if side == "after":
+            canon = self.checker.canonical
             for k, ops, name in self.known:
                 if k != key:
                     continue
-                if all(self.checker.lanes_equal(b, a, ranges) for b, a in zip(ops, operands)):
+                if all(self.checker.lanes_equal(canon(b), canon(a), ranges) for b, a in zip(ops, operands)):
                     return name
         name = f"blk{self.count}"
         self.count += 1
@@ -467,14 +478,11 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
             va = oa.operands[j]
             xb, xa = eb.at(vb, idx), ea.at(va, idx)
             ck.checks += 1
-            if xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined)):
+            if _identical(xb, xa):
                 continue
-            context = [rng]
-            if mask_j is not None:
-                m = eb.at(ob.operands[mask_j], idx)
-                context += [m.defined, m.value if on else z3.Not(m.value)]
-            ctx = z3.And(context) if len(context) > 1 else context[0]
-            if ck.refines(xb, xa, ctx):
+            ctx = _context(eb, ob, mask_j, on, idx, rng)
+            shown, xb, xa = _shown_equal(ck, xb, xa, ctx)
+            if shown:
                 continue
             bad = z3.And(ctx, xb.defined, z3.Not(z3.And(xa.defined, xa.value == xb.value)))
             r, model = ck.solve(bad)
@@ -497,6 +505,32 @@ def _validate(before: Function, after: Function, timeout_ms: int, total_seconds:
     if unknown:
         return ck.result("unknown", "; ".join(unknown), secs)
     return ck.result("valid", "", secs)
+
+
+def _context(eb: _Eval, ob: Operation, mask_j: int | None, on: bool, idx: list[z3.BitVecRef],
+             rng: z3.BoolRef) -> z3.BoolRef:
+    """The lanes an obligation is about: in range, and where the original's mask (operand
+    ``mask_j``, if any) is defined and on (``on``) or off."""
+    if mask_j is None:
+        return rng
+    m = eb.at(ob.operands[mask_j], idx)
+    return z3.And([rng, m.defined, m.value if on else z3.Not(m.value)])
+
+
+def _identical(xb: Enc, xa: Enc) -> bool:
+    """The same value term, and ``xa`` defined wherever ``xb`` is (the same term, or true)."""
+    return xb.value.eq(xa.value) and (xb.defined.eq(xa.defined) or z3.is_true(xa.defined))
+
+
+def _shown_equal(ck: _Checker, xb: Enc, xa: Enc, ctx: z3.BoolRef) -> tuple[bool, Enc, Enc]:
+    """Whether ``xa`` refines ``xb`` under ``ctx`` by the cheap means, in order: identity and
+    lemmas on the terms as they are; identity of their canonical forms modulo associativity and
+    commutativity (exact: :mod:`.validate_canon`); the structural diff of the canonical forms with
+    small queries. Also returns the canonical forms (the whole-obligation query uses them)."""
+    if ck.refines_without_solver(xb, xa, ctx):
+        return True, xb, xa
+    xb, xa = ck.canonical(xb), ck.canonical(xa)
+    return _identical(xb, xa) or ck.refines(xb, xa, ctx), xb, xa
 
 
 def _operand_counts_match(ob: Operation, oa: Operation) -> bool:

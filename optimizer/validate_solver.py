@@ -126,6 +126,14 @@ class _Checker:
         self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
         self.lemma_hits = 0
         self._no_solver = False  # equal(): identity and lemmas only (see there)
+        from .validate_canon import Canon
+
+        self.canon = Canon()  # canonical forms modulo AC (:mod:`.validate_canon`)
+
+    def canonical(self, e: Enc) -> Enc:
+        """``e`` with its value and definedness in canonical form modulo associativity and
+        commutativity (:mod:`.validate_canon`): equal under every assignment."""
+        return Enc(self.canon.of(e.value), self.canon.of(e.defined))
 
     def add_fact(self, f: z3.BoolRef) -> None:
         if not z3.is_true(f):
@@ -228,6 +236,17 @@ class _Checker:
         r, _ = self.solve(z3.And(context, before.defined, z3.Not(da)))
         return r == z3.unsat
 
+    def refines_without_solver(self, before: Enc, after: Enc, context: z3.BoolRef) -> bool:
+        """:meth:`refines` by identity and lemmas only (no solver call, no canonical forms): the
+        cheap first try, worth it when lemmas are given."""
+        if not self.lemmas or not (z3.is_true(after.defined) or before.defined.eq(after.defined)):
+            return False
+        self._no_solver = True
+        try:
+            return self.equal(before.value, after.value, context)
+        finally:
+            self._no_solver = False
+
     def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
         """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
         if self.refines(before, after, ranges):
@@ -242,7 +261,9 @@ class _Checker:
         """Whether ``a == b`` for every assignment satisfying ``context`` and the facts, shown by
         congruence (same function, equal arguments) down to the subterms that differ, each of
         which is proved equal by a small z3 query (first generalized: subterms common to both
-        sides replaced by fresh variables, cached across runs; then as is)."""
+        sides replaced by fresh variables, cached across runs; then as is). Two chains of one
+        associative-commutative operator are compared as multisets of operands
+        (:meth:`_ac_equal`), so a difference inside a reordered chain stays a small query."""
         if a.eq(b):
             return True
         key = (a.get_id(), b.get_id(), context.get_id())
@@ -250,7 +271,14 @@ class _Checker:
         if hit is not None:
             return hit[0]
         res = False
-        if (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
+        ac = self._ac_equal(a, b, context)
+        if ac is not None:
+            res, final = ac
+            if final:
+                if res or not self._no_solver:
+                    self._equal_memo[key] = (res, a, b, context)
+                return res
+        elif (z3.is_app(a) and z3.is_app(b) and a.num_args() > 0 and a.num_args() == b.num_args()
                 and a.decl().eq(b.decl())):
             xs, ys = a.children(), b.children()
             orders = [ys]
@@ -280,6 +308,42 @@ class _Checker:
             self._equal_memo[key] = (res, a, b, context)  # keep the terms alive: their ids key the memo
         return res
 
+    def _ac_equal(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> tuple[bool, bool] | None:
+        """Equality of two chains of one associative-commutative operator (canonical terms,
+        :mod:`.validate_canon`), as ``(shown, final)``; None when ``a`` and ``b`` are not such
+        chains. The operands the chains share are cancelled first: for ``+`` and ``^`` (groups)
+        the chains are equal exactly when what is left is, so that verdict is final; for the others
+        the leftovers are paired up (most alike first) and shown equal pairwise — sufficient, not
+        necessary, so a failure is not final (the caller then proves the whole pair)."""
+        from .validate_canon import ac_operands, is_group, rebuild
+
+        pa, pb = ac_operands(a), ac_operands(b)
+        if pa is None or pb is None or pa[0] != pb[0] or not a.sort().eq(b.sort()):
+            return None
+        kind, xs, ys = pa[0], pa[1], pb[1]
+        left = {}
+        for y in ys:
+            left.setdefault(y.get_id(), []).append(y)
+        ra = []
+        for x in xs:
+            same = left.get(x.get_id())
+            if same:
+                same.pop()
+            else:
+                ra.append(x)
+        rb = [y for ids in left.values() for y in ids]
+        if is_group(kind) and len(ra) < len(xs):
+            ca, cb = rebuild(kind, ra, a.sort()), rebuild(kind, rb, a.sort())
+            return self.equal(ca, cb, context), True
+        if len(ra) != len(rb) or len(ra) > 8:
+            return False, False
+        pairs = []
+        rest = list(rb)
+        for x in ra:
+            best = max(range(len(rest)), key=lambda i: _similarity(x, rest[i]))
+            pairs.append((x, rest.pop(best)))
+        return all(self.equal(x, y, context) for x, y in pairs), False
+
     def _by_lemma(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
         """Whether a proved rule says ``a == b``: one side matches ``a``, the other ``b``, and the
         terms bound to each variable on both are equal (:meth:`equal`; no solver call when they
@@ -291,9 +355,17 @@ class _Checker:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
                 ba: dict[int, z3.ExprRef] = {}
+                if not match(p, a, ids, ba):
+                    continue
+                # first with each variable bound to the same term on both sides: canonical
+                # forms order commutative operands by hash, so the pairing of ``b``'s operands
+                # that agrees with ``a``'s bindings need not be the first that matches
+                seeded = dict(ba)
+                if match(q, b, ids, seeded):
+                    self.lemma_hits += 1
+                    return True
                 bb: dict[int, z3.ExprRef] = {}
-                if match(p, a, ids, ba) and match(q, b, ids, bb) \
-                        and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
+                if match(q, b, ids, bb) and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
                     self.lemma_hits += 1
                     return True
         return False
