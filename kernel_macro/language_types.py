@@ -17,8 +17,15 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar
 try:  # the class of every TypeVar (PEP 695 ones too), without importing typing on a cache hit
     from _typing import TypeVar as _TypeVar  # Python 3.12+: typing.TypeVar is this C type
-except ImportError:  # Python 3.11: TypeVar is defined in typing.py
-    from typing import TypeVar as _TypeVar
+except ImportError:  # Python 3.11: TypeVar is a class of typing.py, which a cache hit does not import
+
+    class _IsTypeVar(type):
+        def __instancecheck__(cls, obj: object) -> bool:
+            t = type(obj)
+            return t.__name__ == "TypeVar" and t.__module__ in ("typing", "typing_extensions")
+
+    class _TypeVar(metaclass=_IsTypeVar):
+        """``isinstance(x, _TypeVar)``: ``x`` is a ``typing.TypeVar``, told by its class."""
 
 _builtin_bool = builtins.bool
 

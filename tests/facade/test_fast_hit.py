@@ -26,6 +26,7 @@ COLD_UNNEEDED = ("eggpu.optimizer.rule_solving", "eggpu.optimizer.rule_encoding"
 
 SCRIPT = textwrap.dedent(f"""
     import json, sys
+    at_start = set(sys.modules)  # what the interpreter loads by itself (site, .pth files) is not eggpu's
     import eggpu
     import eggpu.language as tl
 
@@ -37,7 +38,7 @@ SCRIPT = textwrap.dedent(f"""
 
     ck = eggpu.compile(scale.Kernel(256))
     print(json.dumps({{"cache": ck.report["cache"], "ptx": len(ck.ptx), "params": [str(p.type) for p in ck.params],
-                      "heavy": [m for m in {HEAVY!r} if m in sys.modules],
+                      "heavy": [m for m in {HEAVY!r} if m in sys.modules and m not in at_start],
                       "cold_unneeded": [m for m in {COLD_UNNEEDED!r} if m in sys.modules],
                       "shipped_json_parsed": "eggpu.optimizer.shipped_proofs" in sys.modules
                                              and sys.modules["eggpu.optimizer.shipped_proofs"]._loaded is not None}}))
@@ -135,12 +136,14 @@ def test_a_malformed_memo_is_ignored(sources: Path, tmp_path: Path, monkeypatch:
 
 LIBRARY_SCRIPT = textwrap.dedent("""
     import json, sys
+    at_start = set(sys.modules)  # what the interpreter loads by itself (site, .pth files) is not eggpu's
     import eggpu
     from eggpu.ir.dtypes import parse_dtype
     from eggpu.kernels import get
     after_import = "numpy" in sys.modules
     # decorating the library (@eggpu.kernel, @eggpu.jit helpers, its case records) needs none of these
-    light = [m for m in ("inspect", "ast", "dataclasses", "tokenize", "textwrap", "threading") if m in sys.modules]
+    light = [m for m in ("inspect", "ast", "dataclasses", "tokenize", "textwrap", "threading")
+             if m in sys.modules and m not in at_start]
     out = {}
     for name, dtype, consts in (("softmax_forward", "f32", [256]), ("matmul", "f16", [32, 32, 16])):
         ck = eggpu.compile(get(name).kernel(parse_dtype(dtype), consts))
