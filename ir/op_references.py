@@ -182,7 +182,7 @@ def reduce_minmax(is_min):
             # minimumNumber/maximumNumber folded along the axis: fmin/fmax ignore NaN (all NaN
             # gives NaN); a zero result is -0.0 for min when any -0.0 is present, +0.0 for max
             # when any +0.0 is present.
-            x = a.astype(np.float32) if dtype.bits == 16 else a
+            x = sem.quiet_nans(a.astype(np.float32) if dtype.bits == 16 else a)  # see quiet_nans
             r = np.asarray((np.fmin if is_min else np.fmax).reduce(x, axis=axis))
             zero = r == 0
             if np.any(zero):
@@ -205,7 +205,7 @@ def reduce_arg(is_min):
         if dtype.is_float:
             # index of the first lane equal to the NaN-ignoring extreme (-0.0 ties +0.0);
             # an all-NaN slice matches nowhere and gives 0.
-            x = a.astype(np.float64)
+            x = sem.quiet_nans(a.astype(np.float64))
             m = (np.fmin if is_min else np.fmax).reduce(x, axis=axis, keepdims=True)
             return np.asarray(np.argmax(x == m, axis=axis)).astype(np.int32)
         return np.asarray((np.argmin if is_min else np.argmax)(a, axis=axis)).astype(np.int32)
