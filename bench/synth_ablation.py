@@ -21,7 +21,6 @@ the file (``eggpu rules synthesize`` writes them so), which is how *all but r* d
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import sys
 import tempfile
@@ -29,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .synth_fire import PREFIX, _instances, _saturation_seconds
+from .synth_fire import PREFIX, _instances, _saturation_seconds, print_result
 
 EPS = 1e-6
 
@@ -95,13 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", help="also write the result here")
     a = p.parse_args(argv)
     res = ablate(a.rules, a.kernels.split(",") if a.kernels else None, a.target, a.seconds)
-    print(f"{len(res['wins'])} synthesized rules each lower some kernel's cost on their own:")
-    for r, ks in sorted(res["wins"].items()):
-        print(f"  {r}: {', '.join(ks)}")
-    if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
-            json.dump(res, f, indent=1)
-    return 0
+    return print_result(f"{len(res['wins'])} synthesized rules each lower some kernel's cost on their own:",
+                        [f"{r}: {', '.join(ks)}" for r, ks in sorted(res["wins"].items())], res, a.json)
 
 
 if __name__ == "__main__":

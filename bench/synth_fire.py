@@ -144,12 +144,20 @@ def main(argv: list[str] | None = None) -> int:
     if a.synthesize:
         synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None)
     res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target, a.seconds)
-    print(f"{len(res['fired_rules'])} distinct synthesized rules fired on {sum(1 for r in res['kernels'].values() if r['fired'])}"
-          f" of {len(res['kernels'])} kernels; cost lowered on {len(res['cost_lowered'])}: {', '.join(res['cost_lowered'])}")
-    for r in res["fired_rules"]:
-        print(f"  {r}")
-    if a.json:
-        with open(a.json, "w", encoding="utf-8") as f:
+    header = (f"{len(res['fired_rules'])} distinct synthesized rules fired on "
+              f"{sum(1 for r in res['kernels'].values() if r['fired'])} of {len(res['kernels'])} kernels; "
+              f"cost lowered on {len(res['cost_lowered'])}: {', '.join(res['cost_lowered'])}")
+    return print_result(header, res["fired_rules"], res, a.json)
+
+
+def print_result(header: str, lines: list[str], res: dict[str, Any], json_path: str | None) -> int:
+    """Print ``header`` and the indented ``lines``, write ``res`` as JSON to ``json_path`` (if any);
+    the exit status 0 (the measuring scripts' common tail)."""
+    print(header)
+    for line in lines:
+        print(f"  {line}")
+    if json_path:
+        with open(json_path, "w", encoding="utf-8") as f:
             json.dump(res, f, indent=1)
     return 0
 

@@ -10,7 +10,7 @@ full ``eggpu.compile`` CPU time of the Philox kernel (``cache=False``)::
     python -m bench.validation_cost [--json out.json] [--rand-only]
 
 Triton has no translation validation, so the table has no Triton column; the Philox kernel's
-whole compile is timed beside Triton's (:mod:`bench.triton_rand`, sm_90, no GPU needed).
+whole compile is timed beside Triton's (the same text, :mod:`bench.rand_kernels`, sm_90, no GPU needed).
 """
 
 from __future__ import annotations
@@ -18,23 +18,25 @@ from __future__ import annotations
 import json
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 import eggpu
-import eggpu.language as tl
+from bench import dual
 from eggpu.kernels import LIBRARY
 from eggpu.optimizer import optimize
 
+RAND_SOURCE = Path(__file__).with_name("rand_kernels.py")
 
-@eggpu.jit
-def uniform4(out_ptr, seed, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    a, b, c, d = tl.rand4x(seed, offs)
-    e, f, g, h = tl.randn4x(seed, offs)
-    tl.store(out_ptr + offs, a + b + c + d)
-    tl.store(out_ptr + N + offs, e * f + g * h)
+
+def rand_kernel(backend: str = "eggpu") -> Any:
+    """The Philox kernel ``uniform4`` of the dual file :mod:`bench.rand_kernels` for ``backend``."""
+    return dual.load(RAND_SOURCE, backend, "rand_kernels").uniform4
+
+
+uniform4 = rand_kernel()
 
 
 def _functions():
@@ -91,7 +93,7 @@ def compile_rand4x() -> dict[str, float]:
         from triton.backends.compiler import GPUTarget
         from triton.compiler import ASTSource
 
-        from .triton_rand import uniform4 as tri
+        tri = rand_kernel("triton")
     except ImportError:
         return out
     for _ in range(2):

@@ -31,21 +31,23 @@ _builtin_bool = builtins.bool
 
 # ---------------------------------------------------------------- dtypes
 
-bool = _dt.bool_  # noqa: A001 - Triton-style name, shadows the builtin only inside this module
-i8 = _dt.i8
-i16 = _dt.i16
-i32 = _dt.i32
-i64 = _dt.i64
-u8 = _dt.u8
-u16 = _dt.u16
-u32 = _dt.u32
-u64 = _dt.u64
-f16 = _dt.f16
-bf16 = _dt.bf16
-f32 = _dt.f32
-f64 = _dt.f64
-fp8e4nv = _dt.fp8e4nv  # storage only: load, store, where, .to() (docs/language.md, "FP8")
-fp8e5 = _dt.fp8e5
+from eggpu.ir.dtypes import (  # noqa: E402 - after _builtin_bool, which keeps the builtin reachable
+    bf16,
+    f16,
+    f32,
+    f64,
+    fp8e4nv,  # storage only: load, store, where, .to() (docs/language.md, "FP8")
+    fp8e5,
+    i8,
+    i16,
+    i32,
+    i64,
+    u8,
+    u16,
+    u32,
+    u64,
+)
+from eggpu.ir.dtypes import bool_ as bool  # noqa: A004, E402 - Triton-style name, shadows the builtin only here
 
 # Triton's spellings of the same dtypes (the very same objects: ``tl.float32 is tl.f32``).
 int1 = bool

@@ -387,13 +387,7 @@ def _full_cost(t: Term, used: Sequence[Term]) -> Term:
 def _subterm_rhs(t: Term, found: list[Candidate]) -> list[Term]:
     """The right-hand sides of ``found`` candidates whose left-hand side is a proper subterm of
     ``t`` (same variable names; at most 8, cheapest first)."""
-    subs: set[str] = set()
-    stack = list(t.args)
-    while stack:
-        x = stack.pop()
-        if x.op not in ("var", "const"):
-            subs.add(str(x))
-            stack.extend(x.args)
+    subs = _subterm_texts(t)
     out = {str(c.rhs): c.rhs for c in found if str(c.lhs) in subs and set(c.rhs.variables()) <= set(t.variables())}
     return sorted(out.values(), key=lambda r: (r.cost, str(r)))[:8]
 

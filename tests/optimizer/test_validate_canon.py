@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import eggpu
-import eggpu.language as tl
+from bench.validation_cost import uniform4
 from eggpu.ir import Builder, pointer, u32
 from eggpu.optimizer import optimize
 from eggpu.optimizer.validate import validate
@@ -137,15 +137,6 @@ def test_a_regrouped_philox_chain_validates_without_a_solver_call():
 def test_a_wrong_constant_inside_a_commuted_chain_is_rejected(wrong_round):
     v = validate(_philox_like(False), _philox_like(True, wrong_round))
     assert v.verdict == "invalid" and "store #2 value differs at lane" in v.detail, v.detail
-
-
-@eggpu.jit
-def uniform4(out_ptr, seed, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    a, b, c, d = tl.rand4x(seed, offs)
-    e, f, g, h = tl.randn4x(seed, offs)
-    tl.store(out_ptr + offs, a + b + c + d)
-    tl.store(out_ptr + N + offs, e * f + g * h)
 
 
 def _rand4x_ir():

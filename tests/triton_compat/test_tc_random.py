@@ -13,6 +13,7 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.validation_cost import uniform4
 from eggpu.kernel_macro.diagnostics import KernelCompileError
 
 M32 = 0xFFFFFFFF
@@ -106,15 +107,6 @@ def test_rand_randint_randn_match_triton(run_both, n, seed):
         np.testing.assert_array_equal(us, u, err_msg=device)  # bit for bit
         assert ((us >= 0) & (us < 1)).all()
         np.testing.assert_allclose(ns, normal, rtol=2e-5, atol=2e-5, err_msg=device)
-
-
-@eggpu.jit
-def uniform4(out_ptr, seed, N: tl.constexpr):
-    offs = tl.arange(0, N)
-    a, b, c, d = tl.rand4x(seed, offs)
-    e, f, g, h = tl.randn4x(seed, offs)
-    tl.store(out_ptr + offs, a + b + c + d)
-    tl.store(out_ptr + N + offs, e * f + g * h)
 
 
 def test_rand4x_randn4x(run_both):
