@@ -233,3 +233,27 @@ def test_bad_dot_scaled_is_a_located_error(which, marker, problem):
     msg = str(ei.value)
     assert problem in msg, msg
     assert "^" in msg and marker in msg.split("\n")[1] if "\n" in msg else False, msg
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_89", "sm_90"])
+def test_ptxas_accepts_dot_scaled_on_tensor_cores(target):
+    from eggpu.codegen import compile_ptx_module
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.codegen.toolchain import find_libdevice, find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    try:
+        find_ptxas()
+        find_libdevice()
+    except ToolchainError as e:
+        pytest.skip(f"no ptxas/libdevice: {e}")
+    M, N, K = 64, 64, 64
+    a, b = np.zeros((M, K // 2), np.uint8), np.zeros((K, N), ml_dtypes.float8_e4m3fn)
+    sa, sb = np.zeros((M, K // 32), np.uint8), np.zeros((N, K // 32), np.uint8)
+    args = (a, sa, b, sb, np.zeros((M, N), np.float32), M, N)
+    fn = mx.specialize(*args, K=K, KA=K // 2, KB=K, LF="e2m1", RF="e4m3", SA=True, SB=True, ACC=True,
+                       BM=M, BN=N).ir()
+    cp = compile_ptx_module(fn, target)
+    assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in cp.ptx
+    rep = run_ptxas(cp.ptx, target)
+    assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
