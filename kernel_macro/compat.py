@@ -422,7 +422,7 @@ def _batched_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
                             f"{fmt_shape(y.shape)}", arg="b")
     if x.is_pointer or y.is_pointer or x.dtype.is_bool or y.dtype.is_bool:
         raise SemanticError(f"tl.dot needs numeric blocks, got {x.type} and {y.type}", "convert with .to(tl.i32)")
-    out = f32 if (x.dtype.is_float or y.dtype.is_float) else i32
+    out = f32 if any(v.dtype.is_float or v.dtype.is_fp8 for v in (x, y)) else i32  # FP8 -> f32: exact
     prod = s.binary("mul", s.expand_dims(s.cast(x, out), 3), s.expand_dims(s.cast(y, out), 1))  # [B, M, K, N]
     r = s.reduce("reduce_sum", prod, 2, False)
     return r if acc is None else s.binary("add", r, acc)

@@ -203,3 +203,22 @@ def test_compile_report_names_the_fp8_strategy():
     assert d["strategy"] == "mma_sync" and "FP8 operands fp8e4nv x fp8e5 converted exactly to f16" in d["reason"]
     (d75,) = eggpu.compile(kern, target="sm_75", optimize=False).report["dot"]
     assert d75["strategy"] == "shared_fma" and "FP8 operands fp8e4nv x fp8e5" in d75["reason"]
+
+
+@eggpu.jit
+def bmm(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rb, rm, rn, rk = tl.arange(0, B), tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rb[:, None, None] * M * K + rm[None, :, None] * K + rk[None, None, :])
+    b = tl.load(b_ptr + rb[:, None, None] * K * N + rk[None, :, None] * N + rn[None, None, :])
+    c = tl.dot(a, b)
+    tl.store(c_ptr + rb[:, None, None] * M * N + rm[None, :, None] * N + rn[None, None, :], c)
+
+
+def test_batched_fp8_dot_matches_numpy():
+    rng = np.random.default_rng(9)
+    a, b = _fp8(rng, (2, 4, 8), E4M3), _fp8(rng, (2, 8, 4), E5M2)
+    c = np.zeros((2, 4, 4), np.float32)
+    bmm.specialize(a, b, c, 2, 4, 4, 8).interpret(1, a, b, c)
+    want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
+    err = np.einsum("bmk,bkn->bmn", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64))) * 10 * 2.0**-24
+    assert np.all(np.abs(c - want) <= err + 1e-30)
