@@ -222,3 +222,26 @@ def test_batched_fp8_dot_matches_numpy():
     want = np.einsum("bmk,bkn->bmn", a.astype(np.float64), b.astype(np.float64))
     err = np.einsum("bmk,bkn->bmn", np.abs(a.astype(np.float64)), np.abs(b.astype(np.float64))) * 10 * 2.0**-24
     assert np.all(np.abs(c - want) <= err + 1e-30)
+
+
+def test_e5m2_infinities_and_nans_propagate_as_in_numpy():
+    """inf * 0 and inf - inf give NaN, inf * finite gives inf, on both CPU strategies and the interpreter."""
+    rng = np.random.default_rng(10)
+    M, N, K = 16, 8, 16
+    a, b = _fp8(rng, (M, K), E5M2), _fp8(rng, (K, N), E5M2)
+    a[0, 0], a[1, 0], a[2, 0], a[2, 1] = np.inf, np.nan, np.inf, -np.inf
+    b[0, 0], b[1, 1] = 0.0, 1.0
+    b[0, 1] = 2.0
+    a[3, :] = 0.0
+    a[3, 5] = -np.inf
+    fn = mm.specialize(a, b, np.zeros((M, N), np.float32), M, N, K, BM=16, BN=8, BK=16).ir()
+    with np.errstate(all="ignore"):
+        want = a.astype(np.float64) @ b.astype(np.float64)
+    for run in (lambda *x: interpret(fn, 1, *x), lambda *x: build_host(fn, sm=80).run(1, *x),
+                lambda *x: build_host(fn, sm=0).run(1, *x)):
+        c = np.zeros((M, N), np.float32)
+        run(a, b, c, M, N, K)
+        np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+        np.testing.assert_array_equal(np.isinf(c) & (c > 0), np.isinf(want) & (want > 0))
+        fin = np.isfinite(want)
+        assert np.all(np.abs(c[fin] - want[fin]) <= _want(a, b)[1][fin])

@@ -257,3 +257,44 @@ def test_ptxas_accepts_dot_scaled_on_tensor_cores(target):
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in cp.ptx
     rep = run_ptxas(cp.ptx, target)
     assert rep.spills_stores == 0 and rep.spills_loads == 0, rep.log
+
+
+def test_operands_given_as_bits_equal_the_typed_operands():
+    """e4m3 as ``u8`` bits and bf16 as ``u16`` bits are bitcast, as Triton does."""
+    rng = np.random.default_rng(12)
+    M, N, K = 16, 8, 64
+    a = (rng.standard_normal((M, K)) * 4).astype(ml_dtypes.float8_e4m3fn)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    sa, sb = _scales(rng, M, K), _scales(rng, N, K)
+    outs = []
+    for x, y in ((a, b), (a.view(np.uint8), b.view(np.uint16))):
+        c = np.zeros((M, N), np.float32)
+        args = (x, sa, y, sb, c, M, N)
+        mx.specialize(*args, K=K, KA=K, KB=K, LF="e4m3", RF="bf16", SA=True, SB=True, ACC=False,
+                      BM=16, BN=8).interpret((1, 1), *args)
+        outs.append(c)
+    np.testing.assert_array_equal(outs[0], outs[1])
+    want = _dequantized(a.astype(np.float64), sa, ml_dtypes.bfloat16) @ _dequantized(
+        b.astype(np.float64), sb, ml_dtypes.bfloat16, transpose=True)
+    np.testing.assert_allclose(outs[0], want, rtol=1e-5, atol=1e-5)
+
+
+def test_optimized_compile_runs_e2m1_on_the_cpu():
+    """A kernel without FP8 values goes through the optimizer; run_cpu still matches the reference."""
+    rng = np.random.default_rng(13)
+    M, N, K = 32, 16, 64
+    a, av = _operand(rng, "e2m1", (M, K), 1)
+    b, bv = _operand(rng, "e2m1", (K, N), 0)
+    sa, sb = _scales(rng, M, K), _scales(rng, N, K)
+    c = np.zeros((M, N), np.float32)
+    args = (a, sa, b, sb, c, M, N)
+    kern = mx.specialize(*args, K=K, KA=K // 2, KB=K // 2, LF="e2m1", RF="e2m1", SA=True, SB=True, ACC=True,
+                         BM=32, BN=16)
+    ck = eggpu.compile(kern, target="sm_90", cache=False)
+    assert ck.report["optimizer"].get("fallback_reason") is None
+    assert [d["strategy"] for d in ck.report["dot"]] == ["mma_sync"]
+    ck.run_cpu((1, 1), *args)
+    x = _dequantized(av, sa, ml_dtypes.bfloat16)
+    y = _dequantized(bv, sb, ml_dtypes.bfloat16, transpose=True)
+    err = (np.abs(x) @ np.abs(y)) * (K + 2) * 2.0**-24 + 1e-6
+    assert np.all(np.abs(c - (x @ y + 1.5)) <= err)
