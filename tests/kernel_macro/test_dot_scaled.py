@@ -8,6 +8,8 @@ from __future__ import annotations
 import ml_dtypes
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import eggpu
 import eggpu.language as tl
@@ -298,3 +300,46 @@ def test_optimized_compile_runs_e2m1_on_the_cpu():
     y = _dequantized(bv, sb, ml_dtypes.bfloat16, transpose=True)
     err = (np.abs(x) @ np.abs(y)) * (K + 2) * 2.0**-24 + 1e-6
     assert np.all(np.abs(c - (x @ y + 1.5)) <= err)
+
+
+def _bits_operand(fmt, raw):
+    """The kernel argument of ``fmt`` from raw random bits (every code: NaN, inf, subnormals)."""
+    if fmt == "e2m1":
+        return raw.astype(np.uint8), None
+    if fmt == "bf16":
+        return raw.astype(np.uint16), ml_dtypes.bfloat16
+    return raw.astype(np.uint8), NP[fmt]
+
+
+@settings(max_examples=25, deadline=None)
+@given(fmt=st.sampled_from(["e4m3", "e5m2", "e2m1", "bf16"]), seed=st.integers(0, 2**32 - 1))
+def test_dequantization_of_every_code_and_scale_is_the_reference(fmt, seed):
+    """A one-hot B picks single dequantized elements of A out of the dot, so the result is exactly
+    the reference's ``value * 2**(s-127)`` in f32 rounded to bf16 — for random codes (NaN and inf
+    included) and random scales 0..255 (a NaN or inf elsewhere in the row times B's zeros gives NaN,
+    in the reference's f64 product too)."""
+    rng = np.random.default_rng(seed)
+    M, N, K = 16, 8, 32
+    KA = K // 2 if fmt == "e2m1" else K
+    raw = rng.integers(0, 2**16 if fmt == "bf16" else 256, (M, KA))
+    a, view = _bits_operand(fmt, raw)
+    if fmt == "e2m1":
+        codes = np.empty((M, K), np.uint8)
+        codes[:, 0::2], codes[:, 1::2] = a & 15, a >> 4
+        av = E2M1_VALUES[codes]
+    else:
+        av = a.view(view).astype(np.float64)
+    sa = rng.integers(0, 256, (M, 1)).astype(np.uint8)
+    b = np.zeros((K, N), ml_dtypes.float8_e4m3fn)
+    b[np.arange(N) * 3, np.arange(N)] = 1.0  # column n picks k = 3n
+    c = np.zeros((M, N), np.float32)
+    dummy = np.zeros((1, 1), np.uint8)
+    args = (a, sa, b, dummy, c, M, N)
+    mx.specialize(*args, K=K, KA=KA, KB=K, LF=fmt, RF="e4m3", SA=True, SB=False, ACC=False, BM=16,
+                  BN=8).interpret((1, 1), *args)
+    x = _dequantized(av, sa, ml_dtypes.bfloat16)
+    with np.errstate(all="ignore"):
+        want = (x @ b.astype(np.float64)).astype(np.float32)
+    np.testing.assert_array_equal(np.isnan(c), np.isnan(want))
+    fin = ~np.isnan(want)
+    np.testing.assert_array_equal(c[fin], want[fin])
