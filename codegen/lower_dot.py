@@ -145,7 +145,28 @@ Strategy = Callable[..., list[ir.Value]]
 DOT_STRATEGIES: dict[str, Strategy] = {"shared_fma": dot_shared_fma, "mma_sync": dot_mma, "wgmma": dot_wgmma}
 
 
+def fp8_sources(op: Operation) -> tuple[str, str] | None:
+    """The FP8 dtypes of a dot's operands when both are exact FP8 -> f16 conversions (the frontend
+    lowers an FP8 ``tl.dot`` so), else None: reported with the strategy."""
+    srcs = []
+    for v in op.operands[:2]:
+        src = v.owner
+        if not (isinstance(src, Operation) and src.op == "cast" and src.operands[0].type.dtype.is_fp8):
+            return None
+        srcs.append(str(src.operands[0].type.dtype))
+    return srcs[0], srcs[1]
+
+
 def select_strategy(lw, op: Operation) -> tuple[str, str]:
+    """:func:`choose_strategy`, with the FP8 origin of the operands (:func:`fp8_sources`) added to the reason."""
+    name, reason = choose_strategy(lw, op)
+    fp8 = fp8_sources(op)
+    if fp8 is not None:
+        reason += f"; FP8 operands {fp8[0]} x {fp8[1]} converted exactly to f16 before the dot"
+    return name, reason
+
+
+def choose_strategy(lw, op: Operation) -> tuple[str, str]:
     """``(strategy name, reason)`` for this dot on this target (a key of :data:`DOT_STRATEGIES`).
 
     The compile option ``dot_strategy`` (``lw.dot_strategy``) forces one, CodegenError where it
@@ -186,7 +207,7 @@ def _forced(lw, op: Operation, name: str) -> tuple[str, str]:
         return name, wgmma_reason(plan, op.operands[0].type.dtype)
     lw.dot_strategy = None  # the automatic reason of mma_sync (it applies)
     try:
-        return select_strategy(lw, op)
+        return choose_strategy(lw, op)
     finally:
         lw.dot_strategy = name
 

@@ -18,6 +18,7 @@ from .compat import IMPLS as COMPAT_IMPLS
 from .debugging import IMPLS as DEBUG_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
 from .philox import IMPLS as PHILOX_IMPLS
+from .scaled_dot import IMPLS as SCALED_DOT_IMPLS
 from .scans import IMPLS as SCAN_IMPLS
 from .shuffles import IMPLS as SHUFFLE_IMPLS
 from .sorting import IMPLS as SORTING_IMPLS
@@ -66,6 +67,7 @@ IMPLS: dict[str, Impl] = {
 for _name in FLOAT_FUNCTIONS:
     IMPLS[_name] = (lambda n: lambda s, a: s.float_unary(n, a["x"]))(_name)
 IMPLS.update(COMPAT_IMPLS)  # Triton's keywords and Triton-only functions (kernel_macro/compat.py)
+IMPLS.update(SCALED_DOT_IMPLS)  # tl.dot_scaled (kernel_macro/scaled_dot.py)
 IMPLS.update(SCAN_IMPLS)  # scans and reductions with a combine function (kernel_macro/scans.py)
 IMPLS.update(SHUFFLE_IMPLS)  # gather, join, split, ... (kernel_macro/shuffles.py)
 IMPLS.update(SORTING_IMPLS)  # sort, swizzle2d, reduce_or (kernel_macro/sorting.py)

@@ -368,16 +368,20 @@ def _dot_precision(a: dict[str, Any]) -> str:
 def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
     """``tl.dot`` with Triton's keywords. ``out_dtype`` follows Triton's rule: integer inputs give
     i32 and f32/bf16 inputs give f32 whatever it says (``out_dtype`` f32 or i32 for ints, f32 or
-    f16 for floats); f16 inputs with ``out_dtype=f16`` give f16 — eggpu accumulates in f32 and
+    f16 for floats); f16 (and FP8) inputs with ``out_dtype=f16`` give f16 — eggpu accumulates in f32 and
     rounds once to f16 (Triton accumulates in f16 on tensor cores, rounding after every product);
     ``acc`` must then be f16. ``out_dtype=bf16`` is refused, as in Triton."""
     _choice(a, "input_precision", _PRECISIONS, "dot")
     if a["allow_tf32"] not in (None, True, False):
         raise SemanticError(f"allow_tf32 must be a compile-time bool, got {describe(a['allow_tf32'])}", arg="allow_tf32")
-    _not_supported(a, "max_num_imprecise_acc", None, "dot", "it only applies to FP8 products")
     out = a["out_dtype"]
     x, y, acc = a["a"], a["b"], a["acc"]
-    ints = isinstance(x, Tensor) and not x.dtype.is_float
+    fp8 = all(isinstance(v, Tensor) and v.dtype.is_fp8 for v in (x, y))
+    if fp8:
+        _imprecise_acc(a["max_num_imprecise_acc"], x)
+    else:
+        _not_supported(a, "max_num_imprecise_acc", None, "dot", "it only applies to FP8 products")
+    ints = isinstance(x, Tensor) and not (x.dtype.is_float or x.dtype.is_fp8)
     ok = (f32, i32) if ints else (f32, f16)
     if out not in ok:
         why = ("products accumulate in i32" if ints else
@@ -385,7 +389,7 @@ def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
         raise SemanticError(f"tl.dot(out_dtype={out}) is not supported by eggpu: {why}",
                             f"use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.{out})"
                             if isinstance(out, DType) else None, arg="out_dtype")
-    half = out == f16 and all(isinstance(v, Tensor) and v.dtype == f16 for v in (x, y))
+    half = out == f16 and (fp8 or all(isinstance(v, Tensor) and v.dtype == f16 for v in (x, y)))
     if half and acc is not None and not (isinstance(acc, Tensor) and acc.dtype == f16):
         shown = acc.type if isinstance(acc, Tensor) else describe(acc)
         raise SemanticError(f"tl.dot(out_dtype=f16): acc must be an f16 block, got {shown}",
@@ -397,6 +401,18 @@ def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
     return s.cast(r, f16) if half and acc is None else r
 
 
+def _imprecise_acc(v: Any, x: Tensor) -> None:
+    """Triton's ``max_num_imprecise_acc`` of an FP8 dot (how many products Hopper's tensor cores may
+    add in reduced precision before promoting to f32): an int in ``[0, K]`` or None. eggpu adds
+    every product in f32, which every such value allows, so it is checked and has no effect."""
+    k = x.shape[-1] if x.type.rank >= 2 else 0
+    if v is None:
+        return
+    if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= k:
+        raise SemanticError(f"tl.dot: max_num_imprecise_acc must be a compile-time int in [0, K={k}], got "
+                            f"{describe(v)}", arg="max_num_imprecise_acc")
+
+
 def _batched_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
     """Triton's 3-D ``tl.dot``, ``[B, M, K] x [B, K, N]``: a broadcast product summed over K, in f32
     for floats and i32 for integers as the 2-D dot accumulates (no tensor cores: the IR's ``dot``
@@ -406,7 +422,7 @@ def _batched_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
                             f"{fmt_shape(y.shape)}", arg="b")
     if x.is_pointer or y.is_pointer or x.dtype.is_bool or y.dtype.is_bool:
         raise SemanticError(f"tl.dot needs numeric blocks, got {x.type} and {y.type}", "convert with .to(tl.i32)")
-    out = f32 if (x.dtype.is_float or y.dtype.is_float) else i32
+    out = f32 if any(v.dtype.is_float or v.dtype.is_fp8 for v in (x, y)) else i32  # FP8 -> f32: exact
     prod = s.binary("mul", s.expand_dims(s.cast(x, out), 3), s.expand_dims(s.cast(y, out), 1))  # [B, M, K, N]
     r = s.reduce("reduce_sum", prod, 2, False)
     return r if acc is None else s.binary("add", r, acc)

@@ -31,7 +31,7 @@ import operator
 from typing import Any
 
 from eggpu.ir.builder import Builder
-from eggpu.ir.dtypes import DType, bool_, f32, i8, i16, i32, i64, promote, u32, u64
+from eggpu.ir.dtypes import DType, bool_, f16, f32, i8, i16, i32, i64, promote, u32, u64
 from eggpu.ir.ops import transcendental_ops
 
 from .frontend_memory import Memory
@@ -619,7 +619,10 @@ class Semantic(Memory):
         return Tensor(self.b.op("expand_dims", r.value, axis=a)) if keep_dims else r
 
     def dot(self, a: Any, b: Any, acc: Any, precision: str = "ieee") -> Tensor:
-        """``tl.dot``; ``precision`` "tf32" applies to f32 operands only (others ignore it, as in Triton)."""
+        """``tl.dot``; ``precision`` "tf32" applies to f32 operands only (others ignore it, as in Triton).
+
+        FP8 operands (e4m3 and e5m2, in any combination) are converted to f16 first: exact for both
+        formats, so the products are exact and the dot is the f16 dot (f32 accumulation)."""
         for v, n in ((a, "a"), (b, "b")):
             if not isinstance(v, Tensor) or v.type.rank != 2 or v.is_pointer:
                 shown = v.type if isinstance(v, Tensor) else describe(v)
@@ -629,7 +632,9 @@ class Semantic(Memory):
             raise SemanticError(
                 f"tl.dot needs [M, K] x [K, N] blocks, got {fmt_shape(a.shape)} and {fmt_shape(b.shape)}"
             )
-        if a.dtype != b.dtype:
+        if a.dtype.is_fp8 and b.dtype.is_fp8:  # any FP8 pair (as Triton): f16 holds both formats exactly
+            a, b = self.cast(a, f16), self.cast(b, f16)
+        elif a.dtype != b.dtype:
             dt = promote(a.dtype, b.dtype)
             a, b = self.cast(a, dt), self.cast(b, dt)
         if a.dtype.is_bool:

@@ -440,6 +440,20 @@ def dot(a: Any, b: Any, acc: Any = None, input_precision: Any = None, allow_tf32
     raise _outside("dot")
 
 
+@_builtin
+def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: Any, rhs_format: Any,
+               acc: Any = None, fast_math: _builtin_bool = False, lhs_k_pack: _builtin_bool = True,
+               rhs_k_pack: _builtin_bool = True, out_dtype: DType = f32) -> Any:
+    """Microscaled matrix product ``[M,K] x [K,N]`` (Triton's ``tl.dot_scaled``, OCP MX formats):
+    each operand in ``"e4m3"``, ``"e5m2"`` (FP8 blocks or their ``u8`` bits), ``"e2m1"`` (``u8``,
+    two values per byte, the first in the low nibble, packed along K unless ``*_k_pack=False``),
+    ``"bf16"`` or ``"fp16"``; each scale None or a ``u8`` block of e8m0 exponents, one per 32
+    elements along K (``lhs_scale``: ``[M, K//32]``, ``rhs_scale``: ``[N, K//32]``; 255 is NaN).
+    Every element is multiplied by ``2**(scale - 127)`` in f32, rounded once to bf16 (f16 when a
+    format is ``"fp16"``), and the products are accumulated in f32 (plus ``acc``, an f32 block)."""
+    raise _outside("dot_scaled")
+
+
 # ---------------------------------------------------------------- compile-time helpers
 
 
@@ -541,7 +555,7 @@ __all__ = [
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
     "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
-    "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
+    "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "dot_scaled", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",
     "cat", "flip",
     "histogram", "philox_impl", "philox", "randint4x", "randint", "rand", "rand4x", "randn", "randn4x",
@@ -563,7 +577,7 @@ libdevice = extra.libdevice
 
 
 def __getattr__(name: str) -> Any:
-    """A Triton name eggpu does not have says so (``tl.float8e5``, ``tl.dot_scaled``, ...)."""
+    """A Triton name eggpu does not have says so (``tl.float8e4b15``, ``tl.map_elementwise``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     reason = UNSUPPORTED_DTYPES.get(name)

@@ -1,6 +1,6 @@
 """Names of Triton's language that eggpu does not have, each with the reason (and what to write).
 
-The frontend turns a use of one of these — ``tl.dot_scaled(...)``, ``x.dot_scaled(...)``, ``tl.math.pow``,
+The frontend turns a use of one of these — ``tl.map_elementwise(...)``, ``tl.math.pow``,
 ``tl.float8e5`` — into one compile error naming the feature, at the source line with a caret;
 outside a kernel ``tl.<name>`` raises an ``AttributeError`` with the same text. Keyword arguments
 Triton accepts with values eggpu cannot honour (``tie_break_left=False``, ``volatile=True``, ...)
@@ -18,7 +18,6 @@ UNSUPPORTED: dict[str, str] = {
     # tensor descriptors
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
-    "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values
     "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",

@@ -55,8 +55,8 @@ def test_ocp_fp8_names_are_the_storage_dtypes():
 
 
 def test_unsupported_function_outside_a_kernel():
-    with pytest.raises(AttributeError, match=r"^tl\.dot_scaled is not supported by eggpu: eggpu has no scaled"):
-        tl.dot_scaled  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^tl\.map_elementwise is not supported by eggpu: eggpu has no user"):
+        tl.map_elementwise  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         tl.no_such_name  # noqa: B018
 
@@ -346,7 +346,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     offs = tl.arange(0, 16)
     x = tl.load(x_ptr + offs)
     if WHICH == 0:
-        x = tl.dot_scaled(x, None, "e4m3", x, None, "e4m3")
+        x = tl.dot_scaled(x.reshape(1, 4, 4), None, "e4m3", x.reshape(1, 4, 4), None, "e4m3").reshape(16)
     if WHICH == 1:
         x = x.dot_scaled(16)
     if WHICH == 2:
@@ -382,10 +382,10 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
 
 
 UNSUPPORTED_CASES = [
-    (0, "tl.dot_scaled(x", "dot_scaled", "tl.dot_scaled is not supported by eggpu: eggpu has no scaled "
-     "(microscaling) dot product", None),
-    (1, "x.dot_scaled(16)", "dot_scaled", "the tensor method x.dot_scaled() is not supported by eggpu: eggpu has no "
-     "scaled (microscaling) dot product", None),
+    (0, "tl.dot_scaled(x", "x.reshape(1, 4, 4), None", "tl.dot_scaled needs 2-D blocks, got f32[1,4,4] for lhs, "
+     "batched (3-D) dot_scaled is not supported by eggpu", None),
+    (1, "x.dot_scaled(16)", "dot_scaled", "blocks have no attribute 'dot_scaled'", "blocks support x.to(dtype), "
+     "x.dtype, x.type, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"),
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
      "tl.math has abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, "
      "umulhi in eggpu; libdevice functions are not available"),
