@@ -286,7 +286,10 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
     ``length`` and ``C`` one too, ``x % C = (A % C) + i`` (the run never crosses a multiple of
     ``C``) and ``x // C`` is constant on the run. ``rem``/``div`` only on unsigned operands
     (signed ones round toward zero; the optimizer turns those of proven non-negative operands
-    into unsigned ones); ``and``/``shr`` on any (two's complement, floor). ``x % 0`` is 0, so
+    into unsigned ones). Shifts and masks by constants (``x >> k``, ``x << k``, ``x & M`` for any
+    ``M``: ``2**k - 1``, ``-2**k``, ``(c - 1) << j``, and compositions such as ``(x >> k) << k``
+    or ``(x >> 1) & -256``) go through a bit-level view of the run (:class:`_Bits`), exact on
+    any sign: arithmetic and logical shifts alike, two's complement masks. ``x % 0`` is 0, so
     a zero divisor proves nothing.
     """
     shape = v.type.shape
