@@ -15,7 +15,9 @@ and each compile is assembled like the naive suite (ptxas, SASS instructions cou
 nvdisasm, :func:`bench.quality._assemble`) at every target. A rule is **accepted** when it fired
 alone on some kernel and, on every kernel it fired on, its SASS is no longer than the baseline at
 every target; **refused** when it lengthens one (that kernel and target are named), or never
-fires. ``shortens`` lists where it strictly helps. The combination of the accepted rules is
+fires. ``shortens`` lists where it strictly helps. (Where a rule fires is read from the *all*
+compile: a rule that fires on a kernel only when the file's other rules are absent is not
+measured there.) The combination of the accepted rules is
 checked the same way (*accepted*), since two harmless rules could still interact.
 
 ``--seconds`` sets the saturation time limit of every compile (default 20: the optimizer's 2 s
@@ -165,6 +167,8 @@ def measure(rules_file: str, rule_names: list[str] | None = None, kernel_names: 
                 if not set(row["fired_alone"]) & set(ok):
                     continue
                 row["accepted"] = {t: _compile(inst, t, options, [str(both)])[0] for t in targets}
+                progress(f"{label}: the accepted rules together " + ", ".join(
+                    f"{t} {row['none'][t]} -> {row['accepted'][t]}" for t in targets))
                 worse = [f"{t} {row['none'][t]} -> {row['accepted'][t]}" for t in targets
                          if row["accepted"][t] > row["none"][t]]
                 if worse:
