@@ -286,7 +286,10 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
     ``length`` and ``C`` one too, ``x % C = (A % C) + i`` (the run never crosses a multiple of
     ``C``) and ``x // C`` is constant on the run. ``rem``/``div`` only on unsigned operands
     (signed ones round toward zero; the optimizer turns those of proven non-negative operands
-    into unsigned ones); ``and``/``shr`` on any (two's complement, floor). ``x % 0`` is 0, so
+    into unsigned ones). Shifts and masks by constants (``x >> k``, ``x << k``, ``x & M`` for any
+    ``M``: ``2**k - 1``, ``-2**k``, ``(c - 1) << j``, and compositions such as ``(x >> k) << k``
+    or ``(x >> 1) & -256``) go through a bit-level view of the run (:class:`_Bits`), exact on
+    any sign: arithmetic and logical shifts alike, two's complement masks. ``x % 0`` is 0, so
     a zero divisor proves nothing.
     """
     shape = v.type.shape
@@ -325,12 +328,14 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
     if name == "shl":
         k, dt = _uniform_const(ins[1], facts), op.results[0].type.elem
         r = run_of(ins[0], length, facts, depth + 1) if k is not None and isinstance(dt, DType) else None
-        if r is None or not 0 <= k < dt.bits:  # type: ignore[union-attr]
-            return None
-        return Run(r.step << k, min(r.start_div << k, BIG))
+        if r is not None and 0 <= k < dt.bits:  # type: ignore[union-attr,operator]
+            return Run(r.step << k, min(r.start_div << k, BIG))
+        return _bits_run(v, length, facts, depth)  # e.g. (x >> k) << k: a staircase made constant
     if name == "cast":
         return _run_cast(op, length, facts, depth)
-    if name in ("rem", "div", "and", "shr"):
+    if name in ("and", "shr"):
+        return _bits_run(v, length, facts, depth)
+    if name in ("rem", "div"):
         return _run_index_math(op, length, facts, depth)
     if name == "broadcast" and ins[0].type.shape and ins[0].type.shape[-1] == shape[-1]:
         return run_of(ins[0], length, facts, depth + 1)
@@ -383,37 +388,103 @@ def _run_cast(op: Operation, length: int, facts: AddressAnalysis, depth: int) ->
 
 
 def _run_index_math(op: Operation, length: int, facts: AddressAnalysis, depth: int) -> Run | None:
+    """``x % C`` and ``x // C`` on unsigned ``x`` with a positive constant ``C``."""
     x, y = op.operands
-    name = op.op
     dt = op.results[0].type.elem
     c = _uniform_const(y, facts)
-    if c is None and name == "and":
-        x, y = y, x
-        c = _uniform_const(y, facts)
-    if c is None or not isinstance(dt, DType):
+    if c is None or not isinstance(dt, DType) or dt.is_signed or c <= 0:
         return None
     r = run_of(x, length, facts, depth + 1)
     if r is None:
         return None
-    if name in ("rem", "div"):
-        if dt.is_signed or c <= 0:
-            return None
-        period = pow2div(c)
-    elif name == "and":
-        if c < 0 or c & (c + 1):  # only masks 2**k - 1
-            return None
-        period = c + 1
-    else:  # shr
-        if not 0 <= c < dt.bits:
-            return None
-        period = 1 << c
     if r.step == 0:  # constant on the run stays constant
         return Run(0, 1)
+    period = pow2div(c)
     if r.step != 1 or r.start_div < length or period < length:
         return None
-    if name in ("div", "shr"):
+    if op.op == "div":
         return Run(0, 1)
     return Run(1, min(r.start_div, period))
+
+
+@dataclass(frozen=True)
+class _Bits:
+    """A value on every run of ``length`` lanes (as :class:`Run`), bit by bit: lane ``i`` holds
+    ``A | ((i >> drop) << lift)`` (two's complement, the value's width), where ``A`` is divisible
+    by ``start_div`` and ``start_div >= 2**top``, ``top = lift + log2(length) - drop`` being the
+    end of the bits the lane part can occupy, with ``top < bits`` (the sign bit is ``A``'s). So
+    the two parts never share a bit (``|`` is ``+``), and shifts and constant masks act on each
+    part alone. The lane part is 0 (the value constant on the run) when ``drop >= log2(length)``;
+    ``drop == 0`` is the run ``A + i * 2**lift``; ``drop > 0`` a staircase, which is not a
+    :class:`Run` but may become one (``(x >> 1) & -256`` is constant on runs of 4 lanes)."""
+
+    drop: int
+    lift: int
+    start_div: int
+
+    def top(self, length: int) -> int:
+        """The end of the lane part's bits (``lift`` when the part is 0)."""
+        return self.lift + max(length.bit_length() - 1 - self.drop, 0)
+
+    def run(self, length: int) -> Run | None:
+        if self.top(length) == self.lift:
+            return Run(0, self.start_div)
+        return Run(1 << self.lift, self.start_div) if self.drop == 0 else None
+
+
+def _bits_run(v: Value, length: int, facts: AddressAnalysis, depth: int) -> Run | None:
+    b = _bits_of(v, length, facts, depth)
+    return b.run(length) if b is not None else None
+
+
+def _bits_of(v: Value, length: int, facts: AddressAnalysis, depth: int) -> _Bits | None:
+    """The :class:`_Bits` of the integer value ``v``: through ``x >> k``, ``x << k`` and
+    ``x & M`` with constants ``k`` (``0 <= k < bits``) and ``M``, from the :class:`Run` of
+    whatever else (a run of step ``2**u`` whose start is a multiple of ``2**u * length``, or a
+    constant). ``x >> k`` is exact for arithmetic (signed) and logical (unsigned) shifts alike:
+    the lane part lies below the sign bit, so the sign fill is ``A``'s. ``x << k`` is refused
+    when the lane part would reach the sign bit (that would wrap inside a run)."""
+    dt = v.type.elem
+    op = v.owner
+    if not isinstance(dt, DType) or not dt.is_int or depth > 24:
+        return None
+    log_len = length.bit_length() - 1
+    if isinstance(op, Operation) and op.op in ("and", "shr", "shl"):
+        x, y = op.operands
+        k = _uniform_const(y, facts)
+        if k is None and op.op == "and":
+            x, y = y, x
+            k = _uniform_const(y, facts)
+        b = _bits_of(x, length, facts, depth + 1) if k is not None else None
+        if b is None:
+            return None
+        top = b.top(length)
+        if op.op == "and":
+            m = k & ((1 << dt.bits) - 1)  # type: ignore[operator]
+            div = max(b.start_div, pow2div(m))  # A & M keeps A's low zero bits and M's
+            window = ((1 << top) - 1) & ~((1 << b.lift) - 1)
+            if m & window == window:
+                return _Bits(b.drop, b.lift, div)
+            return _Bits(log_len, 0, div) if m & window == 0 else None
+        if not 0 <= k < dt.bits:  # type: ignore[operator]
+            return None
+        if op.op == "shr":
+            div = max(b.start_div >> k, 1)
+            if top - k <= 0:
+                return _Bits(log_len, 0, div)
+            return _Bits(b.drop, b.lift - k, div) if k <= b.lift else _Bits(b.drop + k - b.lift, 0, div)
+        if top > b.lift and top + k >= dt.bits:
+            return None
+        return _Bits(b.drop, b.lift + k, min(b.start_div << k, BIG))
+    r = run_of(v, length, facts, depth + 1)
+    if r is None or r.origin is not None:
+        return None
+    if r.step == 0:
+        return _Bits(log_len, 0, r.start_div)
+    lift = r.step.bit_length() - 1
+    if r.step < 0 or r.step & (r.step - 1) or r.start_div < r.step * length or lift + log_len >= dt.bits:
+        return None
+    return _Bits(0, lift, r.start_div)
 
 
 def _reshape(a: Affine, src: tuple[int, ...], dst: tuple[int, ...]) -> Affine | None:

@@ -199,12 +199,21 @@ def _shl_divisible(splat: bool) -> list[tuple]:
             ("(< c 62)", term("I64", 61), term("I64", 62))]
 
 
+def _mul_divrem(c0: int, c1: int, c2: int) -> tuple[str, tuple]:
+    """``c0 * ((x // c1) % c2)`` at i32 with x >= 0 (``syn-i32-mul-divrem-pow2``)."""
+    def k(c: int) -> str:
+        return f"(Splat (I32) {rx.SHAPE} (Const (I32) {c}))"
+    return (f"(Mul (I32) {k(c0)} (Rem (I32) (Div (I32) {_O1} {k(c1)}) {k(c2)}))", (f"(set (LowerBound {_O1}) 0)",))
+
+
 #: rule -> (guard, a near miss that fires: (term, facts), the same with only that guard false);
 #: for the guards on values that no pool value violates (rx.unblocked_value_guards)
 HAND_NEGATIVES: dict[str, list[tuple]] = {
     "lt-offset-bound": [("(<= (>> (+ (UpperBound i) (UpperBound x)) (- w 1)) 0)",
                          (_OFFSET_LT, _bounds(_O1, 0, 2147483632) + _bounds(_O3, 0, 15) + (_BELOW,)),
                          (_OFFSET_LT, _bounds(_O1, 0, 2147483633) + _bounds(_O3, 0, 15) + (_BELOW,)))],
+    # the mask (c2 - 1) * c0 must fit i32: 4095 * 2^20 does not (the shift 20 - 4 is fine)
+    "syn-i32-mul-divrem-pow2": [("(<= r1 2147483647)", _mul_divrem(1024, 64, 32), _mul_divrem(1 << 20, 16, 1 << 12))],
     "addptr-merge-signed": [(_SIGNED_LOW_SUM, (_MERGE, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
                              (_MERGE, _bounds(_O2, _I32_MIN, 15) + _bounds(_O3, -1, 15)))],
     "addptr-hoist-signed": [(_SIGNED_LOW_SUM, (_HOIST, _bounds(_O2, 0, 15) + _bounds(_O3, 0, 15)),
