@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
+from eggpu.ir.dtypes import DType, bf16, f16, f32, i16, i32, i64, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
 from eggpu.ir.ops import transcendental_ops
@@ -141,16 +141,54 @@ def clamp(s: Semantic, a: dict[str, Any]) -> Any:
 def cast(s: Semantic, a: dict[str, Any]) -> Tensor:
     if not isinstance(a["bitcast"], bool):
         raise SemanticError(f"bitcast must be a compile-time bool, got {describe(a['bitcast'])}", arg="bitcast")
-    rounding(a, "cast")
-    return s.cast(a["input"], a["dtype"], a["bitcast"])
+    return converted(s, a["input"], a["dtype"], a["fp_downcast_rounding"], a["bitcast"], "tl.cast")
 
 
-def rounding(a: dict[str, Any], fn: str) -> None:
-    v = a["fp_downcast_rounding"]
-    if v not in (None, "rtne"):
-        raise SemanticError(f"{fn}(fp_downcast_rounding={v!r}) is not supported by eggpu: float conversions "
-                            f"round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')",
+def converted(s: Semantic, x: Any, dt: Any, rounding: Any, bitcast: bool, fn: str) -> Tensor:
+    """``x.to(dt, fp_downcast_rounding=rounding, bitcast=bitcast)`` (``fn`` names the call in messages).
+
+    ``rounding`` is Triton's: None or ``"rtne"`` (round to nearest even, every conversion's
+    default) or ``"rtz"`` (round toward zero), and only on a float -> narrower float conversion
+    (Triton raises otherwise; a conversion to the same dtype is the value itself, also as Triton).
+    """
+    if rounding not in (None, "rtne", "rtz"):
+        raise SemanticError(f"{fn}(fp_downcast_rounding={rounding!r}) is not one of None, 'rtne', 'rtz'",
                             arg="fp_downcast_rounding")
+    if rounding is None or bitcast or not isinstance(dt, DType):
+        if rounding is not None and bitcast:
+            raise SemanticError(f"{fn}: fp_downcast_rounding= does not apply to a bitcast",
+                                "drop fp_downcast_rounding= or bitcast=True", arg="fp_downcast_rounding")
+        return s.cast(x, dt, bitcast)
+    x = s.to_tensor(x)
+    src = x.dtype
+    if src == dt:
+        return x
+    if x.is_pointer or not (src.is_float and dt.is_float and dt.bits < src.bits) or src.is_fp8 or dt.is_fp8:
+        raise SemanticError(f"{fn}(fp_downcast_rounding={rounding!r}) applies only to a float -> narrower float "
+                            f"conversion, not {x.type if x.is_pointer else src} -> {dt}",
+                            "drop fp_downcast_rounding= (FP8 conversions round to nearest even)"
+                            if src.is_fp8 or dt.is_fp8 else "drop fp_downcast_rounding=",
+                            arg="fp_downcast_rounding")
+    if rounding == "rtne":
+        return s.cast(x, dt)
+    return _toward_zero(s, x, dt)
+
+
+def _toward_zero(s: Semantic, x: Tensor, dt: DType) -> Tensor:
+    """``x`` converted to the narrower float ``dt`` rounding toward zero, from existing ops.
+
+    Round to nearest even picks one of the two ``dt`` values around ``x``; when it picked the one
+    of larger magnitude (its exact widening back exceeds ``|x|``), the result toward zero is the
+    next value toward zero, whose bits are one less (magnitude bits are ordered, whatever the sign).
+    That also maps an overflow (nearest: inf) to the largest finite value, keeps inf, zeros and
+    subnormals right, and leaves NaN as the nearest conversion makes it (a NaN compares false).
+    Every op here is exact, so the result is bit-exact in the interpreter, run_cpu and PTX."""
+    nearest = s.cast(x, dt)
+    back = s.cast(nearest, x.dtype)
+    away = s.binary("gt", s.abs(back), s.abs(x))
+    bits = s.cast(nearest, {16: i16, 32: i32, 64: i64}[dt.bits], bitcast=True)
+    stepped = s.cast(s.binary("sub", bits, 1), dt, bitcast=True)
+    return s.where(away, stepped, nearest)
 
 
 def _floats(s: Semantic, fn: str, x: Any, y: Any) -> tuple[Any, Any]:

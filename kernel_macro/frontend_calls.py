@@ -168,8 +168,7 @@ class Calls:
             except TypeError as e:
                 raise self.error(node, f"x.to(): {e}", f"the signature is {sig}") from None
             try:
-                compat.rounding({"fp_downcast_rounding": rounding}, "x.to")
-                return self.sem.cast(m.tensor, dtype, bitcast)
+                return compat.converted(self.sem, m.tensor, dtype, rounding, bitcast, "x.to")
             except SemanticError as e:
                 raise self.error(node, e.problem, e.hint) from None
         # x.sum(axis) is tl.sum(x, axis): the receiver is the first argument

@@ -373,8 +373,8 @@ def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is
 @_builtin
 def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _builtin_bool = False) -> Any:
     """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
-    width). ``fp_downcast_rounding`` may be None or ``"rtne"`` (round to nearest even, what eggpu
-    does); ``"rtz"`` is not supported."""
+    width). ``fp_downcast_rounding`` (float -> narrower float only) is None or ``"rtne"`` (round to
+    nearest even, the default) or ``"rtz"`` (round toward zero), as in Triton."""
     raise _outside("cast")
 
 

@@ -368,7 +368,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 10:
         x = tl.atomic_and(x_ptr + offs, 1)  # x_ptr points to floats
     if WHICH == 11:
-        x = x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
+        x = x.to(tl.float64, fp_downcast_rounding="rtz").to(tl.float32)
     if WHICH == 12:
         x = tl.umulhi(x.to(tl.int64), 3).to(tl.float32)
     if WHICH == 13:
@@ -405,8 +405,8 @@ UNSUPPORTED_CASES = [
      "did you mean keep_dims=? the signature is tl.sum(input, axis=None, keep_dims=False, dtype=None)"),
     (10, "tl.atomic_and", "x_ptr + offs", "tl.atomic_and needs an integer pointer, got ptr<f32>[16]",
      "bitwise atomics work on integers: update the bits through an integer pointer of the same width"),
-    (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') is not supported by eggpu: float "
-     "conversions round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')"),
+    (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') applies only to a float -> "
+     "narrower float conversion, not f32 -> f64", "drop fp_downcast_rounding="),
     (12, "tl.umulhi(x.to(tl.int64), 3)", "tl.umulhi", "tl.umulhi needs 32-bit integer operands, got i64",
      "the 128-bit product of 64-bit integers is not available"),
     (13, "return_indices_tie_break_left=False", "return_indices_tie_break_left",
