@@ -122,7 +122,8 @@ class Calls:
             raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
         bound.apply_defaults()
         if name in COMBINE_FUNCTIONS:
-            bound.arguments["combine_fn"] = self._combine_callable(node, bound.arguments["combine_fn"])
+            param = COMBINE_FUNCTIONS[name]
+            bound.arguments[param] = self._combine_callable(node, bound.arguments[param])
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
@@ -138,7 +139,7 @@ class Calls:
             return fobj  # the implementation reports a non-function combine_fn at the argument
 
         def call(*values: Any) -> Any:
-            return self._inline(node, fn, list(values), {})
+            return self._inline(node, fn, list(values), {}, lanewise=True)
 
         return call
 
@@ -234,7 +235,10 @@ class Calls:
             what = f"{describe(fobj)} is not callable"
         raise self.error(node, f"cannot call {text}() inside a kernel: {what}", hint)
 
-    def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any], lanewise: bool = False) -> Any:
+        """Inline ``fn(*args, **kwargs)`` and return its value; ``lanewise``: ``fn`` is a scalar function
+        applied to each element of blocks (its ifs on per-element conditions select; so do those of
+        the helpers it calls)."""
         if any(fr.fn is fn for fr in self.stack):
             raise self.error(node, f"recursive call of {fn.__name__}() is not supported",
                              "helpers are inlined; write the recursion as a loop")
@@ -247,7 +251,8 @@ class Calls:
         src = Source.of(fn)
         call_loc = self.frame.source.loc(node)
         frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), dict(bound.arguments), is_kernel=False,
-                      call_note=f"in {fn.__name__}(), inlined from {self.frame.fn.__name__} at {call_loc}")
+                      call_note=f"in {fn.__name__}(), inlined from {self.frame.fn.__name__} at {call_loc}",
+                      lanewise=lanewise or self.frame.lanewise)
         saved_loc = self.b.loc
         self.stack.append(frame)
         self.frame = frame

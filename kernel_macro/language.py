@@ -500,6 +500,7 @@ from .language_triton import (  # noqa: E402
     load_tensor_descriptor,
     make_block_ptr,
     make_tensor_descriptor,
+    map_elementwise,
     pair_uniform_to_normal,
     philox,
     philox_impl,
@@ -540,6 +541,7 @@ __all__ = [
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
     "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "map_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",

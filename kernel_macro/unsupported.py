@@ -19,7 +19,6 @@ UNSUPPORTED: dict[str, str] = {
     "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
-    "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values
     "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",
     "block_type": "eggpu block types are not values in a kernel",

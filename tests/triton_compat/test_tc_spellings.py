@@ -377,7 +377,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
         for _i in tl.range(0, 4, num_stage=2):
             x = x + 1
     if WHICH == 15:
-        x = tl.map_elementwise(x)
+        x = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=4)
     tl.store(x_ptr + offs, x)
 
 
@@ -415,8 +415,8 @@ UNSUPPORTED_CASES = [
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
-    (15, "tl.map_elementwise", "map_elementwise", "tl.map_elementwise is not supported by eggpu: eggpu has no user "
-     "elementwise combinators; write the elementwise code directly", None),
+    (15, "pack=4", "pack=4", "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes "
+     "one element", "pass pack=1 and write the asm for one element"),
 ]
 
 
