@@ -213,10 +213,11 @@ def load(s: Any, a: dict[str, Any]) -> Tensor:
                             "use padding_option='zero'", arg="padding_option")
     dims = _boundary_dims(a["boundary_check"], len(bp.block_shape), "load")
     ptrs, mask = pointers_and_mask(s, bp, dims)
+    volatile = a.get("volatile", False)
     if mask is None:
-        return s.load(ptrs, None, None)
+        return s.load(ptrs, None, None, volatile)
     other = {"": None, "zero": 0, "nan": float("nan")}[pad]
-    return s.load(ptrs, mask, other)
+    return s.load(ptrs, mask, other, volatile)
 
 
 def store(s: Any, a: dict[str, Any]) -> None:

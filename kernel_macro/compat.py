@@ -41,6 +41,11 @@ def _choice(a: dict[str, Any], name: str, allowed: tuple, fn: str) -> None:
         raise SemanticError(f"tl.{fn}: {name}={v!r} is not one of {shown}", arg=name)
 
 
+def _shown(v: Any) -> str:
+    """A value in a message: a block by its type, a compile-time value as Python writes it."""
+    return describe(v) if isinstance(v, Tensor) else repr(v)
+
+
 def _not_supported(a: dict[str, Any], name: str, ok: Any, fn: str, why: str, hint: str | None = None) -> None:
     v = a[name]
     if v != ok and not (ok == () and v is None):
@@ -56,12 +61,14 @@ _BLOCK_PTR_ONLY = "boundary_check= and padding_option= apply to block pointers (
 def load(s: Semantic, a: dict[str, Any]) -> Tensor:
     _choice(a, "cache_modifier", _LOAD_CACHE, "load")
     _choice(a, "eviction_policy", _EVICTION, "load")
-    _not_supported(a, "volatile", False, "load", "volatile loads are not available")
+    if not isinstance(a["volatile"], bool):
+        raise SemanticError(f"tl.load: volatile must be a compile-time bool, got {_shown(a['volatile'])}",
+                            arg="volatile")
     if isinstance(a["ptr"], block_pointers.BlockPointer):
         return block_pointers.load(s, a)
     _not_supported(a, "boundary_check", (), "load", _BLOCK_PTR_ONLY, "use mask= (e.g. mask=offs < n)")
     _not_supported(a, "padding_option", "", "load", _BLOCK_PTR_ONLY, "use mask= and other=")
-    return s.load(a["ptr"], a["mask"], a["other"])
+    return s.load(a["ptr"], a["mask"], a["other"], a["volatile"])
 
 
 def store(s: Semantic, a: dict[str, Any]) -> None:
@@ -359,20 +366,23 @@ def reduce_with_indices(name: str):
         values = s.reduce(kind, a["input"], a["axis"], a["keep_dims"])
         if not ri:
             return values
-        if left is not True:
-            raise SemanticError(f"tl.{name}(return_indices_tie_break_left={left!r}) is not supported by eggpu: "
-                                f"the index is that of the first {name}imum", arg="return_indices_tie_break_left")
+        _tie_break(left, "return_indices_tie_break_left")
         return values, s.reduce(arg_kind, a["input"], a["axis"], a["keep_dims"])
 
     return impl
 
 
+def _tie_break(v: Any, arg: str) -> None:
+    """Triton's ``tie_break_left`` (a compile-time bool). True: the first of tied extrema.
+    False ("tie_break_fast" in Triton): any of them, whichever Triton's reduction tree keeps — so
+    the first is a valid answer, and eggpu gives it for both values."""
+    if not isinstance(v, bool):
+        raise SemanticError(f"{arg} must be a compile-time bool, got {_shown(v)}", arg=arg)
+
+
 def arg_reduce(name: str):
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
-        if a["tie_break_left"] is not True:
-            raise SemanticError(f"tl.{name}(tie_break_left={a['tie_break_left']!r}) is not supported by eggpu: "
-                                f"the index is that of the first {name[3:]}imum", "drop tie_break_left=",
-                                arg="tie_break_left")
+        _tie_break(a["tie_break_left"], "tie_break_left")
         return s.reduce(f"reduce_{name}", a["input"], a["axis"], a["keep_dims"])
 
     return impl

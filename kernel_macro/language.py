@@ -186,7 +186,8 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     checked, and without effect on the result. On a block pointer (``tl.make_block_ptr``),
     ``boundary_check`` lists the dimensions to bound-check and ``padding_option`` (``""``,
     ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
-    allowed. ``volatile=True`` is not supported."""
+    allowed. ``volatile=True``: on a GPU each element is read by its own ``ld.volatile`` (never merged
+    with another load or reused); the interpreter and ``run_cpu`` read memory as any load."""
     raise _outside("load")
 
 
@@ -407,7 +408,7 @@ def min(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # 
 def argmax(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first maximum along ``axis`` (None: of the flattened block).
-    ``tie_break_left=False`` (the last maximum) is not supported."""
+    ``tie_break_left=False`` lets Triton return any of tied maxima; eggpu returns the first."""
     raise _outside("argmax")
 
 

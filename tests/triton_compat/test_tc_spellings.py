@@ -354,9 +354,9 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 3:
         x = x.to(tl.float8e4b15)
     if WHICH == 4:
-        x = tl.argmax(x, 0, tie_break_left=False).to(tl.float32)
+        x = tl.argmax(x, 0, tie_break_left="left").to(tl.float32)
     if WHICH == 5:
-        x = tl.load(x_ptr + offs, volatile=True)
+        x = tl.load(x_ptr + offs, volatile="yes")
     if WHICH == 6:
         x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.bfloat16).reshape(16)
     if WHICH == 7:
@@ -372,7 +372,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 12:
         x = tl.umulhi(x.to(tl.int64), 3).to(tl.float32)
     if WHICH == 13:
-        x = tl.max(x, 0, return_indices=True, return_indices_tie_break_left=False)[0]
+        x = tl.max(x, 0, return_indices=True, return_indices_tie_break_left=None)[0]
     if WHICH == 14:
         for _i in tl.range(0, 4, num_stage=2):
             x = x + 1
@@ -391,10 +391,8 @@ UNSUPPORTED_CASES = [
      "umulhi in eggpu; libdevice functions are not available"),
     (3, "tl.float8e4b15", "float8e4b15", "tl.float8e4b15 is not supported by eggpu: only the OCP FP8 dtypes "
      "tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available", None),
-    (4, "tie_break_left=False", "tie_break_left", "tl.argmax(tie_break_left=False) is not supported by eggpu: the "
-     "index is that of the first maximum", "drop tie_break_left="),
-    (5, "volatile=True", "volatile", "tl.load(volatile=True) is not supported by eggpu: volatile loads are not "
-     "available", None),
+    (4, 'tie_break_left="left"', "tie_break_left", "tie_break_left must be a compile-time bool, got 'left'", None),
+    (5, 'volatile="yes"', "volatile", "tl.load: volatile must be a compile-time bool, got 'yes'", None),
     (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
      "not available (as in Triton)", "use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.bf16)"),
     (7, 'sem="seq_cst"', "sem", "tl.atomic_add(sem='seq_cst') is not a memory ordering",
@@ -409,9 +407,8 @@ UNSUPPORTED_CASES = [
      "narrower float conversion, not f32 -> f64", "drop fp_downcast_rounding="),
     (12, "tl.umulhi(x.to(tl.int64), 3)", "tl.umulhi", "tl.umulhi needs 32-bit integer operands, got i64",
      "the 128-bit product of 64-bit integers is not available"),
-    (13, "return_indices_tie_break_left=False", "return_indices_tie_break_left",
-     "tl.max(return_indices_tie_break_left=False) is not supported by eggpu: the index is that of the first maximum",
-     None),
+    (13, "return_indices_tie_break_left=None", "return_indices_tie_break_left",
+     "return_indices_tie_break_left must be a compile-time bool, got None", None),
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
