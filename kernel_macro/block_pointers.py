@@ -23,8 +23,10 @@ block_shape, padding_option="zero")``, ``desc.load(offsets)``, ``desc.store(offs
 ``tl.load_tensor_descriptor``/``tl.store_tensor_descriptor``) are lowered the same way: a load
 reads the ``block_shape`` tile at ``offsets`` with every dimension bound-checked and out-of-bounds
 elements filled by the padding (0, or NaN), a store writes the in-bounds elements. As in Triton
-the last stride must be the compile-time 1. (eggpu does not use the TMA unit: the descriptor is
-a frontend value, not an argument, and host-side ``TensorDescriptor`` arguments are not supported.)
+the last stride must be the compile-time 1, and the other compile-time constraints Triton states
+are errors (:func:`_check_descriptor_layout`). eggpu does not use the TMA unit: the descriptor is
+a frontend value; a host-side ``TensorDescriptor`` argument (:mod:`.descriptors`) becomes the same
+value, built from hidden parameters by :func:`descriptor_argument`.
 """
 
 from __future__ import annotations
@@ -270,10 +272,37 @@ def make_tensor_descriptor(s: Any, a: dict[str, Any]) -> TensorDescriptor:
     if not (isinstance(last, int) and last == 1):
         raise SemanticError(f"tl.{fn}: the last stride must be the compile-time 1, got {describe(last)}",
                             "tensor descriptors address contiguous rows: pass strides=[..., 1]", arg="strides")
+    _check_descriptor_layout(layout, fn)
     if pad == "nan" and not layout.base.dtype.is_float:
         raise SemanticError(f"tl.{fn}: padding_option='nan' needs a float tensor, got {layout.base.type}",
                             arg="padding_option")
     return TensorDescriptor(layout, pad)
+
+
+_MAX_DESCRIPTOR_RANK = 5  # Triton's (the TMA unit's) limit
+
+
+def _check_descriptor_layout(layout: BlockPointer, fn: str) -> None:
+    """Triton's compile-time constraints on a device-side descriptor (its ``make_tensor_descriptor``
+    raises on each): rank 1..5, a block row of at least 16 bytes, and strides known at compile
+    time (all but the last) that are multiples of 16 bytes. Runtime strides and the base address
+    cannot be checked here; Triton checks them only in its instrumentation mode."""
+    n = len(layout.block_shape)
+    if n > _MAX_DESCRIPTOR_RANK:
+        raise SemanticError(f"tl.{fn}: a tensor descriptor has 1 to {_MAX_DESCRIPTOR_RANK} dimensions, got {n}",
+                            arg="block_shape")
+    elem = max(1, layout.base.dtype.bits // 8)
+    row = layout.block_shape[-1] * elem
+    if row < 16:
+        raise SemanticError(f"tl.{fn}: the block's last dimension must span at least 16 bytes, got "
+                            f"{layout.block_shape[-1]} x {elem} = {row} bytes",
+                            f"use a last block dimension of at least {-(-16 // elem)} elements of "
+                            f"{layout.base.dtype}", arg="block_shape")
+    for st in layout.strides[:-1]:
+        if isinstance(st, int) and (st * elem) % 16:
+            raise SemanticError(f"tl.{fn}: strides must be multiples of 16 bytes, got a stride of {st} x {elem} "
+                                f"= {st * elem} bytes", "pad the rows of the tensor to a multiple of 16 bytes",
+                                arg="strides")
 
 
 def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
