@@ -62,6 +62,8 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     int32,
     int64,
     pointer_type,
+    tensor_descriptor,
+    tensor_descriptor_base,
     u8,
     u16,
     u32,
@@ -531,6 +533,7 @@ __all__ = [
     "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "float8e4nv", "float8e5", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
+    "tensor_descriptor", "tensor_descriptor_base",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d", "squeeze", "unsqueeze",

@@ -11,12 +11,7 @@ from __future__ import annotations
 
 from .language import LIBDEVICE_NAMES, MATH_NAMES
 
-_NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
-                       "they are not a type to test or pass as an argument")
-
 UNSUPPORTED: dict[str, str] = {
-    # tensor descriptors
-    "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
     "dot_scaled": "eggpu has no scaled (microscaling) dot product",
     # types as values

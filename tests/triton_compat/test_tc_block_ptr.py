@@ -371,3 +371,31 @@ def test_advance_in_while_loop(run_both, n):
     expect = rows[rows[:, 0] < 1000].sum(axis=0)
     for res in run_both(advance_in_while, (1,), x, np.zeros(16, np.float32), n, B=16).values():
         np.testing.assert_array_equal(res[1], expect)
+
+
+@eggpu.jit
+def annotated_desc_copy(a_desc: tl.tensor_descriptor, c_desc: tl.tensor_descriptor, BM: tl.constexpr,
+                        BN: tl.constexpr):
+    """Triton kernels annotate descriptor parameters with tl.tensor_descriptor."""
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    c_desc.store([pm * BM, pn * BN], a_desc.load([pm * BM, pn * BN]) * 2)
+
+
+@pytest.mark.parametrize("mode", ["interpret", "cpu"])
+def test_tensor_descriptor_annotation_takes_host_descriptors(monkeypatch, mode):
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", mode)
+    m, n, pad = 21, 13, 16
+    a = np.random.default_rng(3).standard_normal((m, pad)).astype(np.float32)
+    c = np.zeros((m, pad), np.float32)
+    annotated_desc_copy[(2, 1)](TensorDescriptor(a, [m, n], [pad, 1], [16, 16]),
+                                TensorDescriptor(c, [m, n], [pad, 1], [16, 16]), BM=16, BN=16)
+    np.testing.assert_array_equal(c[:, :n], 2 * a[:, :n])
+    np.testing.assert_array_equal(c[:, n:], 0.0)
+    with pytest.raises(eggpu.LaunchError, match=r"^annotated_desc_copy: parameter a_desc is annotated "
+                                                 r"tl\.tensor_descriptor, got a numpy array of float32$"):
+        annotated_desc_copy[(1, 1)](a, TensorDescriptor(c, [m, n], [pad, 1], [16, 16]), BM=16, BN=16)
+    assert tl.tensor_descriptor_base is tl.tensor_descriptor
+    with pytest.raises(TypeError, match="tl.tensor_descriptor is a type for annotations"):
+        tl.tensor_descriptor(a)
