@@ -15,7 +15,7 @@ from typing import Any
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import IRError
 
-from . import compat
+from . import compat, descriptor_ops
 from . import language as tl
 from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
 from .diagnostics import KernelCompileError, Source, did_you_mean
@@ -32,7 +32,8 @@ from .frontend_ops import SemanticError, Tensor, describe
 from .signature import _closure_vars
 
 _SCALAR_LIST_FUNCTIONS = frozenset({
-    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor"})
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
+    *(f"desc.{n}" for n in descriptor_ops.CALLS)})
 """Functions whose list arguments may hold runtime scalars (Triton's ``shape=[M, N]``,
 ``desc.load([off_m, 0])``); elsewhere a list literal holds compile-time values only."""
 
@@ -159,6 +160,18 @@ class Calls:
         return node
 
     def _call_method(self, node: ast.Call, m: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if m.name.startswith("desc."):  # desc.atomic_add(...), desc.gather(...): kernel_macro/descriptor_ops.py
+            fn = descriptor_ops.CALLS[m.name[5:]]
+            try:
+                inspect.signature(fn).bind(self.sem, m.tensor, *args, **kwargs)
+            except TypeError as e:
+                raise self.error(node, f"{m.name}(): {e}") from None
+            try:
+                return fn(self.sem, m.tensor, *args, **kwargs)
+            except SemanticError as e:
+                raise self.error(node, e.problem, e.hint) from None
+            except IRError as e:
+                raise self._located(node, e) from None
         if m.name == "to":
             def to(dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Any:
                 return dtype, fp_downcast_rounding, bitcast

@@ -262,7 +262,8 @@ def _desc_body(src: str):
     ("d.store([0.5], 1.0)", "tl.store_tensor_descriptor: every offset must be an integer scalar, got the"),
     ("tl.load_tensor_descriptor(bp, [0])", "tl.load_tensor_descriptor needs a tensor descriptor (from "
      "tl.make_tensor_descriptor), got a block pointer"),
-    ("d.gather([0])", "tensor descriptors have no attribute 'gather'"),
+    ("d.gather([0])", "desc.gather(): missing a required argument: 'y_offset'"),
+    ("d.reduce([0])", "tensor descriptors have no attribute 'reduce'"),
     ("tl.store(x_ptr, d)", "tl.store cannot store a tensor descriptor of block_shape [16] to f32"),
     ("tl.make_tensor_descriptor(x_ptr, [n], [1], [2])", "tl.make_tensor_descriptor: the block's last dimension "
      "must span at least 16 bytes, got 2 x 4 = 8 bytes"),
