@@ -10,8 +10,9 @@ the frontend handles:
   function inlined by ``map_elementwise`` (or a helper it calls, or a ``combine_fn``) the frontend
   computes both branches and selects each variable, and the return value, per element with
   ``where`` (``ControlFlow._select_if``). A branch that loads, stores, prints or asserts is refused
-  there: its effect would happen for every element. Loops whose condition differs per element are
-  refused as everywhere.
+  there: its effect would happen for every element. A ``while`` whose condition differs per
+  element runs while any element's condition holds and updates only those elements
+  (kernel_macro/while_loops.py), with the same restriction on effects.
 * an operation that sees the whole block — a reduction, ``tl.dot``, ``tl.gather``, a transpose,
   ``tl.arange`` — would mean something else than on one element, so the function is refused
   (a compile error at ``scalar_fn``) when its body makes one.
@@ -38,13 +39,24 @@ _WHOLE_BLOCK = frozenset({"dot", "gather", "trans", "arange"})
 """Ops (besides reductions) whose meaning on a block is not their meaning on each element."""
 
 
-def _whole_block_op(ops: list[Operation]) -> str | None:
+def lane_loop_reductions(s: Semantic) -> set[int]:
+    """Ids of the reductions the frontend itself makes for a ``while`` on a per-element condition
+    (whether any element still runs: kernel_macro/while_loops.py), which are not the mapped
+    function's own."""
+    found = getattr(s, "_lane_loop_reductions", None)
+    if found is None:
+        found = set()
+        s._lane_loop_reductions = found  # type: ignore[attr-defined]
+    return found
+
+
+def _whole_block_op(ops: list[Operation], allowed: set[int]) -> str | None:
     """The first op among ``ops`` (and their regions) that sees a whole block, or None."""
     for op in ops:
-        if op.op in _WHOLE_BLOCK or REDUCTION in get(op.op).traits:
+        if (op.op in _WHOLE_BLOCK or REDUCTION in get(op.op).traits) and id(op) not in allowed:
             return op.op
         for region in op.regions:
-            found = _whole_block_op(region.ops)
+            found = _whole_block_op(region.ops, allowed)
             if found:
                 return found
     return None
@@ -54,7 +66,7 @@ def _call(s: Semantic, fn: Any, values: list[Tensor]) -> list[Any]:
     """``fn(*values)`` as a list of results, refusing a body that sees whole blocks."""
     start = len(s.b.block.ops)
     r = fn(*values)
-    bad = _whole_block_op(s.b.block.ops[start:])
+    bad = _whole_block_op(s.b.block.ops[start:], lane_loop_reductions(s))
     if bad is not None:
         raise SemanticError(f"tl.map_elementwise: scalar_fn uses {bad}, which needs a whole block; scalar_fn "
                             f"sees one element at a time",

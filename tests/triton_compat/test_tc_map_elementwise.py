@@ -184,3 +184,82 @@ def test_effect_in_a_per_element_branch_is_refused_at_the_if():
     lines, first = inspect.getsourcelines(stores_in_branch)
     assert f":{first + 2}:5: store in a branch on a per-element condition of a function applied per element" in msg
     assert "in stores_in_branch(), inlined from misuse" in msg
+
+
+@eggpu.jit
+def collatz_steps(x):
+    """A while loop on a per-element condition, with a per-element if inside."""
+    n = 0
+    while x != 1:
+        if x % 2 == 0:
+            x = x // 2
+        else:
+            x = 3 * x + 1
+        n += 1
+    return n
+
+
+@eggpu.jit
+def halve_until(x, lim):
+    k = 0.0
+    while tl.abs(x) > lim:
+        x = x * 0.5
+        k = k + 1.0
+    return x, k
+
+
+@eggpu.jit
+def loop_kernel(x_ptr, f_ptr, n_ptr, y_ptr, k_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m, other=1)
+    tl.store(n_ptr + offs, tl.map_elementwise(collatz_steps, x), mask=m)
+    y, k = tl.map_elementwise(halve_until, tl.load(f_ptr + offs, mask=m, other=0.0), 3.0)
+    tl.store(y_ptr + offs, y, mask=m)
+    tl.store(k_ptr + offs, k, mask=m)
+
+
+def _collatz(v: int) -> int:
+    c = 0
+    while v != 1:
+        v = v // 2 if v % 2 == 0 else 3 * v + 1
+        c += 1
+    return c
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_map_elementwise_while_on_a_per_element_condition(run_both, n):
+    rng = np.random.default_rng(n)
+    x = rng.integers(1, 200, n).astype(np.int32)
+    f = (rng.standard_normal(n) * 100).astype(np.float32)
+    wy, wk = f.copy(), np.zeros(n, np.float32)
+    while (np.abs(wy) > 3).any():
+        a = np.abs(wy) > 3
+        wy, wk = np.where(a, wy * np.float32(0.5), wy), np.where(a, wk + 1, wk)
+    z = [np.zeros(n, np.int32), np.zeros(n, np.float32), np.zeros(n, np.float32)]
+    for dev, (_, _, steps, y, k) in run_both(loop_kernel, (-(-n // 512),), x, f, *z, n, BLOCK=512).items():
+        np.testing.assert_array_equal(steps, [_collatz(int(v)) for v in x], err_msg=dev)
+        np.testing.assert_array_equal(y, wy, err_msg=dev)
+        np.testing.assert_array_equal(k, wk, err_msg=dev)
+
+
+@eggpu.jit
+def stores_in_loop(p, x):
+    while x > 0:
+        tl.store(p, x)
+        x = x - 1
+    return x
+
+
+@eggpu.jit
+def loop_misuse(x_ptr):
+    offs = tl.arange(0, 16)
+    tl.store(x_ptr + offs, tl.map_elementwise(stores_in_loop, x_ptr + offs, tl.load(x_ptr + offs)))
+
+
+def test_effect_in_a_per_element_while_is_refused():
+    with pytest.raises(eggpu.CompileError) as ei:
+        loop_misuse.specialize(np.zeros(16, np.float32)).ir()
+    lines, first = inspect.getsourcelines(stores_in_loop)
+    assert (f":{first + 2}:5: store in a while loop on a per-element condition of a function applied per "
+            f"element (tl.map_elementwise): the body runs for every element") in str(ei.value)
