@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import i32, i64
+from eggpu.ir.dtypes import f32, i32, i64, u32
 
 from .frontend_values import SemanticError, Tensor, describe
 
@@ -237,11 +237,12 @@ def store(s: Any, a: dict[str, Any]) -> None:
 class TensorDescriptor:
     """A device-side tensor descriptor: a tile-less block pointer (see the module docstring)."""
 
-    __slots__ = ("layout", "padding")
+    __slots__ = ("layout", "padding", "tf32")
 
-    def __init__(self, layout: BlockPointer, padding: str):
+    def __init__(self, layout: BlockPointer, padding: str, tf32: bool = False):
         self.layout = layout  # offsets unused: a descriptor is read at the offsets of each access
         self.padding = padding
+        self.tf32 = tf32  # loads round f32 to TF32 (a host descriptor's round_f32_to_tf32=True)
 
     @property
     def block_shape(self) -> tuple[int, ...]:
@@ -322,7 +323,7 @@ def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
 
 
 def descriptor_argument(s: Any, name: str, block_shape: tuple[int, ...], padding: str,
-                        scope: dict[str, Any]) -> TensorDescriptor:
+                        scope: dict[str, Any], tf32: bool = False) -> TensorDescriptor:
     """The descriptor of the host ``TensorDescriptor`` argument ``name`` (kernel_macro/descriptors.py),
     from its hidden parameters in ``scope``."""
     n = len(block_shape)
@@ -330,13 +331,26 @@ def descriptor_argument(s: Any, name: str, block_shape: tuple[int, ...], padding
     shape = tuple(scope[f"{name}__shape{i}"] for i in range(n))
     strides = tuple(scope[f"{name}__stride{i}"] for i in range(n - 1)) + (1,)
     layout = BlockPointer(base, shape, strides, (0,) * n, block_shape, tuple(range(n - 1, -1, -1)))
-    return TensorDescriptor(layout, padding)
+    return TensorDescriptor(layout, padding, tf32)
+
+
+def tf32_rounded(s: Any, desc: TensorDescriptor, x: Tensor) -> Tensor:
+    """``x`` as a load through ``desc`` returns it: f32 rounded to TF32 when ``desc.tf32`` (to
+    nearest even at 10 mantissa bits, inf and NaN unchanged; Triton's TF32 tensor-map loads),
+    else ``x``."""
+    if not desc.tf32 or x.dtype != f32:
+        return x
+    bits = s.cast(x, u32, bitcast=True)
+    special = s.binary("eq", s.binary("and", bits, 0x7F800000), 0x7F800000)
+    bias = s.binary("add", s.binary("and", s.binary("rshift", bits, 13), 1), 0xFFF)
+    rounded = s.binary("and", s.binary("add", bits, bias), 0xFFFFE000)
+    return s.cast(s.where(special, bits, rounded), f32, bitcast=True)
 
 
 def load_tensor_descriptor(s: Any, a: dict[str, Any]) -> Tensor:
     bp = _descriptor_at(a["desc"], a["offsets"], "load_tensor_descriptor", s)
     ptrs, mask = pointers_and_mask(s, bp, tuple(range(len(bp.block_shape))))
-    return s.load(ptrs, mask, 0 if a["desc"].padding == "zero" else float("nan"))
+    return tf32_rounded(s, a["desc"], s.load(ptrs, mask, 0 if a["desc"].padding == "zero" else float("nan")))
 
 
 def store_tensor_descriptor(s: Any, a: dict[str, Any]) -> None:

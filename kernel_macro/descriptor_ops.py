@@ -24,7 +24,7 @@ from typing import Any
 
 from eggpu.ir.dtypes import i16, i32, i64
 
-from .block_pointers import TensorDescriptor, _descriptor_at, pointers_and_mask
+from .block_pointers import TensorDescriptor, _descriptor_at, pointers_and_mask, tf32_rounded
 from .frontend_values import SemanticError, Tensor, describe
 
 ATTRIBUTES = ("block_shape", "shape", "strides", "dtype")
@@ -85,7 +85,7 @@ def _rows(s: Any, desc: Any, x_offsets: Any, y_offset: Any, fn: str) -> tuple[Te
 
 def gather(s: Any, desc: Any, x_offsets: Any, y_offset: Any) -> Tensor:
     ptrs, mask = _rows(s, desc, x_offsets, y_offset, "gather")
-    return s.load(ptrs, mask, 0 if desc.padding == "zero" else float("nan"))
+    return tf32_rounded(s, desc, s.load(ptrs, mask, 0 if desc.padding == "zero" else float("nan")))
 
 
 def scatter(s: Any, desc: Any, value: Any, x_offsets: Any, y_offset: Any) -> None:

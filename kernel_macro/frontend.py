@@ -98,7 +98,7 @@ class CodeGenerator(ControlFlow, Calls):
         for n, v in consts.items():  # host TensorDescriptor arguments (kernel_macro/descriptors.py)
             spec = descriptors.decode(v)
             if spec is not None:
-                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope)
+                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope, tf32=spec[2])
         src = Source.of(fn)
         self.frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), scope, is_kernel=True)
         self.stack: list[Frame] = [self.frame]

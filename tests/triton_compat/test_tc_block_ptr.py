@@ -400,3 +400,35 @@ def test_tensor_descriptor_annotation_takes_host_descriptors(monkeypatch, mode):
     assert tl.tensor_descriptor_base is tl.tensor_descriptor
     with pytest.raises(TypeError, match="tl.tensor_descriptor is a type for annotations"):
         tl.tensor_descriptor(a)
+
+
+def _tf32_reference(x: np.ndarray) -> np.ndarray:
+    """TF32 as Triton's TMA loads make it: nearest even at 10 mantissa bits, inf/NaN kept (numpy
+    on the bits, written from the definition; a max-finite value rounds up to inf)."""
+    b = x.view(np.uint32).astype(np.uint64)
+    keep = b & 0x1FFF
+    trunc = b - keep
+    up = (keep > 0x1000) | ((keep == 0x1000) & ((b >> 13) & 1 == 1))
+    out = np.where(up, trunc + 0x2000, trunc).astype(np.uint32)
+    special = (b & 0x7F800000) == 0x7F800000
+    return np.where(special, x.view(np.uint32), out).view(np.float32)
+
+
+@pytest.mark.parametrize("mode", ["interpret", "cpu"])
+def test_host_descriptor_round_f32_to_tf32(monkeypatch, mode):
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", mode)
+    m, n, pad = 9, 30, 32
+    rng = np.random.default_rng(5)
+    a = rng.integers(0, 2**32, (m, pad), dtype=np.uint64).astype(np.uint32).view(np.float32)
+    a[0, :6] = [np.inf, -np.inf, np.nan, 3.4028235e38, 1.0 + 2**-11, 1.0 + 3 * 2**-11]  # ties: even
+    c = np.zeros((m, pad), np.float32)
+    annotated_desc_copy[(1, 2)](TensorDescriptor(a, [m, n], [pad, 1], [16, 16], round_f32_to_tf32=True),
+                                TensorDescriptor(c, [m, n], [pad, 1], [16, 16]), BM=16, BN=16)
+    want = _tf32_reference(a[:, :n]) * 2
+    np.testing.assert_array_equal(c[:, :n], want)
+    with pytest.raises(eggpu.LaunchError, match="round_f32_to_tf32=True needs a float32 tensor, got float16"):
+        h = np.zeros((4, 8), np.float16)
+        annotated_desc_copy[(1, 1)](TensorDescriptor(h, [4, 8], [8, 1], [4, 8], round_f32_to_tf32=True),
+                                    TensorDescriptor.from_tensor(h, [4, 8]), BM=4, BN=8)
