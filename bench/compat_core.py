@@ -10,8 +10,9 @@ and decorator changed. Each :class:`~bench.compat.Case` below (its check in
 Triton test covers and compares with numpy, in the interpreter and through the compiled CPU
 lowering (``run_cpu``), exactly as ``bench.compat`` does for the tutorials.
 
-Cases whose feature the goal of issue #11 leaves out (tensor descriptors, FP8 dot, multi-CTA) are
-not in the catalogue (FP8 storage and conversions are: ``fp8_roundtrip``); ``inline_asm_elementwise`` is in it but is GPU-only by design (PTX), so it is
+Cases whose feature the goal of issue #11 leaves out (FP8 dot, multi-CTA) are not in the catalogue
+(FP8 storage and conversions are: ``fp8_roundtrip``; device-side tensor descriptors are:
+``tensor_descriptor``, from Triton's ``test_tensor_descriptor.py``); ``inline_asm_elementwise`` is in it but is GPU-only by design (PTX), so it is
 listed under :data:`GPU_ONLY` and not counted in the pass rate.
 
     python -m bench.compat_core [--only NAME ...] [--triton] [--json OUT.json]
@@ -147,6 +148,11 @@ CASES: tuple[Case, ...] = (
     Case("squeeze", "tl.squeeze / tl.unsqueeze", B._squeeze),
     Case("device_print", "test_subprocess test_print (device_print)", B._device_print),
     Case("device_assert", "test_subprocess test_assert (device_assert, debug=True)", B._device_assert),
+    Case("map_elementwise", "test_map_elementwise", B._map_elementwise),
+    Case("downcast_rtz", "test_cast (fp_downcast_rounding='rtz')", B._downcast_rtz),
+    Case("volatile_load", "tl.load(volatile=True)", B._volatile_load),
+    Case("argmax_tie_break", "test_reduce (tie_break_left=False)", B._argmax_tie_break),
+    Case("tensor_descriptor", "test_tensor_descriptor.py (device-side load/store)", B._tensor_descriptor),
 )
 BY_NAME = {c.name: c for c in CASES}
 

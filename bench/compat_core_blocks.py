@@ -522,3 +522,57 @@ def _squeeze(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Ch
     z = np.zeros(16, np.int32)
     launch(k.squeeze_kernel, (1,), x, z, N=16)
     return [("squeeze/unsqueeze", z, x + 1, 0, 0)]
+
+
+# ---------------------------------------------------------------- map_elementwise, rtz, volatile, tie-break, descriptors
+
+
+def _map_elementwise(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal(SIZE).astype(np.float32)
+    z = np.zeros(SIZE, np.float32)
+    launch(k.map_elementwise_kernel, (1,), x, z, 1.5, SIZE=SIZE)
+    return [("selu", z, np.where(x > 0, x, np.float32(1.5) * (np.exp(x) - 1)), 1e-6, 1e-6)]
+
+
+def _downcast_rtz(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    out = []
+    # Triton 3.9's NVIDIA back end fails on an rtz conversion from f64 (eggpu has it: tests/triton_compat)
+    for src, dst, bits in (("float32", "float16", np.uint16), ("float32", "bfloat16", np.uint16)):
+        x = (rng.standard_normal(SIZE) * 10.0 ** rng.integers(-6, 6, SIZE)).astype(src)
+        z = np.zeros(SIZE, _np_dtype(dst))
+        launch(k.downcast_rtz_kernel, (1,), x, z, SIZE=SIZE)
+        wide = x.astype(np.float64)
+        with np.errstate(over="ignore"):
+            near = x.astype(_np_dtype(dst))  # nearest even; one step toward zero where it is larger
+        away = np.abs(near.astype(np.float64)) > np.abs(wide)
+        want = np.where(away, (near.view(bits) - 1).view(near.dtype), near)
+        out.append((f"{src}->{dst}", z.view(bits), want.view(bits), 0, 0))
+    return out
+
+
+def _np_dtype(name: str):
+    import ml_dtypes
+
+    return ml_dtypes.bfloat16 if name == "bfloat16" else np.dtype(name)
+
+
+def _volatile_load(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.standard_normal(SIZE).astype(np.float32)
+    z = np.zeros(SIZE, np.float32)
+    launch(k.volatile_load_kernel, (1,), x, z, 100, SIZE=SIZE)
+    return [("2 loads", z, np.where(np.arange(SIZE) < 100, 2 * x, 1.0), 0, 0)]
+
+
+def _argmax_tie_break(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    x = rng.integers(-2, 3, 64).astype(np.int32)  # ties: Triton may return any tied index
+    z = np.zeros(2, np.int32)
+    launch(k.argmax_tie_break_kernel, (1,), x, z, N=64)
+    return [("tied values", x[z], [x.max(), x.min()], 0, 0)]
+
+
+def _tensor_descriptor(k: ModuleType, launch: Launch, rng: np.random.Generator) -> list[Check]:
+    m, n, pad = 37, 45, 48  # ragged tiles; rows padded to 16 bytes (Triton's stride constraint)
+    x = rng.standard_normal((m, pad)).astype(np.float32)
+    z = np.full((m, pad), -1.0, np.float32)
+    launch(k.tensor_descriptor_kernel, (3, 2), x, z, m, n, pad, BM=16, BN=32)
+    return [("in bounds", z[:, :n], 2 * x[:, :n], 0, 0), ("padding untouched", z[:, n:], np.full((m, pad - n), -1.0), 0, 0)]

@@ -413,3 +413,60 @@ def expand_dims_kernel(Z, X, N: tl.constexpr):
     t = tl.broadcast_to(t, (2, N, 4))
     tl.store(Z + tl.arange(0, 2)[:, None, None] * N * 4 + offs[None, :, None] * 4 + tl.arange(0, 4)[None, None, :],
              t)
+
+
+# ---------------------------------------------------------------- test_map_elementwise
+
+
+@triton.jit
+def selu_scalar(x, alpha):
+    if x > 0:
+        return x
+    else:
+        return alpha * (tl.exp(x) - 1)
+
+
+@triton.jit
+def map_elementwise_kernel(X, Z, alpha, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    tl.store(Z + off, tl.map_elementwise(selu_scalar, tl.load(X + off), alpha))
+
+
+# ---------------------------------------------------------------- test_cast (fp_downcast_rounding="rtz")
+
+
+@triton.jit
+def downcast_rtz_kernel(X, Z, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    tl.store(Z + off, tl.load(X + off).to(Z.dtype.element_ty, fp_downcast_rounding="rtz"))
+
+
+# ---------------------------------------------------------------- tl.load(volatile=True)
+
+
+@triton.jit
+def volatile_load_kernel(X, Z, n, SIZE: tl.constexpr):
+    off = tl.arange(0, SIZE)
+    x = tl.load(X + off, mask=off < n, other=0.5, volatile=True)
+    tl.store(Z + off, x + tl.load(X + off, mask=off < n, other=0.5, volatile=True))
+
+
+# ---------------------------------------------------------------- test_reduce (argmax/argmin tie_break_left=False)
+
+
+@triton.jit
+def argmax_tie_break_kernel(X, Z, N: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N))
+    tl.store(Z, tl.argmax(x, 0, tie_break_left=False))
+    tl.store(Z + 1, tl.argmin(x, 0, tie_break_left=False))
+
+
+# ---------------------------------------------------------------- test_tensor_descriptor_load / _store (device-side)
+
+
+@triton.jit
+def tensor_descriptor_kernel(X, Z, M, N, stride, BM: tl.constexpr, BN: tl.constexpr):
+    x_desc = tl.make_tensor_descriptor(X, shape=[M, N], strides=[stride, 1], block_shape=[BM, BN])
+    z_desc = tl.make_tensor_descriptor(Z, shape=[M, N], strides=[stride, 1], block_shape=[BM, BN])
+    pm, pn = tl.program_id(0), tl.program_id(1)
+    z_desc.store([pm * BM, pn * BN], x_desc.load([pm * BM, pn * BN]) * 2)

@@ -47,7 +47,13 @@ from . import scalar_ops as S
 from .analysis import chunk_contiguous, chunk_uniform, run_of, run_vector_width, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, replicas_valid, to_i1
-from .predicated import predicated_load, predicated_load_vector, predicated_store, register_bits
+from .predicated import (
+    predicated_load,
+    predicated_load_vector,
+    predicated_store,
+    register_bits,
+    volatile_load,
+)
 
 ALIGN_ASSUMPTION = "align16"
 PARAM_ALIGN = 16
@@ -139,6 +145,8 @@ def lower_load(lw, op: Operation) -> list[LV]:
     t = op.results[0].type
     dt = t.dtype
     mt = em.mem_type(dt)
+    if op.attrs.get("volatile") and not em.is_host:
+        return _lower_volatile_load(lw, op)
     if t.is_scalar:
         p = lw.uniform(lw.get(op.operands[0]))
         mask = lw.uniform(lw.get(op.operands[1])) if len(op.operands) > 1 else None
@@ -172,6 +180,30 @@ def lower_load(lw, op: Operation) -> list[LV]:
     for g in _groups(n, w, dt):
         out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others))
     return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
+
+
+def _lower_volatile_load(lw, op: Operation) -> list[LV]:
+    """GPU: ``tl.load(..., volatile=True)``: one ``ld.volatile`` per element (no vector loads, no
+    sharing of a run-constant element), each predicated by its mask. The host lowering reads
+    memory as an ordinary load: a CPU run has no other agent writing it meanwhile."""
+    em = lw.em
+    t = op.results[0].type
+    dt = t.dtype
+    mt = em.mem_type(dt)
+    zero = em.const(mt, 0)
+    if t.is_scalar:
+        p = lw.uniform(lw.get(op.operands[0]))
+        mask = lw.uniform(lw.get(op.operands[1])) if len(op.operands) > 1 else None
+        other = _stored(em, dt, lw.uniform(lw.get(op.operands[2]))) if len(op.operands) > 2 else zero
+        return [LV(t, u=_loaded(em, dt, volatile_load(em.b, p, mt, mask, other)))]
+    lay = lw.layout(t.shape)
+    ptrs = lw.elems(lw.get(op.operands[0]))
+    copies = _loads_copies(lw, op)
+    masks = _masks(lw, op, 1, copies)
+    others = lw.elems(lw.get(op.operands[2])) if len(op.operands) > 2 else [None] * lay.per
+    out = [volatile_load(em.b, p, mt, m, _stored(em, dt, o) if o is not None else zero)
+           for p, m, o in zip(ptrs, masks, others)]
+    return [LV(t, elems=[_loaded(em, dt, v) for v in out], rep=copies)]
 
 
 # ---------------------------------------------------------------- store

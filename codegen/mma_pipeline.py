@@ -647,6 +647,8 @@ def _match(lw, region: Block, carry: MmaCarry, slots: set[int]) -> Pipeline | st
         ld = v.owner
         if not isinstance(ld, Operation) or ld.op != "load" or ld not in region.ops:
             return "the dot's operands are not loads in the loop body"
+        if ld.attrs.get("volatile"):  # each element must stay its own ld.volatile
+            return "a loaded operand of the dot is a volatile load"
         if len(_uses(region, v)) != 1:
             return "a loaded operand of the dot has another use"
         loads.append(ld)

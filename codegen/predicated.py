@@ -121,3 +121,27 @@ def predicated_load_vector(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.
     r = b.call(ir.InlineAsm(fnty, text, cons, side_effect=False), [*dflt, ptr, mask])
     vals = [b.extract_value(r, i) for i in range(n)]
     return vals if isinstance(t, ir.IntType) else [b.bitcast(v, t) for v in vals]
+
+
+def volatile_load(b: ir.IRBuilder, ptr: ir.Value, t: ir.Type, mask: ir.Value | None, other: ir.Value) -> ir.Value:
+    """``mov r, other; @mask ld.volatile.global.bW r, [ptr];`` (``ld.volatile`` for a generic
+    address): Triton's ``tl.load(..., volatile=True)``, one element, never merged with another
+    load or cached in a register (the asm has a side effect). Every scalar type: an 8-bit value is
+    loaded into a 16-bit register (PTX zero-extends it) and truncated. ``mask`` None: always."""
+    bits = register_bits(t) or (8 if isinstance(t, ir.IntType) and t.width == 8 else None)
+    if bits is None:
+        raise ValueError(f"no volatile load of {t}")
+    it = ir.IntType(max(bits, 16))
+    if isinstance(t, ir.IntType):
+        dflt = b.zext(other, it) if t.width < it.width else other
+    else:
+        dflt = b.bitcast(other, it)
+    space = ".global" if getattr(ptr.type, "addrspace", 0) == 1 else ""
+    text = f"mov.b{it.width} $0, $1;\n\t@$3 ld.volatile{space}.b{bits} $0, [$2];"
+    fnty = ir.FunctionType(it, [it, ptr.type, ir.IntType(1)])
+    cond = mask if mask is not None else ir.Constant(ir.IntType(1), 1)
+    r = b.call(ir.InlineAsm(fnty, text, f"={_REG[it.width]},{_REG[it.width]},l,b,~{{memory}}", side_effect=True),
+               [dflt, ptr, cond])
+    if isinstance(t, ir.IntType):
+        return b.trunc(r, t) if t.width < it.width else r
+    return b.bitcast(r, t)

@@ -346,8 +346,9 @@ OPS_LIST: list[OpDef] = [
         "precision 'tf32' (f32 only) first rounds each operand to TF32 (10 mantissa bits, ties away from zero)",
         doc="matrix product", reference=_ref("dot")),
     # memory
-    _op("load", arity=(1, 3), traits=(EFFECT,), rule=load_type, family=ANY,
-        edge="masked-off lanes are not read and take `other` (0 without other)",
+    _op("load", arity=(1, 3), traits=(EFFECT,), rule=load_type, family=ANY, optional=("volatile",),
+        edge="masked-off lanes are not read and take `other` (0 without other); volatile=True: "
+        "each element read with its own ld.volatile on a GPU (never merged or reused)",
         doc="load(ptr, mask?, other?)"),
     _op("store", arity=(2, 3), traits=(EFFECT,), rule=store_type, family=ANY, edge="masked-off lanes are not written", doc="store(ptr, value, mask?)"),
     _atomic("atomic_add", NUM, "*p += v", edge="returns the old value; ordering sem (absent: acq_rel, as Triton), "

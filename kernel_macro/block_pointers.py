@@ -23,15 +23,17 @@ block_shape, padding_option="zero")``, ``desc.load(offsets)``, ``desc.store(offs
 ``tl.load_tensor_descriptor``/``tl.store_tensor_descriptor``) are lowered the same way: a load
 reads the ``block_shape`` tile at ``offsets`` with every dimension bound-checked and out-of-bounds
 elements filled by the padding (0, or NaN), a store writes the in-bounds elements. As in Triton
-the last stride must be the compile-time 1. (eggpu does not use the TMA unit: the descriptor is
-a frontend value, not an argument, and host-side ``TensorDescriptor`` arguments are not supported.)
+the last stride must be the compile-time 1, and the other compile-time constraints Triton states
+are errors (:func:`_check_descriptor_layout`). eggpu does not use the TMA unit: the descriptor is
+a frontend value; a host-side ``TensorDescriptor`` argument (:mod:`.descriptors`) becomes the same
+value, built from hidden parameters by :func:`descriptor_argument`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import i32, i64
+from eggpu.ir.dtypes import f32, i32, i64, u32
 
 from .frontend_values import SemanticError, Tensor, describe
 
@@ -213,10 +215,11 @@ def load(s: Any, a: dict[str, Any]) -> Tensor:
                             "use padding_option='zero'", arg="padding_option")
     dims = _boundary_dims(a["boundary_check"], len(bp.block_shape), "load")
     ptrs, mask = pointers_and_mask(s, bp, dims)
+    volatile = a.get("volatile", False)
     if mask is None:
-        return s.load(ptrs, None, None)
+        return s.load(ptrs, None, None, volatile)
     other = {"": None, "zero": 0, "nan": float("nan")}[pad]
-    return s.load(ptrs, mask, other)
+    return s.load(ptrs, mask, other, volatile)
 
 
 def store(s: Any, a: dict[str, Any]) -> None:
@@ -234,11 +237,12 @@ def store(s: Any, a: dict[str, Any]) -> None:
 class TensorDescriptor:
     """A device-side tensor descriptor: a tile-less block pointer (see the module docstring)."""
 
-    __slots__ = ("layout", "padding")
+    __slots__ = ("layout", "padding", "tf32")
 
-    def __init__(self, layout: BlockPointer, padding: str):
+    def __init__(self, layout: BlockPointer, padding: str, tf32: bool = False):
         self.layout = layout  # offsets unused: a descriptor is read at the offsets of each access
         self.padding = padding
+        self.tf32 = tf32  # loads round f32 to TF32 (a host descriptor's round_f32_to_tf32=True)
 
     @property
     def block_shape(self) -> tuple[int, ...]:
@@ -269,10 +273,37 @@ def make_tensor_descriptor(s: Any, a: dict[str, Any]) -> TensorDescriptor:
     if not (isinstance(last, int) and last == 1):
         raise SemanticError(f"tl.{fn}: the last stride must be the compile-time 1, got {describe(last)}",
                             "tensor descriptors address contiguous rows: pass strides=[..., 1]", arg="strides")
+    _check_descriptor_layout(layout, fn)
     if pad == "nan" and not layout.base.dtype.is_float:
         raise SemanticError(f"tl.{fn}: padding_option='nan' needs a float tensor, got {layout.base.type}",
                             arg="padding_option")
     return TensorDescriptor(layout, pad)
+
+
+_MAX_DESCRIPTOR_RANK = 5  # Triton's (the TMA unit's) limit
+
+
+def _check_descriptor_layout(layout: BlockPointer, fn: str) -> None:
+    """Triton's compile-time constraints on a device-side descriptor (its ``make_tensor_descriptor``
+    raises on each): rank 1..5, a block row of at least 16 bytes, and strides known at compile
+    time (all but the last) that are multiples of 16 bytes. Runtime strides and the base address
+    cannot be checked here; Triton checks them only in its instrumentation mode."""
+    n = len(layout.block_shape)
+    if n > _MAX_DESCRIPTOR_RANK:
+        raise SemanticError(f"tl.{fn}: a tensor descriptor has 1 to {_MAX_DESCRIPTOR_RANK} dimensions, got {n}",
+                            arg="block_shape")
+    elem = max(1, layout.base.dtype.bits // 8)
+    row = layout.block_shape[-1] * elem
+    if row < 16:
+        raise SemanticError(f"tl.{fn}: the block's last dimension must span at least 16 bytes, got "
+                            f"{layout.block_shape[-1]} x {elem} = {row} bytes",
+                            f"use a last block dimension of at least {-(-16 // elem)} elements of "
+                            f"{layout.base.dtype}", arg="block_shape")
+    for st in layout.strides[:-1]:
+        if isinstance(st, int) and (st * elem) % 16:
+            raise SemanticError(f"tl.{fn}: strides must be multiples of 16 bytes, got a stride of {st} x {elem} "
+                                f"= {st * elem} bytes", "pad the rows of the tensor to a multiple of 16 bytes",
+                                arg="strides")
 
 
 def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
@@ -292,7 +323,7 @@ def _descriptor_at(desc: Any, offsets: Any, fn: str, s: Any) -> BlockPointer:
 
 
 def descriptor_argument(s: Any, name: str, block_shape: tuple[int, ...], padding: str,
-                        scope: dict[str, Any]) -> TensorDescriptor:
+                        scope: dict[str, Any], tf32: bool = False) -> TensorDescriptor:
     """The descriptor of the host ``TensorDescriptor`` argument ``name`` (kernel_macro/descriptors.py),
     from its hidden parameters in ``scope``."""
     n = len(block_shape)
@@ -300,13 +331,26 @@ def descriptor_argument(s: Any, name: str, block_shape: tuple[int, ...], padding
     shape = tuple(scope[f"{name}__shape{i}"] for i in range(n))
     strides = tuple(scope[f"{name}__stride{i}"] for i in range(n - 1)) + (1,)
     layout = BlockPointer(base, shape, strides, (0,) * n, block_shape, tuple(range(n - 1, -1, -1)))
-    return TensorDescriptor(layout, padding)
+    return TensorDescriptor(layout, padding, tf32)
+
+
+def tf32_rounded(s: Any, desc: TensorDescriptor, x: Tensor) -> Tensor:
+    """``x`` as a load through ``desc`` returns it: f32 rounded to TF32 when ``desc.tf32`` (to
+    nearest even at 10 mantissa bits, inf and NaN unchanged; Triton's TF32 tensor-map loads),
+    else ``x``."""
+    if not desc.tf32 or x.dtype != f32:
+        return x
+    bits = s.cast(x, u32, bitcast=True)
+    special = s.binary("eq", s.binary("and", bits, 0x7F800000), 0x7F800000)
+    bias = s.binary("add", s.binary("and", s.binary("rshift", bits, 13), 1), 0xFFF)
+    rounded = s.binary("and", s.binary("add", bits, bias), 0xFFFFE000)
+    return s.cast(s.where(special, bits, rounded), f32, bitcast=True)
 
 
 def load_tensor_descriptor(s: Any, a: dict[str, Any]) -> Tensor:
     bp = _descriptor_at(a["desc"], a["offsets"], "load_tensor_descriptor", s)
     ptrs, mask = pointers_and_mask(s, bp, tuple(range(len(bp.block_shape))))
-    return s.load(ptrs, mask, 0 if a["desc"].padding == "zero" else float("nan"))
+    return tf32_rounded(s, a["desc"], s.load(ptrs, mask, 0 if a["desc"].padding == "zero" else float("nan")))
 
 
 def store_tensor_descriptor(s: Any, a: dict[str, Any]) -> None:

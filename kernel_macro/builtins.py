@@ -17,6 +17,7 @@ from .block_pointers import IMPLS as BLOCK_POINTER_IMPLS
 from .compat import IMPLS as COMPAT_IMPLS
 from .debugging import IMPLS as DEBUG_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
+from .lanewise import IMPLS as LANEWISE_IMPLS
 from .philox import IMPLS as PHILOX_IMPLS
 from .scaled_dot import IMPLS as SCALED_DOT_IMPLS
 from .scans import IMPLS as SCAN_IMPLS
@@ -74,9 +75,11 @@ IMPLS.update(SORTING_IMPLS)  # sort, swizzle2d, reduce_or (kernel_macro/sorting.
 IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
 IMPLS.update(DEBUG_IMPLS)  # tl.device_print, tl.device_assert (kernel_macro/debugging.py)
 IMPLS.update(BLOCK_POINTER_IMPLS)  # tl.make_block_ptr, tl.advance (kernel_macro/block_pointers.py)
+IMPLS.update(LANEWISE_IMPLS)  # tl.map_elementwise (kernel_macro/lanewise.py)
 
-COMBINE_FUNCTIONS = frozenset({"reduce", "associative_scan"})
-"""Functions whose ``combine_fn`` argument the frontend turns into a callable that inlines it."""
+COMBINE_FUNCTIONS = {"reduce": "combine_fn", "associative_scan": "combine_fn", "map_elementwise": "scalar_fn"}
+"""Functions whose function argument (by parameter name) the frontend turns into a callable that
+inlines it per element (an ``if`` on a per-element condition selects; kernel_macro/lanewise.py)."""
 
 
 class BuiltinSig:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
+from eggpu.ir.dtypes import DType, bf16, f16, f32, i16, i32, i64, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
 from eggpu.ir.ops import transcendental_ops
@@ -41,6 +41,11 @@ def _choice(a: dict[str, Any], name: str, allowed: tuple, fn: str) -> None:
         raise SemanticError(f"tl.{fn}: {name}={v!r} is not one of {shown}", arg=name)
 
 
+def _shown(v: Any) -> str:
+    """A value in a message: a block by its type, a compile-time value as Python writes it."""
+    return describe(v) if isinstance(v, Tensor) else repr(v)
+
+
 def _not_supported(a: dict[str, Any], name: str, ok: Any, fn: str, why: str, hint: str | None = None) -> None:
     v = a[name]
     if v != ok and not (ok == () and v is None):
@@ -56,12 +61,14 @@ _BLOCK_PTR_ONLY = "boundary_check= and padding_option= apply to block pointers (
 def load(s: Semantic, a: dict[str, Any]) -> Tensor:
     _choice(a, "cache_modifier", _LOAD_CACHE, "load")
     _choice(a, "eviction_policy", _EVICTION, "load")
-    _not_supported(a, "volatile", False, "load", "volatile loads are not available")
+    if not isinstance(a["volatile"], bool):
+        raise SemanticError(f"tl.load: volatile must be a compile-time bool, got {_shown(a['volatile'])}",
+                            arg="volatile")
     if isinstance(a["ptr"], block_pointers.BlockPointer):
         return block_pointers.load(s, a)
     _not_supported(a, "boundary_check", (), "load", _BLOCK_PTR_ONLY, "use mask= (e.g. mask=offs < n)")
     _not_supported(a, "padding_option", "", "load", _BLOCK_PTR_ONLY, "use mask= and other=")
-    return s.load(a["ptr"], a["mask"], a["other"])
+    return s.load(a["ptr"], a["mask"], a["other"], a["volatile"])
 
 
 def store(s: Semantic, a: dict[str, Any]) -> None:
@@ -141,16 +148,54 @@ def clamp(s: Semantic, a: dict[str, Any]) -> Any:
 def cast(s: Semantic, a: dict[str, Any]) -> Tensor:
     if not isinstance(a["bitcast"], bool):
         raise SemanticError(f"bitcast must be a compile-time bool, got {describe(a['bitcast'])}", arg="bitcast")
-    rounding(a, "cast")
-    return s.cast(a["input"], a["dtype"], a["bitcast"])
+    return converted(s, a["input"], a["dtype"], a["fp_downcast_rounding"], a["bitcast"], "tl.cast")
 
 
-def rounding(a: dict[str, Any], fn: str) -> None:
-    v = a["fp_downcast_rounding"]
-    if v not in (None, "rtne"):
-        raise SemanticError(f"{fn}(fp_downcast_rounding={v!r}) is not supported by eggpu: float conversions "
-                            f"round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')",
+def converted(s: Semantic, x: Any, dt: Any, rounding: Any, bitcast: bool, fn: str) -> Tensor:
+    """``x.to(dt, fp_downcast_rounding=rounding, bitcast=bitcast)`` (``fn`` names the call in messages).
+
+    ``rounding`` is Triton's: None or ``"rtne"`` (round to nearest even, every conversion's
+    default) or ``"rtz"`` (round toward zero), and only on a float -> narrower float conversion
+    (Triton raises otherwise; a conversion to the same dtype is the value itself, also as Triton).
+    """
+    if rounding not in (None, "rtne", "rtz"):
+        raise SemanticError(f"{fn}(fp_downcast_rounding={rounding!r}) is not one of None, 'rtne', 'rtz'",
                             arg="fp_downcast_rounding")
+    if rounding is None or bitcast or not isinstance(dt, DType):
+        if rounding is not None and bitcast:
+            raise SemanticError(f"{fn}: fp_downcast_rounding= does not apply to a bitcast",
+                                "drop fp_downcast_rounding= or bitcast=True", arg="fp_downcast_rounding")
+        return s.cast(x, dt, bitcast)
+    x = s.to_tensor(x)
+    src = x.dtype
+    if src == dt:
+        return x
+    if x.is_pointer or not (src.is_float and dt.is_float and dt.bits < src.bits) or src.is_fp8 or dt.is_fp8:
+        raise SemanticError(f"{fn}(fp_downcast_rounding={rounding!r}) applies only to a float -> narrower float "
+                            f"conversion, not {x.type if x.is_pointer else src} -> {dt}",
+                            "drop fp_downcast_rounding= (FP8 conversions round to nearest even)"
+                            if src.is_fp8 or dt.is_fp8 else "drop fp_downcast_rounding=",
+                            arg="fp_downcast_rounding")
+    if rounding == "rtne":
+        return s.cast(x, dt)
+    return _toward_zero(s, x, dt)
+
+
+def _toward_zero(s: Semantic, x: Tensor, dt: DType) -> Tensor:
+    """``x`` converted to the narrower float ``dt`` rounding toward zero, from existing ops.
+
+    Round to nearest even picks one of the two ``dt`` values around ``x``; when it picked the one
+    of larger magnitude (its exact widening back exceeds ``|x|``), the result toward zero is the
+    next value toward zero, whose bits are one less (magnitude bits are ordered, whatever the sign).
+    That also maps an overflow (nearest: inf) to the largest finite value, keeps inf, zeros and
+    subnormals right, and leaves NaN as the nearest conversion makes it (a NaN compares false).
+    Every op here is exact, so the result is bit-exact in the interpreter, run_cpu and PTX."""
+    nearest = s.cast(x, dt)
+    back = s.cast(nearest, x.dtype)
+    away = s.binary("gt", s.abs(back), s.abs(x))
+    bits = s.cast(nearest, {16: i16, 32: i32, 64: i64}[dt.bits], bitcast=True)
+    stepped = s.cast(s.binary("sub", bits, 1), dt, bitcast=True)
+    return s.where(away, stepped, nearest)
 
 
 def _floats(s: Semantic, fn: str, x: Any, y: Any) -> tuple[Any, Any]:
@@ -321,20 +366,23 @@ def reduce_with_indices(name: str):
         values = s.reduce(kind, a["input"], a["axis"], a["keep_dims"])
         if not ri:
             return values
-        if left is not True:
-            raise SemanticError(f"tl.{name}(return_indices_tie_break_left={left!r}) is not supported by eggpu: "
-                                f"the index is that of the first {name}imum", arg="return_indices_tie_break_left")
+        _tie_break(left, "return_indices_tie_break_left")
         return values, s.reduce(arg_kind, a["input"], a["axis"], a["keep_dims"])
 
     return impl
 
 
+def _tie_break(v: Any, arg: str) -> None:
+    """Triton's ``tie_break_left`` (a compile-time bool). True: the first of tied extrema.
+    False ("tie_break_fast" in Triton): any of them, whichever Triton's reduction tree keeps — so
+    the first is a valid answer, and eggpu gives it for both values."""
+    if not isinstance(v, bool):
+        raise SemanticError(f"{arg} must be a compile-time bool, got {_shown(v)}", arg=arg)
+
+
 def arg_reduce(name: str):
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
-        if a["tie_break_left"] is not True:
-            raise SemanticError(f"tl.{name}(tie_break_left={a['tie_break_left']!r}) is not supported by eggpu: "
-                                f"the index is that of the first {name[3:]}imum", "drop tie_break_left=",
-                                arg="tie_break_left")
+        _tie_break(a["tie_break_left"], "tie_break_left")
         return s.reduce(f"reduce_{name}", a["input"], a["axis"], a["keep_dims"])
 
     return impl

@@ -45,7 +45,7 @@ from eggpu.ir.errors import CompileError, EggpuError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
-from . import descriptors
+from . import descriptor_ops, descriptors
 from . import language as tl
 from .block_pointers import METHODS as DESCRIPTOR_METHODS
 from .block_pointers import TensorDescriptor, descriptor_argument
@@ -98,7 +98,7 @@ class CodeGenerator(ControlFlow, Calls):
         for n, v in consts.items():  # host TensorDescriptor arguments (kernel_macro/descriptors.py)
             spec = descriptors.decode(v)
             if spec is not None:
-                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope)
+                scope[n] = descriptor_argument(self.sem, n, spec[0], spec[1], scope, tf32=spec[2])
         src = Source.of(fn)
         self.frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), scope, is_kernel=True)
         self.stack: list[Frame] = [self.frame]
@@ -367,11 +367,13 @@ class CodeGenerator(ControlFlow, Calls):
         if isinstance(v, TensorDescriptor):
             if attr in DESCRIPTOR_METHODS:
                 return BoundMethod(v, DESCRIPTOR_METHODS[attr])  # type: ignore[arg-type]
-            if attr == "block_shape":
-                return v.block_shape
+            if attr in descriptor_ops.ATTRIBUTES:
+                return descriptor_ops.attribute(v, attr)
+            if attr in descriptor_ops.CALLS:
+                return BoundMethod(v, f"desc.{attr}")  # type: ignore[arg-type]
             raise self.error(node, f"tensor descriptors have no attribute {attr!r}",
-                             "they have desc.load(offsets), desc.store(offsets, value) and desc.block_shape",
-                             col=self._attr_col(node))
+                             "they have load, store, atomic_add/min/max/and/or/xor, gather, scatter, "
+                             "block_shape, shape, strides and dtype", col=self._attr_col(node))
         if isinstance(v, types.ModuleType):
             base = ast.unparse(node.value)
             if v.__name__ in _LANG_MODULES or v.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE):

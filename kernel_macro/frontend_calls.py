@@ -15,7 +15,7 @@ from typing import Any
 from eggpu.ir.dtypes import DType
 from eggpu.ir.errors import IRError
 
-from . import compat
+from . import compat, descriptor_ops
 from . import language as tl
 from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
 from .diagnostics import KernelCompileError, Source, did_you_mean
@@ -32,7 +32,8 @@ from .frontend_ops import SemanticError, Tensor, describe
 from .signature import _closure_vars
 
 _SCALAR_LIST_FUNCTIONS = frozenset({
-    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor"})
+    "make_block_ptr", "advance", "make_tensor_descriptor", "load_tensor_descriptor", "store_tensor_descriptor",
+    *(f"desc.{n}" for n in descriptor_ops.CALLS)})
 """Functions whose list arguments may hold runtime scalars (Triton's ``shape=[M, N]``,
 ``desc.load([off_m, 0])``); elsewhere a list literal holds compile-time values only."""
 
@@ -122,7 +123,8 @@ class Calls:
             raise self.error(node, f"{shown}(): {e}", f"the signature is {bs.text}") from None
         bound.apply_defaults()
         if name in COMBINE_FUNCTIONS:
-            bound.arguments["combine_fn"] = self._combine_callable(node, bound.arguments["combine_fn"])
+            param = COMBINE_FUNCTIONS[name]
+            bound.arguments[param] = self._combine_callable(node, bound.arguments[param])
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
@@ -138,7 +140,7 @@ class Calls:
             return fobj  # the implementation reports a non-function combine_fn at the argument
 
         def call(*values: Any) -> Any:
-            return self._inline(node, fn, list(values), {})
+            return self._inline(node, fn, list(values), {}, lanewise=True)
 
         return call
 
@@ -158,6 +160,18 @@ class Calls:
         return node
 
     def _call_method(self, node: ast.Call, m: BoundMethod, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        if m.name.startswith("desc."):  # desc.atomic_add(...), desc.gather(...): kernel_macro/descriptor_ops.py
+            fn = descriptor_ops.CALLS[m.name[5:]]
+            try:
+                inspect.signature(fn).bind(self.sem, m.tensor, *args, **kwargs)
+            except TypeError as e:
+                raise self.error(node, f"{m.name}(): {e}") from None
+            try:
+                return fn(self.sem, m.tensor, *args, **kwargs)
+            except SemanticError as e:
+                raise self.error(node, e.problem, e.hint) from None
+            except IRError as e:
+                raise self._located(node, e) from None
         if m.name == "to":
             def to(dtype: Any, fp_downcast_rounding: Any = None, bitcast: bool = False) -> Any:
                 return dtype, fp_downcast_rounding, bitcast
@@ -168,8 +182,7 @@ class Calls:
             except TypeError as e:
                 raise self.error(node, f"x.to(): {e}", f"the signature is {sig}") from None
             try:
-                compat.rounding({"fp_downcast_rounding": rounding}, "x.to")
-                return self.sem.cast(m.tensor, dtype, bitcast)
+                return compat.converted(self.sem, m.tensor, dtype, rounding, bitcast, "x.to")
             except SemanticError as e:
                 raise self.error(node, e.problem, e.hint) from None
         # x.sum(axis) is tl.sum(x, axis): the receiver is the first argument
@@ -235,7 +248,10 @@ class Calls:
             what = f"{describe(fobj)} is not callable"
         raise self.error(node, f"cannot call {text}() inside a kernel: {what}", hint)
 
-    def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any], lanewise: bool = False) -> Any:
+        """Inline ``fn(*args, **kwargs)`` and return its value; ``lanewise``: ``fn`` is a scalar function
+        applied to each element of blocks (its ifs on per-element conditions select; so do those of
+        the helpers it calls)."""
         if any(fr.fn is fn for fr in self.stack):
             raise self.error(node, f"recursive call of {fn.__name__}() is not supported",
                              "helpers are inlined; write the recursion as a loop")
@@ -248,7 +264,8 @@ class Calls:
         src = Source.of(fn)
         call_loc = self.frame.source.loc(node)
         frame = Frame(fn, src, fn.__globals__, _closure_vars(fn), dict(bound.arguments), is_kernel=False,
-                      call_note=f"in {fn.__name__}(), inlined from {self.frame.fn.__name__} at {call_loc}")
+                      call_note=f"in {fn.__name__}(), inlined from {self.frame.fn.__name__} at {call_loc}",
+                      lanewise=lanewise or self.frame.lanewise)
         saved_loc = self.b.loc
         self.stack.append(frame)
         self.frame = frame

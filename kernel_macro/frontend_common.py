@@ -57,6 +57,7 @@ class Frame:
     is_kernel: bool
     loop_depth: int = 0
     call_note: str | None = None
+    lanewise: bool = False  # a scalar function applied per element (kernel_macro/lanewise.py)
     assigned_cache: dict[int, list[str]] = field(default_factory=dict)
 
 

@@ -11,8 +11,10 @@ import builtins as _py
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from eggpu.ir.dtypes import i32, promote
+from eggpu.ir.dtypes import bool_, i32, promote
 from eggpu.ir.graph import Operation, Value
+from eggpu.ir.ops import EFFECT
+from eggpu.ir.ops import get as get_op
 from eggpu.ir.types import BlockType, PointerType
 
 from .block_pointers import BlockPointer, hidden_offset
@@ -29,6 +31,19 @@ from .frontend_common import (
     _same,
 )
 from .frontend_ops import SemanticError, Tensor, describe, is_number
+
+
+def _first_effect(ops: Sequence[Operation]) -> str | None:
+    """The name of the first op with an effect among ``ops`` (and their regions), or None."""
+    for op in ops:
+        if EFFECT in get_op(op.op).traits:
+            return op.op
+        for region in op.regions:
+            found = _first_effect(region.ops)
+            if found:
+                return found
+    return None
+
 
 _LOOP_ATTEMPTS = 6  # rounds of carried-type refinement before giving up (a literal widening per round)
 
@@ -49,6 +64,8 @@ class ControlFlow:
             if has_return:  # the continuation depends on whether the taken branch returns
                 return self.visit_body(list(branch) + list(rest)), True
             return self.visit_body(branch), False
+        if self.frame.lanewise and cond.is_block and not cond.is_pointer:
+            return self._select_if(node, cond, rest, has_return)
         try:
             c = self.sem.condition(cond)
         except SemanticError as e:
@@ -121,6 +138,65 @@ class ControlFlow:
         results = iter(op.results)
         for n, _, rebuild in merged:
             before[n] = rebuild(results)
+
+    def _select_if(self, node: ast.If, cond: Tensor, rest: Sequence[ast.stmt], has_return: bool) -> tuple[bool, bool]:
+        """An ``if`` on a per-element condition in a function applied per element
+        (kernel_macro/lanewise.py): both branches are computed in the current block and every
+        variable they change (and the return value) becomes ``where(cond, then, else)``. A branch
+        with an effect (load, store, atomic, print, assert) is refused: it would act on every element."""
+        f = self.frame
+        before = f.scope
+        then, orelse = list(node.body), list(node.orelse)
+        if has_return:  # as _if: the rest of the block follows each branch that does not return
+            then += [] if then and isinstance(then[-1], ast.Return) else list(rest)
+            orelse += [] if orelse and isinstance(orelse[-1], ast.Return) else list(rest)
+        try:
+            c = self.sem.cast(cond, bool_)
+        except SemanticError as e:
+            raise self.error(node.test, e.problem, e.hint) from None
+        scopes = []
+        for branch in (then, orelse):
+            f.scope = dict(before)
+            start = len(self.b.block.ops)
+            self.visit_body(branch)
+            effect = _first_effect(self.b.block.ops[start:])
+            if effect is not None:
+                f.scope = before
+                raise self.error(node, f"{effect} in a branch on a per-element condition of a function applied per "
+                                 f"element (tl.map_elementwise): both branches run for every element",
+                                 "compute the value in the branch and do the memory access after the if "
+                                 "(with mask= for the elements that need it)")
+            scopes.append(f.scope)
+        f.scope = before
+        names = [_RET] if has_return else list(dict.fromkeys(list(scopes[0]) + list(scopes[1])))
+        line = f.source.loc(node).line
+        for n in names:
+            a, b = scopes[0].get(n, _MISSING), scopes[1].get(n, _MISSING)
+            if has_return and n == _RET and (a is _MISSING or b is _MISSING):
+                before[n] = Undefined("not every path returns a value", "")
+            elif a is not _MISSING and b is not _MISSING and _same(a, b):
+                before[n] = a
+            elif a is _MISSING or b is _MISSING or isinstance(a, Undefined) or isinstance(b, Undefined):
+                where = "then" if b is _MISSING or isinstance(b, Undefined) else "else"
+                before[n] = Undefined(
+                    f"{n} is not defined on every path: it is assigned only in the {where} branch of the "
+                    f"if at line {line}", f"assign {n} before the if (or in both branches)")
+            else:
+                before[n] = self._select(node, n, c, a, b)
+        return has_return, has_return
+
+    def _select(self, node: ast.If, n: str, c: Tensor, a: Any, b: Any) -> Any:
+        """``where(c, a, b)`` for one variable (tuples element by element) of two branches."""
+        if isinstance(a, tuple) and isinstance(b, tuple) and len(a) == len(b):
+            return tuple(self._select(node, n, c, x, y) for x, y in zip(a, b))
+        if _same(a, b):
+            return a
+        t = self._merge_type(node, n, a, b)
+        try:
+            x, y = Tensor(self._materialize(a, t)), Tensor(self._materialize(b, t))
+            return self.sem.where(c, x, y)
+        except SemanticError as e:
+            raise self.error(node, e.problem, e.hint) from None
 
     def _plan_merge(self, node: ast.AST, n: str, a: Any, c: Any):
         """The leaves (then value, else value, type) to yield for a variable, and a function that

@@ -35,22 +35,25 @@ class Memory:
             )
         return mask
 
-    def load(self, ptr: Any, mask: Any, other: Any) -> Tensor:
+    def load(self, ptr: Any, mask: Any, other: Any, volatile: bool = False) -> Tensor:
+        """``tl.load``; ``volatile``: the IR load carries ``volatile=True`` (only then, so other
+        loads print and hash as before)."""
+        attrs = {"volatile": True} if volatile else {}
         p = self._pointer(ptr, "load")
         if mask is None:
             if other is not None:
                 raise SemanticError("tl.load got other= without mask= (other fills masked-off lanes)",
                                     "pass mask=... as well, or drop other=", arg="other")
-            return Tensor(self.b.op("load", p.value))
+            return Tensor(self.b.op("load", p.value, **attrs))
         m = self._mask(mask, "load")
         shape = self.broadcast_shapes(p.shape, m.shape)
         p, m = self.broadcast_to(p, shape), self.broadcast_to(m, shape)
         if other is None:
-            return Tensor(self.b.op("load", p.value, m.value))
+            return Tensor(self.b.op("load", p.value, m.value, **attrs))
         if not isinstance(other, Tensor) and not is_number(other):
             raise SemanticError(f"other must be a number or a block, got {describe(other)}", arg="other")
         o = self.broadcast_to(self.convert(other, p.dtype), shape)
-        return Tensor(self.b.op("load", p.value, m.value, o.value))
+        return Tensor(self.b.op("load", p.value, m.value, o.value, **attrs))
 
     def _stored_value(self, p: Tensor, value: Any, fn: str, arg: str) -> Tensor:
         if not isinstance(value, Tensor) and not is_number(value):

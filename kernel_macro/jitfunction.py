@@ -301,7 +301,11 @@ class JITFunction:
         out: list[tuple[JitParam, Any]] = []
         for p in self.params:
             v = values[p.name]
-            if p.constexpr or p.fixed is not None or not descriptors.is_host_descriptor(v):
+            wants_descriptor = p.fixed is tl.tensor_descriptor
+            if wants_descriptor and not descriptors.is_host_descriptor(v):
+                raise LaunchError(f"{self.__name__}: parameter {p.name} is annotated tl.tensor_descriptor, got "
+                                  f"{_describe(v)}")
+            if p.constexpr or (p.fixed is not None and not wants_descriptor) or not descriptors.is_host_descriptor(v):
                 out.append((p, v))
                 continue
             why = descriptors.check(self.__name__, p.name, v)

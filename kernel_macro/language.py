@@ -62,6 +62,8 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     int32,
     int64,
     pointer_type,
+    tensor_descriptor,
+    tensor_descriptor_base,
     u8,
     u16,
     u32,
@@ -186,7 +188,8 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     checked, and without effect on the result. On a block pointer (``tl.make_block_ptr``),
     ``boundary_check`` lists the dimensions to bound-check and ``padding_option`` (``""``,
     ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
-    allowed. ``volatile=True`` is not supported."""
+    allowed. ``volatile=True``: on a GPU each element is read by its own ``ld.volatile`` (never merged
+    with another load or reused); the interpreter and ``run_cpu`` read memory as any load."""
     raise _outside("load")
 
 
@@ -373,8 +376,8 @@ def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is
 @_builtin
 def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _builtin_bool = False) -> Any:
     """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
-    width). ``fp_downcast_rounding`` may be None or ``"rtne"`` (round to nearest even, what eggpu
-    does); ``"rtz"`` is not supported."""
+    width). ``fp_downcast_rounding`` (float -> narrower float only) is None or ``"rtne"`` (round to
+    nearest even, the default) or ``"rtz"`` (round toward zero), as in Triton."""
     raise _outside("cast")
 
 
@@ -407,7 +410,7 @@ def min(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # 
 def argmax(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first maximum along ``axis`` (None: of the flattened block).
-    ``tie_break_left=False`` (the last maximum) is not supported."""
+    ``tie_break_left=False`` lets Triton return any of tied maxima; eggpu returns the first."""
     raise _outside("argmax")
 
 
@@ -514,6 +517,7 @@ from .language_triton import (  # noqa: E402
     load_tensor_descriptor,
     make_block_ptr,
     make_tensor_descriptor,
+    map_elementwise,
     pair_uniform_to_normal,
     philox,
     philox_impl,
@@ -543,6 +547,7 @@ __all__ = [
     "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "float8e4nv", "float8e5", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
+    "tensor_descriptor", "tensor_descriptor_base",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d", "squeeze", "unsqueeze",
@@ -554,6 +559,7 @@ __all__ = [
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
     "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "map_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "dot_scaled", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",

@@ -27,6 +27,16 @@ def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: _builtin_bool = Fa
 
 
 @_builtin
+def map_elementwise(scalar_fn: Any, *args: Any, pack: int = 1) -> Any:
+    """Apply the ``@eggpu.jit`` function ``scalar_fn`` to each element of ``args`` (broadcast to one
+    shape): its body is inlined over the blocks, and an ``if`` on a per-element condition computes
+    both branches and selects per element. One result or a tuple of results, each of the
+    arguments' shape. ``pack=k`` passes ``k`` consecutive elements of each argument per call
+    (``fn(x0..x{k-1}, y0..y{k-1}, ...)``, returning ``k`` values per result, as in Triton)."""
+    raise _outside("map_elementwise")
+
+
+@_builtin
 def cumsum(input: Any, axis: int = 0, reverse: _builtin_bool = False, dtype: Any = None) -> Any:
     """Inclusive prefix sum along ``axis`` (narrow integers sum in 32 bits, as tl.sum)."""
     raise _outside("cumsum")

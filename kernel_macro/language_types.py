@@ -215,3 +215,19 @@ class constexpr:  # noqa: N801 - Triton's name
 
     def __new__(cls, value: Any = None):
         return value
+
+
+class tensor_descriptor:  # noqa: N801 - Triton's name
+    """Triton's device-side descriptor type, as an annotation: a kernel parameter annotated
+    ``desc: tl.tensor_descriptor`` takes a host ``TensorDescriptor`` (a launch with anything else
+    is a ``LaunchError``); on a helper's parameter it documents the argument. Descriptor values
+    are made by ``tl.make_tensor_descriptor`` or passed in; this class is never instantiated."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.tensor_descriptor is a type for annotations; make descriptors with "
+                        "tl.make_tensor_descriptor(...) in a kernel or TensorDescriptor(...) on the host")
+
+
+tensor_descriptor_base = tensor_descriptor
+"""Triton's base class of descriptor types (the same annotation here)."""
+

@@ -306,12 +306,14 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
             out.append(JitParam(p.name, True, None, p.default))
         elif isinstance(ann, DType) or (isinstance(ann, tl.PointerAnnotation) and isinstance(ann.pointee, DType)):
             out.append(JitParam(p.name, False, ann, p.default))
+        elif ann is tl.tensor_descriptor:  # a host TensorDescriptor argument (checked at launch)
+            out.append(JitParam(p.name, False, ann, p.default))
         else:
             shown = getattr(ann, "__name__", None) or repr(ann)
             raise KernelSignatureError(
                 f"{kname}: parameter {p.name} has annotation {shown}; a kernel launched as {kname}[grid](...) "
-                f"takes unannotated parameters (typed by the arguments), tl.constexpr, a dtype or "
-                f"tl.Pointer[dtype] (dtype TypeVars need @eggpu.kernel)"
+                f"takes unannotated parameters (typed by the arguments), tl.constexpr, a dtype, "
+                f"tl.Pointer[dtype] or tl.tensor_descriptor (dtype TypeVars need @eggpu.kernel)"
             )
     return tuple(out)
 

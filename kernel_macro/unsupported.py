@@ -11,14 +11,8 @@ from __future__ import annotations
 
 from .language import LIBDEVICE_NAMES, MATH_NAMES
 
-_NO_DESCRIPTOR_TYPE = ("eggpu's tensor descriptors are made in the kernel with tl.make_tensor_descriptor; "
-                       "they are not a type to test or pass as an argument")
-
 UNSUPPORTED: dict[str, str] = {
-    # tensor descriptors
-    "tensor_descriptor": _NO_DESCRIPTOR_TYPE,
     # debugging and escape hatches
-    "map_elementwise": "eggpu has no user elementwise combinators; write the elementwise code directly",
     # types as values
     "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",
     "block_type": "eggpu block types are not values in a kernel",

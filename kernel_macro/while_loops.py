@@ -8,6 +8,10 @@ condition is evaluated on the carried values at the start of every iteration (th
 condition region) and must be a scalar; variables first assigned in the body are not available
 after the loop.
 
+In a function applied per element (``tl.map_elementwise``), a condition that differs per element
+runs the loop while any element's holds and updates only those elements
+(:func:`_lanewise_iteration`).
+
 A condition that is a compile-time value once the carried types are known is folded: false
 skips the loop, true is an error (a kernel loop without ``break`` would never end). ``break``,
 ``continue`` and ``while ... else`` are not supported.
@@ -18,11 +22,13 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING, Any
 
+from eggpu.ir.dtypes import bool_, i32
 from eggpu.ir.graph import Operation
 from eggpu.ir.types import BlockType
 
 from .block_pointers import BlockPointer
 from .frontend_ops import SemanticError, Tensor, describe
+from .lanewise import lane_loop_reductions
 
 if TYPE_CHECKING:  # pragma: no cover
     from .frontend import CodeGenerator
@@ -80,6 +86,7 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
     f = gen.frame
     carried = [n for n, st in plan.items() if st[0] == "tensor"]
     arg_types: list[BlockType] = [plan[n][1] for n in carried]
+    lanewise = False
     with gen.b.region(arg_types) as cond_blk:
         scope = dict(before)
         for n, a in zip(carried, cond_blk.args):
@@ -89,8 +96,9 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         gen.b.loc = f.source.loc(node)
         cond = gen.expr(node.test)
         if isinstance(cond, Tensor):
+            lanewise = f.lanewise and cond.is_block and not cond.is_pointer
             try:
-                cond = gen.sem.condition(cond, "while loop")
+                cond = _any(gen, cond) if lanewise else gen.sem.condition(cond, "while loop")
             except SemanticError as e:
                 raise gen.error(node.test, e.problem, e.hint) from None
         elif _is_runtime_tuple(cond):
@@ -99,9 +107,53 @@ def _regions(gen: CodeGenerator, node: ast.While, plan: dict[str, tuple], before
         scope = dict(before)
         for n, a in zip(carried, body_blk.args):
             scope[n] = Tensor(a)
-        end_scope = gen._loop_iteration(node, scope, packed)
+        if lanewise:
+            end_scope = _lanewise_iteration(gen, node, scope, packed, carried)
+        else:
+            end_scope = gen._loop_iteration(node, scope, packed)
     f.scope = before
     return (cond_blk, cond, body_blk), end_scope
+
+
+def _any(gen: CodeGenerator, cond: Tensor) -> Tensor:
+    """Whether any element of the bool block ``cond`` is true, as a bool scalar."""
+    flags = gen.sem.cast(gen.sem.cast(cond, bool_), i32)
+    top = gen.sem.reduce("reduce_max", flags, None, False)
+    lane_loop_reductions(gen.sem).add(id(top.value.owner))  # not the mapped function's own reduction
+    return gen.sem.binary("ne", top, 0)
+
+
+def _lanewise_iteration(gen: CodeGenerator, node: ast.While, scope: dict[str, Any], packed: dict[str, BlockPointer],
+                        carried: list[str]) -> dict[str, Any]:
+    """One iteration of a ``while`` whose condition differs per element, in a function applied per
+    element (``tl.map_elementwise``; kernel_macro/lanewise.py): the loop runs while any element's
+    condition holds, and an iteration changes only the elements whose condition holds (each
+    carried variable becomes ``where(cond, new, old)``), so every element stops where its own loop
+    would. The body may not load, store, print or assert (it runs for every element)."""
+    from .frontend_control import _first_effect
+
+    gen.frame.scope = scope
+    try:
+        active = gen.sem.cast(gen.expr(node.test), bool_)
+    except SemanticError as e:
+        raise gen.error(node.test, e.problem, e.hint) from None
+    olds = {n: scope[n] for n in carried}  # the iteration assigns into scope
+    start = len(gen.b.block.ops)
+    end_scope = gen._loop_iteration(node, scope, packed)
+    effect = _first_effect(gen.b.block.ops[start:])
+    if effect is not None:
+        raise gen.error(node, f"{effect} in a while loop on a per-element condition of a function applied per element "
+                              f"(tl.map_elementwise): the body runs for every element",
+                        "compute values in the loop and do the memory access after it")
+    out = dict(end_scope)
+    for n in carried:
+        new, old = end_scope[n], olds[n]
+        if isinstance(new, Tensor | int | float) and not (isinstance(new, Tensor) and new.value is old.value):
+            try:
+                out[n] = gen.sem.where(active, new, old)
+            except SemanticError as e:
+                raise gen.error(node, e.problem, e.hint) from None
+    return out
 
 
 def _is_runtime_tuple(v: Any) -> bool:

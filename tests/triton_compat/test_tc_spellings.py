@@ -55,8 +55,8 @@ def test_ocp_fp8_names_are_the_storage_dtypes():
 
 
 def test_unsupported_function_outside_a_kernel():
-    with pytest.raises(AttributeError, match=r"^tl\.map_elementwise is not supported by eggpu: eggpu has no user"):
-        tl.map_elementwise  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^tl\.const_pointer_type is not supported by eggpu: eggpu has no const"):
+        tl.const_pointer_type  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         tl.no_such_name  # noqa: B018
 
@@ -354,9 +354,9 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 3:
         x = x.to(tl.float8e4b15)
     if WHICH == 4:
-        x = tl.argmax(x, 0, tie_break_left=False).to(tl.float32)
+        x = tl.argmax(x, 0, tie_break_left="left").to(tl.float32)
     if WHICH == 5:
-        x = tl.load(x_ptr + offs, volatile=True)
+        x = tl.load(x_ptr + offs, volatile="yes")
     if WHICH == 6:
         x = tl.dot(x.reshape(4, 4), x.reshape(4, 4), out_dtype=tl.bfloat16).reshape(16)
     if WHICH == 7:
@@ -368,16 +368,16 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 10:
         x = tl.atomic_and(x_ptr + offs, 1)  # x_ptr points to floats
     if WHICH == 11:
-        x = x.to(tl.float16, fp_downcast_rounding="rtz").to(tl.float32)
+        x = x.to(tl.float64, fp_downcast_rounding="rtz").to(tl.float32)
     if WHICH == 12:
         x = tl.umulhi(x.to(tl.int64), 3).to(tl.float32)
     if WHICH == 13:
-        x = tl.max(x, 0, return_indices=True, return_indices_tie_break_left=False)[0]
+        x = tl.max(x, 0, return_indices=True, return_indices_tie_break_left=None)[0]
     if WHICH == 14:
         for _i in tl.range(0, 4, num_stage=2):
             x = x + 1
     if WHICH == 15:
-        x = tl.map_elementwise(x)
+        x = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.float32, is_pure=True, pack=4)
     tl.store(x_ptr + offs, x)
 
 
@@ -391,10 +391,8 @@ UNSUPPORTED_CASES = [
      "umulhi in eggpu; libdevice functions are not available"),
     (3, "tl.float8e4b15", "float8e4b15", "tl.float8e4b15 is not supported by eggpu: only the OCP FP8 dtypes "
      "tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available", None),
-    (4, "tie_break_left=False", "tie_break_left", "tl.argmax(tie_break_left=False) is not supported by eggpu: the "
-     "index is that of the first maximum", "drop tie_break_left="),
-    (5, "volatile=True", "volatile", "tl.load(volatile=True) is not supported by eggpu: volatile loads are not "
-     "available", None),
+    (4, 'tie_break_left="left"', "tie_break_left", "tie_break_left must be a compile-time bool, got 'left'", None),
+    (5, 'volatile="yes"', "volatile", "tl.load: volatile must be a compile-time bool, got 'yes'", None),
     (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
      "not available (as in Triton)", "use out_dtype=tl.float32 and convert the result: tl.dot(a, b).to(tl.bf16)"),
     (7, 'sem="seq_cst"', "sem", "tl.atomic_add(sem='seq_cst') is not a memory ordering",
@@ -405,18 +403,17 @@ UNSUPPORTED_CASES = [
      "did you mean keep_dims=? the signature is tl.sum(input, axis=None, keep_dims=False, dtype=None)"),
     (10, "tl.atomic_and", "x_ptr + offs", "tl.atomic_and needs an integer pointer, got ptr<f32>[16]",
      "bitwise atomics work on integers: update the bits through an integer pointer of the same width"),
-    (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') is not supported by eggpu: float "
-     "conversions round to nearest even", "drop fp_downcast_rounding= (or pass 'rtne')"),
+    (11, 'fp_downcast_rounding="rtz"', "x.to", "x.to(fp_downcast_rounding='rtz') applies only to a float -> "
+     "narrower float conversion, not f32 -> f64", "drop fp_downcast_rounding="),
     (12, "tl.umulhi(x.to(tl.int64), 3)", "tl.umulhi", "tl.umulhi needs 32-bit integer operands, got i64",
      "the 128-bit product of 64-bit integers is not available"),
-    (13, "return_indices_tie_break_left=False", "return_indices_tie_break_left",
-     "tl.max(return_indices_tie_break_left=False) is not supported by eggpu: the index is that of the first maximum",
-     None),
+    (13, "return_indices_tie_break_left=None", "return_indices_tie_break_left",
+     "return_indices_tie_break_left must be a compile-time bool, got None", None),
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
-    (15, "tl.map_elementwise", "map_elementwise", "tl.map_elementwise is not supported by eggpu: eggpu has no user "
-     "elementwise combinators; write the elementwise code directly", None),
+    (15, "pack=4", "pack=4", "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes "
+     "one element", "pass pack=1 and write the asm for one element"),
 ]
 
 
