@@ -450,16 +450,26 @@ def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: Opt
     ``fired``: the rules that matched, proved (usable): those at concrete dtypes are lemmas
     (:mod:`.validate_lemmas`)."""
     from .validate import validate as tv
-    from .validate_lemmas import lemmas_of
+    from .validate_lemmas import Lemmas
 
     with _timed(result.times, "validate"):
         try:
             with _Z3_LOCK:
-                v = tv(fn, new_fn, fast_math=fast_math, lemmas=lemmas_of(fired))
+                v = tv(fn, new_fn, fast_math=fast_math, lemmas=Lemmas(fired, _dtypes_of(fn)))
         except Exception as e:  # a bug in validation must never let an unchecked program through
             return f"validation raised {type(e).__name__}: {e}"
     result.validation = v
     return None if v.ok else f"translation validation: {v}"
+
+
+def _dtypes_of(fn: Function) -> set[Any]:
+    """The dtypes of ``fn``'s non-pointer values: the ones a dtype-generic lemma is needed at."""
+    out = {p.type.dtype for p in fn.params if not p.type.is_pointer}
+    for op in fn.walk():
+        out.update(r.type.dtype for r in op.results if not r.type.is_pointer)
+        for reg in op.regions:
+            out.update(a.type.dtype for a in reg.args if not a.type.is_pointer)
+    return out
 
 
 def __getattr__(name: str) -> Any:

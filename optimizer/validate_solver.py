@@ -45,6 +45,8 @@ class Validation:
     wall_capped: bool = False
     #: differing subterm pairs shown equal by a proved rule (:mod:`.validate_lemmas`)
     lemma_hits: int = 0
+    #: of those, by a guarded rule whose guards the validation re-established (:mod:`.validate_guards`)
+    guarded_lemma_hits: int = 0
 
     @property
     def ok(self) -> bool:
@@ -60,7 +62,8 @@ class Validation:
         return {"verdict": self.verdict, "detail": self.detail, "mode": self.mode, "strategy": self.strategy,
                 "units": self.units, "units_by_strategy": dict(self.strategies),
                 "budget_units": self.budget_units, "checks": self.checks, "solver_calls": self.solver_calls,
-                "wall_capped": self.wall_capped, "lemma_hits": self.lemma_hits, "seconds": self.seconds}
+                "wall_capped": self.wall_capped, "lemma_hits": self.lemma_hits,
+                "guarded_lemma_hits": self.guarded_lemma_hits, "seconds": self.seconds}
 
     def __str__(self) -> str:
         return self.verdict + (f": {self.detail}" if self.detail else "")
@@ -123,8 +126,13 @@ class _Checker:
         self.pair_timeout_ms = min(timeout_ms, 500)
         self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
         # proved rules (:mod:`.validate_lemmas`): in exact mode only, the semantics they were proved in
-        self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
+        # (a :class:`.validate_lemmas.Lemmas` stays lazy: its generic lemmas are built when reached)
+        from .validate_lemmas import Lemmas
+
+        self.lemmas: Any = (lemmas if isinstance(lemmas, Lemmas) else list(lemmas)) if mode == z3ops.EXACT else []
         self.lemma_hits = 0
+        self.guarded_hits = 0  # lemma hits whose guards were re-established (:mod:`.validate_guards`)
+        self._bounds: dict[tuple[int, int], tuple[z3.BoolRef, Any]] = {}  # (context id, #facts) -> (context, Bounds)
         self._no_solver = False  # equal(): identity and lemmas only (see there)
         from .validate_canon import Canon
 
@@ -142,7 +150,8 @@ class _Checker:
     def result(self, verdict: str, detail: str, secs: float) -> Validation:
         return Validation(verdict, detail, self.checks, self.solver_calls, secs, units=self.used,
                           budget_units=self.total_units, strategies=tuple(sorted(self.by_strategy.items())),
-                          wall_capped=self.wall_capped, lemma_hits=self.lemma_hits)
+                          wall_capped=self.wall_capped, lemma_hits=self.lemma_hits,
+                          guarded_lemma_hits=self.guarded_hits)
 
     def facts_text(self) -> str:
         """The facts as text (part of the pair-proof cache key: a proof under one kernel's facts
@@ -349,25 +358,42 @@ class _Checker:
         terms bound to each variable on both are equal (:meth:`equal`; no solver call when they
         are the same term). A rule holds for every value of its variables, so those bound on one
         side only do not matter."""
-        from .validate_lemmas import match
+        from .validate_lemmas import match, matches
 
         for lm in self.lemmas:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
-                ba: dict[int, z3.ExprRef] = {}
-                if not match(p, a, ids, ba):
-                    continue
-                # first with each variable bound to the same term on both sides: canonical
-                # forms order commutative operands by hash, so the pairing of ``b``'s operands
-                # that agrees with ``a``'s bindings need not be the first that matches
-                seeded = dict(ba)
-                if match(q, b, ids, seeded):
-                    self.lemma_hits += 1
-                    return True
-                bb: dict[int, z3.ExprRef] = {}
-                if match(q, b, ids, bb) and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
-                    self.lemma_hits += 1
-                    return True
+                for ba in matches(p, a, ids, {}):
+                    # first with each variable bound to the same term on both sides: canonical
+                    # forms order commutative operands by hash, so the pairing of ``b``'s operands
+                    # that agrees with ``a``'s bindings need not be the first that matches
+                    seeded = dict(ba)
+                    if match(q, b, ids, seeded) and self._guards_hold(lm, seeded, context):
+                        self.lemma_hits += 1
+                        return True
+                    bb: dict[int, z3.ExprRef] = {}
+                    if (match(q, b, ids, bb)
+                            and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys())
+                            and self._guards_hold(lm, {**bb, **ba}, context)):
+                        self.lemma_hits += 1
+                        return True
+        return False
+
+    def _guards_hold(self, lm: Any, binds: dict[int, z3.ExprRef], context: z3.BoolRef) -> bool:
+        """Whether the guards of lemma ``lm`` hold at the instance ``binds`` on every lane of
+        ``context`` under the facts (:mod:`.validate_guards`; an unguarded lemma: True). The
+        bindings of variables shared by both sides were shown equal, so either side's serve."""
+        if not lm.guards:
+            return True
+        from .validate_guards import Bounds, guards_hold
+
+        key = (context.get_id(), len(self.facts))  # facts added since (program_id ranges) count too
+        bounds = self._bounds.get(key)
+        if bounds is None or bounds[0] is not context:
+            bounds = self._bounds[key] = (context, Bounds([*self.facts.values(), context]))
+        if guards_hold(lm, binds, bounds[1]):
+            self.guarded_hits += 1
+            return True
         return False
 
     def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
