@@ -363,21 +363,34 @@ class _Checker:
         for lm in self.lemmas:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
-                for ba in matches(p, a, ids, {}):
+                for n, ba in enumerate(matches(p, a, ids, {})):
                     # first with each variable bound to the same term on both sides: canonical
                     # forms order commutative operands by hash, so the pairing of ``b``'s operands
                     # that agrees with ``a``'s bindings need not be the first that matches
                     seeded = dict(ba)
                     if match(q, b, ids, seeded) and self._guards_hold(lm, seeded, context):
-                        self.lemma_hits += 1
+                        self._hit(lm)
                         return True
                     bb: dict[int, z3.ExprRef] = {}
-                    if (match(q, b, ids, bb)
-                            and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys())
-                            and self._guards_hold(lm, {**bb, **ba}, context)):
-                        self.lemma_hits += 1
+                    if match(q, b, ids, bb) and self._guards_hold(lm, {**bb, **ba}, context) and \
+                            self._bindings_equal(ba, bb, context, solver=n == 0):
+                        self._hit(lm)
                         return True
         return False
+
+    def _bindings_equal(self, ba: dict[int, z3.ExprRef], bb: dict[int, z3.ExprRef], context: z3.BoolRef,
+                        solver: bool) -> bool:
+        """Whether the variables both matches bind are bound to equal terms; with ``solver=False``
+        (a further pairing of commutative operands) by identity and lemmas only, so trying
+        pairings never costs a solver call."""
+        keys = ba.keys() & bb.keys()
+        if solver or self._no_solver:
+            return all(self.equal(ba[k], bb[k], context) for k in keys)
+        self._no_solver = True
+        try:
+            return all(self.equal(ba[k], bb[k], context) for k in keys)
+        finally:
+            self._no_solver = False
 
     def _guards_hold(self, lm: Any, binds: dict[int, z3.ExprRef], context: z3.BoolRef) -> bool:
         """Whether the guards of lemma ``lm`` hold at the instance ``binds`` on every lane of
@@ -391,10 +404,12 @@ class _Checker:
         bounds = self._bounds.get(key)
         if bounds is None or bounds[0] is not context:
             bounds = self._bounds[key] = (context, Bounds([*self.facts.values(), context]))
-        if guards_hold(lm, binds, bounds[1]):
+        return guards_hold(lm, binds, bounds[1])
+
+    def _hit(self, lm: Any) -> None:
+        self.lemma_hits += 1
+        if lm.guards:
             self.guarded_hits += 1
-            return True
-        return False
 
     def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
         if self.lemmas and self._by_lemma(a, b, context):
