@@ -400,15 +400,25 @@ def _saturate_stage(fn: Function, enc: Any, prepared: PreparedRules, limits: Lim
         result.rules_loaded = len(engine.names)
         result.rules_loaded_why = _loaded_why(sel, len(engine.names), len(prepared.used))
         clean = False
-        try:
-            run_commands(eg, "(push)", "saving the base e-graph")
+        seeds = fact_seeds(fn, enc.leaves)
+
+        def load(g: Any, what: str = "saving the base e-graph") -> None:
+            """The base e-graph saved, then the program and its facts added (again, after
+            ``(pop)`` of that save, when saturation undoes a step: ``restart``)."""
+            run_commands(g, "(push)", what)
             if enc.commands:
-                run_commands(eg, enc.commands, "adding the program's terms")
-            seeds = fact_seeds(fn, enc.leaves)
+                run_commands(g, enc.commands, "adding the program's terms")
             if seeds:
-                run_commands(eg, seeds, "seeding the analyses from the launch facts")
+                run_commands(g, seeds, "seeding the analyses from the launch facts")
+
+        def restart(g: Any) -> None:
+            run_commands(g, "(pop)", "rolling back to the base e-graph")
+            load(g, "saving the base e-graph again")
+
+        try:
+            load(eg)
             rep = saturate(eg, prepared.rulesets, limits,
-                           read_view=lambda g: read_egraph(g, enc.let_types), budget=budget)
+                           read_view=lambda g: read_egraph(g, enc.let_types), budget=budget, restart=restart)
             run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
             clean = True
         finally:

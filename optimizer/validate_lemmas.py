@@ -155,8 +155,10 @@ def lemmas_of(rules: Iterable[Rule], dtypes: Iterable[DType] | None = None) -> l
 class Lemmas:
     """The lemmas of :func:`lemmas_of`, built on demand: those of rules at concrete dtypes at
     once (cheap), the dtype-generic guarded ones the first time an iteration reaches them (each
-    assignment is checked against the verifier's encoding, a few milliseconds a rule), so a
-    validation that never needs a lemma beyond identity pays nothing for them."""
+    assignment is checked against the verifier's encoding: a few milliseconds a rule, and the
+    verifier's modules imported), so a validation that settles every check by identity, the
+    concrete lemmas or canonical forms pays nothing for them (:meth:`ready` lists only what is
+    built; the validation calls :meth:`build` before it would call a solver)."""
 
     def __init__(self, rules: Iterable[Rule], dtypes: Iterable[DType] | None = None) -> None:
         self._pool = None if dtypes is None else sorted(set(dtypes), key=lambda d: d.name)
@@ -175,7 +177,20 @@ class Lemmas:
         return bool(self._concrete or self._generic)
 
     def __iter__(self) -> Iterator[Lemma]:
-        yield from self._concrete
+        self.build()
+        yield from self.ready()
+
+    def ready(self) -> list[Lemma]:
+        """The lemmas built so far (no verifier module is imported)."""
+        return self._concrete + (self._built or [])
+
+    @property
+    def pending(self) -> bool:
+        """Whether dtype-generic lemmas are still to be built."""
+        return bool(self._generic) and self._built is None
+
+    def build(self) -> None:
+        """Build the dtype-generic guarded lemmas (once)."""
         if self._built is None:
             built = []
             for i, r in self._generic:
@@ -184,7 +199,6 @@ class Lemmas:
                     if lm is not None:
                         built.append(lm)
             self._built = built
-        yield from self._built
 
 
 def _range_guarded(rule: Rule) -> bool:
@@ -195,20 +209,86 @@ def _range_guarded(rule: Rule) -> bool:
 
 def _proved_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, DType]]:
     """The dtype assignments of a usable rule that the verifier proved: those its relations allow
-    (:func:`.rule_verifier.assignments`) that encode (:func:`.rule_encoding._build`, as
-    :func:`.rule_solving._verify_instance` does; an assignment that cannot match has no proof)."""
-    from .rule_analysis import _IllTyped, _Infeasible, _Unsupported
-    from .rule_encoding import _build
-    from .rule_verifier import _mode_for, assignments
+    (:func:`.rule_verifier.assignments`) that it could encode (an assignment whose pattern cannot
+    match has no proof). For a rule of the plain shape (:func:`_plain`) that is decided here as
+    the verifier decides it — integer literals canonical at the dtype, the pattern well typed
+    (the lemma encodes) — without importing the verifier; any other rule is encoded by
+    :func:`.rule_encoding._build`, as :func:`.rule_solving._verify_instance` does
+    (``tests/optimizer/test_validate_guards.py`` checks both ways agree on every shipped rule)."""
+    from .rule_verifier import assignments
 
     out = []
+    plain = _plain(rule)
     for env in assignments(rule, pool):
-        try:
-            _build(rule, env, _mode_for(rule))
-        except (_Infeasible, _IllTyped, _Unsupported):
-            continue
-        out.append(env)
+        if plain:
+            if _literals_canonical(rule, env):
+                out.append(env)
+        elif _verifier_encodes(rule, env):
+            out.append(env)
     return out
+
+
+def _verifier_encodes(rule: Rule, env: Mapping[str, DType]) -> bool:
+    from .rule_analysis import _IllTyped, _Infeasible, _Unsupported
+    from .rule_encoding import _build
+    from .rule_verifier import _mode_for
+
+    try:
+        _build(rule, env, _mode_for(rule))
+    except (_Infeasible, _IllTyped, _Unsupported):
+        return False
+    return True
+
+
+def _plain(rule: Rule) -> bool:
+    """One dtype variable, integer families only, no float literal: the verifier's encoding can
+    fail at an assignment only on a non-canonical integer literal or an ill-typed pattern."""
+    from .validate_guards import STATIC_GUARDS
+
+    dvs = [v for v, s in rule.var_sorts.items() if s == "DT"]
+    if len(dvs) != 1:
+        return False
+    families = {g.head for g in rule.guards if isinstance(g, SList) and g.head in STATIC_GUARDS}
+    if not families & {"IsInt", "IsSigned", "IsUnsigned"}:
+        return False
+    return not any(h == "ConstF" for h in _heads(rule.lhs) | _heads(rule.rhs))
+
+
+def _heads(node: Sx | None) -> set[str]:
+    if not isinstance(node, SList):
+        return set()
+    out = {node.head} if isinstance(node.items[0], Atom) else set()
+    for x in node.items[1:]:
+        out |= _heads(x)
+    return out
+
+
+def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
+    """Every ``(Const t c)`` of the rule's sides and guards has a canonical ``c`` at its dtype
+    (the verifier's ``_Infeasible("... not a canonical ... constant")`` otherwise)."""
+    from .rule_analysis import _canonical_int
+
+    def ok(node: Sx) -> bool:
+        if not isinstance(node, SList):
+            return True
+        if node.head == "Const" and len(node.items) == 3 and isinstance(node.items[2], Atom):
+            v = _int_or_none(node.items[2].text)
+            try:
+                t = _dtype(node.items[1], env)
+            except (_NotALemma, KeyError):
+                return False
+            if v is not None and not _canonical_int(v, t):
+                return False
+        return all(ok(x) for x in node.items[1:])
+
+    return all(ok(x) for x in (rule.lhs, rule.rhs, *rule.guards) if x is not None)
+
+
+def _int_or_none(text: str) -> int | None:
+    try:
+        return int(text)
+    except ValueError:
+        return None
 
 
 def _dtype(x: Sx, env: Mapping[str, DType] | None = None) -> DType:

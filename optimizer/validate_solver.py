@@ -256,6 +256,15 @@ class _Checker:
         finally:
             self._no_solver = False
 
+    def build_lemmas(self) -> bool:
+        """Build the lemmas still pending (:class:`.validate_lemmas.Lemmas`); whether there were any."""
+        from .validate_lemmas import Lemmas
+
+        if isinstance(self.lemmas, Lemmas) and self.lemmas.pending:
+            self.lemmas.build()
+            return True
+        return False
+
     def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
         """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
         if self.refines(before, after, ranges):
@@ -358,9 +367,10 @@ class _Checker:
         terms bound to each variable on both are equal (:meth:`equal`; no solver call when they
         are the same term). A rule holds for every value of its variables, so those bound on one
         side only do not matter."""
-        from .validate_lemmas import match, matches
+        from .validate_lemmas import Lemmas, match, matches
 
-        for lm in self.lemmas:
+        lemmas = self.lemmas.ready() if self._no_solver and isinstance(self.lemmas, Lemmas) else self.lemmas
+        for lm in lemmas:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
                 for n, ba in enumerate(matches(p, a, ids, {})):

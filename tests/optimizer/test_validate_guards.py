@@ -17,7 +17,7 @@ from eggpu.ir.parser import parse_function
 from eggpu.optimizer.rules_loader import load_rules
 from eggpu.optimizer.validate import validate
 from eggpu.optimizer.validate_guards import Bounds, guards_hold
-from eggpu.optimizer.validate_lemmas import lemmas_of
+from eggpu.optimizer.validate_lemmas import lemma_of, lemmas_of
 
 RULE = {r.name: r for r in load_rules(env=False).rules}["lt-offset-bound"]
 LEMMAS = lemmas_of([RULE], [i32])
@@ -134,3 +134,39 @@ def test_bounds_from_facts_lane_ranges_and_sums():
     b = Bounds([big >= 0, big <= 2**31 - 16, z3.ULT(lane, 32)])
     assert b.interval(big + lane, True) == (-(2**31), 2**31 - 1)
     assert b.interval(n, True) == (-(2**31), 2**31 - 1)
+
+
+SHIFT = ("(rewrite (Lt t (Add t x (Splat t s (Const t 200))) (Splat t s n)) (Lt t x (Splat t s (Sub t n (Const t 200)))) "
+         ":when ((IsSigned t) (>= (LowerBound x) 0) (<= (UpperBound x) 100) (>= (LowerBound n) 0) (<= (UpperBound n) 1000)) "
+         ':name "shift-200")')
+
+
+def test_plain_guarded_rules_are_proved_where_their_lemmas_are_built():
+    """A lemma at an assignment the verifier never proved would be unsound: for every shipped
+    range-guarded rule whose assignments are decided without the verifier (validate_lemmas._plain),
+    and for one whose literal is not an i8 value, each assignment with a lemma is one the
+    verifier's encoding accepts (so the rule's proof covers it), and the others are not."""
+    from eggpu.optimizer.rule_verifier import assignments
+    from eggpu.optimizer.rules_loader import parse_rules
+    from eggpu.optimizer.validate_lemmas import (
+        _literals_canonical,
+        _plain,
+        _proved_assignments,
+        _range_guarded,
+        _verifier_encodes,
+    )
+
+    shift = parse_rules(SHIFT, "<t>")[0][0]
+    rules = [r for r in load_rules(env=False).rules if r.kind == "rewrite" and not r.fast_math
+             and _range_guarded(r) and any(s == "DT" for s in r.var_sorts.values())] + [shift]
+    plain = [r for r in rules if _plain(r)]
+    assert RULE in plain and shift in plain and len(plain) >= 20
+    checked = 0
+    for r in plain:
+        for env in assignments(r):
+            built = _literals_canonical(r, env) and lemma_of(r, 0, env) is not None
+            if built or r is shift:
+                assert built == _verifier_encodes(r, env), (r.name, env)
+                checked += built
+    assert checked == 4 + 3  # lt-offset-bound at i8..i64, shift-200 at i16..i64
+    assert [e["t"].name for e in _proved_assignments(shift, None)] == ["i16", "i32", "i64"]
