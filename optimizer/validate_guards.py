@@ -70,6 +70,17 @@ class Bounds:
         for f in facts:
             self._learn(f)
 
+    def extended(self, facts: Iterable[z3.BoolRef]) -> Bounds:
+        """A copy that also knows ``facts`` (the validation's facts are learned once, each
+        obligation's context on a copy)."""
+        out = Bounds(())
+        out.true, out.false = set(self.true), set(self.false)
+        out.signed, out.unsigned_hi = dict(self.signed), dict(self.unsigned_hi)
+        out._keep = list(self._keep)
+        for f in facts:
+            out._learn(f)
+        return out
+
     def _learn(self, f: z3.BoolRef) -> None:
         self._keep.append(f)
         if z3.is_and(f):

@@ -133,6 +133,7 @@ class _Checker:
         self.lemma_hits = 0
         self.guarded_hits = 0  # lemma hits whose guards were re-established (:mod:`.validate_guards`)
         self._bounds: dict[tuple[int, int], tuple[z3.BoolRef, Any]] = {}  # (context id, #facts) -> (context, Bounds)
+        self._fact_bounds: tuple[int, Any] | None = None  # (#facts, Bounds of the facts alone)
         self._no_solver = False  # equal(): identity and lemmas only (see there)
         from .validate_canon import Canon
 
@@ -410,10 +411,13 @@ class _Checker:
             return True
         from .validate_guards import Bounds, guards_hold
 
-        key = (context.get_id(), len(self.facts))  # facts added since (program_id ranges) count too
+        n = len(self.facts)  # facts added since (program_id ranges) count too
+        key = (context.get_id(), n)
         bounds = self._bounds.get(key)
         if bounds is None or bounds[0] is not context:
-            bounds = self._bounds[key] = (context, Bounds([*self.facts.values(), context]))
+            if self._fact_bounds is None or self._fact_bounds[0] != n:
+                self._fact_bounds = (n, Bounds(self.facts.values()))
+            bounds = self._bounds[key] = (context, self._fact_bounds[1].extended([context]))
         return guards_hold(lm, binds, bounds[1])
 
     def _hit(self, lm: Any) -> None:

@@ -170,3 +170,11 @@ def test_plain_guarded_rules_are_proved_where_their_lemmas_are_built():
                 checked += built
     assert checked == 4 + 3  # lt-offset-bound at i8..i64, shift-200 at i16..i64
     assert [e["t"].name for e in _proved_assignments(shift, None)] == ["i16", "i32", "i64"]
+
+
+def test_extended_bounds_add_knowledge_without_changing_the_original():
+    i, lane = z3.BitVecs("iv lane", 32)
+    base = Bounds([i >= 0, i <= 100])
+    more = base.extended([z3.ULT(lane, 8), i <= 50])
+    assert more.interval(i + lane, True) == (0, 57) and base.interval(i, True) == (0, 100)
+    assert base.interval(lane, True) == (-(2**31), 2**31 - 1)
