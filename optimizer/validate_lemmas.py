@@ -215,16 +215,34 @@ def _proved_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, 
     (the lemma encodes) — without importing the verifier; any other rule is encoded by
     :func:`.rule_encoding._build`, as :func:`.rule_solving._verify_instance` does
     (``tests/optimizer/test_validate_guards.py`` checks both ways agree on every shipped rule)."""
+    if _plain(rule):
+        return [env for env in _plain_assignments(rule, pool) if _literals_canonical(rule, env)]
     from .rule_verifier import assignments
 
+    return [env for env in assignments(rule, pool) if _verifier_encodes(rule, env)]
+
+
+def _plain_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, DType]]:
+    """:func:`.rule_verifier.assignments` of a rule with one dtype variable (its family and
+    ``Width`` guards decide), without importing the prover's ``rule_analysis``."""
+    from eggpu.ir import ALL_DTYPES
+
+    from .schema import FAMILY_RELATIONS
+
+    (v,) = [v for v, s in rule.var_sorts.items() if s == "DT"]
     out = []
-    plain = _plain(rule)
-    for env in assignments(rule, pool):
-        if plain:
-            if _literals_canonical(rule, env):
-                out.append(env)
-        elif _verifier_encodes(rule, env):
-            out.append(env)
+    for d in (pool if pool is not None else ALL_DTYPES):
+        ok = True
+        for g in rule.guards:
+            if not (isinstance(g, SList) and isinstance(g.items[1], Atom) and g.items[1].text == v):
+                continue
+            if g.head in FAMILY_RELATIONS:
+                ok = ok and FAMILY_RELATIONS[g.head](d)
+            elif g.head == "Width":
+                w = _int_or_none(g.items[2].text) if isinstance(g.items[2], Atom) else None
+                ok = ok and (w is None or d.bits == w)
+        if ok:
+            out.append({v: d})
     return out
 
 
@@ -265,8 +283,14 @@ def _heads(node: Sx | None) -> set[str]:
 
 def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
     """Every ``(Const t c)`` of the rule's sides and guards has a canonical ``c`` at its dtype
-    (the verifier's ``_Infeasible("... not a canonical ... constant")`` otherwise)."""
-    from .rule_analysis import _canonical_int
+    (the verifier's ``_Infeasible("... not a canonical ... constant")`` otherwise; the test of
+    this module's callers compares with the verifier on every shipped rule)."""
+    def _canonical_int(v: int, t: DType) -> bool:  # rule_analysis._canonical_int, without importing the prover
+        if t.is_bool:
+            return v in (0, 1)
+        if t.is_unsigned and t.bits == 64:
+            return -(1 << 63) <= v < (1 << 63)
+        return t.min <= v <= t.max
 
     def ok(node: Sx) -> bool:
         if not isinstance(node, SList):

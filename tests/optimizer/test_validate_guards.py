@@ -151,6 +151,7 @@ def test_plain_guarded_rules_are_proved_where_their_lemmas_are_built():
     from eggpu.optimizer.validate_lemmas import (
         _literals_canonical,
         _plain,
+        _plain_assignments,
         _proved_assignments,
         _range_guarded,
         _verifier_encodes,
@@ -163,6 +164,7 @@ def test_plain_guarded_rules_are_proved_where_their_lemmas_are_built():
     assert RULE in plain and shift in plain and len(plain) >= 20
     checked = 0
     for r in plain:
+        assert _plain_assignments(r, None) == assignments(r), r.name
         for env in assignments(r):
             built = _literals_canonical(r, env) and lemma_of(r, 0, env) is not None
             if built or r is shift:
