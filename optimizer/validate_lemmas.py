@@ -170,7 +170,7 @@ class Lemmas:
                 lm = lemma_of(r, i)
                 if lm is not None:
                     self._concrete.append(lm)
-            elif r.kind == "rewrite" and not r.fast_math and _range_guarded(r):
+            elif r.kind == "rewrite" and not r.fast_math and (_range_guarded(r) or _plain(r)):
                 self._generic.append((i, r))
 
     def __bool__(self) -> bool:
@@ -259,17 +259,21 @@ def _verifier_encodes(rule: Rule, env: Mapping[str, DType]) -> bool:
 
 
 def _plain(rule: Rule) -> bool:
-    """One dtype variable, integer families only, no float literal: the verifier's encoding can
-    fail at an assignment only on a non-canonical integer literal or an ill-typed pattern."""
+    """One dtype variable, and either integer families with no float literal or ``IsFloat`` alone
+    with no integer literal: the verifier's encoding can then fail at an assignment only on a
+    non-canonical literal (:func:`_literals_canonical`) or an ill-typed pattern (no lemma)."""
     from .validate_guards import STATIC_GUARDS
 
     dvs = [v for v, s in rule.var_sorts.items() if s == "DT"]
     if len(dvs) != 1:
         return False
-    families = {g.head for g in rule.guards if isinstance(g, SList) and g.head in STATIC_GUARDS}
-    if not families & {"IsInt", "IsSigned", "IsUnsigned"}:
-        return False
-    return not any(h == "ConstF" for h in _heads(rule.lhs) | _heads(rule.rhs))
+    families = {g.head for g in rule.guards if isinstance(g, SList) and g.head in STATIC_GUARDS} - {"Width"}
+    heads = _heads(rule.lhs) | _heads(rule.rhs)
+    for g in rule.guards:
+        heads |= _heads(g)
+    if families & {"IsInt", "IsSigned", "IsUnsigned"}:
+        return "ConstF" not in heads
+    return families == {"IsFloat"} and "Const" not in heads
 
 
 def _heads(node: Sx | None) -> set[str]:
@@ -292,20 +296,51 @@ def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
             return -(1 << 63) <= v < (1 << 63)
         return t.min <= v <= t.max
 
-    def ok(node: Sx) -> bool:
+    def ok(node: Sx, pattern: bool) -> bool:
         if not isinstance(node, SList):
             return True
-        if node.head == "Const" and len(node.items) == 3 and isinstance(node.items[2], Atom):
+        if node.head in ("Const", "ConstF") and len(node.items) == 3 and isinstance(node.items[2], Atom):
             v = _int_or_none(node.items[2].text)
             try:
                 t = _dtype(node.items[1], env)
             except (_NotALemma, KeyError):
                 return False
-            if v is not None and not _canonical_int(v, t):
+            if v is None:
+                pass
+            elif node.head == "Const" and not _canonical_int(v, t):
                 return False
-        return all(ok(x) for x in node.items[1:])
+            elif node.head == "ConstF" and pattern:  # a right-hand side's float literal is rounded
+                (f,) = struct.unpack("<d", struct.pack("<q", v))
+                if not _exact_float(f, t):
+                    return False
+        return all(ok(x, pattern) for x in node.items[1:])
 
-    return all(ok(x) for x in (rule.lhs, rule.rhs, *rule.guards) if x is not None)
+    return (ok(rule.lhs, True) if rule.lhs is not None else True) and \
+        (ok(rule.rhs, False) if rule.rhs is not None else True) and all(ok(g, True) for g in rule.guards)
+
+
+def _exact_float(v: float, t: DType) -> bool:
+    """Whether ``v`` is a value of float dtype ``t`` (rule_analysis._exact_in, without numpy):
+    NaN counts, and the sign of zero must survive."""
+    import math
+
+    if math.isnan(v) or t.bits == 64:
+        return True
+    try:
+        if t.name == "f32":
+            r = struct.unpack("<f", struct.pack("<f", v))[0]
+        elif t.name == "f16":
+            r = struct.unpack("<e", struct.pack("<e", v))[0]
+        elif t.name == "bf16":
+            b = struct.pack("<f", v)
+            if b[:2] != b"\0\0":  # the low half of the f32 bits: bf16 keeps only the high half
+                return False
+            r = struct.unpack("<f", b)[0]
+        else:
+            return False
+    except OverflowError:
+        return False
+    return r == v and math.copysign(1, r) == math.copysign(1, v)
 
 
 def _int_or_none(text: str) -> int | None:
