@@ -400,15 +400,25 @@ def _saturate_stage(fn: Function, enc: Any, prepared: PreparedRules, limits: Lim
         result.rules_loaded = len(engine.names)
         result.rules_loaded_why = _loaded_why(sel, len(engine.names), len(prepared.used))
         clean = False
-        try:
-            run_commands(eg, "(push)", "saving the base e-graph")
+        seeds = fact_seeds(fn, enc.leaves)
+
+        def load(g: Any, what: str = "saving the base e-graph") -> None:
+            """The base e-graph saved, then the program and its facts added (again, after
+            ``(pop)`` of that save, when saturation undoes a step: ``restart``)."""
+            run_commands(g, "(push)", what)
             if enc.commands:
-                run_commands(eg, enc.commands, "adding the program's terms")
-            seeds = fact_seeds(fn, enc.leaves)
+                run_commands(g, enc.commands, "adding the program's terms")
             if seeds:
-                run_commands(eg, seeds, "seeding the analyses from the launch facts")
+                run_commands(g, seeds, "seeding the analyses from the launch facts")
+
+        def restart(g: Any) -> None:
+            run_commands(g, "(pop)", "rolling back to the base e-graph")
+            load(g, "saving the base e-graph again")
+
+        try:
+            load(eg)
             rep = saturate(eg, prepared.rulesets, limits,
-                           read_view=lambda g: read_egraph(g, enc.let_types), budget=budget)
+                           read_view=lambda g: read_egraph(g, enc.let_types), budget=budget, restart=restart)
             run_commands(eg, f"(pop {rep.pushes + 1})", "restoring the base e-graph")
             clean = True
         finally:
@@ -450,16 +460,26 @@ def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: Opt
     ``fired``: the rules that matched, proved (usable): those at concrete dtypes are lemmas
     (:mod:`.validate_lemmas`)."""
     from .validate import validate as tv
-    from .validate_lemmas import lemmas_of
+    from .validate_lemmas import Lemmas
 
     with _timed(result.times, "validate"):
         try:
             with _Z3_LOCK:
-                v = tv(fn, new_fn, fast_math=fast_math, lemmas=lemmas_of(fired))
+                v = tv(fn, new_fn, fast_math=fast_math, lemmas=Lemmas(fired, _dtypes_of(fn)))
         except Exception as e:  # a bug in validation must never let an unchecked program through
             return f"validation raised {type(e).__name__}: {e}"
     result.validation = v
     return None if v.ok else f"translation validation: {v}"
+
+
+def _dtypes_of(fn: Function) -> set[Any]:
+    """The dtypes of ``fn``'s non-pointer values: the ones a dtype-generic lemma is needed at."""
+    out = {p.type.dtype for p in fn.params if not p.type.is_pointer}
+    for op in fn.walk():
+        out.update(r.type.dtype for r in op.results if not r.type.is_pointer)
+        for reg in op.regions:
+            out.update(a.type.dtype for a in reg.args if not a.type.is_pointer)
+    return out
 
 
 def __getattr__(name: str) -> Any:

@@ -19,11 +19,15 @@ the e-graph is saved; after it the ``Term`` e-nodes (``print-size``) and the tim
   "updated" -> ``MATCH_LIMIT``: the back-off scheduler skipped every rule that still had
   matches, and a new step would skip the same ones again.
 
-In steps run in this process "saved" is a ``push`` (undone by ``pop``); in the forked child
-and in hot runs it is a copy of the e-graph read by the caller's ``read_view`` (an
-EGraphView): a ``push`` clones every scheduler the back-off steps created (0.2-0.4 s), and in
-a forked child egglog's ``push`` of a large e-graph waits forever for rayon pool workers that
-exist only in the parent.
+In steps run in this process "saved" means the run can go back to where it started and replay
+the steps it kept: one ``push`` before the first step (or the caller's ``restart``, which
+rebuilds the starting e-graph from the caller's own checkpoint), undone by ``pop`` only when a
+step overshoots, after which the kept steps are run again (rare; a ``push`` before every step
+cost more than the steps themselves on the library kernels: cloning the e-graph with its rule
+tables, and popping every level at the end); in the forked child and in hot runs it is a copy of
+the e-graph read by the caller's ``read_view`` (an EGraphView): a ``push`` clones every scheduler
+the back-off steps created (0.2-0.4 s), and in a forked child egglog's ``push`` of a large e-graph
+waits forever for rayon pool workers that exist only in the parent.
 
 **Where steps run.** A plain ``(run ruleset)`` step (every match applied; the library kernels
 saturate in 2-3 such steps of about a millisecond) runs in this process only while the e-graph
@@ -248,6 +252,11 @@ class _State:
     last_matches: int = 0  # matches of the last step
     hot: bool = False  # the e-graph turned hot (back-off steps from now on)
     prev: tuple | None = None  # with keep_view: (done, nodes, hits, view) before the last kept step
+    #: in-process steps: the programs run since the start (replayed after undoing an overshoot)
+    replay: list = field(default_factory=list)
+    #: rebuilds the e-graph the run started from (None: push a checkpoint before the first step)
+    restart: Callable[[Any], None] | None = None
+    started: bool = False  # the checkpoint exists (or ``restart`` stands for it)
 
 
 def _limit_reached(st: _State, limits: Limits, budget: Budget) -> bool:
@@ -284,31 +293,32 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
     """Run checked steps until a limit stops the run (``st.reason`` set; returns False) or
     ``hot_check`` says the e-graph turned hot (returns True).
 
-    A step that overshoots the node limit is undone: by ``pop`` of the ``push`` made before it,
-    or, with ``keep_view``, by keeping ``st.view = keep_view(eg)`` of the e-graph before each step
-    instead of pushing. (A push clones the whole e-graph, and after back-off steps that includes
+    A step that overshoots the node limit is undone: by going back to the run's start
+    (:func:`_rewind`: ``pop`` of one checkpoint ``push``, or the caller's ``restart``) and
+    replaying the steps kept before it, or, with ``keep_view``, by keeping ``st.view =
+    keep_view(eg)`` of the e-graph before each step. (A push clones the whole e-graph, and after back-off steps that includes
     every scheduler they created: in hot runs a push costs 0.2-0.4 s, reading a small e-graph a
     few ms; in a forked child a push of a large e-graph hangs, see the module docstring.) Only
     back-off steps (no ``hot_check``) stop with ``MATCH_LIMIT`` on an unchanged e-graph."""
-    push = eg.parse_program("(push)")
-    pop = eg.parse_program("(pop)")
     if keep_view is not None and st.view is None:
         st.view = keep_view(eg)
+    if keep_view is None and not st.started:
+        if st.restart is None:
+            run_commands(eg, "(push)", "saving the e-graph before the first step")
+            st.pushes += 1
+        st.started = True
     while True:
         if _limit_reached(st, limits, budget):
             return False
         now = budget.now()
         k = min(limits.step, limits.iterations - st.done)
-        if keep_view is None:
-            run_commands(eg, push, "pushing the e-graph")
-            st.pushes += 1
-        out = run_commands(eg, make_program(k), "running rules")
+        program = make_program(k)
+        out = run_commands(eg, program, "running rules")
         report = next((o.report for o in out if hasattr(o, "report")), None)
         new_nodes = term_nodes(eg)
         if new_nodes > limits.nodes:
             if keep_view is None:
-                run_commands(eg, pop, "rolling back a step")
-                st.pushes -= 1
+                _rewind(eg, st, limits)
             st.rolled_back = True
             st.reason = StopReason.NODE_LIMIT
             st.detail = (f"iteration {st.done + 1} grew the e-graph to {new_nodes} e-nodes "
@@ -316,6 +326,8 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
             return False
         if keep_view is not None:
             st.prev = (st.done, st.nodes, dict(st.hits), st.view)
+        else:
+            st.replay.append(program)
         st.done += k
         unchanged = False
         if keep_view is not None:
@@ -345,6 +357,28 @@ def _run_steps(eg: Any, st: _State, limits: Limits, make_program: Callable[[int]
             return False
         if hot_check is not None and hot_check(report, st, matches):
             return True
+
+
+def _rewind(eg: Any, st: _State, limits: Limits) -> None:
+    """Undo the last in-process step: back to the e-graph the run started from (``pop`` of its
+    checkpoint and a new ``push``, or the caller's ``restart``), then the kept steps again.
+    egglog's steps are deterministic on the same e-graph; should a replay still end elsewhere,
+    its size is what is reported, and one past the node limit leaves the starting e-graph."""
+    def back() -> None:
+        if st.restart is not None:
+            st.restart(eg)
+        else:
+            run_commands(eg, "(pop) (push)", "rolling back to the start of the run")
+
+    back()
+    for program in st.replay:
+        run_commands(eg, program, "replaying a kept step")
+    nodes = term_nodes(eg)
+    if nodes > limits.nodes:  # not the e-graph the kept steps made: keep none of them
+        back()
+        st.replay.clear()
+        st.done, st.hits, nodes = 0, {}, term_nodes(eg)
+    st.nodes = nodes
 
 
 def _is_hot(limits: Limits, budget: Budget) -> Callable[[Any, _State, float], bool]:
@@ -426,13 +460,17 @@ def _view_from_wire(wire: Any) -> Any:
 
 def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequence[str] = ("ranges",),
              analysis_repeat: int = 2, read_view: Callable[[Any], Any] | None = None,
-             budget: Budget | None = None) -> SaturationReport:
+             budget: Budget | None = None, restart: Callable[[Any], None] | None = None) -> SaturationReport:
     """Run ``rulesets`` on ``eg`` within ``limits`` (see the module docstring).
 
     ``budget`` is the time budget of the caller's whole e-graph phase (:mod:`.budget`; default:
     one of ``limits.seconds`` starting now): steps, the child's deadline and the decision to use
     its result all leave the time the caller needs afterwards to copy the e-graph back and
     extract from it. ``report.tail_start`` is the budget's clock when that tail began.
+
+    ``restart(eg)``, when given, rebuilds the e-graph as it is at this call (the caller's
+    checkpoint and program): an in-process step past the node limit is then undone without a
+    ``push`` of this function's own (see the module docstring).
 
     The e-graph is left with ``report.pushes`` extra ``push`` levels (one per kept in-process
     step) so the caller can ``(pop n)`` back to its own checkpoint. When hot steps ran in a child
@@ -441,7 +479,7 @@ def saturate(eg: Any, rulesets: Sequence[str], limits: Limits, analysis: Sequenc
     in the child when there is one) and use ``report.view``."""
     budget = budget or Budget(limits.seconds)
     nodes = term_nodes(eg)
-    st = _State(0, nodes)
+    st = _State(0, nodes, restart=restart)
 
     def finish(tail_start: float | None = None, **extra: Any) -> SaturationReport:
         rep = SaturationReport(st.reason or StopReason.ITERATION_LIMIT, st.done, st.nodes, 0.0, st.hits,

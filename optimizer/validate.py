@@ -523,14 +523,20 @@ def _identical(xb: Enc, xa: Enc) -> bool:
 
 
 def _shown_equal(ck: _Checker, xb: Enc, xa: Enc, ctx: z3.BoolRef) -> tuple[bool, Enc, Enc]:
-    """Whether ``xa`` refines ``xb`` under ``ctx`` by the cheap means, in order: identity and
-    lemmas on the terms as they are; identity of their canonical forms modulo associativity and
-    commutativity (exact: :mod:`.validate_canon`); the structural diff of the canonical forms with
-    small queries. Also returns the canonical forms (the whole-obligation query uses them)."""
+    """Whether ``xa`` refines ``xb`` under ``ctx`` by the cheap means, in order: identity and the
+    lemmas built so far on the terms as they are; identity of their canonical forms modulo
+    associativity and commutativity (exact: :mod:`.validate_canon`); the dtype-generic guarded
+    lemmas, built now (:class:`.validate_lemmas.Lemmas`), on the terms as they are; the structural
+    diff of the canonical forms with small queries. Also returns the canonical forms (the
+    whole-obligation query uses them)."""
     if ck.refines_without_solver(xb, xa, ctx):
         return True, xb, xa
-    xb, xa = ck.canonical(xb), ck.canonical(xa)
-    return _identical(xb, xa) or ck.refines(xb, xa, ctx), xb, xa
+    cb, ca = ck.canonical(xb), ck.canonical(xa)
+    if _identical(cb, ca):
+        return True, cb, ca
+    if ck.build_lemmas() and ck.refines_without_solver(xb, xa, ctx):
+        return True, cb, ca
+    return ck.refines(cb, ca, ctx), cb, ca
 
 
 def _operand_counts_match(ob: Operation, oa: Operation) -> bool:

@@ -45,6 +45,8 @@ class Validation:
     wall_capped: bool = False
     #: differing subterm pairs shown equal by a proved rule (:mod:`.validate_lemmas`)
     lemma_hits: int = 0
+    #: of those, by a guarded rule whose guards the validation re-established (:mod:`.validate_guards`)
+    guarded_lemma_hits: int = 0
 
     @property
     def ok(self) -> bool:
@@ -60,7 +62,8 @@ class Validation:
         return {"verdict": self.verdict, "detail": self.detail, "mode": self.mode, "strategy": self.strategy,
                 "units": self.units, "units_by_strategy": dict(self.strategies),
                 "budget_units": self.budget_units, "checks": self.checks, "solver_calls": self.solver_calls,
-                "wall_capped": self.wall_capped, "lemma_hits": self.lemma_hits, "seconds": self.seconds}
+                "wall_capped": self.wall_capped, "lemma_hits": self.lemma_hits,
+                "guarded_lemma_hits": self.guarded_lemma_hits, "seconds": self.seconds}
 
     def __str__(self) -> str:
         return self.verdict + (f": {self.detail}" if self.detail else "")
@@ -123,8 +126,14 @@ class _Checker:
         self.pair_timeout_ms = min(timeout_ms, 500)
         self._equal_memo: dict[tuple[int, int, int], tuple[bool, Any, Any, Any]] = {}
         # proved rules (:mod:`.validate_lemmas`): in exact mode only, the semantics they were proved in
-        self.lemmas: list[Any] = list(lemmas) if mode == z3ops.EXACT else []
+        # (a :class:`.validate_lemmas.Lemmas` stays lazy: its generic lemmas are built when reached)
+        from .validate_lemmas import Lemmas
+
+        self.lemmas: Any = (lemmas if isinstance(lemmas, Lemmas) else list(lemmas)) if mode == z3ops.EXACT else []
         self.lemma_hits = 0
+        self.guarded_hits = 0  # lemma hits whose guards were re-established (:mod:`.validate_guards`)
+        self._bounds: dict[tuple[int, int], tuple[z3.BoolRef, Any]] = {}  # (context id, #facts) -> (context, Bounds)
+        self._fact_bounds: tuple[int, Any] | None = None  # (#facts, Bounds of the facts alone)
         self._no_solver = False  # equal(): identity and lemmas only (see there)
         from .validate_canon import Canon
 
@@ -142,7 +151,8 @@ class _Checker:
     def result(self, verdict: str, detail: str, secs: float) -> Validation:
         return Validation(verdict, detail, self.checks, self.solver_calls, secs, units=self.used,
                           budget_units=self.total_units, strategies=tuple(sorted(self.by_strategy.items())),
-                          wall_capped=self.wall_capped, lemma_hits=self.lemma_hits)
+                          wall_capped=self.wall_capped, lemma_hits=self.lemma_hits,
+                          guarded_lemma_hits=self.guarded_hits)
 
     def facts_text(self) -> str:
         """The facts as text (part of the pair-proof cache key: a proof under one kernel's facts
@@ -247,6 +257,15 @@ class _Checker:
         finally:
             self._no_solver = False
 
+    def build_lemmas(self) -> bool:
+        """Build the lemmas still pending (:class:`.validate_lemmas.Lemmas`); whether there were any."""
+        from .validate_lemmas import Lemmas
+
+        if isinstance(self.lemmas, Lemmas) and self.lemmas.pending:
+            self.lemmas.build()
+            return True
+        return False
+
     def lanes_equal(self, before: Enc, after: Enc, ranges: z3.BoolRef) -> bool:
         """Whether ``after`` refines ``before`` on every lane in ``ranges``."""
         if self.refines(before, after, ranges):
@@ -349,26 +368,64 @@ class _Checker:
         terms bound to each variable on both are equal (:meth:`equal`; no solver call when they
         are the same term). A rule holds for every value of its variables, so those bound on one
         side only do not matter."""
-        from .validate_lemmas import match
+        from .validate_lemmas import Lemmas, match, matches
 
-        for lm in self.lemmas:
+        lemmas = self.lemmas.ready() if self._no_solver and isinstance(self.lemmas, Lemmas) else self.lemmas
+        for lm in lemmas:
             ids = frozenset(v.get_id() for v in lm.variables)
             for p, q in ((lm.lhs, lm.rhs), (lm.rhs, lm.lhs)):
-                ba: dict[int, z3.ExprRef] = {}
-                if not match(p, a, ids, ba):
-                    continue
-                # first with each variable bound to the same term on both sides: canonical
-                # forms order commutative operands by hash, so the pairing of ``b``'s operands
-                # that agrees with ``a``'s bindings need not be the first that matches
-                seeded = dict(ba)
-                if match(q, b, ids, seeded):
-                    self.lemma_hits += 1
-                    return True
-                bb: dict[int, z3.ExprRef] = {}
-                if match(q, b, ids, bb) and all(self.equal(ba[k], bb[k], context) for k in ba.keys() & bb.keys()):
-                    self.lemma_hits += 1
-                    return True
+                for n, ba in enumerate(matches(p, a, ids, {})):
+                    # first with each variable bound to the same term on both sides: canonical
+                    # forms order commutative operands by hash, so the pairing of ``b``'s operands
+                    # that agrees with ``a``'s bindings need not be the first that matches
+                    seeded = dict(ba)
+                    if match(q, b, ids, seeded) and self._guards_hold(lm, seeded, context):
+                        self._hit(lm)
+                        return True
+                    bb: dict[int, z3.ExprRef] = {}
+                    if match(q, b, ids, bb) and self._guards_hold(lm, {**bb, **ba}, context) and \
+                            self._bindings_equal(ba, bb, context, solver=n == 0):
+                        self._hit(lm)
+                        return True
         return False
+
+    def _bindings_equal(self, ba: dict[int, z3.ExprRef], bb: dict[int, z3.ExprRef], context: z3.BoolRef,
+                        solver: bool) -> bool:
+        """Whether the variables both matches bind are bound to equal terms; with ``solver=False``
+        (a further pairing of commutative operands) by identity and lemmas only, so trying
+        pairings never costs a solver call."""
+        keys = ba.keys() & bb.keys()
+        if solver or self._no_solver:
+            return all(self.equal(ba[k], bb[k], context) for k in keys)
+        self._no_solver = True
+        try:
+            return all(self.equal(ba[k], bb[k], context) for k in keys)
+        finally:
+            self._no_solver = False
+
+    def _guards_hold(self, lm: Any, binds: dict[int, z3.ExprRef], context: z3.BoolRef) -> bool:
+        """Whether the guards of lemma ``lm`` hold at the instance ``binds`` on every lane of
+        ``context`` under the facts (:mod:`.validate_guards`; an unguarded lemma: True). The
+        bindings of variables shared by both sides were shown equal, so either side's serve."""
+        if not lm.guards:
+            return True
+        from .validate_guards import Bounds, guards_hold
+
+        n = len(self.facts)  # facts added since (program_id ranges) count too
+        key = (context.get_id(), n)
+        bounds = self._bounds.get(key)
+        if bounds is None or bounds[0] is not context:
+            if self._fact_bounds is None or self._fact_bounds[0] != n:
+                self._fact_bounds = (n, Bounds(self.facts.values()))
+            bounds = self._bounds[key] = (context, self._fact_bounds[1].extended([context]))
+        return guards_hold(lm, binds, bounds[1])
+
+    def _hit(self, lm: Any) -> None:
+        from .validate_guards import STATIC_GUARDS
+
+        self.lemma_hits += 1
+        if any(g.head not in STATIC_GUARDS for g in lm.guards):  # range guards were re-established
+            self.guarded_hits += 1
 
     def _prove_pair(self, a: z3.ExprRef, b: z3.ExprRef, context: z3.BoolRef) -> bool:
         if self.lemmas and self._by_lemma(a, b, context):

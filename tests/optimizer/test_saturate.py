@@ -358,3 +358,53 @@ def test_a_large_input_is_saturated_in_the_child(monkeypatch):
     out = np.zeros(1, np.int32)
     interpret(res.function, 1, out, *range(CALM_NODES // 2 + 10))
     assert out[0] == sum(range(CALM_NODES // 2 + 10))
+
+
+# ---------------------------------------------------------------------- undoing an in-process step
+
+
+def test_an_in_process_step_past_the_node_limit_is_undone_by_replaying_the_kept_steps(boom_rules, monkeypatch):
+    """No push before each step: the third iteration of comm + assoc over 6 operands grows the
+    e-graph from 62 to 178 e-nodes, past 80; the run goes back to its start (the optimizer's
+    ``restart``) and replays the two kept iterations: the result is the 2-iteration run's."""
+    import eggpu.optimizer.saturate as sat
+    from eggpu.ir.structural import first_difference
+
+    rewinds = []
+    real = sat._rewind
+    monkeypatch.setattr(sat, "_rewind", lambda eg, st, limits: (rewinds.append(len(st.replay)), real(eg, st, limits)))
+    fn = sum_of(6)
+    kw = {"rules": boom_rules, "shipped_rules": False}
+    res = optimize(fn, **kw, limits=Limits(iterations=100, nodes=80, seconds=30, match_limit=10**9))
+    two = optimize(fn, **kw, limits=Limits(iterations=2, nodes=10**6, seconds=30, match_limit=10**9))
+    assert rewinds == [2] and res.stop_reason is StopReason.NODE_LIMIT, res.summary()
+    assert "iteration 3 grew the e-graph to 178 e-nodes (limit 80)" in res.stop_detail
+    assert (res.iterations, res.egraph_nodes, res.rule_hits) == (2, 62, two.rule_hits) and two.egraph_nodes == 62
+    assert first_difference(res.function, two.function) is None and res.validation.ok
+    out = np.zeros(1, np.int32)
+    interpret(res.function, 1, out, *range(1, 7))
+    assert out[0] == sum(range(1, 7))
+
+
+def test_without_restart_a_single_checkpoint_push_is_left_for_the_caller(boom_rules):
+    """Called without ``restart``, saturate pushes once before its first in-process step (not
+    once a step), undoes an overshooting step from that checkpoint, and leaves one push level."""
+    from egglog.bindings import EGraph
+
+    from eggpu.optimizer import prepare_rules
+    from eggpu.optimizer.encode import encode
+    from eggpu.optimizer.saturate import run_commands, saturate, term_nodes
+    from eggpu.optimizer.schema import schema_text
+
+    prepared = prepare_rules(boom_rules, shipped_rules=False)
+    enc = encode(sum_of(6))
+    eg = EGraph()
+    eg.run_program(*eg.parse_program(schema_text() + prepared.program + enc.commands))
+    start = term_nodes(eg)
+    rep = saturate(eg, prepared.rulesets, Limits(iterations=100, nodes=80, seconds=30, match_limit=10**9))
+    assert rep.stop_reason is StopReason.NODE_LIMIT and rep.rolled_back and rep.pushes == 1
+    assert (rep.iterations, rep.nodes, term_nodes(eg)) == (2, 62, 62)
+    run_commands(eg, "(pop 1)", "back to the input")
+    assert term_nodes(eg) == start
+    rep = saturate(eg, prepared.rulesets, Limits(iterations=2, nodes=10**6, seconds=30, match_limit=10**9))
+    assert (rep.stop_reason, rep.nodes, rep.pushes) == (StopReason.ITERATION_LIMIT, 62, 1)

@@ -38,14 +38,22 @@ def fma_erf(x_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32, ADD
     tl.store(y_ptr + offs, tl.fma(tl.erf(x), 0.5, ADD), mask=mask)
 
 
-def test_only_unguarded_rewrites_at_concrete_dtypes_are_lemmas():
+def test_which_rewrites_are_lemmas():
+    """Unguarded rewrites at concrete dtypes; range-guarded ones (guards re-established per
+    instance); dtype-generic ones at a given assignment, and from :func:`lemmas_of` at each
+    proved assignment (here f16, bf16, f32, f64); never casts or analysis guards."""
     assert lemma_of(_rule(FMA_RULE)) is not None
     guarded = ('(rewrite (Div (I32) x (Splat (I32) s (Const (I32) 4))) (Shr (I32) x (Splat (I32) s (Const (I32) 2))) '
                ':when ((>= (LowerBound x) 0)) :name "g")')
-    generic = '(rewrite (Mul t x (Splat t s (ConstF t 1.0))) x :when ((IsFloat t)) :name "m")'
+    generic = '(rewrite (Mul t x (Splat t s (ConstF t 2.0))) (Add t x x) :when ((IsFloat t)) :name "m")'
     cast = '(rewrite (Cast (I32) (I64) (Cast (I64) (I32) x)) x :name "c")'
-    assert [lemma_of(_rule(t)) for t in (guarded, generic, cast)] == [None, None, None]
-    assert [lm.name for lm in lemmas_of([_rule(t) for t in (guarded, FMA_RULE, generic)])] == ["half-one-plus-fma"]
+    analysis = ('(rewrite (Div (I32) x (Splat (I32) s (Const (I32) 4))) (Shr (I32) x (Splat (I32) s (Const (I32) 2))) '
+                ':when ((Divisible x 4)) :name "d")')
+    assert lemma_of(_rule(guarded)).guards
+    assert [lemma_of(_rule(t)) for t in (generic, cast, analysis)] == [None, None, None]
+    assert lemma_of(_rule(generic), 0, {"t": tl.f32}) is not None
+    assert [lm.name for lm in lemmas_of([_rule(t) for t in (guarded, FMA_RULE, generic)])] == [
+        "g", "half-one-plus-fma", "m", "m", "m", "m"]
 
 
 def test_match_binds_variables_takes_commutative_operands_either_way_and_checks_repeats():
