@@ -139,6 +139,7 @@ class PtxOptions:
     slp_vectorize: bool = True
     loop_vectorize: bool = True
     loop_unroll: bool = True
+    instcombine_sinking: bool = False
 
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
@@ -160,6 +161,7 @@ class PtxOptions:
             f"-nvptx-sched4reg={'true' if self.sched4reg else 'false'}",
             f"-nvptx-short-ptr={'true' if self.short_pointers else 'false'}",
             f"-nvptx-mad-wide-opt={'true' if self.mad_wide else 'false'}",
+            f"-instcombine-code-sinking={'true' if self.instcombine_sinking else 'false'}",
         )
 
 
