@@ -51,7 +51,9 @@ def _program(steps: list[tuple]) -> tuple[ir.Module, ir.Function]:
             else:
                 vals.append(getattr(b, step[1])(x, y))
         elif step[0] == "load":
-            vals.append(b.load(b.gep(src, [I32(step[1])], source_etype=I32), typ=I32))
+            # the output buffer, read back: a load moved across a store to its slot reads other bits
+            buf = dst if step[1] % 2 else src
+            vals.append(b.load(b.gep(buf, [I32(step[1])], source_etype=I32), typ=I32))
         elif step[0] == "store":
             b.store(vals[step[1] % len(vals)], b.gep(dst, [I32(step[2])], source_etype=I32))
         else:
@@ -151,10 +153,9 @@ def unscheduled():
 def _gelu_ptx(target: str) -> str:
     import eggpu
     import eggpu.language as tl
-    from eggpu.kernels import gelu_forward
-
     from eggpu.codegen import compile_ptx_module
     from eggpu.codegen.target import get_target
+    from eggpu.kernels import gelu_forward
 
     # codegen's own PTX: the pipeline may still split erf's constant selects after it
     fn = eggpu.compile(gelu_forward.Kernel[tl.f32](1024), target=target, cache=False).ir
