@@ -523,6 +523,7 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
                      "IEEE division and libdevice's `expf` adds range reduction (`fma.rm`, `ex2.approx.ftz` on a "
                      "reduced argument); `max.f32` is one instruction, a NaN-aware max written with "
                      "`setp`/`selp` is several.\n")
+            L.append(REGISTER_NOTES)
         errs = [(k, t, v, d["error"]) for k, per in qual.items() for t, q in per.items() for v, d in q.items()
                 if isinstance(d, dict) and "error" in d]
         if errs:
@@ -655,6 +656,25 @@ def _shortfall_summary(res: dict[str, Any], short: list[dict[str, Any]]) -> str:
         parts.append("See the static code-quality tables for the per-kernel register and instruction counts and the "
                      "global load/store widths (vectorization) that explain them.")
     return " ".join(parts)
+
+
+# why the memory-bound kernels' registers and SASS differ from Triton's (docs/codegen.md has the passes)
+REGISTER_NOTES = (
+    'Registers and instructions against Triton (issue 10; the passes are described in docs/codegen.md, '
+    '"Block order and libdevice\'s constants"): gelu\'s registers come from its 8 unrolled `erff` calls. '
+    "Pure instructions are placed on demand (`codegen/schedule.py`), so each element's chain ends in its "
+    'store instead of all `erf` results staying live to the end (sm_90 36 -> 32), and the pipeline splits'
+    " `erff`'s recurring `selp.f32` of two immediates into `selp.b32` + `add.s32` where ptxas then needs "
+    'fewer registers (`codegen/ptx_selects.py`: 32 -> 30, Triton 31, at +48 SASS instructions, still '
+    "fewer than Triton's). cross-entropy keeps 24 / 26 registers (Triton 21 / 23): its four per-warp "
+    'partials are read with one `LDS.128` (four registers) and added in a fixed order where Triton reads '
+    "one partial and shuffles (a different summation order), plus libdevice `expf`. row argmax's 2 extra "
+    "instructions on sm_90 are the op table's NaN rule (a NaN lifted to `(-inf, -1)` after the per-thread"
+    ' fold, `max(index, 0)` at the end). layer norm and RMS norm on sm_90 (and sm_80 beside the IEEE '
+    "division's ~100-instruction slow path) are mostly ptxas unrolling eggpu's short row loops 4x: "
+    '`PtxOptions(ptxas_unroll=False)` (`codegen/ptx_loops.py`, not the default until a GPU has timed it) '
+    'gives 294 / 218 instructions on sm_90 (Triton 418 / 396).\n'
+)
 
 
 METHOD = """## Method

@@ -16,6 +16,8 @@ and reports:
 Variants: ``eggpu`` (default, IEEE ``div.rn``/libdevice ``expf``), ``eggpu_fast_math``
 (``fast_math=True``), ``triton`` (``ASTSource`` with only the constexprs: the information eggpu
 gets) and ``triton_launch`` (as Triton's launcher specializes the benchmark's arguments);
+``--variants`` picks some, and adds ``eggpu_nounroll`` (the default PTX with ``.pragma
+"nounroll"`` on its loops: ``PtxOptions(ptxas_unroll=False)``, :mod:`eggpu.codegen.ptx_loops`);
 ``eggpu_launch`` and ``eggpu_fast_math_launch`` are eggpu with the same launch facts (aligned
 pointers, ``div16`` integers, i32 offsets), the twins of ``triton_launch``. No GPU
 is needed. Results go to ``row_quality.json`` and ``row_quality.md`` in ``--out``; ``--docs
@@ -39,6 +41,7 @@ from .tools import find_tool, parse_sass, ptx_math_ops, ptx_target, versions
 ROW_KERNELS = tuple(e.key for e in SUITE if e.family == "rows")
 TARGETS = ("sm_80", "sm_90")
 VARIANTS = ("eggpu", "eggpu_fast_math", "eggpu_launch", "eggpu_fast_math_launch", "triton", "triton_launch")
+EXTRA_VARIANTS = ("eggpu_nounroll",)  # measured only when asked (--variants)
 
 _ADDR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*)$")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
@@ -149,7 +152,11 @@ def variant_ptx(entry: Entry, target: str, variant: str) -> str:
         return eggpu_ptx(entry, target, True, launch=True)
     if variant in ("triton", "triton_launch"):
         return triton_ptx(entry, target, variant == "triton_launch")
-    raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS)}")
+    if variant == "eggpu_nounroll":  # opt-in: .pragma "nounroll" on the loops (codegen/ptx_loops.py)
+        from eggpu.codegen.ptx_loops import no_unroll
+
+        return no_unroll(eggpu_ptx(entry, target, False))
+    raise ValueError(f"unknown variant {variant!r}; choose from {', '.join(VARIANTS + EXTRA_VARIANTS)}")
 
 
 def measure(keys: list[str], targets: list[str], variants: tuple[str, ...] = VARIANTS,
@@ -241,11 +248,12 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench.row_quality", description=__doc__.splitlines()[0])
     ap.add_argument("--kernels", nargs="*", default=list(ROW_KERNELS), choices=ROW_KERNELS)
     ap.add_argument("--targets", nargs="*", default=list(TARGETS))
+    ap.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=VARIANTS + EXTRA_VARIANTS)
     ap.add_argument("--out", default=str(Path(__file__).parent / "results"))
     ap.add_argument("--docs", default=None, help="also update this report's section (docs/performance.md)")
     a = ap.parse_args(argv)
     command = "python -m bench.row_quality " + " ".join(argv if argv is not None else sys.argv[1:])
-    results = measure(a.kernels, a.targets)
+    results = measure(a.kernels, a.targets, tuple(a.variants))
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
     doc = {"command": command.strip(), "versions": versions(), "results": results}

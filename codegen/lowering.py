@@ -42,6 +42,7 @@ from eggpu.ir.graph import Block, Function, Operation, Value
 from eggpu.ir.ops import ELEMENTWISE, OPS
 from eggpu.ir.types import BlockType
 
+from . import schedule
 from .analysis import AddressAnalysis
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout, replicas_valid
@@ -668,6 +669,10 @@ def lower_function(fn: Function, mode: str, num_warps: int, *, fast_math: bool =
         mark_kernel(module, entry, em.nt)
     else:
         _host_grid(module, em, fn, func, abi)
+    if schedule.ENABLED:  # operands on demand: fewer values live across libdevice's branches
+        for f in module.functions:
+            if f.blocks:
+                schedule.order_on_demand(f)
     text = str(module)
     if verify_llvm:
         _verify(text, fn.name, mode)

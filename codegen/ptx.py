@@ -54,6 +54,7 @@ from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FAST_MATH_FLAGS, fp_flags
 from .libdevice import LibdeviceMissing, internalize, libdevice_subset
+from .ptx_loops import no_unroll
 from .target import Target, get_target
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -129,6 +130,14 @@ class PtxOptions:
     - ``short_pointers``: ``-nvptx-short-ptr`` (32-bit pointers for shared/const/local memory).
     - ``mad_wide``: ``-nvptx-mad-wide-opt`` (fold address arithmetic into ``mad.wide``).
     - ``slp_vectorize`` / ``loop_vectorize`` / ``loop_unroll``: tuning of the ``On`` pipelines.
+    - ``instcombine_sinking``: ``-instcombine-code-sinking`` in a module that calls libdevice
+      (off by default: instcombine would sink every value used only by the final stores into the
+      returning block, past the inlined branches, undoing the on-demand order of
+      :mod:`eggpu.codegen.schedule`; gelu f32 sm_90 39 registers with it, 32 without). A module
+      without libdevice calls always sinks (poi_masked_fill: 5 fewer SASS instructions).
+    - ``ptxas_unroll``: let ptxas unroll loops as it likes (the default); off marks every loop
+      without tensor-core instructions ``.pragma "nounroll"`` (:mod:`eggpu.codegen.ptx_loops`:
+      layer norm's static SASS 677 -> 294 on sm_90, Triton 418; its run-time effect awaits a GPU).
     """
 
     pipeline: str = "light"
@@ -139,6 +148,8 @@ class PtxOptions:
     slp_vectorize: bool = True
     loop_vectorize: bool = True
     loop_unroll: bool = True
+    instcombine_sinking: bool = False
+    ptxas_unroll: bool = True
 
     def __post_init__(self) -> None:
         if self.pipeline not in PIPELINES:
@@ -202,6 +213,12 @@ def _apply_cl_options(options: PtxOptions) -> None:
 
     for opt in options.cl_options():
         llvm.set_option("eggpu", opt)
+
+
+def _set_sinking(on: bool) -> None:
+    import llvmlite.binding as llvm
+
+    llvm.set_option("eggpu", f"-instcombine-code-sinking={'true' if on else 'false'}")
 
 
 _tm_cache: dict[tuple, llvm_binding.TargetMachine] = {}
@@ -463,6 +480,8 @@ def emit_ptx(
         used = tuple(
             sorted(f.name for f in mod.functions if f.is_declaration and f.name.startswith(LIBDEVICE_PREFIX))
         )
+        # sinking undoes the on-demand order around inlined libdevice branches (codegen/schedule.py)
+        _set_sinking(options.instcombine_sinking or not used)
         if used:
             try:
                 subset = libdevice_subset(used, target.triple, data_layout,
@@ -479,6 +498,8 @@ def emit_ptx(
             raise CodegenError(f"{what}: module no longer verifies after optimization: {exc}") from exc
         optimized = str(mod)
         ptx = tm.emit_assembly(mod)
+        if not options.ptxas_unroll:
+            ptx = no_unroll(ptx)
         # the modules go before their context (disposing a context frees its modules)
         del mod, fn, flags
         if used:

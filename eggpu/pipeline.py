@@ -601,6 +601,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     if have_ptxas:
         with stage("ptxas"):
             pr = run_ptxas(ptx, target)
+            ptx, pr = _fewer_registers(ptx, pr, target, run_ptxas)
         report["ptxas"] = {"registers": pr.registers, "spill_stores": pr.spills_stores,
                            "spill_loads": pr.spills_loads, "shared_bytes": pr.shared_bytes}
     from eggpu.ir.printer import print_function
@@ -614,6 +615,22 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
                         ir_text, kernel.source, params, num_threads, report, opts)
     ck._ir = fn
     return ck
+
+
+def _fewer_registers(ptx: str, pr: Any, target: Any, run_ptxas: Any) -> tuple[str, Any]:
+    """``ptx`` or its variant with recurring constant selects split (:mod:`eggpu.codegen.ptx_selects`),
+    whichever ptxas gives fewer registers without more spills, with its report. The split costs
+    one instruction per select, so it is kept only where it frees a register; ptxas runs twice
+    only for a kernel that has such selects (libdevice's ``erff``)."""
+    from eggpu.codegen.ptx_selects import split_constant_selects
+
+    split = split_constant_selects(ptx)
+    if split == ptx:
+        return ptx, pr
+    ps = run_ptxas(split, target)
+    if ps.registers < pr.registers and ps.spills_stores + ps.spills_loads <= pr.spills_stores + pr.spills_loads:
+        return split, ps
+    return ptx, pr
 
 
 def _apply_facts(fn: Any, opts: CompileOptions) -> None:

@@ -84,3 +84,16 @@ def test_write_docs_replaces_its_section_and_keeps_the_rest(tmp_path: Path) -> N
     assert text.startswith("# head\n\ntext before\n")
     assert text.count(BEGIN) == 1 and text.count(END) == 1
     assert "cmd two" in text and "cmd one" not in text and "| k | triton | 9 |" in text
+
+
+def test_nounroll_variant_marks_every_row_loop_and_only_when_asked() -> None:
+    from bench.row_quality import VARIANTS, variant_ptx
+    from bench.suite import BY_KEY
+
+    entry = BY_KEY["layer_norm_forward"]
+    assert "eggpu_nounroll" not in VARIANTS  # not in the default table
+    marked = variant_ptx(entry, "sm_90", "eggpu_nounroll")
+    assert marked.count('.pragma "nounroll";') == 3  # mean, variance, normalize
+    assert '.pragma "nounroll"' not in variant_ptx(entry, "sm_90", "eggpu")
+    with pytest.raises(ValueError, match="eggpu_nounroll"):
+        variant_ptx(entry, "sm_90", "eggpu_unrolled")
