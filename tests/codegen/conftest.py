@@ -105,3 +105,29 @@ def masked_lanes(b, block: int, n: str = "n"):
         return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
 
     return mask, at
+
+
+@pytest.fixture
+def check_run_claims() -> Callable[..., int]:
+    """Check every run ``codegen.analysis.run_of`` claims for an IR value on its computed values:
+    ``check(fn, value, out, name)`` -> the number of run lengths (2, 4, 8, 16) claimed, each of
+    which holds exactly on ``out`` (``start + i * step``, no wrap-around, ``start`` divisible by
+    ``start_div``)."""
+    from eggpu.codegen.analysis import AddressAnalysis, run_of
+
+    def check(fn, value, out: np.ndarray, name: str) -> int:
+        facts = AddressAnalysis(fn)
+        claims = 0
+        for length in (2, 4, 8, 16):
+            r = run_of(value, length, facts)
+            if r is None:
+                continue
+            claims += 1
+            runs = out[: out.size - out.size % length].astype(np.int64).reshape(-1, length)
+            starts = runs[:, 0]
+            np.testing.assert_array_equal(runs, starts[:, None] + np.arange(length) * r.step,
+                                          err_msg=f"{name} {length}")
+            assert np.all(starts % min(r.start_div, 1 << 32) == 0), (name, length, r)
+        return claims
+
+    return check

@@ -11,7 +11,6 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
-from eggpu.codegen.analysis import AddressAnalysis, run_of
 from eggpu.ir.interp import interpret
 
 FACTS = {"out_ptr": ("align16",), "src_ptr": ("align16",), "n": ("div16",)}
@@ -75,24 +74,7 @@ def embedding_index(out_ptr: tl.Pointer[tl.i32], idx_ptr: tl.Pointer[tl.i32], n:
     tl.store(out_ptr + x, x % 128 + 128 * tl.where(t < 0, t + 1000, t), mask=x < n)
 
 
-def _check_claims(fn, value, out: np.ndarray, name: str) -> int:
-    """Check every run ``run_of`` claims for ``value`` against its computed values ``out``."""
-    facts = AddressAnalysis(fn)
-    n = out.size
-    claims = 0
-    for length in (2, 4, 8, 16):
-        r = run_of(value, length, facts)
-        if r is None:
-            continue
-        claims += 1
-        runs = out[: n - n % length].astype(np.int64).reshape(-1, length)
-        starts = runs[:, 0]
-        np.testing.assert_array_equal(runs, starts[:, None] + np.arange(length) * r.step, err_msg=f"{name} {length}")
-        assert np.all(starts % min(r.start_div, 1 << 32) == 0), (name, length, r)
-    return claims
-
-
-def test_a_loaded_index_constant_on_runs_keeps_the_gather_contiguous() -> None:
+def test_a_loaded_index_constant_on_runs_keeps_the_gather_contiguous(check_run_claims) -> None:
     ck = eggpu.compile(embedding_index.Kernel(BLOCK), specialize={"out_ptr": ("align16",), "idx_ptr": ("align16",),
                                                                   "n": ("div16",)}, offsets_i32=True, cache=False)
     fn = ck.ir
@@ -104,11 +86,11 @@ def test_a_loaded_index_constant_on_runs_keeps_the_gather_contiguous() -> None:
     x = np.arange(n)
     t = idx[x // 128]
     np.testing.assert_array_equal(out, x % 128 + 128 * np.where(t < 0, t + 1000, t))
-    assert _check_claims(fn, value, out, "embedding") == 4
+    assert check_run_claims(fn, value, out, "embedding") == 4
 
 
 @pytest.mark.parametrize("name", sorted(EXPRS))
-def test_claimed_runs_hold_on_the_interpreted_values(name: str) -> None:
+def test_claimed_runs_hold_on_the_interpreted_values(name: str, check_run_claims) -> None:
     which, reference = EXPRS[name]
     ck = eggpu.compile(index_math.Kernel(BLOCK, which), specialize={"out_ptr": ("align16",), "n": ("div16",)},
                        offsets_i32=True, cache=False)
@@ -120,7 +102,7 @@ def test_claimed_runs_hold_on_the_interpreted_values(name: str) -> None:
     interpret(fn, (n + BLOCK - 1) // BLOCK, out, n)
     want = reference(np.arange(n, dtype=np.int64))
     np.testing.assert_array_equal(out, want)  # the optimized program computes the expression
-    claims = _check_claims(fn, value, out, name)
+    claims = check_run_claims(fn, value, out, name)
     # a remainder by C keeps runs up to the largest power of two dividing C
     expected_claims = {"rem 12": 2, "rem 24": 3, "rem 6 (period 2)": 1}.get(name, 4)
     assert claims == expected_claims, (name, claims)

@@ -86,23 +86,6 @@ EXPRS = {
 }
 
 
-def _check_claims(fn, value, out: np.ndarray, name: str) -> int:
-    """Every run ``run_of`` claims for ``value`` holds on the computed values ``out`` (exactly:
-    ``start + i * step`` with no wrap-around, start divisible by ``start_div``)."""
-    facts = AddressAnalysis(fn)
-    claims = 0
-    for length in (2, 4, 8, 16):
-        r = run_of(value, length, facts)
-        if r is None:
-            continue
-        claims += 1
-        runs = out[: out.size - out.size % length].astype(np.int64).reshape(-1, length)
-        starts = runs[:, 0]
-        np.testing.assert_array_equal(runs, starts[:, None] + np.arange(length) * r.step, err_msg=f"{name} {length}")
-        assert np.all(starts % min(r.start_div, 1 << 32) == 0), (name, length, r)
-    return claims
-
-
 def _run(which: int, optimize: bool, n: int):
     ck = eggpu.compile(bit_math.Kernel(BLOCK, which), specialize={"out_ptr": ("align16",), "n": ("div16",)},
                        offsets_i32=True, optimize=optimize, cache=False)
@@ -113,14 +96,14 @@ def _run(which: int, optimize: bool, n: int):
 
 @pytest.mark.parametrize("optimize", [False, True])
 @pytest.mark.parametrize("name", sorted(EXPRS))
-def test_claimed_runs_through_shifts_and_masks_hold(name: str, optimize: bool) -> None:
+def test_claimed_runs_through_shifts_and_masks_hold(name: str, optimize: bool, check_run_claims) -> None:
     which, reference, expected = EXPRS[name]
     n = 16 * 1001  # 63 programs: y = x - 4096 is negative on the first 16
     ck, out = _run(which, optimize, n)
     x = np.arange(n, dtype=np.int64)
     np.testing.assert_array_equal(out, reference(x, x - OFF))
     value = next(op for op in ck.ir.walk() if op.op == "store").operands[1]
-    claims = _check_claims(ck.ir, value, out, name)
+    claims = check_run_claims(ck.ir, value, out, name)
     if not optimize:  # the forms as written; the optimizer may rewrite them (its claims must hold too)
         assert claims == expected, (name, claims)
 

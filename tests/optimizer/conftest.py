@@ -28,3 +28,35 @@ def without_shipped_synthesized(monkeypatch):
     assert len(files) == len(shipped.shipped_files()) - 1
     monkeypatch.setattr(shipped, "shipped_files", lambda: files)
     monkeypatch.setattr(rules_loader, "shipped_files", lambda: files)
+
+
+
+def interpret_case(fn, case) -> list:
+    """``fn`` interpreted on fresh copies of ``case``'s arguments (returned)."""
+    import numpy as np
+
+    from eggpu.ir.interp import interpret
+
+    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
+    interpret(fn, case.grid, *args)
+    return args
+
+
+@pytest.fixture
+def optimized_like_original():
+    """``check(inst, case, options, what)``: ``inst`` compiled with and without the optimizer (sm_90,
+    ``options``: e.g. the bench's launch facts) interprets to the same bits on ``case``'s arguments,
+    and both match the case's expected values."""
+    import numpy as np
+
+    import eggpu
+
+    def check(inst, case, options: dict, what: str) -> None:
+        before = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
+        after = eggpu.compile(inst, target="sm_90", cache=False, **options).ir
+        got, want = interpret_case(after, case), interpret_case(before, case)
+        for i in case.expected:
+            np.testing.assert_array_equal(got[i], want[i], err_msg=what)
+            np.testing.assert_allclose(got[i], case.expected[i], rtol=case.rtol, atol=case.atol)
+
+    return check

@@ -116,12 +116,6 @@ def _case(name: str, size: int):
     return k, case, inst, options
 
 
-def _run_ir(fn, case) -> list:
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-    interpret(fn, case.grid, *args)
-    return args
-
-
 @pytest.mark.parametrize("name", ["poi_bias_relu", "poi_row_col_affine", "poi_masked_fill", "poi_embedding"])
 def test_rem_and_div_by_768_become_unsigned_under_launch_facts(name):
     _, _, inst, options = _case(name, 10)
@@ -144,14 +138,9 @@ def test_without_the_offsets_fact_the_index_is_not_known_non_negative():
 
 @pytest.mark.parametrize(("name", "size"), [(n, s) for n in ("poi_bias_relu", "poi_row_col_affine", "poi_embedding",
                                                                "poi_permute") for s in BY_NAME[n].sizes])
-def test_optimized_naive_kernels_interpret_like_the_originals(name, size):
-    k, case, inst, options = _case(name, size)
-    before = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
-    after = eggpu.compile(inst, target="sm_90", cache=False, **options).ir
-    got, want = _run_ir(after, case), _run_ir(before, case)
-    for i in case.expected:
-        np.testing.assert_array_equal(got[i], want[i], err_msg=f"{name} size {size}")
-        np.testing.assert_allclose(got[i], case.expected[i], rtol=case.rtol, atol=case.atol)
+def test_optimized_naive_kernels_interpret_like_the_originals(name, size, optimized_like_original):
+    _, case, inst, options = _case(name, size)
+    optimized_like_original(inst, case, options, f"{name} size {size}")
 
 
 # ---------------------------------------------------------------- all-true masks

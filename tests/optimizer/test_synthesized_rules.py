@@ -29,7 +29,6 @@ import pytest
 import eggpu
 import eggpu.language as tl
 from bench.naive import BY_NAME, launch_facts, load, param_names
-from eggpu.ir.interp import interpret
 from eggpu.optimizer.rules_loader import load_rules
 from eggpu.testing import assert_rule_does_not_fire, assert_rule_fires
 
@@ -176,12 +175,6 @@ def _case(name: str, size: int):
     return case, jf.specialize(*case.args, **kern.consts), options
 
 
-def _run(fn, case) -> list:
-    args = [a.copy() if isinstance(a, np.ndarray) else a for a in case.args]
-    interpret(fn, case.grid, *args)
-    return args
-
-
 KERNELS = {"poi_permute": {"syn-i32-mul-divrem-pow2"}, "poi_cat": {"syn-i32-mul-div-pow2"},
            "poi_row_col_affine": {"syn-i32-rem-beside-div-768"}}  # naive kernels; gelu_backward (library): below
 
@@ -210,14 +203,9 @@ def test_fires_on_the_naive_kernel_and_lowers_its_cost(name, monkeypatch, tmp_pa
 
 
 @pytest.mark.parametrize(("name", "size"), [(n, s) for n in sorted(KERNELS) for s in (1, 1000, 1001)])
-def test_optimized_kernel_computes_what_the_original_does(name, size):
+def test_optimized_kernel_computes_what_the_original_does(name, size, optimized_like_original):
     case, inst, options = _case(name, size)
-    before = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
-    after = eggpu.compile(inst, target="sm_90", cache=False, **options).ir
-    got, want = _run(after, case), _run(before, case)
-    for i in case.expected:
-        np.testing.assert_array_equal(got[i], want[i], err_msg=f"{name} size {size}")
-        np.testing.assert_allclose(got[i], case.expected[i], rtol=case.rtol, atol=case.atol)
+    optimized_like_original(inst, case, options, f"{name} size {size}")
 
 
 @pytest.mark.parametrize("size", [1, 1000, 1001])

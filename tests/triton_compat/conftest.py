@@ -20,3 +20,28 @@ def run_both(monkeypatch):
         return results
 
     return run
+
+
+@pytest.fixture
+def located_which():
+    """:func:`assert_located_which` as a fixture (the test modules are imported by path)."""
+    return assert_located_which
+
+
+def assert_located_which(kernel, which: int, marker: str, message: str, *args, **consts) -> None:
+    """Specializing ``kernel`` with ``WHICH=which`` is a CompileError located at the line after
+    ``if WHICH == which:`` in its source, at the column of ``marker``, with ``message``, the line
+    and a caret under ``marker`` (the misuse kernels' shared check)."""
+    import inspect
+
+    import eggpu
+
+    with pytest.raises(eggpu.CompileError) as ei:
+        kernel.specialize(*args, WHICH=which, **consts).ir()
+    lines, first = inspect.getsourcelines(kernel)
+    idx = next(i for i, ln in enumerate(lines) if f"WHICH == {which}:" in ln) + 1
+    text = lines[idx].rstrip("\n")
+    msg = str(ei.value).splitlines()
+    col = text.index(marker)
+    assert msg[0].endswith(f":{first + idx}:{col + 1}: {message}"), msg[0]
+    assert msg[1] == text and msg[2] == " " * col + "^", msg

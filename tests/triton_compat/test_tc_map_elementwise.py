@@ -165,16 +165,8 @@ def misuse(x_ptr, WHICH: tl.constexpr):
     (3, "x, x)", "tl.map_elementwise: scalar_fn must be an @eggpu.jit function, got a block of type f32[16]"),
     (4, "pack=0", "tl.map_elementwise: pack must be a positive compile-time int, got the compile-time int 0"),
 ])
-def test_map_elementwise_misuse_is_a_located_error(which, marker, message):
-    with pytest.raises(eggpu.CompileError) as ei:
-        misuse.specialize(np.zeros(16, np.float32), WHICH=which).ir()
-    lines, first = inspect.getsourcelines(misuse)
-    idx = next(i for i, ln in enumerate(lines) if f"WHICH == {which}:" in ln) + 1
-    text = lines[idx].rstrip("\n")
-    msg = str(ei.value).splitlines()
-    col = text.index(marker)
-    assert f":{first + idx}:{col + 1}: {message}" in msg[0], msg[0]
-    assert msg[1] == text and msg[2] == " " * col + "^"
+def test_map_elementwise_misuse_is_a_located_error(which, marker, message, located_which):
+    located_which(misuse, which, marker, message, np.zeros(16, np.float32))
 
 
 def test_effect_in_a_per_element_branch_is_refused_at_the_if():
