@@ -209,6 +209,84 @@ def erf(x: np.ndarray) -> np.ndarray:
     return v(x) if x.size else x.astype(np.float64)
 
 
+def _lift_scalar(fn):
+    """``fn`` (float -> float) applied to every element of an f64 array (empty arrays pass)."""
+    v = np.vectorize(fn, otypes=[np.float64])
+
+    def run(x: np.ndarray) -> np.ndarray:
+        return v(x) if x.size else x.astype(np.float64)
+
+    return run
+
+
+def _c_erfc(x: float) -> float:
+    return math.erfc(x)
+
+
+_LIBM_LGAMMA: list = []  # [libm's lgamma as a ctypes function, or None], looked up on first use
+
+
+def _libm_lgamma():
+    """The C library's ``lgamma`` (ctypes), or None where no libm can be loaded.
+
+    CPython's ``math.lgamma`` is its own Lanczos approximation: absolute error ~1e-16, but no
+    relative accuracy near the roots at 1, 2 and the negative roots (``math.lgamma(2 + 1e-9)`` has
+    relative error 3e-6); glibc's is accurate there, and is what the host lowering calls.
+    """
+    if not _LIBM_LGAMMA:
+        fn = None
+        try:
+            import ctypes
+            import ctypes.util
+
+            lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+            fn = lib.lgamma
+            fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double]
+        except (OSError, AttributeError):
+            fn = None
+        _LIBM_LGAMMA.append(fn)
+    return _LIBM_LGAMMA[0]
+
+
+def _c_lgamma(x: float) -> float:
+    """C's ``lgamma``: log|gamma(x)|; +inf at the poles (0, negative integers), at +-inf and on
+    overflow (Python raises ValueError/OverflowError there). libm's where available (accurate near
+    the roots), else ``math.lgamma``."""
+    if math.isnan(x):
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    fn = _libm_lgamma()
+    if fn is not None:
+        return fn(x)
+    try:
+        return math.lgamma(x)
+    except OverflowError:
+        return math.inf
+
+
+def _c_tgamma(x: float) -> float:
+    """C's ``tgamma``: +-inf at +-0 (the sign of the zero) and on overflow (+inf above 171.62,
+    -inf for tiny negative x), NaN at negative integers and -inf (Python raises there)."""
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.copysign(math.inf, x)
+    except ValueError:
+        return math.copysign(math.inf, x) if x == 0 else math.nan
+
+
+erfc = _lift_scalar(_c_erfc)
+lgamma = _lift_scalar(_c_lgamma)
+tgamma = _lift_scalar(_c_tgamma)
+
+
+def exp10(x: np.ndarray) -> np.ndarray:
+    """``10**x`` in f64 (pow: exp10(-inf) = +0, exp10(inf) = inf, NaN stays NaN)."""
+    with np.errstate(all="ignore"):
+        return np.power(np.float64(10.0), x)
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
     """a*b+c rounded once.
 

@@ -34,7 +34,8 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   one rounding; ``floor``/``ceil`` round to integral RTN/RTP; float->int casts truncate and
   saturate (NaN -> 0); int->float and float->float round RNE; x->bool is ``x != 0``.
 * transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf, asin, acos, atan, sinh,
-  cosh, asinh, acosh, atanh, and the binary atan2) are uninterpreted
+  cosh, asinh, acosh, atanh, tan, log10, log1p, expm1, exp10, cbrt, erfc, lgamma, tgamma, and the
+  binary atan2) are uninterpreted
   functions per dtype, so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``);
@@ -374,6 +375,8 @@ _REAL_DOMAIN = {
     "acos": lambda a: z3.And(a >= -1, a <= 1),
     "acosh": lambda a: a >= 1,
     "atanh": lambda a: z3.And(a > -1, a < 1),
+    "log10": lambda a: a > 0,
+    "log1p": lambda a: a > -1,
 }
 
 

@@ -1,7 +1,8 @@
-"""asin, acos, atan, sinh, cosh, asinh, acosh, atanh and atan2 on the GPU: libdevice's ``__nv_*`` functions,
+"""asin, acos, atan, sinh, cosh, asinh, acosh, atanh, atan2, tan, log10, log1p, expm1, exp10, cbrt,
+erfc, lgamma and tgamma on the GPU: libdevice's ``__nv_*`` functions,
 linked and inlined (no call left in the PTX), accepted by ptxas for every float dtype (f16/bf16
 computed in f32). Their numbers are checked against numpy in
-tests/triton_compat/test_tc_inverse_math.py (interpreter and host)."""
+tests/triton_compat/test_tc_inverse_math.py and test_tc_libdevice_math.py (interpreter and host)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import pytest
 
 from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
 
-NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2")
+NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2",
+            "tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma")
 
 
 def unary_kernel(op, dt, block=128):
@@ -37,14 +39,18 @@ def _ptxas_or_skip():
         pytest.skip(f"needs ptxas and libdevice: {e}")
 
 
+LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma")
+CASES = [(op, "sm_90") for op in NEW_MATH] + [(op, "sm_80") for op in LIBDEVICE_MATH]
+
+
 @pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
-@pytest.mark.parametrize("op", NEW_MATH)
-def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, dt):
+@pytest.mark.parametrize("op,sm", CASES)
+def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, sm, dt):
     _ptxas_or_skip()
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
 
-    ptx, _ = compile_ptx(unary_kernel(op, dt), "sm_90")
+    ptx, _ = compile_ptx(unary_kernel(op, dt), sm)
     assert "__nv_" not in ptx, f"{op}[{dt}]: libdevice call left in the PTX"
     assert ".f64" in ptx if dt == f64 else ".f32" in ptx
-    assert run_ptxas(ptx, "sm_90").cubin
+    assert run_ptxas(ptx, sm).cubin

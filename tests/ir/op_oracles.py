@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -431,6 +432,84 @@ def _trig(fn):
     return lambda x: nan if math.isinf(x) else fn(x)
 
 
+def _log1p(x):
+    if math.isnan(x) or x < -1.0:
+        return nan
+    return -inf if x == -1.0 else math.log1p(x)
+
+
+def _is_pole(x):
+    """0 or a negative integer (-inf included): where gamma has no finite value."""
+    return x == 0 or (x < 0 and (math.isinf(x) or x == math.floor(x)))
+
+
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+# Bernoulli numbers B_2k / (2k (2k - 1)) for Stirling's series, k = 1..12
+_STIRLING = [Fraction(1, 12), Fraction(-1, 360), Fraction(1, 1260), Fraction(-1, 1680), Fraction(1, 1188),
+             Fraction(-691, 360360), Fraction(1, 156), Fraction(-3617, 122400), Fraction(43867, 244188),
+             Fraction(-174611, 125400), Fraction(77683, 5796), Fraction(-236364091, 1506960)]
+
+
+def _dec_sin_pi(f: Decimal) -> Decimal:
+    """sin(pi * f) for 0 < f <= 1/2 (Taylor series at 50 digits)."""
+    t = _PI * f
+    term, total, k = t, t, 1
+    while abs(term) > Decimal("1e-60"):
+        term = -term * t * t / ((2 * k) * (2 * k + 1))
+        total += term
+        k += 1
+    return total
+
+
+def _dec_lgamma(x: Decimal) -> Decimal:
+    """log|gamma(x)| for x > 0 at 50 digits: shift x up to >= 30 (gamma's recurrence), then
+    Stirling's series (its 12-term remainder is below 1e-40 there)."""
+    shift = Decimal(1)
+    while x < 30:
+        shift *= x
+        x += 1
+    s = (x - Decimal("0.5")) * x.ln() - x + (2 * _PI).ln() / 2
+    for k, c in enumerate(_STIRLING, start=1):
+        s += Decimal(c.numerator) / Decimal(c.denominator) / x ** (2 * k - 1)
+    return s - abs(shift).ln()
+
+
+def _lgamma(x):
+    """C's lgamma: +inf at the poles and at +-inf, else log|gamma(x)| computed at 50 decimal digits
+    (reflection for x < 0): an oracle independent of any libm, accurate near the roots where
+    CPython's math.lgamma is not."""
+    if math.isnan(x):
+        return nan
+    if _is_pole(x) or math.isinf(x):
+        return inf
+    if x in (1.0, 2.0):
+        return 0.0
+    with localcontext() as ctx:
+        ctx.prec = 50
+        d = Decimal(x)  # exact
+        if d > 0:
+            r = _dec_lgamma(d)
+        else:  # gamma(x) gamma(1 - x) = pi / sin(pi x); |sin(pi x)| = sin(pi * distance to an integer)
+            f = min(d - d.to_integral_value(rounding="ROUND_FLOOR"), d.to_integral_value(rounding="ROUND_CEILING") - d)
+            r = (_PI / _dec_sin_pi(f)).ln() - _dec_lgamma(1 - d)
+        return float(r)  # overflow: inf
+
+
+def _tgamma(x):
+    """C's tgamma: +-inf at +-0, NaN at negative integers and -inf, +inf at +inf and on overflow
+    (tiny negative x overflows to -inf)."""
+    if math.isnan(x) or (x < 0 and _is_pole(x)):
+        return nan
+    if x == 0:
+        return math.copysign(inf, x)
+    if math.isinf(x):
+        return inf
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.copysign(inf, x)
+
+
 # Transcendental ops: f64 math functions; the reference may differ by a few ulp (libm accuracy).
 APPROX = {
     "exp": lambda x: _safe(math.exp, x),
@@ -450,6 +529,15 @@ APPROX = {
     "asinh": math.asinh,
     "acosh": lambda x: _domain(math.acosh, x, 1.0, inf),
     "atanh": _atanh,
+    "tan": _trig(math.tan),
+    "log10": _log(math.log10),
+    "log1p": _log1p,
+    "expm1": lambda x: _safe(math.expm1, x),
+    "exp10": lambda x: _safe(lambda v: 10.0 ** v, x),
+    "cbrt": math.cbrt,
+    "erfc": math.erfc,
+    "lgamma": _lgamma,
+    "tgamma": _tgamma,
 }
 
 # Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
