@@ -286,6 +286,9 @@ def _math_binary(fname: str):
 sqrt = _intrinsic_unary("llvm.sqrt")
 floor = _intrinsic_unary("llvm.floor")
 ceil = _intrinsic_unary("llvm.ceil")
+trunc = _intrinsic_unary("llvm.trunc")
+rint = _intrinsic_unary("llvm.rint")  # the default rounding mode: to nearest even (PTX cvt.rni)
+round_ = _intrinsic_unary("llvm.round")  # ties away from zero
 
 
 # ---------------------------------------------------------------- ternary
@@ -457,6 +460,7 @@ BINARY: dict[str, Callable[..., V]] = {
 }
 UNARY: dict[str, Callable[..., V]] = {
     "neg": neg, "not": not_, "abs": abs_, "sqrt": sqrt, "floor": floor, "ceil": ceil,
+    "trunc": trunc, "rint": rint, "round": round_,
     **{name: _math(name) for name in transcendental_ops(1)},
 }
 

@@ -281,6 +281,15 @@ lgamma = _lift_scalar(_c_lgamma)
 tgamma = _lift_scalar(_c_tgamma)
 
 
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's ``round``: the nearest integer, ties away from zero, exactly (``x - trunc(x)`` is exact,
+    so 0.49999997 rounds to 0, not to 1 as ``trunc(x + 0.5)`` would); -0.4 gives -0.0; NaN and
+    +-inf pass through (their fraction is NaN)."""
+    with np.errstate(all="ignore"):
+        t = np.trunc(x)
+        return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(x), x), t)
+
+
 def exp10(x: np.ndarray) -> np.ndarray:
     """``10**x`` in f64 (pow: exp10(-inf) = +0, exp10(inf) = inf, NaN stays NaN)."""
     with np.errstate(all="ignore"):

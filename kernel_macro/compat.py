@@ -14,9 +14,10 @@ Each function here is an implementation ``impl(sem, args)`` of :data:`eggpu.kern
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
-from eggpu.ir.dtypes import DType, bf16, f16, f32, i32, u32, u64
+from eggpu.ir.dtypes import DType, bf16, f16, f32, i16, i32, i64, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
 from eggpu.ir.ops import transcendental_ops
@@ -239,6 +240,33 @@ def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
                                         "dtype": dts if len(dts) > 1 else dts[0], "pure": bool(a["is_pure"])})
     results = tuple(Tensor(r) for r in op.results)
     return results if len(results) > 1 else results[0]
+
+
+def _classify(name: str):
+    """libdevice's float classification ``name(x)`` from exact comparisons: ``isnan`` is ``x != x``
+    (unordered), ``isinf`` is ``|x| == inf``, ``finitef``/``isfinited`` are ``|x| < inf`` (ordered:
+    false on NaN), each a bool block as Triton's (int1); ``signbit`` is the sign bit of the bits
+    (-0.0 and negative NaNs give 1), an i32 block as Triton's."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        x = a["x"]
+        t = s.const(float(x), f32) if is_number(x) else x
+        if not isinstance(t, Tensor) or t.is_pointer or not t.dtype.is_float:
+            shown = t.type if isinstance(t, Tensor) else describe(t)
+            raise SemanticError(f"libdevice.{name} needs a float operand, got {shown}",
+                                f"convert first: libdevice.{name}(x.to(tl.f32))", arg="x")
+        if name == "isnan":
+            return Tensor(s.b.op("ne", t.value, t.value))
+        if name == "signbit":
+            bits = s.cast(t, _SIGNED_OF_WIDTH[t.dtype.bits], bitcast=True)
+            return s.cast(s.binary("lt", bits, 0), i32)
+        inf = s.splat(s.const(math.inf, t.dtype), t.shape).value
+        return Tensor(s.b.op("eq" if name == "isinf" else "lt", s.b.op("abs", t.value), inf))
+
+    return impl
+
+
+_SIGNED_OF_WIDTH = {16: i16, 32: i32, 64: i64}
 
 
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -521,6 +549,8 @@ IMPLS: dict[str, Any] = {
     "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
+    "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "nearbyint"),
+    **{name: _classify(name) for name in ("isnan", "isinf", "finitef", "isfinited", "signbit")},
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),
     "argmax": arg_reduce("argmax"), "argmin": arg_reduce("argmin"), "softmax": softmax, "dot": dot,

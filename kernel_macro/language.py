@@ -312,6 +312,19 @@ tgamma = _float_fn("tgamma", "The gamma function (+-inf at +-0, NaN at the negat
 sigmoid = _float_fn("sigmoid", "``1 / (1 + exp(-x))`` computed in x's dtype.")
 floor = _float_fn("floor", "Round toward -inf.")
 ceil = _float_fn("ceil", "Round toward +inf.")
+trunc = _float_fn("trunc", "Round toward zero (exact; ``trunc(-0.5) == -0.0``).")
+rint = _float_fn("rint", "Round to the nearest integer, ties to even (exact; ``rint(2.5) == 2.0``).")
+nearbyint = _float_fn("nearbyint", "``rint``: the nearest integer, ties to even (exact).")
+round = _float_fn("round", "Round to the nearest integer, ties away from zero (exact; C's ``round``: "  # noqa: A001
+                  "``round(2.5) == 3.0``, ``round(-0.5) == -1.0``).")
+isnan = _float_fn("isnan", "Whether ``x`` is NaN, as a bool block (Triton's ``libdevice.isnan``: int1).")
+isinf = _float_fn("isinf", "Whether ``x`` is +-inf, as a bool block.")
+finitef = _float_fn("finitef", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f32 name; "
+                    "eggpu takes any float dtype).")
+isfinited = _float_fn("isfinited", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f64 "
+                      "name; eggpu takes any float dtype).")
+signbit = _float_fn("signbit", "1 where the sign bit of ``x`` is set (-0.0 and negative NaNs included), else 0, "
+                    "as i32 (Triton's ``libdevice.signbit`` result dtype).")
 
 
 @_builtin
@@ -549,7 +562,7 @@ __all__ = [
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
-    "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "sigmoid", "floor", "ceil", "trunc", "rint", "round", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "associative_scan", "reduce", "cumsum",
     "cumprod", "xor_sum", "reduce_or", "sort", "topk", "bitonic_merge", "gather", "join", "split", "interleave",

@@ -57,7 +57,8 @@ _INT_ARITH = {
 }
 _FLOAT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 1.0, "fma": 1.0, "div": 8.0, "rem": 24.0, "minimum": 1.0,
-    "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "sqrt": 8.0,
+    "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "trunc": 1.0,
+    "rint": 1.0, "round": 2.0, "sqrt": 8.0,
     "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
 }
 # Per-lane costs of the transcendental ops that differ from the default below. The set of ops
@@ -119,7 +120,7 @@ CALIBRATION: dict[str, dict[str, float]] = {
 _GROUP_OPS = {
     "int_mul": ("int", ("mul",)),
     "int_divrem": ("int", ("div", "rem")),
-    "float_simple": ("float", ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil",
+    "float_simple": ("float", ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil", "trunc", "rint", "round",
                                "eq", "ne", "lt", "le", "gt", "ge")),
     "float_div": ("float", ("div", "rem", "sqrt")),
 }

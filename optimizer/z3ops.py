@@ -64,6 +64,8 @@ from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
+from .z3_math import REAL_DOMAIN, ROUNDING, real_round
+
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
 #: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
 #: INT_MIN / -1 and out-of-range shifts; version 1 treated them as undefined behaviour).
@@ -369,17 +371,6 @@ def _sqrt(dtype, attrs, args, mode):
     return Enc(z3.fpSqrt(_rne(), a), TRUE)
 
 
-#: where the inverse trigonometric/hyperbolic functions are real (as log's ``a > 0``)
-_REAL_DOMAIN = {
-    "asin": lambda a: z3.And(a >= -1, a <= 1),
-    "acos": lambda a: z3.And(a >= -1, a <= 1),
-    "acosh": lambda a: a >= 1,
-    "atanh": lambda a: z3.And(a > -1, a < 1),
-    "log10": lambda a: a > 0,
-    "log1p": lambda a: a > -1,
-}
-
-
 def _transcendental(name):
     def enc(dtype, attrs, args, mode):
         if len(args) == 2:  # atan2: total on the reals except at the origin
@@ -392,8 +383,8 @@ def _transcendental(name):
                 return Enc(uf(name, dtype, mode)(a), a > 0)
             if name == "rsqrt":
                 return Enc(1 / uf("sqrt", dtype, mode)(a), a > 0)
-            if name in _REAL_DOMAIN:  # outside the real domain the float op gives NaN
-                return Enc(uf(name, dtype, mode)(a), _REAL_DOMAIN[name](a))
+            if name in REAL_DOMAIN:  # outside the real domain the float op gives NaN
+                return Enc(uf(name, dtype, mode)(a), REAL_DOMAIN[name](a))
         return Enc(uf(name, dtype, mode)(a), TRUE)
 
     return enc
@@ -403,10 +394,8 @@ def _round(rm_name):
     def enc(dtype, attrs, args, mode):
         (a,) = args
         if mode == REAL:
-            v = z3.ToReal(z3.ToInt(a)) if rm_name == "floor" else -z3.ToReal(z3.ToInt(-a))
-            return Enc(v, TRUE)
-        rm = z3.RTN() if rm_name == "floor" else z3.RTP()
-        return Enc(z3.fpRoundToIntegral(rm, a), TRUE)
+            return Enc(real_round(rm_name, a), TRUE)
+        return Enc(z3.fpRoundToIntegral(ROUNDING[rm_name](), a), TRUE)
 
     return enc
 
@@ -609,6 +598,9 @@ Z3_OPS: dict[str, Encoder] = {
     "sqrt": _sqrt,
     "floor": _round("floor"),
     "ceil": _round("ceil"),
+    "trunc": _round("trunc"),
+    "rint": _round("rint"),
+    "round": _round("round"),
     "where": _where,
     "fma": _fma,
     "cast": _cast,

@@ -6,6 +6,8 @@ tests/triton_compat/test_tc_inverse_math.py and test_tc_libdevice_math.py (inter
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
@@ -41,6 +43,8 @@ def _ptxas_or_skip():
 
 LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma")
 CASES = [(op, "sm_90") for op in NEW_MATH] + [(op, "sm_80") for op in LIBDEVICE_MATH]
+#: the exact roundings to integral and the PTX instruction each one is (no libdevice call)
+ROUNDINGS = {"trunc": "cvt.rzi", "rint": "cvt.rni", "round": None}
 
 
 @pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
@@ -53,4 +57,22 @@ def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, sm, dt):
     ptx, _ = compile_ptx(unary_kernel(op, dt), sm)
     assert "__nv_" not in ptx, f"{op}[{dt}]: libdevice call left in the PTX"
     assert ".f64" in ptx if dt == f64 else ".f32" in ptx
+    assert run_ptxas(ptx, sm).cubin
+
+
+@pytest.mark.parametrize("sm", ("sm_80", "sm_90"))
+@pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
+@pytest.mark.parametrize("op", tuple(ROUNDINGS))
+def test_roundings_to_integral_compile_to_ptx(op, dt, sm):
+    """trunc and rint are one ``cvt.rzi``/``cvt.rni`` per element; round (ties away from zero) is
+    LLVM's expansion of ``llvm.round``; none calls libdevice."""
+    _ptxas_or_skip()
+    from eggpu.codegen import compile_ptx
+    from eggpu.codegen.ptxas import run_ptxas
+
+    ptx, _ = compile_ptx(unary_kernel(op, dt), sm)
+    assert "__nv_" not in ptx and "call" not in ptx, f"{op}[{dt}]: a call in the PTX"
+    if ROUNDINGS[op]:  # f16/bf16 may round in their own width (exact either way: LLVM narrows it)
+        widths = ("f64",) if dt == f64 else ("f32", str(dt))
+        assert any(re.search(rf"{ROUNDINGS[op]}(\.ftz)?\.{w}\.{w}\b", ptx) for w in widths), ptx
     assert run_ptxas(ptx, sm).cubin

@@ -326,6 +326,23 @@ def o_floor(a, dt, ceil=False):
     return math.copysign(0.0, a) if r == 0 else r
 
 
+def o_round_int(a, dt, mode):
+    """``a`` rounded to an integer with exact rationals: ``trunc``, ``rint`` (ties to even) or
+    ``round`` (ties away from zero); a zero result keeps a's sign; NaN and inf pass through."""
+    if math.isnan(a) or math.isinf(a):
+        return a
+    q = Fraction(a)
+    t = math.trunc(q)  # toward zero, exact
+    frac = abs(q - t)
+    if mode != "trunc" and frac > Fraction(1, 2):
+        t += 1 if q > 0 else -1
+    elif frac == Fraction(1, 2):
+        if mode == "round" or (mode == "rint" and t % 2 != 0):
+            t += 1 if q > 0 else -1
+    r = float(t)
+    return math.copysign(0.0, a) if r == 0 else r
+
+
 def o_fma(a, b, c, dt):
     if math.isnan(a) or math.isnan(b) or math.isnan(c):
         return nan
@@ -385,6 +402,9 @@ EXACT = {
     "sqrt": (lambda a, dt: o_sqrt(a, dt), 1),
     "floor": (lambda a, dt: o_floor(a, dt), 1),
     "ceil": (lambda a, dt: o_floor(a, dt, ceil=True), 1),
+    "trunc": (lambda a, dt: o_round_int(a, dt, "trunc"), 1),
+    "rint": (lambda a, dt: o_round_int(a, dt, "rint"), 1),
+    "round": (lambda a, dt: o_round_int(a, dt, "round"), 1),
     "fma": (lambda a, b, c, dt: o_fma(a, b, c, dt), 3),
 }
 

@@ -159,3 +159,17 @@ def test_names_are_in_libdevice_and_not_in_tl_math():
         assert getattr(libdevice, name) is getattr(tl, name)
         assert name in tl.extra.cuda.libdevice.__all__
         assert name not in tl.math.__all__
+
+
+@eggpu.jit
+def _math_tan(x_ptr):
+    tl.store(x_ptr, tl.math.tan(tl.load(x_ptr)))
+
+
+def test_tl_math_spelling_points_to_libdevice():
+    """Triton's tl.math has no tan: the error says where the function is."""
+    with pytest.raises(eggpu.CompileError) as ei:
+        _math_tan[(1,)](np.ones(1, np.float32))
+    text = str(ei.value)
+    assert "tl.math.tan is not supported by eggpu" in text and "^" in text
+    assert "Triton's tl.math has no tan either: use tl.extra.cuda.libdevice.tan" in text
