@@ -97,6 +97,8 @@ _MATH = {
     "lgamma": ("__nv_lgammaf", "__nv_lgamma", "lgammaf", "lgamma"),
     "tgamma": ("__nv_tgammaf", "__nv_tgamma", "tgammaf", "tgamma"),
     "atan2": ("__nv_atan2f", "__nv_atan2", "atan2f", "atan2"),  # binary: atan2(y, x)
+    "pow": ("__nv_powf", "__nv_pow", "powf", "pow"),
+    "hypot": ("__nv_hypotf", "__nv_hypot", "hypotf", "hypot"),
     "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt", None, None),
 }
 _FAST_MATH_F32 = {"exp": "__nv_fast_expf", "log": "__nv_fast_logf", "log2": "__nv_fast_log2f",

@@ -290,6 +290,8 @@ REFERENCES = {
     "lgamma": float_unary(sem.lgamma),
     "tgamma": float_unary(sem.tgamma),
     "atan2": float_binary_math(np.arctan2),
+    "pow": float_binary_math(np.power),
+    "hypot": float_binary_math(np.hypot),
     "floor": float_unary(np.floor, exact=True),
     "ceil": float_unary(np.ceil, exact=True),
     "trunc": float_unary(np.trunc, exact=True),

@@ -310,6 +310,15 @@ OPS_LIST: list[OpDef] = [
         reference=_ref("atan2"),
         edge="C's atan2(y, x): signed zeros pick +-0 or +-pi; atan2(+-inf, +-inf) = +-pi/4, +-3pi/4",
         doc="angle of (x, y): atan2(a, b) with a = y"),
+    _op("pow", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("pow"), family=FLOAT,
+        reference=_ref("pow"),
+        edge="C's pow: pow(x, +-0) = 1 and pow(1, y) = 1 (NaN included); pow(-1, +-inf) = 1; a negative base "
+        "with a non-integer exponent = NaN; pow(+-0, y < 0) = +inf (-inf for -0 and an odd integer y); "
+        "overflow gives +-inf", doc="a ** b"),
+    _op("hypot", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("hypot"), family=FLOAT,
+        reference=_ref("hypot"),
+        edge="sqrt(a*a + b*b) without intermediate overflow; +inf if either is +-inf (even with a NaN); "
+        "else NaN if either is NaN", doc="length of (a, b)"),
     _op("floor", arity=(1, 1), traits=_EW, rule=same_type("floor"), family=FLOAT, reference=_ref("floor"),
         edge="exact; keeps -0.0, NaN, inf", doc="round toward -inf"),
     _op("ceil", arity=(1, 1), traits=_EW, rule=same_type("ceil"), family=FLOAT, reference=_ref("ceil"),

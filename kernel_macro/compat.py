@@ -190,9 +190,11 @@ def arith(name: str, op: str):
     return impl
 
 
-def _float_binary(name: str):
+def _float_binary(name: str, build: Any = None):
     """libdevice's binary ``name(x, y)`` (the op table's binary TRANSCENDENTAL ops), operands in
-    Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate."""
+    Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate. Float operands,
+    promoted and broadcast as ``+`` (a literal takes the block's dtype); ``build(s, x, y)`` makes
+    the result of a function that is not one op of that name (fmod, copysign, fdim)."""
 
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
         x, y = _floats(s, name, a["x"], a["y"])
@@ -200,9 +202,26 @@ def _float_binary(name: str):
             x = s.const(float(x), f32)
         dt = s.common_dtype(x, y)
         tx, ty = s.broadcast_pair(*(s._operand(float(v) if is_number(v) else v, dt) for v in (x, y)))
+        if build is not None:
+            return build(s, tx, ty)
         return Tensor(s.b.op(name, tx.value, ty.value))
 
     return impl
+
+
+def _copysign(s: Semantic, x: Tensor, y: Tensor) -> Tensor:
+    """``|x|`` with ``y``'s sign bit: abs and neg only touch the sign bit, NaNs included."""
+    negative = s.binary("lt", s.cast(y, _SIGNED_OF_WIDTH[y.dtype.bits], bitcast=True), 0)
+    ax = s.b.op("abs", x.value)
+    return Tensor(s.b.op("where", negative.value, s.b.op("neg", ax), ax))
+
+
+def _fdim(s: Semantic, x: Tensor, y: Tensor) -> Tensor:
+    """``x > y ? x - y : x <= y ? +0 : x + y`` (the last: a NaN operand, giving NaN)."""
+    a, b = x.value, y.value
+    zero = s.splat(s.const(0.0, x.dtype), x.shape).value
+    rest = s.b.op("where", s.b.op("le", a, b), zero, s.b.op("add", a, b))
+    return Tensor(s.b.op("where", s.b.op("gt", a, b), s.b.op("sub", a, b), rest))
 
 
 def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -550,6 +569,8 @@ IMPLS: dict[str, Any] = {
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
     "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "nearbyint"),
+    "fmod": _float_binary("fmod", lambda s, x, y: Tensor(s.b.op("rem", x.value, y.value))),
+    "copysign": _float_binary("copysign", _copysign), "fdim": _float_binary("fdim", _fdim),
     **{name: _classify(name) for name in ("isnan", "isinf", "finitef", "isfinited", "signbit")},
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),

@@ -346,6 +346,41 @@ def atan2(x: Any, y: Any) -> Any:
 TRANSCENDENTAL_STUBS.append("atan2")
 
 
+@_builtin
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    """C's ``pow(x, y)`` = ``x ** y`` (libdevice's ``__nv_pow``): float operands (a literal exponent
+    takes x's dtype; convert an integer block first); ``pow(x, 0) == 1`` even for NaN ``x``, a
+    negative base with a non-integer exponent gives NaN."""
+    raise _outside("pow")
+
+
+@_builtin
+def hypot(x: Any, y: Any) -> Any:
+    """``sqrt(x*x + y*y)`` without intermediate overflow or underflow; +inf when either is +-inf."""
+    raise _outside("hypot")
+
+
+TRANSCENDENTAL_STUBS.extend(("pow", "hypot"))
+
+
+@_builtin
+def fmod(x: Any, y: Any) -> Any:
+    """C's ``fmod``: ``x - trunc(x / y) * y`` exactly, with x's sign (the IR's float ``rem``)."""
+    raise _outside("fmod")
+
+
+@_builtin
+def copysign(x: Any, y: Any) -> Any:
+    """``|x|`` with the sign bit of ``y`` (exact; NaNs included)."""
+    raise _outside("copysign")
+
+
+@_builtin
+def fdim(x: Any, y: Any) -> Any:
+    """C's ``fdim``: ``x - y`` when ``x > y``, else +0; NaN when either is NaN."""
+    raise _outside("fdim")
+
+
 def _arith_fn(name: str, op: str):
     """The stub of Triton's functional ``tl.<name>(x, y, sanitize_overflow=True)`` (``x op y``)."""
 

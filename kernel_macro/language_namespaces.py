@@ -16,9 +16,11 @@ MATH_NAMES = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "flo
 """The functions of Triton's ``triton.language.math`` that eggpu has (the same functions as ``tl.*``)."""
 
 
-LIBDEVICE_EXACT = ("trunc", "rint", "nearbyint", "round", "isnan", "isinf", "finitef", "isfinited", "signbit")
+LIBDEVICE_EXACT = ("trunc", "rint", "nearbyint", "round", "isnan", "isinf", "finitef", "isfinited", "signbit",
+                   "fmod", "copysign", "fdim")
 """libdevice's exact functions that eggpu has beyond tl.math's: the roundings to integral (the op
-table's trunc, rint, round; nearbyint is rint) and the classifications (kernel_macro/compat.py)."""
+table's trunc, rint, round; nearbyint is rint), the classifications, and fmod (the float ``rem``),
+copysign and fdim (kernel_macro/compat.py)."""
 
 
 def libdevice_names(transcendental: list[str]) -> tuple[str, ...]:

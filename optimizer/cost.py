@@ -68,6 +68,7 @@ _TRANSCENDENTAL_COSTS = {
     "exp2": 4.0, "log2": 4.0, "rsqrt": 4.0, "exp": 5.0, "log": 5.0, "sin": 8.0, "cos": 8.0,
     "tanh": 10.0, "erf": 16.0, "sinh": 10.0, "cosh": 10.0, "asinh": 14.0, "acosh": 14.0,
     "atan2": 16.0, "log10": 5.0, "exp10": 5.0, "erfc": 16.0, "lgamma": 24.0, "tgamma": 24.0,
+    "pow": 16.0, "hypot": 8.0,
 }
 #: a libdevice inverse or hyperbolic function: a polynomial plus a sqrt/log/exp (atan, asin, ...)
 _TRANSCENDENTAL_DEFAULT = 12.0

@@ -16,6 +16,13 @@ REAL_DOMAIN = {
     "log1p": lambda a: a > -1,
 }
 
+#: the same for the binary functions: atan2 is undefined at the origin; pow is taken as real for a
+#: positive base only (a negative base with an integer exponent is not modelled over the reals)
+REAL_DOMAIN2 = {
+    "atan2": lambda y, x: z3.Or(x != 0, y != 0),
+    "pow": lambda a, b: a > 0,
+}
+
 
 def real_round(rm_name, a):
     """``a`` rounded to an integer over the reals (z3's ToInt is floor)."""

@@ -64,7 +64,7 @@ from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
-from .z3_math import REAL_DOMAIN, ROUNDING, real_round
+from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
 #: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
@@ -373,9 +373,9 @@ def _sqrt(dtype, attrs, args, mode):
 
 def _transcendental(name):
     def enc(dtype, attrs, args, mode):
-        if len(args) == 2:  # atan2: total on the reals except at the origin
+        if len(args) == 2:  # atan2: real except at the origin; pow: for a positive base; hypot: total
             y, x = args
-            defined = z3.Or(x != 0, y != 0) if mode == REAL else TRUE
+            defined = REAL_DOMAIN2[name](y, x) if mode == REAL and name in REAL_DOMAIN2 else TRUE
             return Enc(uf(name, dtype, mode, arity=2)(y, x), defined)
         (a,) = args
         if mode == REAL:

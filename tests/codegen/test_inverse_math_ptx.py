@@ -1,5 +1,5 @@
 """asin, acos, atan, sinh, cosh, asinh, acosh, atanh, atan2, tan, log10, log1p, expm1, exp10, cbrt,
-erfc, lgamma and tgamma on the GPU: libdevice's ``__nv_*`` functions,
+erfc, lgamma, tgamma, pow and hypot on the GPU: libdevice's ``__nv_*`` functions,
 linked and inlined (no call left in the PTX), accepted by ptxas for every float dtype (f16/bf16
 computed in f32). Their numbers are checked against numpy in
 tests/triton_compat/test_tc_inverse_math.py and test_tc_libdevice_math.py (interpreter and host)."""
@@ -13,7 +13,7 @@ import pytest
 from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
 
 NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2",
-            "tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma")
+            "tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma", "pow", "hypot")
 
 
 def unary_kernel(op, dt, block=128):
@@ -26,7 +26,7 @@ def unary_kernel(op, dt, block=128):
         return b.op("addptr", b.op("splat", b.param(name), shape=(block,)), offs)
 
     x = b.op("load", at("x"), m)
-    b.effect("store", at("o"), b.op(op, x, x) if op == "atan2" else b.op(op, x), m)
+    b.effect("store", at("o"), b.op(op, x, x) if op in BINARY else b.op(op, x), m)
     return b.finish()
 
 
@@ -41,7 +41,8 @@ def _ptxas_or_skip():
         pytest.skip(f"needs ptxas and libdevice: {e}")
 
 
-LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma")
+LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma", "pow", "hypot")
+BINARY = ("atan2", "pow", "hypot")
 CASES = [(op, "sm_90") for op in NEW_MATH] + [(op, "sm_80") for op in LIBDEVICE_MATH]
 #: the exact roundings to integral and the PTX instruction each one is (no libdevice call)
 ROUNDINGS = {"trunc": "cvt.rzi", "rint": "cvt.rni", "round": None}

@@ -560,8 +560,39 @@ APPROX = {
     "tgamma": _tgamma,
 }
 
-# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
-APPROX2 = {"atan2": math.atan2}
+def _c_pow(x, y):
+    """C99's pow (Annex F), special cases spelled out; finite cases by Python's float power."""
+    if y == 0 or x == 1.0:
+        return 1.0
+    if math.isnan(x) or math.isnan(y):
+        return nan
+    if math.isinf(y):
+        if abs(x) == 1.0:
+            return 1.0
+        return inf if (abs(x) < 1.0) == (y < 0) else 0.0
+    y_int = y == math.floor(y)
+    y_odd = y_int and abs(y) < 2.0 ** 53 and int(y) % 2 == 1
+    if x == 0 or math.isinf(x):
+        big = (x == 0) == (y < 0)  # 0 ** negative and inf ** positive are infinite
+        mag = inf if big else 0.0
+        return -mag if signbit(x) and y_odd else mag
+    if x < 0 and not y_int:
+        return nan
+    try:
+        mag = abs(x) ** y
+    except OverflowError:
+        mag = inf
+    return -mag if x < 0 and y_odd else mag
+
+
+def _c_hypot(x, y):
+    if math.isinf(x) or math.isinf(y):
+        return inf
+    return math.hypot(x, y)  # NaN when either is NaN
+
+
+# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp), pow, hypot.
+APPROX2 = {"atan2": math.atan2, "pow": _c_pow, "hypot": _c_hypot}
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")

@@ -124,7 +124,7 @@ def elementwise_zoo() -> Function:
     out = []
     for op in _unary_ops(FLOAT, NUM):
         out.append(b.op(op, f))
-    for op in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "atan2"):
+    for op in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "atan2", "pow", "hypot"):
         out.append(b.op(op, f, g))
     for op in ("add", "div", "rem", "and", "or", "xor", "shl", "shr", "minimum", "maximum", "lt"):
         out.append(b.op(op, i, j))

@@ -79,7 +79,7 @@ def all_pure_ops_program() -> Function:
         outs.append(b.op(name, xi, yi))
     for name in ("neg", "not", "abs"):
         outs.append(b.op(name, xi))
-    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "atan2"):
+    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "atan2", "pow", "hypot"):
         outs.append(b.op(name, xf, yf))
     for name in (n for n, d in OPS.items()  # every unary float op of the op table
                  if ELEMENTWISE in d.traits and d.arity == (1, 1) and not d.attrs and d.family in (FLOAT, NUM)):
