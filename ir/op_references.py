@@ -75,6 +75,15 @@ def float_binary_math(fn):
     return ref
 
 
+def int_unary(fn):
+    """An integer bit function ``fn(a, dtype)`` (popc, clz, ffs, brev) as a reference."""
+
+    def ref(attrs, a, *, dtype):
+        return fn(a, dtype)
+
+    return ref
+
+
 def neg(attrs, a, *, dtype):
     if dtype.is_float:
         return sem.float_unary_exact(np.negative)(a, dtype)
@@ -297,6 +306,11 @@ REFERENCES = {
     "trunc": float_unary(np.trunc, exact=True),
     "rint": float_unary(np.rint, exact=True),
     "round": float_unary(sem.round_half_away, exact=True),
+    "popc": int_unary(sem.popc),
+    "clz": int_unary(sem.clz),
+    "ffs": int_unary(sem.ffs),
+    "brev": int_unary(sem.brev),
+    "mulhi": lambda attrs, a, b, *, dtype: sem.mulhi(a, b, dtype),
     "where": where,
     "fma": fma,
     "cast": cast,

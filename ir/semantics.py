@@ -281,6 +281,62 @@ lgamma = _lift_scalar(_c_lgamma)
 tgamma = _lift_scalar(_c_tgamma)
 
 
+def _unsigned(a: np.ndarray, dt: DType) -> np.ndarray:
+    """The two's-complement pattern of ``a`` as uint64 (zero-extended from dt's width)."""
+    u = np.ascontiguousarray(a).view(f"u{dt.bits // 8}")
+    return u.astype(np.uint64)
+
+
+def _bit_length(u: np.ndarray) -> np.ndarray:
+    """The number of significant bits of uint64 values (0 for 0), by binary search."""
+    n = np.zeros(u.shape, np.int64)
+    v = u.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.uint64(1) << np.uint64(s))
+        n += np.where(big, s, 0)
+        v = np.where(big, v >> np.uint64(s), v)
+    return n + (v > 0)
+
+
+def popc(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Set bits of each pattern, in a's dtype."""
+    u = _unsigned(a, dt)
+    count = np.zeros(u.shape, np.int64)
+    for i in range(dt.bits):
+        count += ((u >> np.uint64(i)) & np.uint64(1)).astype(np.int64)
+    return count.astype(a.dtype)
+
+
+def clz(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Leading zeros of each pattern (the width for 0)."""
+    return (dt.bits - _bit_length(_unsigned(a, dt))).astype(a.dtype)
+
+
+def ffs(a: np.ndarray, dt: DType) -> np.ndarray:
+    """1 + the index of the lowest set bit (0 for 0): the bit length of ``u & -u``."""
+    u = _unsigned(a, dt)
+    with np.errstate(over="ignore"):
+        low = u & (~u + np.uint64(1))
+    return _bit_length(low).astype(a.dtype)
+
+
+def brev(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Each pattern with its bits in reverse order."""
+    u = _unsigned(a, dt)
+    r = np.zeros(u.shape, np.uint64)
+    for i in range(dt.bits):
+        r |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(dt.bits - 1 - i)
+    return r.astype(f"u{dt.bits // 8}").view(a.dtype).reshape(a.shape)
+
+
+def mulhi(a: np.ndarray, b: np.ndarray, dt: DType) -> np.ndarray:
+    """The high half of the double-width product (Python ints: exact for 64-bit operands too)."""
+    flat = [(int(x) * int(y)) >> dt.bits for x, y in zip(a.ravel().tolist(), b.ravel().tolist())]
+    mask = (1 << dt.bits) - 1
+    bits = np.array([v & mask for v in flat], dtype=np.uint64).astype(f"u{dt.bits // 8}")
+    return bits.view(a.dtype).reshape(a.shape)
+
+
 def round_half_away(x: np.ndarray) -> np.ndarray:
     """C's ``round``: the nearest integer, ties away from zero, exactly (``x - trunc(x)`` is exact,
     so 0.49999997 rounds to 0, not to 1 as ``trunc(x + 0.5)`` would); -0.4 gives -0.0; NaN and

@@ -288,6 +288,36 @@ def _classify(name: str):
 _SIGNED_OF_WIDTH = {16: i16, 32: i32, 64: i64}
 
 
+def _int_operand(name: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor) or x.is_pointer or not x.dtype.is_int:
+        shown = x.type if isinstance(x, Tensor) else describe(x)
+        raise SemanticError(f"libdevice.{name} needs an integer block operand, got {shown}",
+                            f"convert first: libdevice.{name}(x.to(tl.int32))", arg="x")
+    return x
+
+
+def _bit_count(name: str):
+    """libdevice's ``popc``/``clz``/``ffs`` (i32 results, as Triton's) and ``brev`` (x's dtype)."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        r = Tensor(s.b.op(name, _int_operand(name, a["x"]).value))
+        return r if name == "brev" or r.dtype == i32 else s.cast(r, i32)
+
+    return impl
+
+
+def mulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x, y = a["x"], a["y"]
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = s.to_tensor(x)
+    dt = s.common_dtype(x, y)
+    if not dt.is_int:
+        raise SemanticError(f"libdevice.mulhi needs integer operands, got {dt}",
+                            "convert the operands to an integer dtype first")
+    tx, ty = s.broadcast_pair(s.convert(x, dt), s.convert(y, dt))
+    return Tensor(s.b.op("mulhi", tx.value, ty.value))
+
+
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
     x, y = a["x"], a["y"]
     if not isinstance(x, Tensor) and not isinstance(y, Tensor):
@@ -571,6 +601,7 @@ IMPLS: dict[str, Any] = {
     "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "nearbyint"),
     "fmod": _float_binary("fmod", lambda s, x, y: Tensor(s.b.op("rem", x.value, y.value))),
     "copysign": _float_binary("copysign", _copysign), "fdim": _float_binary("fdim", _fdim),
+    **{name: _bit_count(name) for name in ("popc", "clz", "ffs", "brev")}, "mulhi": mulhi,
     **{name: _classify(name) for name in ("isnan", "isinf", "finitef", "isfinited", "signbit")},
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),

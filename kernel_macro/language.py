@@ -363,6 +363,29 @@ def hypot(x: Any, y: Any) -> Any:
 TRANSCENDENTAL_STUBS.extend(("pow", "hypot"))
 
 
+def _int_fn(name: str, doc: str):
+    def fn(x: Any) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " Needs an integer operand."
+    fn.__module__ = __name__
+    return _builtin(fn)
+
+
+popc = _int_fn("popc", "The number of set bits of ``x``'s pattern, as i32 (Triton's result dtype).")
+clz = _int_fn("clz", "The leading zero bits of ``x``'s pattern (its width for 0), as i32.")
+ffs = _int_fn("ffs", "1 + the index of ``x``'s lowest set bit (0 for 0), as i32.")
+brev = _int_fn("brev", "``x`` with its bits in reverse order, in ``x``'s dtype.")
+
+
+@_builtin
+def mulhi(x: Any, y: Any) -> Any:
+    """The high half of the double-width product of two integers (signed for signed dtypes: libdevice's
+    ``__nv_mulhi``/``__nv_mul64hi``; unsigned: ``__nv_umulhi``/``__nv_umul64hi``), in their dtype."""
+    raise _outside("mulhi")
+
+
 @_builtin
 def fmod(x: Any, y: Any) -> Any:
     """C's ``fmod``: ``x - trunc(x / y) * y`` exactly, with x's sign (the IR's float ``rem``)."""

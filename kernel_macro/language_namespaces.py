@@ -17,10 +17,11 @@ MATH_NAMES = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "flo
 
 
 LIBDEVICE_EXACT = ("trunc", "rint", "nearbyint", "round", "isnan", "isinf", "finitef", "isfinited", "signbit",
-                   "fmod", "copysign", "fdim")
+                   "fmod", "copysign", "fdim", "popc", "clz", "ffs", "brev", "mulhi")
 """libdevice's exact functions that eggpu has beyond tl.math's: the roundings to integral (the op
 table's trunc, rint, round; nearbyint is rint), the classifications, and fmod (the float ``rem``),
-copysign and fdim (kernel_macro/compat.py)."""
+copysign and fdim (kernel_macro/compat.py), and the integer bit functions (the op table's popc, clz,
+ffs, brev, mulhi)."""
 
 
 def libdevice_names(transcendental: list[str]) -> tuple[str, ...]:

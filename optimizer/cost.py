@@ -54,6 +54,7 @@ _INT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 2.0, "div": 20.0, "rem": 20.0, "minimum": 1.0, "maximum": 1.0,
     "and": 1.0, "or": 1.0, "xor": 1.0, "shl": 1.0, "shr": 1.0, "neg": 1.0, "not": 1.0, "abs": 1.5,
     "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
+    "popc": 2.0, "clz": 2.0, "ffs": 3.0, "brev": 2.0, "mulhi": 4.0,
 }
 _FLOAT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 1.0, "fma": 1.0, "div": 8.0, "rem": 24.0, "minimum": 1.0,

@@ -64,6 +64,7 @@ from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
+from . import z3_bits
 from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
@@ -400,6 +401,12 @@ def _round(rm_name):
     return enc
 
 
+def _bits(name):  # popc, clz, ffs, brev, mulhi: exact bit-vector terms (optimizer/z3_bits.py)
+    if name == "mulhi":
+        return lambda dtype, attrs, args, mode: Enc(z3_bits.mulhi(*args, signed=dtype.is_signed), TRUE)
+    return lambda dtype, attrs, args, mode: Enc(z3_bits.UNARY[name](args[0]), TRUE)
+
+
 def _where(dtype, attrs, args, mode):
     c, a, b = args
     return Enc(z3.If(c, a, b), TRUE)
@@ -598,6 +605,7 @@ Z3_OPS: dict[str, Encoder] = {
     "sqrt": _sqrt,
     "floor": _round("floor"),
     "ceil": _round("ceil"),
+    **{name: _bits(name) for name in (*z3_bits.UNARY, "mulhi")},
     "trunc": _round("trunc"),
     "rint": _round("rint"),
     "round": _round("round"),

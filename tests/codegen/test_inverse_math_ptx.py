@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from eggpu.ir import Builder, bf16, f16, f32, f64, i32, pointer, scalar
+from eggpu.ir import Builder, bf16, f16, f32, f64, i8, i32, i64, pointer, scalar, u32
 
 NEW_MATH = ("asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh", "atan2",
             "tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma", "pow", "hypot")
@@ -42,7 +42,7 @@ def _ptxas_or_skip():
 
 
 LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma", "pow", "hypot")
-BINARY = ("atan2", "pow", "hypot")
+BINARY = ("atan2", "pow", "hypot", "mulhi")
 CASES = [(op, "sm_90") for op in NEW_MATH] + [(op, "sm_80") for op in LIBDEVICE_MATH]
 #: the exact roundings to integral and the PTX instruction each one is (no libdevice call)
 ROUNDINGS = {"trunc": "cvt.rzi", "rint": "cvt.rni", "round": None}
@@ -76,4 +76,24 @@ def test_roundings_to_integral_compile_to_ptx(op, dt, sm):
     if ROUNDINGS[op]:  # f16/bf16 may round in their own width (exact either way: LLVM narrows it)
         widths = ("f64",) if dt == f64 else ("f32", str(dt))
         assert any(re.search(rf"{ROUNDINGS[op]}(\.ftz)?\.{w}\.{w}\b", ptx) for w in widths), ptx
+    assert run_ptxas(ptx, sm).cubin
+
+
+BIT_OPS = {"popc": "popc.b", "clz": "clz.b", "brev": "brev.b", "ffs": None, "mulhi": "mul.hi."}
+
+
+@pytest.mark.parametrize("sm", ("sm_80", "sm_90"))
+@pytest.mark.parametrize("dt", (i32, i64, u32, i8), ids=str)
+@pytest.mark.parametrize("op", tuple(BIT_OPS))
+def test_integer_bit_functions_compile_to_ptx(op, dt, sm):
+    """popc/clz/brev are PTX's own instructions (LLVM's ctpop/ctlz/bitreverse) and mulhi is
+    mul.hi on 32 and 64 bits; ffs is cttz plus a select; no libdevice call."""
+    _ptxas_or_skip()
+    from eggpu.codegen import compile_ptx
+    from eggpu.codegen.ptxas import run_ptxas
+
+    ptx, _ = compile_ptx(unary_kernel(op, dt), sm)
+    assert "__nv_" not in ptx and "call" not in ptx, f"{op}[{dt}]: a call in the PTX"
+    if BIT_OPS[op] and dt.bits >= 32:
+        assert BIT_OPS[op] in ptx, ptx
     assert run_ptxas(ptx, sm).cubin

@@ -406,6 +406,12 @@ EXACT = {
     "rint": (lambda a, dt: o_round_int(a, dt, "rint"), 1),
     "round": (lambda a, dt: o_round_int(a, dt, "round"), 1),
     "fma": (lambda a, b, c, dt: o_fma(a, b, c, dt), 3),
+    # integer bit functions on the two's-complement pattern p (Python ints and strings)
+    "popc": (lambda a, dt: bin(a % (1 << dt.bits)).count("1"), 1),
+    "clz": (lambda a, dt: dt.bits - (a % (1 << dt.bits)).bit_length(), 1),
+    "ffs": (lambda a, dt: (a & -a).bit_length(), 1),
+    "brev": (lambda a, dt: wrap(int(format(a % (1 << dt.bits), f"0{dt.bits}b")[::-1], 2), dt), 1),
+    "mulhi": (lambda a, b, dt: wrap((a * b) >> dt.bits, dt), 2),
 }
 
 
