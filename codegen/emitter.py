@@ -87,7 +87,18 @@ _MATH = {
     "asinh": ("__nv_asinhf", "__nv_asinh", "asinhf", "asinh"),
     "acosh": ("__nv_acoshf", "__nv_acosh", "acoshf", "acosh"),
     "atanh": ("__nv_atanhf", "__nv_atanh", "atanhf", "atanh"),
+    "tan": ("__nv_tanf", "__nv_tan", "tanf", "tan"),
+    "log10": ("__nv_log10f", "__nv_log10", "log10f", "log10"),
+    "log1p": ("__nv_log1pf", "__nv_log1p", "log1pf", "log1p"),
+    "expm1": ("__nv_expm1f", "__nv_expm1", "expm1f", "expm1"),
+    "exp10": ("__nv_exp10f", "__nv_exp10", "exp10f", "exp10"),
+    "cbrt": ("__nv_cbrtf", "__nv_cbrt", "cbrtf", "cbrt"),
+    "erfc": ("__nv_erfcf", "__nv_erfc", "erfcf", "erfc"),
+    "lgamma": ("__nv_lgammaf", "__nv_lgamma", "lgammaf", "lgamma"),
+    "tgamma": ("__nv_tgammaf", "__nv_tgamma", "tgammaf", "tgamma"),
     "atan2": ("__nv_atan2f", "__nv_atan2", "atan2f", "atan2"),  # binary: atan2(y, x)
+    "pow": ("__nv_powf", "__nv_pow", "powf", "pow"),
+    "hypot": ("__nv_hypotf", "__nv_hypot", "hypotf", "hypot"),
     "rsqrt": ("__nv_rsqrtf", "__nv_rsqrt", None, None),
 }
 _FAST_MATH_F32 = {"exp": "__nv_fast_expf", "log": "__nv_fast_logf", "log2": "__nv_fast_log2f",

@@ -286,6 +286,36 @@ def _math_binary(fname: str):
 sqrt = _intrinsic_unary("llvm.sqrt")
 floor = _intrinsic_unary("llvm.floor")
 ceil = _intrinsic_unary("llvm.ceil")
+trunc = _intrinsic_unary("llvm.trunc")
+rint = _intrinsic_unary("llvm.rint")  # the default rounding mode: to nearest even (PTX cvt.rni)
+round_ = _intrinsic_unary("llvm.round")  # ties away from zero
+
+
+def popc(em: Emitter, dt: DType, a: V) -> V:
+    return em.intrinsic("llvm.ctpop", a.type, [a], [a.type])  # PTX popc
+
+
+def clz(em: Emitter, dt: DType, a: V) -> V:
+    return em.intrinsic("llvm.ctlz", a.type, [a, I1(0)], [a.type])  # defined at 0 (the width); PTX clz
+
+
+def ffs(em: Emitter, dt: DType, a: V) -> V:
+    """``cttz(a) + 1``, 0 for 0 (cttz is defined at 0 here: the width)."""
+    tz = em.intrinsic("llvm.cttz", a.type, [a, I1(0)], [a.type])
+    return em.b.select(em.b.icmp_unsigned("==", a, em.k(a, 0)), em.k(a, 0), em.b.add(tz, em.k(a, 1)))
+
+
+def brev(em: Emitter, dt: DType, a: V) -> V:
+    return em.intrinsic("llvm.bitreverse", a.type, [a], [a.type])  # PTX brev
+
+
+def mulhi(em: Emitter, dt: DType, a: V, b: V) -> V:
+    """The high half of the product in twice the width (PTX mul.hi)."""
+    bb = em.b
+    wide = em.like_type(a, ir.IntType(2 * dt.bits))
+    ext = bb.sext if dt.is_signed else bb.zext
+    p = bb.mul(ext(a, wide), ext(b, wide))
+    return bb.trunc(bb.lshr(p, em.kt(a, ir.IntType(2 * dt.bits), dt.bits)), a.type)
 
 
 # ---------------------------------------------------------------- ternary
@@ -450,13 +480,14 @@ def offset_i64(em: Emitter, dt: DType, v: V) -> V:
 
 BINARY: dict[str, Callable[..., V]] = {
     "add": add, "sub": sub, "mul": mul, "div": div, "rem": rem, "minimum": minimum, "maximum": maximum,
-    "and": and_, "or": or_, "xor": xor, "shl": shl, "shr": shr,
+    "and": and_, "or": or_, "xor": xor, "shl": shl, "shr": shr, "mulhi": mulhi,
     "eq": eq, "ne": ne, "lt": lt, "le": le, "gt": gt, "ge": ge,
     # transcendental ops (the op table's TRANSCENDENTAL trait): a call of emitter._MATH's function
     **{name: _math_binary(name) for name in transcendental_ops(2)},
 }
 UNARY: dict[str, Callable[..., V]] = {
     "neg": neg, "not": not_, "abs": abs_, "sqrt": sqrt, "floor": floor, "ceil": ceil,
+    "trunc": trunc, "rint": rint, "round": round_, "popc": popc, "clz": clz, "ffs": ffs, "brev": brev,
     **{name: _math(name) for name in transcendental_ops(1)},
 }
 

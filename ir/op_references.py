@@ -75,6 +75,15 @@ def float_binary_math(fn):
     return ref
 
 
+def int_unary(fn):
+    """An integer bit function ``fn(a, dtype)`` (popc, clz, ffs, brev) as a reference."""
+
+    def ref(attrs, a, *, dtype):
+        return fn(a, dtype)
+
+    return ref
+
+
 def neg(attrs, a, *, dtype):
     if dtype.is_float:
         return sem.float_unary_exact(np.negative)(a, dtype)
@@ -280,9 +289,28 @@ REFERENCES = {
     "asinh": float_unary(np.arcsinh),
     "acosh": float_unary(np.arccosh),
     "atanh": float_unary(np.arctanh),
+    "tan": float_unary(np.tan),
+    "log10": float_unary(np.log10),
+    "log1p": float_unary(np.log1p),
+    "expm1": float_unary(np.expm1),
+    "exp10": float_unary(sem.exp10),
+    "cbrt": float_unary(np.cbrt),
+    "erfc": float_unary(sem.erfc),
+    "lgamma": float_unary(sem.lgamma),
+    "tgamma": float_unary(sem.tgamma),
     "atan2": float_binary_math(np.arctan2),
+    "pow": float_binary_math(np.power),
+    "hypot": float_binary_math(np.hypot),
     "floor": float_unary(np.floor, exact=True),
     "ceil": float_unary(np.ceil, exact=True),
+    "trunc": float_unary(np.trunc, exact=True),
+    "rint": float_unary(np.rint, exact=True),
+    "round": float_unary(sem.round_half_away, exact=True),
+    "popc": int_unary(sem.popc),
+    "clz": int_unary(sem.clz),
+    "ffs": int_unary(sem.ffs),
+    "brev": int_unary(sem.brev),
+    "mulhi": lambda attrs, a, b, *, dtype: sem.mulhi(a, b, dtype),
     "where": where,
     "fma": fma,
     "cast": cast,

@@ -209,6 +209,149 @@ def erf(x: np.ndarray) -> np.ndarray:
     return v(x) if x.size else x.astype(np.float64)
 
 
+def _lift_scalar(fn):
+    """``fn`` (float -> float) applied to every element of an f64 array (empty arrays pass)."""
+    v = np.vectorize(fn, otypes=[np.float64])
+
+    def run(x: np.ndarray) -> np.ndarray:
+        return v(x) if x.size else x.astype(np.float64)
+
+    return run
+
+
+def _c_erfc(x: float) -> float:
+    return math.erfc(x)
+
+
+_LIBM_LGAMMA: list = []  # [libm's lgamma as a ctypes function, or None], looked up on first use
+
+
+def _libm_lgamma():
+    """The C library's ``lgamma`` (ctypes), or None where no libm can be loaded.
+
+    CPython's ``math.lgamma`` is its own Lanczos approximation: absolute error ~1e-16, but no
+    relative accuracy near the roots at 1, 2 and the negative roots (``math.lgamma(2 + 1e-9)`` has
+    relative error 3e-6); glibc's is accurate there, and is what the host lowering calls.
+    """
+    if not _LIBM_LGAMMA:
+        fn = None
+        try:
+            import ctypes
+            import ctypes.util
+
+            lib = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+            fn = lib.lgamma
+            fn.restype, fn.argtypes = ctypes.c_double, [ctypes.c_double]
+        except (OSError, AttributeError):
+            fn = None
+        _LIBM_LGAMMA.append(fn)
+    return _LIBM_LGAMMA[0]
+
+
+def _c_lgamma(x: float) -> float:
+    """C's ``lgamma``: log|gamma(x)|; +inf at the poles (0, negative integers), at +-inf and on
+    overflow (Python raises ValueError/OverflowError there). libm's where available (accurate near
+    the roots), else ``math.lgamma``."""
+    if math.isnan(x):
+        return x
+    if math.isinf(x) or (x <= 0 and x == math.floor(x)):
+        return math.inf
+    fn = _libm_lgamma()
+    if fn is not None:
+        return fn(x)
+    try:
+        return math.lgamma(x)
+    except OverflowError:
+        return math.inf
+
+
+def _c_tgamma(x: float) -> float:
+    """C's ``tgamma``: +-inf at +-0 (the sign of the zero) and on overflow (+inf above 171.62,
+    -inf for tiny negative x), NaN at negative integers and -inf (Python raises there)."""
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.copysign(math.inf, x)
+    except ValueError:
+        return math.copysign(math.inf, x) if x == 0 else math.nan
+
+
+erfc = _lift_scalar(_c_erfc)
+lgamma = _lift_scalar(_c_lgamma)
+tgamma = _lift_scalar(_c_tgamma)
+
+
+def _unsigned(a: np.ndarray, dt: DType) -> np.ndarray:
+    """The two's-complement pattern of ``a`` as uint64 (zero-extended from dt's width)."""
+    u = np.ascontiguousarray(a).view(f"u{dt.bits // 8}")
+    return u.astype(np.uint64)
+
+
+def _bit_length(u: np.ndarray) -> np.ndarray:
+    """The number of significant bits of uint64 values (0 for 0), by binary search."""
+    n = np.zeros(u.shape, np.int64)
+    v = u.copy()
+    for s in (32, 16, 8, 4, 2, 1):
+        big = v >= (np.uint64(1) << np.uint64(s))
+        n += np.where(big, s, 0)
+        v = np.where(big, v >> np.uint64(s), v)
+    return n + (v > 0)
+
+
+def popc(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Set bits of each pattern, in a's dtype."""
+    u = _unsigned(a, dt)
+    count = np.zeros(u.shape, np.int64)
+    for i in range(dt.bits):
+        count += ((u >> np.uint64(i)) & np.uint64(1)).astype(np.int64)
+    return count.astype(a.dtype)
+
+
+def clz(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Leading zeros of each pattern (the width for 0)."""
+    return (dt.bits - _bit_length(_unsigned(a, dt))).astype(a.dtype)
+
+
+def ffs(a: np.ndarray, dt: DType) -> np.ndarray:
+    """1 + the index of the lowest set bit (0 for 0): the bit length of ``u & -u``."""
+    u = _unsigned(a, dt)
+    with np.errstate(over="ignore"):
+        low = u & (~u + np.uint64(1))
+    return _bit_length(low).astype(a.dtype)
+
+
+def brev(a: np.ndarray, dt: DType) -> np.ndarray:
+    """Each pattern with its bits in reverse order."""
+    u = _unsigned(a, dt)
+    r = np.zeros(u.shape, np.uint64)
+    for i in range(dt.bits):
+        r |= ((u >> np.uint64(i)) & np.uint64(1)) << np.uint64(dt.bits - 1 - i)
+    return r.astype(f"u{dt.bits // 8}").view(a.dtype).reshape(a.shape)
+
+
+def mulhi(a: np.ndarray, b: np.ndarray, dt: DType) -> np.ndarray:
+    """The high half of the double-width product (Python ints: exact for 64-bit operands too)."""
+    flat = [(int(x) * int(y)) >> dt.bits for x, y in zip(a.ravel().tolist(), b.ravel().tolist())]
+    mask = (1 << dt.bits) - 1
+    bits = np.array([v & mask for v in flat], dtype=np.uint64).astype(f"u{dt.bits // 8}")
+    return bits.view(a.dtype).reshape(a.shape)
+
+
+def round_half_away(x: np.ndarray) -> np.ndarray:
+    """C's ``round``: the nearest integer, ties away from zero, exactly (``x - trunc(x)`` is exact,
+    so 0.49999997 rounds to 0, not to 1 as ``trunc(x + 0.5)`` would); -0.4 gives -0.0; NaN and
+    +-inf pass through (their fraction is NaN)."""
+    with np.errstate(all="ignore"):
+        t = np.trunc(x)
+        return np.where(np.abs(x - t) >= 0.5, t + np.copysign(np.ones_like(x), x), t)
+
+
+def exp10(x: np.ndarray) -> np.ndarray:
+    """``10**x`` in f64 (pow: exp10(-inf) = +0, exp10(inf) = inf, NaN stays NaN)."""
+    with np.errstate(all="ignore"):
+        return np.power(np.float64(10.0), x)
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dt: DType) -> np.ndarray:
     """a*b+c rounded once.
 

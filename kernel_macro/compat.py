@@ -14,6 +14,7 @@ Each function here is an implementation ``impl(sem, args)`` of :data:`eggpu.kern
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from eggpu.ir.dtypes import DType, bf16, f16, f32, i16, i32, i64, u32, u64
@@ -234,9 +235,11 @@ def arith(name: str, op: str):
     return impl
 
 
-def _float_binary(name: str):
+def _float_binary(name: str, build: Any = None):
     """libdevice's binary ``name(x, y)`` (the op table's binary TRANSCENDENTAL ops), operands in
-    Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate."""
+    Triton's order, e.g. ``atan2(x, y)``: C's ``atan2`` with ``x`` the ordinate. Float operands,
+    promoted and broadcast as ``+`` (a literal takes the block's dtype); ``build(s, x, y)`` makes
+    the result of a function that is not one op of that name (fmod, copysign, fdim)."""
 
     def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
         x, y = _floats(s, name, a["x"], a["y"])
@@ -244,9 +247,26 @@ def _float_binary(name: str):
             x = s.const(float(x), f32)
         dt = s.common_dtype(x, y)
         tx, ty = s.broadcast_pair(*(s._operand(float(v) if is_number(v) else v, dt) for v in (x, y)))
+        if build is not None:
+            return build(s, tx, ty)
         return Tensor(s.b.op(name, tx.value, ty.value))
 
     return impl
+
+
+def _copysign(s: Semantic, x: Tensor, y: Tensor) -> Tensor:
+    """``|x|`` with ``y``'s sign bit: abs and neg only touch the sign bit, NaNs included."""
+    negative = s.binary("lt", s.cast(y, _SIGNED_OF_WIDTH[y.dtype.bits], bitcast=True), 0)
+    ax = s.b.op("abs", x.value)
+    return Tensor(s.b.op("where", negative.value, s.b.op("neg", ax), ax))
+
+
+def _fdim(s: Semantic, x: Tensor, y: Tensor) -> Tensor:
+    """``x > y ? x - y : x <= y ? +0 : x + y`` (the last: a NaN operand, giving NaN)."""
+    a, b = x.value, y.value
+    zero = s.splat(s.const(0.0, x.dtype), x.shape).value
+    rest = s.b.op("where", s.b.op("le", a, b), zero, s.b.op("add", a, b))
+    return Tensor(s.b.op("where", s.b.op("gt", a, b), s.b.op("sub", a, b), rest))
 
 
 def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -284,6 +304,63 @@ def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
                                         "dtype": dts if len(dts) > 1 else dts[0], "pure": bool(a["is_pure"])})
     results = tuple(Tensor(r) for r in op.results)
     return results if len(results) > 1 else results[0]
+
+
+def _classify(name: str):
+    """libdevice's float classification ``name(x)`` from exact comparisons: ``isnan`` is ``x != x``
+    (unordered), ``isinf`` is ``|x| == inf``, ``finitef``/``isfinited`` are ``|x| < inf`` (ordered:
+    false on NaN), each a bool block as Triton's (int1); ``signbit`` is the sign bit of the bits
+    (-0.0 and negative NaNs give 1), an i32 block as Triton's."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        x = a["x"]
+        t = s.const(float(x), f32) if is_number(x) else x
+        if not isinstance(t, Tensor) or t.is_pointer or not t.dtype.is_float:
+            shown = t.type if isinstance(t, Tensor) else describe(t)
+            raise SemanticError(f"libdevice.{name} needs a float operand, got {shown}",
+                                f"convert first: libdevice.{name}(x.to(tl.f32))", arg="x")
+        if name == "isnan":
+            return Tensor(s.b.op("ne", t.value, t.value))
+        if name == "signbit":
+            bits = s.cast(t, _SIGNED_OF_WIDTH[t.dtype.bits], bitcast=True)
+            return s.cast(s.binary("lt", bits, 0), i32)
+        inf = s.splat(s.const(math.inf, t.dtype), t.shape).value
+        return Tensor(s.b.op("eq" if name == "isinf" else "lt", s.b.op("abs", t.value), inf))
+
+    return impl
+
+
+_SIGNED_OF_WIDTH = {16: i16, 32: i32, 64: i64}
+
+
+def _int_operand(name: str, x: Any) -> Tensor:
+    if not isinstance(x, Tensor) or x.is_pointer or not x.dtype.is_int:
+        shown = x.type if isinstance(x, Tensor) else describe(x)
+        raise SemanticError(f"libdevice.{name} needs an integer block operand, got {shown}",
+                            f"convert first: libdevice.{name}(x.to(tl.int32))", arg="x")
+    return x
+
+
+def _bit_count(name: str):
+    """libdevice's ``popc``/``clz``/``ffs`` (i32 results, as Triton's) and ``brev`` (x's dtype)."""
+
+    def impl(s: Semantic, a: dict[str, Any]) -> Tensor:
+        r = Tensor(s.b.op(name, _int_operand(name, a["x"]).value))
+        return r if name == "brev" or r.dtype == i32 else s.cast(r, i32)
+
+    return impl
+
+
+def mulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
+    x, y = a["x"], a["y"]
+    if not isinstance(x, Tensor) and not isinstance(y, Tensor):
+        x = s.to_tensor(x)
+    dt = s.common_dtype(x, y)
+    if not dt.is_int:
+        raise SemanticError(f"libdevice.mulhi needs integer operands, got {dt}",
+                            "convert the operands to an integer dtype first")
+    tx, ty = s.broadcast_pair(s.convert(x, dt), s.convert(y, dt))
+    return Tensor(s.b.op("mulhi", tx.value, ty.value))
 
 
 def umulhi(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -585,6 +662,11 @@ IMPLS: dict[str, Any] = {
     "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
+    "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "nearbyint"),
+    "fmod": _float_binary("fmod", lambda s, x, y: Tensor(s.b.op("rem", x.value, y.value))),
+    "copysign": _float_binary("copysign", _copysign), "fdim": _float_binary("fdim", _fdim),
+    **{name: _bit_count(name) for name in ("popc", "clz", "ffs", "brev")}, "mulhi": mulhi,
+    **{name: _classify(name) for name in ("isnan", "isinf", "finitef", "isfinited", "signbit")},
     "reshape": reshape, "view": view, "ravel": ravel, "broadcast_to": broadcast_to, "permute": permute,
     "sum": sum_, "max": reduce_with_indices("max"), "min": reduce_with_indices("min"),
     "argmax": arg_reduce("argmax"), "argmin": arg_reduce("argmin"), "softmax": softmax, "dot": dot,

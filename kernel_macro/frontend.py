@@ -401,6 +401,8 @@ class CodeGenerator(ControlFlow, Calls):
             return getattr(mod, attr)
         is_math = mod.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE)
         hint = LIBDEVICE_UNSUPPORTED_HINT if mod.__name__ == _LIBDEVICE_MODULE else MATH_UNSUPPORTED_HINT
+        if is_math and attr in tl.LIBDEVICE_NAMES:  # tl.math.tan: Triton has it only in libdevice too
+            hint = f"Triton's tl.math has no {attr} either: use tl.extra.cuda.libdevice.{attr}"
         reason = unsupported_reason(attr)
         if reason is not None:
             raise self.error(node, f"{base}.{attr} is not supported by eggpu: {reason}", col=self._attr_col(node))

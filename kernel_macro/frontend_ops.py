@@ -65,8 +65,8 @@ _EQUALITY = frozenset({"eq", "ne"})
 _SIGNED_OF_WIDTH = {8: i8, 16: i16, 32: i32, 64: i64}
 
 #: unary float functions ``tl.<name>(x)`` that map to the IR op of the same name: the op table's
-#: unary TRANSCENDENTAL ops plus sqrt, floor and ceil
-FLOAT_FUNCTIONS = frozenset({"sqrt", "floor", "ceil", *transcendental_ops(1)})
+#: unary TRANSCENDENTAL ops plus sqrt and the roundings to integral (floor, ceil, trunc, rint, round)
+FLOAT_FUNCTIONS = frozenset({"sqrt", "floor", "ceil", "trunc", "rint", "round", *transcendental_ops(1)})
 
 
 class Semantic(Memory):

@@ -302,9 +302,32 @@ cosh = _float_fn("cosh", "Hyperbolic cosine.", transcendental=True)
 asinh = _float_fn("asinh", "Inverse hyperbolic sine.", transcendental=True)
 acosh = _float_fn("acosh", "Inverse hyperbolic cosine (NaN below 1).", transcendental=True)
 atanh = _float_fn("atanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1]).", transcendental=True)
+tan = _float_fn("tan", "Tangent (radians).", transcendental=True)
+log10 = _float_fn("log10", "Base-10 logarithm.", transcendental=True)
+log1p = _float_fn("log1p", "``log(1 + x)``, accurate for small ``x`` (-inf at -1, NaN below).", transcendental=True)
+expm1 = _float_fn("expm1", "``e**x - 1``, accurate for small ``x``.", transcendental=True)
+exp10 = _float_fn("exp10", "``10**x``.", transcendental=True)
+cbrt = _float_fn("cbrt", "Cube root (odd: ``cbrt(-8.0) == -2.0``).", transcendental=True)
+erfc = _float_fn("erfc", "Complementary error function ``1 - erf(x)``, accurate where erf is near 1.",
+                 transcendental=True)
+lgamma = _float_fn("lgamma", "``log(|gamma(x)|)`` (+inf at 0 and the negative integers).", transcendental=True)
+tgamma = _float_fn("tgamma", "The gamma function (+-inf at +-0, NaN at the negative integers).", transcendental=True)
 sigmoid = _float_fn("sigmoid", "``1 / (1 + exp(-x))`` computed in x's dtype.")
 floor = _float_fn("floor", "Round toward -inf.")
 ceil = _float_fn("ceil", "Round toward +inf.")
+trunc = _float_fn("trunc", "Round toward zero (exact; ``trunc(-0.5) == -0.0``).")
+rint = _float_fn("rint", "Round to the nearest integer, ties to even (exact; ``rint(2.5) == 2.0``).")
+nearbyint = _float_fn("nearbyint", "``rint``: the nearest integer, ties to even (exact).")
+round = _float_fn("round", "Round to the nearest integer, ties away from zero (exact; C's ``round``: "  # noqa: A001
+                  "``round(2.5) == 3.0``, ``round(-0.5) == -1.0``).")
+isnan = _float_fn("isnan", "Whether ``x`` is NaN, as a bool block (Triton's ``libdevice.isnan``: int1).")
+isinf = _float_fn("isinf", "Whether ``x`` is +-inf, as a bool block.")
+finitef = _float_fn("finitef", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f32 name; "
+                    "eggpu takes any float dtype).")
+isfinited = _float_fn("isfinited", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f64 "
+                      "name; eggpu takes any float dtype).")
+signbit = _float_fn("signbit", "1 where the sign bit of ``x`` is set (-0.0 and negative NaNs included), else 0, "
+                    "as i32 (Triton's ``libdevice.signbit`` result dtype).")
 
 
 @_builtin
@@ -324,6 +347,64 @@ def atan2(x: Any, y: Any) -> Any:
 
 
 TRANSCENDENTAL_STUBS.append("atan2")
+
+
+@_builtin
+def pow(x: Any, y: Any) -> Any:  # noqa: A001
+    """C's ``pow(x, y)`` = ``x ** y`` (libdevice's ``__nv_pow``): float operands (a literal exponent
+    takes x's dtype; convert an integer block first); ``pow(x, 0) == 1`` even for NaN ``x``, a
+    negative base with a non-integer exponent gives NaN."""
+    raise _outside("pow")
+
+
+@_builtin
+def hypot(x: Any, y: Any) -> Any:
+    """``sqrt(x*x + y*y)`` without intermediate overflow or underflow; +inf when either is +-inf."""
+    raise _outside("hypot")
+
+
+TRANSCENDENTAL_STUBS.extend(("pow", "hypot"))
+
+
+def _int_fn(name: str, doc: str):
+    def fn(x: Any) -> Any:
+        raise _outside(name)
+
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc + " Needs an integer operand."
+    fn.__module__ = __name__
+    return _builtin(fn)
+
+
+popc = _int_fn("popc", "The number of set bits of ``x``'s pattern, as i32 (Triton's result dtype).")
+clz = _int_fn("clz", "The leading zero bits of ``x``'s pattern (its width for 0), as i32.")
+ffs = _int_fn("ffs", "1 + the index of ``x``'s lowest set bit (0 for 0), as i32.")
+brev = _int_fn("brev", "``x`` with its bits in reverse order, in ``x``'s dtype.")
+
+
+@_builtin
+def mulhi(x: Any, y: Any) -> Any:
+    """The high half of the double-width product of two integers (signed for signed dtypes: libdevice's
+    ``__nv_mulhi``/``__nv_mul64hi``; unsigned: ``__nv_umulhi``/``__nv_umul64hi``), in their dtype."""
+    raise _outside("mulhi")
+
+
+@_builtin
+def fmod(x: Any, y: Any) -> Any:
+    """C's ``fmod``: ``x - trunc(x / y) * y`` exactly, with x's sign (the IR's float ``rem``)."""
+    raise _outside("fmod")
+
+
+@_builtin
+def copysign(x: Any, y: Any) -> Any:
+    """``|x|`` with the sign bit of ``y`` (exact; NaNs included)."""
+    raise _outside("copysign")
+
+
+@_builtin
+def fdim(x: Any, y: Any) -> Any:
+    """C's ``fdim``: ``x - y`` when ``x > y``, else +0; NaN when either is NaN."""
+    raise _outside("fdim")
 
 
 def _arith_fn(name: str, op: str):
@@ -558,7 +639,7 @@ __all__ = [
     # compute
     "where", "minimum", "maximum", "clamp", "abs", "sqrt",
     *TRANSCENDENTAL_STUBS,  # exp, log, sin, ..., atan2: the stubs of the op table's TRANSCENDENTAL ops
-    "sigmoid", "floor", "ceil", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
+    "sigmoid", "floor", "ceil", "trunc", "rint", "round", "fma", "cast", "add", "sub", "mul", "sqrt_rn", "div_rn", "fdiv", "umulhi", "inline_asm_elementwise",
     "map_elementwise",
     # reductions, scans, shuffles, random numbers
     "sum", "max", "min", "argmax", "argmin", "softmax", "dot", "dot_scaled", "associative_scan", "reduce", "cumsum",

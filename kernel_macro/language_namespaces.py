@@ -16,10 +16,18 @@ MATH_NAMES = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "flo
 """The functions of Triton's ``triton.language.math`` that eggpu has (the same functions as ``tl.*``)."""
 
 
+LIBDEVICE_EXACT = ("trunc", "rint", "nearbyint", "round", "isnan", "isinf", "finitef", "isfinited", "signbit",
+                   "fmod", "copysign", "fdim", "popc", "clz", "ffs", "brev", "mulhi")
+"""libdevice's exact functions that eggpu has beyond tl.math's: the roundings to integral (the op
+table's trunc, rint, round; nearbyint is rint), the classifications, and fmod (the float ``rem``),
+copysign and fdim (kernel_macro/compat.py), and the integer bit functions (the op table's popc, clz,
+ffs, brev, mulhi)."""
+
+
 def libdevice_names(transcendental: list[str]) -> tuple[str, ...]:
-    """The functions of Triton's libdevice namespace that eggpu has: tl.math's and the libdevice-only
-    ones (the op table's TRANSCENDENTAL ops that tl.math lacks: tanh, asin, ..., atan2)."""
-    return MATH_NAMES + tuple(n for n in transcendental if n not in MATH_NAMES)
+    """The functions of Triton's libdevice namespace that eggpu has: tl.math's, the op table's
+    TRANSCENDENTAL ops that tl.math lacks (tanh, asin, ..., atan2) and :data:`LIBDEVICE_EXACT`."""
+    return MATH_NAMES + tuple(n for n in transcendental if n not in MATH_NAMES) + LIBDEVICE_EXACT
 
 
 def build_namespaces(functions: dict[str, Any], language_name: str,

@@ -24,7 +24,8 @@ UNSUPPORTED: dict[str, str] = {
 LIBDEVICE_UNSUPPORTED_HINT = ("eggpu's libdevice has " + ", ".join(LIBDEVICE_NAMES)
                               + "; eggpu's IR has no other libdevice function")
 
-MATH_UNSUPPORTED_HINT = "tl.math has " + ", ".join(MATH_NAMES) + " in eggpu; libdevice functions are not available"
+MATH_UNSUPPORTED_HINT = ("tl.math has " + ", ".join(MATH_NAMES) + " in eggpu (Triton's tl.math); the other libdevice "
+                         "functions eggpu has are in tl.extra.cuda.libdevice")
 
 TENSOR_METHODS: frozenset[str] = frozenset({
     "abs", "argmax", "argmin", "broadcast_to", "cast", "ceil", "cos", "div_rn", "erf", "exp", "exp2",

@@ -54,10 +54,12 @@ _INT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 2.0, "div": 20.0, "rem": 20.0, "minimum": 1.0, "maximum": 1.0,
     "and": 1.0, "or": 1.0, "xor": 1.0, "shl": 1.0, "shr": 1.0, "neg": 1.0, "not": 1.0, "abs": 1.5,
     "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
+    "popc": 2.0, "clz": 2.0, "ffs": 3.0, "brev": 2.0, "mulhi": 4.0,
 }
 _FLOAT_ARITH = {
     "add": 1.0, "sub": 1.0, "mul": 1.0, "fma": 1.0, "div": 8.0, "rem": 24.0, "minimum": 1.0,
-    "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "sqrt": 8.0,
+    "maximum": 1.0, "neg": 0.5, "abs": 0.5, "floor": 1.0, "ceil": 1.0, "trunc": 1.0,
+    "rint": 1.0, "round": 2.0, "sqrt": 8.0,
     "eq": 1.0, "ne": 1.0, "lt": 1.0, "le": 1.0, "gt": 1.0, "ge": 1.0,
 }
 # Per-lane costs of the transcendental ops that differ from the default below. The set of ops
@@ -66,7 +68,8 @@ _FLOAT_ARITH = {
 _TRANSCENDENTAL_COSTS = {
     "exp2": 4.0, "log2": 4.0, "rsqrt": 4.0, "exp": 5.0, "log": 5.0, "sin": 8.0, "cos": 8.0,
     "tanh": 10.0, "erf": 16.0, "sinh": 10.0, "cosh": 10.0, "asinh": 14.0, "acosh": 14.0,
-    "atan2": 16.0,
+    "atan2": 16.0, "log10": 5.0, "exp10": 5.0, "erfc": 16.0, "lgamma": 24.0, "tgamma": 24.0,
+    "pow": 16.0, "hypot": 8.0,
 }
 #: a libdevice inverse or hyperbolic function: a polynomial plus a sqrt/log/exp (atan, asin, ...)
 _TRANSCENDENTAL_DEFAULT = 12.0
@@ -119,7 +122,7 @@ CALIBRATION: dict[str, dict[str, float]] = {
 _GROUP_OPS = {
     "int_mul": ("int", ("mul",)),
     "int_divrem": ("int", ("div", "rem")),
-    "float_simple": ("float", ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil",
+    "float_simple": ("float", ("add", "sub", "mul", "fma", "minimum", "maximum", "neg", "abs", "floor", "ceil", "trunc", "rint", "round",
                                "eq", "ne", "lt", "le", "gt", "ge")),
     "float_div": ("float", ("div", "rem", "sqrt")),
 }

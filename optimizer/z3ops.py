@@ -34,7 +34,8 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   one rounding; ``floor``/``ceil`` round to integral RTN/RTP; float->int casts truncate and
   saturate (NaN -> 0); int->float and float->float round RNE; x->bool is ``x != 0``.
 * transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf, asin, acos, atan, sinh,
-  cosh, asinh, acosh, atanh, and the binary atan2) are uninterpreted
+  cosh, asinh, acosh, atanh, tan, log10, log1p, expm1, exp10, cbrt, erfc, lgamma, tgamma, and the
+  binary atan2) are uninterpreted
   functions per dtype, so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``);
@@ -62,6 +63,9 @@ import z3
 from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
+
+from . import z3_bits
+from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
 #: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
@@ -368,20 +372,11 @@ def _sqrt(dtype, attrs, args, mode):
     return Enc(z3.fpSqrt(_rne(), a), TRUE)
 
 
-#: where the inverse trigonometric/hyperbolic functions are real (as log's ``a > 0``)
-_REAL_DOMAIN = {
-    "asin": lambda a: z3.And(a >= -1, a <= 1),
-    "acos": lambda a: z3.And(a >= -1, a <= 1),
-    "acosh": lambda a: a >= 1,
-    "atanh": lambda a: z3.And(a > -1, a < 1),
-}
-
-
 def _transcendental(name):
     def enc(dtype, attrs, args, mode):
-        if len(args) == 2:  # atan2: total on the reals except at the origin
+        if len(args) == 2:  # atan2: real except at the origin; pow: for a positive base; hypot: total
             y, x = args
-            defined = z3.Or(x != 0, y != 0) if mode == REAL else TRUE
+            defined = REAL_DOMAIN2[name](y, x) if mode == REAL and name in REAL_DOMAIN2 else TRUE
             return Enc(uf(name, dtype, mode, arity=2)(y, x), defined)
         (a,) = args
         if mode == REAL:
@@ -389,8 +384,8 @@ def _transcendental(name):
                 return Enc(uf(name, dtype, mode)(a), a > 0)
             if name == "rsqrt":
                 return Enc(1 / uf("sqrt", dtype, mode)(a), a > 0)
-            if name in _REAL_DOMAIN:  # outside the real domain the float op gives NaN
-                return Enc(uf(name, dtype, mode)(a), _REAL_DOMAIN[name](a))
+            if name in REAL_DOMAIN:  # outside the real domain the float op gives NaN
+                return Enc(uf(name, dtype, mode)(a), REAL_DOMAIN[name](a))
         return Enc(uf(name, dtype, mode)(a), TRUE)
 
     return enc
@@ -400,12 +395,16 @@ def _round(rm_name):
     def enc(dtype, attrs, args, mode):
         (a,) = args
         if mode == REAL:
-            v = z3.ToReal(z3.ToInt(a)) if rm_name == "floor" else -z3.ToReal(z3.ToInt(-a))
-            return Enc(v, TRUE)
-        rm = z3.RTN() if rm_name == "floor" else z3.RTP()
-        return Enc(z3.fpRoundToIntegral(rm, a), TRUE)
+            return Enc(real_round(rm_name, a), TRUE)
+        return Enc(z3.fpRoundToIntegral(ROUNDING[rm_name](), a), TRUE)
 
     return enc
+
+
+def _bits(name):  # popc, clz, ffs, brev, mulhi: exact bit-vector terms (optimizer/z3_bits.py)
+    if name == "mulhi":
+        return lambda dtype, attrs, args, mode: Enc(z3_bits.mulhi(*args, signed=dtype.is_signed), TRUE)
+    return lambda dtype, attrs, args, mode: Enc(z3_bits.UNARY[name](args[0]), TRUE)
 
 
 def _where(dtype, attrs, args, mode):
@@ -606,6 +605,10 @@ Z3_OPS: dict[str, Encoder] = {
     "sqrt": _sqrt,
     "floor": _round("floor"),
     "ceil": _round("ceil"),
+    **{name: _bits(name) for name in (*z3_bits.UNARY, "mulhi")},
+    "trunc": _round("trunc"),
+    "rint": _round("rint"),
+    "round": _round("round"),
     "where": _where,
     "fma": _fma,
     "cast": _cast,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from decimal import Decimal, localcontext
 from fractions import Fraction
 
 import numpy as np
@@ -325,6 +326,23 @@ def o_floor(a, dt, ceil=False):
     return math.copysign(0.0, a) if r == 0 else r
 
 
+def o_round_int(a, dt, mode):
+    """``a`` rounded to an integer with exact rationals: ``trunc``, ``rint`` (ties to even) or
+    ``round`` (ties away from zero); a zero result keeps a's sign; NaN and inf pass through."""
+    if math.isnan(a) or math.isinf(a):
+        return a
+    q = Fraction(a)
+    t = math.trunc(q)  # toward zero, exact
+    frac = abs(q - t)
+    if mode != "trunc" and frac > Fraction(1, 2):
+        t += 1 if q > 0 else -1
+    elif frac == Fraction(1, 2):
+        if mode == "round" or (mode == "rint" and t % 2 != 0):
+            t += 1 if q > 0 else -1
+    r = float(t)
+    return math.copysign(0.0, a) if r == 0 else r
+
+
 def o_fma(a, b, c, dt):
     if math.isnan(a) or math.isnan(b) or math.isnan(c):
         return nan
@@ -384,7 +402,16 @@ EXACT = {
     "sqrt": (lambda a, dt: o_sqrt(a, dt), 1),
     "floor": (lambda a, dt: o_floor(a, dt), 1),
     "ceil": (lambda a, dt: o_floor(a, dt, ceil=True), 1),
+    "trunc": (lambda a, dt: o_round_int(a, dt, "trunc"), 1),
+    "rint": (lambda a, dt: o_round_int(a, dt, "rint"), 1),
+    "round": (lambda a, dt: o_round_int(a, dt, "round"), 1),
     "fma": (lambda a, b, c, dt: o_fma(a, b, c, dt), 3),
+    # integer bit functions on the two's-complement pattern p (Python ints and strings)
+    "popc": (lambda a, dt: bin(a % (1 << dt.bits)).count("1"), 1),
+    "clz": (lambda a, dt: dt.bits - (a % (1 << dt.bits)).bit_length(), 1),
+    "ffs": (lambda a, dt: (a & -a).bit_length(), 1),
+    "brev": (lambda a, dt: wrap(int(format(a % (1 << dt.bits), f"0{dt.bits}b")[::-1], 2), dt), 1),
+    "mulhi": (lambda a, b, dt: wrap((a * b) >> dt.bits, dt), 2),
 }
 
 
@@ -431,6 +458,84 @@ def _trig(fn):
     return lambda x: nan if math.isinf(x) else fn(x)
 
 
+def _log1p(x):
+    if math.isnan(x) or x < -1.0:
+        return nan
+    return -inf if x == -1.0 else math.log1p(x)
+
+
+def _is_pole(x):
+    """0 or a negative integer (-inf included): where gamma has no finite value."""
+    return x == 0 or (x < 0 and (math.isinf(x) or x == math.floor(x)))
+
+
+_PI = Decimal("3.14159265358979323846264338327950288419716939937510582097494459")
+# Bernoulli numbers B_2k / (2k (2k - 1)) for Stirling's series, k = 1..12
+_STIRLING = [Fraction(1, 12), Fraction(-1, 360), Fraction(1, 1260), Fraction(-1, 1680), Fraction(1, 1188),
+             Fraction(-691, 360360), Fraction(1, 156), Fraction(-3617, 122400), Fraction(43867, 244188),
+             Fraction(-174611, 125400), Fraction(77683, 5796), Fraction(-236364091, 1506960)]
+
+
+def _dec_sin_pi(f: Decimal) -> Decimal:
+    """sin(pi * f) for 0 < f <= 1/2 (Taylor series at 50 digits)."""
+    t = _PI * f
+    term, total, k = t, t, 1
+    while abs(term) > Decimal("1e-60"):
+        term = -term * t * t / ((2 * k) * (2 * k + 1))
+        total += term
+        k += 1
+    return total
+
+
+def _dec_lgamma(x: Decimal) -> Decimal:
+    """log|gamma(x)| for x > 0 at 50 digits: shift x up to >= 30 (gamma's recurrence), then
+    Stirling's series (its 12-term remainder is below 1e-40 there)."""
+    shift = Decimal(1)
+    while x < 30:
+        shift *= x
+        x += 1
+    s = (x - Decimal("0.5")) * x.ln() - x + (2 * _PI).ln() / 2
+    for k, c in enumerate(_STIRLING, start=1):
+        s += Decimal(c.numerator) / Decimal(c.denominator) / x ** (2 * k - 1)
+    return s - abs(shift).ln()
+
+
+def _lgamma(x):
+    """C's lgamma: +inf at the poles and at +-inf, else log|gamma(x)| computed at 50 decimal digits
+    (reflection for x < 0): an oracle independent of any libm, accurate near the roots where
+    CPython's math.lgamma is not."""
+    if math.isnan(x):
+        return nan
+    if _is_pole(x) or math.isinf(x):
+        return inf
+    if x in (1.0, 2.0):
+        return 0.0
+    with localcontext() as ctx:
+        ctx.prec = 50
+        d = Decimal(x)  # exact
+        if d > 0:
+            r = _dec_lgamma(d)
+        else:  # gamma(x) gamma(1 - x) = pi / sin(pi x); |sin(pi x)| = sin(pi * distance to an integer)
+            f = min(d - d.to_integral_value(rounding="ROUND_FLOOR"), d.to_integral_value(rounding="ROUND_CEILING") - d)
+            r = (_PI / _dec_sin_pi(f)).ln() - _dec_lgamma(1 - d)
+        return float(r)  # overflow: inf
+
+
+def _tgamma(x):
+    """C's tgamma: +-inf at +-0, NaN at negative integers and -inf, +inf at +inf and on overflow
+    (tiny negative x overflows to -inf)."""
+    if math.isnan(x) or (x < 0 and _is_pole(x)):
+        return nan
+    if x == 0:
+        return math.copysign(inf, x)
+    if math.isinf(x):
+        return inf
+    try:
+        return math.gamma(x)
+    except OverflowError:
+        return math.copysign(inf, x)
+
+
 # Transcendental ops: f64 math functions; the reference may differ by a few ulp (libm accuracy).
 APPROX = {
     "exp": lambda x: _safe(math.exp, x),
@@ -450,10 +555,50 @@ APPROX = {
     "asinh": math.asinh,
     "acosh": lambda x: _domain(math.acosh, x, 1.0, inf),
     "atanh": _atanh,
+    "tan": _trig(math.tan),
+    "log10": _log(math.log10),
+    "log1p": _log1p,
+    "expm1": lambda x: _safe(math.expm1, x),
+    "exp10": lambda x: _safe(lambda v: 10.0 ** v, x),
+    "cbrt": math.cbrt,
+    "erfc": math.erfc,
+    "lgamma": _lgamma,
+    "tgamma": _tgamma,
 }
 
-# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp).
-APPROX2 = {"atan2": math.atan2}
+def _c_pow(x, y):
+    """C99's pow (Annex F), special cases spelled out; finite cases by Python's float power."""
+    if y == 0 or x == 1.0:
+        return 1.0
+    if math.isnan(x) or math.isnan(y):
+        return nan
+    if math.isinf(y):
+        if abs(x) == 1.0:
+            return 1.0
+        return inf if (abs(x) < 1.0) == (y < 0) else 0.0
+    y_int = y == math.floor(y)
+    y_odd = y_int and abs(y) < 2.0 ** 53 and int(y) % 2 == 1
+    if x == 0 or math.isinf(x):
+        big = (x == 0) == (y < 0)  # 0 ** negative and inf ** positive are infinite
+        mag = inf if big else 0.0
+        return -mag if signbit(x) and y_odd else mag
+    if x < 0 and not y_int:
+        return nan
+    try:
+        mag = abs(x) ** y
+    except OverflowError:
+        mag = inf
+    return -mag if x < 0 and y_odd else mag
+
+
+def _c_hypot(x, y):
+    if math.isinf(x) or math.isinf(y):
+        return inf
+    return math.hypot(x, y)  # NaN when either is NaN
+
+
+# Binary transcendental ops: C's atan2 (signed zeros and infinities exact, else a few ulp), pow, hypot.
+APPROX2 = {"atan2": math.atan2, "pow": _c_pow, "hypot": _c_hypot}
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")

@@ -124,10 +124,11 @@ def elementwise_zoo() -> Function:
     out = []
     for op in _unary_ops(FLOAT, NUM):
         out.append(b.op(op, f))
-    for op in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "atan2"):
+    for op in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "eq", "ne", "lt", "le", "gt", "ge", "atan2", "pow", "hypot"):
         out.append(b.op(op, f, g))
-    for op in ("add", "div", "rem", "and", "or", "xor", "shl", "shr", "minimum", "maximum", "lt"):
+    for op in ("add", "div", "rem", "and", "or", "xor", "shl", "shr", "minimum", "maximum", "lt", "mulhi"):
         out.append(b.op(op, i, j))
+    out += [b.op(op, i) for op in ("popc", "clz", "ffs", "brev")]
     out += [b.op("not", i), b.op("not", k), b.op("and", k, b.op("lt", f, g)), b.op("neg", u), b.op("shr", u, u)]
     out.append(b.op("fma", f, g, h))
     out.append(b.op("where", k, f, g))

@@ -73,13 +73,13 @@ def all_pure_ops_program() -> Function:
     xf = b.op("load", _ptr(b, f32, s4))
     yf = b.op("load", _ptr(b, f32, s4))
     outs = [b.op("program_id", axis=0), b.op("num_programs", axis=0)]
-    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or", "xor", "shl", "shr"):
+    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "and", "or", "xor", "shl", "shr", "mulhi"):
         outs.append(b.op(name, xi, yi))
     for name in ("eq", "ne", "lt", "le", "gt", "ge"):
         outs.append(b.op(name, xi, yi))
-    for name in ("neg", "not", "abs"):
+    for name in ("neg", "not", "abs", "popc", "clz", "ffs", "brev"):
         outs.append(b.op(name, xi))
-    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "atan2"):
+    for name in ("add", "sub", "mul", "div", "rem", "minimum", "maximum", "atan2", "pow", "hypot"):
         outs.append(b.op(name, xf, yf))
     for name in (n for n, d in OPS.items()  # every unary float op of the op table
                  if ELEMENTWISE in d.traits and d.arity == (1, 1) and not d.attrs and d.family in (FLOAT, NUM)):

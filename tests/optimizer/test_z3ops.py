@@ -305,3 +305,24 @@ def test_integer_edge_cases_are_the_reference_values(dt):
         assert ev("rem", dt, {}, -7, 2) == -1
     else:
         assert ev("div", dt, {}, int(dt.max), 1) == int(dt.max)
+
+
+@pytest.mark.parametrize("name,want", [
+    ("floor", [2, -3, 3, -4, 0, -1, 7]),
+    ("ceil", [3, -2, 4, -3, 1, 0, 7]),
+    ("trunc", [2, -2, 3, -3, 0, 0, 7]),
+    ("rint", [2, -2, 4, -4, 0, -1, 7]),
+    ("round", [3, -3, 4, -4, 0, -1, 7]),
+])
+def test_real_mode_roundings_to_integral(name, want):
+    """fast_math proofs see the roundings over the reals: ties to even (rint) and away from zero
+    (round) at 2.5, -2.5, 3.5, -3.5; 0.4 -> 0, -0.6 -> -1 (or 0 toward zero / up)."""
+    import z3
+
+    from eggpu.ir import f32
+
+    got = []
+    for v in ("2.5", "-2.5", "3.5", "-3.5", "0.4", "-0.6", "7"):
+        e = z3ops.encode(name, f32, {}, [z3.RealVal(v)], mode=z3ops.REAL).value
+        got.append(int(z3.simplify(e).as_fraction()))  # a real-valued integer
+    assert got == want

@@ -387,8 +387,7 @@ UNSUPPORTED_CASES = [
     (1, "x.dot_scaled(16)", "dot_scaled", "blocks have no attribute 'dot_scaled'", "blocks support x.to(dtype), "
      "x.dtype, x.type, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"),
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
-     "tl.math has abs, ceil, cos, div_rn, erf, exp, exp2, fdiv, floor, fma, log, log2, rsqrt, sin, sqrt, sqrt_rn, "
-     "umulhi in eggpu; libdevice functions are not available"),
+     "Triton's tl.math has no pow either: use tl.extra.cuda.libdevice.pow"),
     (3, "tl.float8e4b15", "float8e4b15", "tl.float8e4b15 is not supported by eggpu: only the OCP FP8 dtypes "
      "tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available", None),
     (4, 'tie_break_left="left"', "tie_break_left", "tie_break_left must be a compile-time bool, got 'left'", None),
