@@ -34,14 +34,8 @@ from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
-from eggpu.ir.cachefs import (
-    CacheUnavailable,
-    atomic_write,
-    ensure_trusted_dir,
-    file_lock,
-    read_trusted,
-    warn_once,
-)
+from eggpu.ir import cachefs as _fs
+from eggpu.ir.cachefs import CacheUnavailable, warn_once
 from eggpu.ir.hashing import sha256
 from eggpu.ir.record import Record
 
@@ -128,7 +122,7 @@ class Cache:
         if not self._checked:
             self._checked = True
             try:
-                ensure_trusted_dir(self.dir)  # type: ignore[arg-type]
+                _fs.ensure_trusted_dir(self.dir)  # type: ignore[arg-type]
             except CacheUnavailable as e:
                 self._problem = str(e)
         return self.dir if self._problem is None else None
@@ -163,7 +157,7 @@ class Cache:
             return None
         stem = self.stem(name, key)
         try:
-            raw = read_trusted(stem.with_suffix(".json"))
+            raw = _fs.read_trusted(stem.with_suffix(".json"))
             if raw is None:
                 return None
             return self._load(stem, name, key, raw)
@@ -190,7 +184,7 @@ class Cache:
         files: dict[str, str] = {}
         for ext in ARTEFACTS:
             path = stem.with_suffix("." + ext)
-            data = read_trusted(path)
+            data = _fs.read_trusted(path)
             if data is None:
                 raise _BadEntry(f"{path.name} is missing")
             if _sha(data) != digests[ext]:
@@ -211,10 +205,10 @@ class Cache:
             digests = {}
             for ext in ARTEFACTS:
                 data = files[ext].encode()
-                atomic_write(stem.with_suffix("." + ext), data)
+                _fs.atomic_write(stem.with_suffix("." + ext), data)
                 digests[ext] = _sha(data)
             manifest = {"key": key, "name": name, "sha256": digests, "report": report}
-            atomic_write(stem.with_suffix(".json"), json.dumps(manifest, indent=1, default=str).encode())
+            _fs.atomic_write(stem.with_suffix(".json"), json.dumps(manifest, indent=1, default=str).encode())
         except CacheUnavailable as e:
             warn_once(f"eggpu: cannot write the kernel cache ({e}); the result is not cached",
                       key=f"kernel-cache-write:{self.dir}")
@@ -230,7 +224,7 @@ class Cache:
             held = False
             if self.usable():
                 try:
-                    stack.enter_context(file_lock(Path(str(self.stem(name, key)) + ".lock"), timeout))
+                    stack.enter_context(_fs.file_lock(Path(str(self.stem(name, key)) + ".lock"), timeout))
                     held = True
                 except CacheUnavailable as e:
                     warn_once(f"eggpu: compiling {name} without the cache lock: {e}",

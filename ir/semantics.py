@@ -283,7 +283,8 @@ tgamma = _lift_scalar(_c_tgamma)
 
 def _unsigned(a: np.ndarray, dt: DType) -> np.ndarray:
     """The two's-complement pattern of ``a`` as uint64 (zero-extended from dt's width)."""
-    u = np.ascontiguousarray(a).view(f"u{dt.bits // 8}")
+    # ascontiguousarray makes a 0-d array 1-d: reshape, so a scalar operand stays a scalar
+    u = np.ascontiguousarray(a).view(f"u{dt.bits // 8}").reshape(np.shape(a))
     return u.astype(np.uint64)
 
 

@@ -150,14 +150,6 @@ def _exact_in(v: float, t: DType) -> bool:
     return r == v and math.copysign(1, r) == math.copysign(1, v)
 
 
-def _canonical_int(v: int, t: DType) -> bool:
-    if t.is_bool:
-        return v in (0, 1)
-    if t.is_unsigned and t.bits == 64:
-        return -(1 << 63) <= v < (1 << 63)
-    return t.min <= v <= t.max
-
-
 def _value_of(v: int, t: DType) -> int:
     if t.is_unsigned and v < 0:
         return v + (1 << 64)

@@ -19,7 +19,6 @@ from .analyses import ANALYSES
 from .rule_analysis import (
     Ptr,
     Ty,
-    _canonical_int,
     _canonical_sym,
     _const_names,
     _dt_vars,
@@ -35,7 +34,7 @@ from .rule_analysis import (
     _value_of,
 )
 from .rules_loader import RANGE_FUNCTIONS, Atom, Rule, SList, Sx
-from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, FAMILY_RELATIONS, bits_float
+from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, FAMILY_RELATIONS, bits_float, canonical_int
 
 _UB_OPS = frozenset({"div", "rem"})
 
@@ -342,7 +341,7 @@ class _Instance:
             return val, d, T
         # integer / bool constant
         if lit is not None:
-            if not _canonical_int(lit, t):
+            if not canonical_int(lit, t):
                 if rhs:
                     raise _IllTyped(f"Const {lit} is not a canonical {t} value")
                 raise _Infeasible(f"Const {lit} is not a canonical {t} value", kind="literal")

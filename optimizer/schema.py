@@ -177,6 +177,17 @@ for _c in CONSTRUCTORS.values():
 # ------------------------------------------------------------------ float bits
 
 
+def canonical_int(v: int, t: Any) -> bool:
+    """Whether the literal ``v`` is a canonical value of the integer or bool dtype ``t`` as rules
+    state constants: 0/1 for bool, a signed 64-bit pattern for u64 (egglog's ``i64``), the
+    dtype's range otherwise."""
+    if t.is_bool:
+        return v in (0, 1)
+    if t.is_unsigned and t.bits == 64:
+        return -(1 << 63) <= v < (1 << 63)
+    return t.min <= v <= t.max
+
+
 def float_bits(value: float) -> int:
     """The IEEE-754 binary64 bit pattern of ``value`` as a signed i64 (egglog's ``i64``)."""
     return struct.unpack("<q", struct.pack("<d", float(value)))[0]

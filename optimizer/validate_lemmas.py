@@ -38,6 +38,7 @@ from eggpu.ir.dtypes import bool_
 
 from . import z3ops
 from .rules_loader import RANGE_FUNCTIONS, Atom, Rule, SList, Sx
+from .schema import canonical_int
 
 _COMMUTATIVE_KINDS = frozenset({
     z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_AND, z3.Z3_OP_OR,
@@ -289,13 +290,6 @@ def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
     """Every ``(Const t c)`` of the rule's sides and guards has a canonical ``c`` at its dtype
     (the verifier's ``_Infeasible("... not a canonical ... constant")`` otherwise; the test of
     this module's callers compares with the verifier on every shipped rule)."""
-    def _canonical_int(v: int, t: DType) -> bool:  # rule_analysis._canonical_int, without importing the prover
-        if t.is_bool:
-            return v in (0, 1)
-        if t.is_unsigned and t.bits == 64:
-            return -(1 << 63) <= v < (1 << 63)
-        return t.min <= v <= t.max
-
     def ok(node: Sx, pattern: bool) -> bool:
         if not isinstance(node, SList):
             return True
@@ -307,7 +301,7 @@ def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
                 return False
             if v is None:
                 pass
-            elif node.head == "Const" and not _canonical_int(v, t):
+            elif node.head == "Const" and not canonical_int(v, t):
                 return False
             elif node.head == "ConstF" and pattern:  # a right-hand side's float literal is rounded
                 (f,) = struct.unpack("<d", struct.pack("<q", v))

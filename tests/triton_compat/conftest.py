@@ -45,3 +45,13 @@ def assert_located_which(kernel, which: int, marker: str, message: str, *args, *
     col = text.index(marker)
     assert msg[0].endswith(f":{first + idx}:{col + 1}: {message}"), msg[0]
     assert msg[1] == text and msg[2] == " " * col + "^", msg
+
+
+@pytest.fixture
+def as_bits():
+    """``as_bits(a)``: the float array ``a`` as unsigned integers of its width (bit-exact compares)."""
+    def bits(a: np.ndarray) -> np.ndarray:
+        a = np.ascontiguousarray(a)
+        return a.view(f"u{a.dtype.itemsize}")
+
+    return bits

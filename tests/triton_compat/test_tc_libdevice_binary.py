@@ -61,14 +61,9 @@ def _want(x: np.ndarray, y: np.ndarray, npdt) -> list[np.ndarray]:
 RTOL = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 2e-6, "f64": 1e-14}
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.dtype.itemsize}")
-
-
 @pytest.mark.parametrize("dt", [tl.f32, tl.f64, tl.f16, tl.bf16], ids=str)
 @pytest.mark.parametrize("n", [1, 1000, 1001])
-def test_binary_functions_match_numpy(run_both, dt, n):
+def test_binary_functions_match_numpy(run_both, as_bits, dt, n):
     x, y = _inputs(n, dt.np)
     want = _want(x, y, dt.np)
     for device, (_, _, got) in run_both(_binary, (eggpu.cdiv(n, 256),), x, y, np.zeros(5 * n, dt.np), n,
@@ -86,7 +81,7 @@ def test_binary_functions_match_numpy(run_both, dt, n):
                 zeros = w64 == 0
                 assert np.array_equal(np.signbit(g[zeros]), np.signbit(w[zeros])), f"{where}: sign of zero"
             else:
-                bad = _bits(g)[ok] != _bits(w)[ok]
+                bad = as_bits(g)[ok] != as_bits(w)[ok]
                 assert not bad.any(), f"{where}: x={x[ok][bad][:4]} y={y[ok][bad][:4]} got {g[ok][bad][:4]}"
 
 

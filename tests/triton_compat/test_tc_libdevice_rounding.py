@@ -78,14 +78,9 @@ def _want(x: np.ndarray, npdt):
     return [r.astype(npdt) for r in rounds], classes, np.signbit(x64).astype(np.int32)
 
 
-def _bits(a: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a)
-    return a.view(f"u{a.dtype.itemsize}")
-
-
 @pytest.mark.parametrize("dt", [tl.f32, tl.f64, tl.f16, tl.bf16], ids=str)
 @pytest.mark.parametrize("n", [1, 1000, 1001])
-def test_roundings_and_classifications_bit_exact(run_both, dt, n):
+def test_roundings_and_classifications_bit_exact(run_both, as_bits, dt, n):
     x = _inputs(n, dt.np)
     rounds, classes, sign = _want(x, dt.np)
     args = (x, np.zeros(4 * n, dt.np), np.zeros(4 * n, np.bool_), np.zeros(n, np.int32), n)
@@ -94,7 +89,7 @@ def test_roundings_and_classifications_bit_exact(run_both, dt, n):
             got, want = r[i * n:(i + 1) * n], rounds[i]
             nan = np.isnan(want.astype(np.float64))
             assert np.array_equal(np.isnan(got.astype(np.float64)), nan), f"{name}[{dt}] on {device}: NaN lanes"
-            same = _bits(got)[~nan] == _bits(want)[~nan]
+            same = as_bits(got)[~nan] == as_bits(want)[~nan]
             assert same.all(), (f"{name}[{dt}] on {device}: x={x[~nan][~same][:4]} got {got[~nan][~same][:4]} "
                                 f"want {want[~nan][~same][:4]}")
         for i, name in enumerate(CLASSES):
