@@ -64,7 +64,9 @@ def _campaign(seeds: range, host_every: int) -> tuple[int, list[str]]:
 
 
 def test_strip_mined_generated_programs_match_the_original():
-    checked, bad = _campaign(range(600), host_every=4)
+    # 800 seeds: the generator draws from the op table, so new ops shift which seeds are lane-wise
+    # (600 seeds gave 19 after the libdevice ops, 800 give 27)
+    checked, bad = _campaign(range(800), host_every=4)
     assert checked >= 20  # the generator keeps producing lane-wise programs
     assert not bad, "\n".join(bad)
 
