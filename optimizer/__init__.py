@@ -37,7 +37,6 @@ from typing import TYPE_CHECKING, Any
 
 from eggpu.ir import Function
 
-from . import z3_warmup
 from .cost import CostModel
 from .saturate import Limits, StopReason
 
@@ -315,6 +314,7 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     used instead of reading the files again (the compile pipeline passes the bytes its cache key
     hashed)."""
     from .decode import clone
+    from .encode import encode
 
     limits = limits or Limits()
     model = CostModel.for_target(target)
@@ -335,27 +335,8 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
     if fp8:  # not an e-graph sort, and no rule is proved for them: leave such a kernel as it is
         return fall_back(f"the kernel has FP8 values ({', '.join(fp8)}), a storage-only dtype the e-graph does "
                          f"not hold: not optimized")
-    # z3 and validation's modules import while egglog saturates (see .z3_warmup); joined below
-    warmup = z3_warmup.start(_Z3_LOCK) if validate else None
     try:
-        return _optimize_prepared(fn, prepared, result, fall_back, limits=limits, subset_rules=subset_rules,
-                                  model=model, fast_math=fast_math, validate=validate, warmup=warmup)
-    finally:
-        z3_warmup.join(warmup)  # never outlives optimize(), whatever happened
-
-
-def _optimize_prepared(fn: Function, prepared: PreparedRules, result: OptimizeResult, fall_back: Any, *,
-                       limits: Limits, subset_rules: bool, model: CostModel, fast_math: bool, validate: bool,
-                       warmup: Any) -> OptimizeResult:
-    """:func:`optimize` once the rules are prepared: encode, saturate, extract, decode and (after
-    joining ``warmup``, the :mod:`.z3_warmup` thread) validate; ``fall_back(reason)`` makes the
-    fallback result."""
-    from .decode import clone
-    from .encode import encode
-
-    cost_before = result.cost_before
-    try:
-        with _timed(result.times, "encode"):
+        with _timed(times, "encode"):
             enc = encode(fn)
         rep, budget = _saturate_stage(fn, enc, prepared, limits, subset_rules, result)
         new_fn = _extract_stage(enc, rep, budget, model, result)
@@ -371,7 +352,6 @@ def _optimize_prepared(fn: Function, prepared: PreparedRules, result: OptimizeRe
     result.cost_after = cost_after
     if not validate:
         return result
-    z3_warmup.join(warmup)  # its imports done (or failed: validation imports again and says why)
     fired = [r for r in prepared.chosen if result.rule_hits.get(r.name)]
     problem = _validate_stage(fn, new_fn, fast_math, result, fired)
     return fall_back(problem) if problem else result
