@@ -137,6 +137,37 @@ class PreparedRules:
 # rules on a proof-cache miss, translation validation) holds _Z3_LOCK.
 _LOCK = threading.RLock()  # guards _PREPARED, the rule selections and creating e-graphs
 _Z3_LOCK = threading.RLock()
+_Z3_DEPTH = [0]  # nesting of _z3_section in the thread holding _Z3_LOCK
+
+
+@contextlib.contextmanager
+def _z3_section() -> Iterator[None]:
+    """Hold :data:`_Z3_LOCK` with Python's cyclic GC paused, and collect the young generation
+    before releasing it.
+
+    A z3 object frees its term (``Z3_dec_ref``, a ctypes call that releases the GIL) when it is
+    deallocated — and a z3 object caught in a reference cycle is deallocated by the cyclic GC,
+    in whatever thread happens to trigger a collection. Such a thread would touch z3's shared
+    context while the lock holder is inside z3 (a segfault in ``Z3_mk_const`` was seen once in
+    ``test_threads.py`` on Python 3.11). So no automatic collection runs while z3 works, and the
+    cycles made meanwhile (all in generation 0: nothing is promoted while the GC is paused) are
+    collected here, under the lock."""
+    import gc
+
+    with _Z3_LOCK:
+        outer = _Z3_DEPTH[0] == 0
+        was_enabled = outer and gc.isenabled()
+        if was_enabled:
+            gc.disable()
+        _Z3_DEPTH[0] += 1
+        try:
+            yield
+        finally:
+            _Z3_DEPTH[0] -= 1
+            if outer:
+                gc.collect(0)
+                if was_enabled:
+                    gc.enable()
 _CACHE_SIZE = 8  # rule sets kept per process, loaded e-graphs per thread; oldest dropped first
 _PREPARED: dict[tuple, PreparedRules] = {}
 _ENGINES = threading.local()
@@ -184,7 +215,7 @@ def prepare_rules(rules: Sequence[str | os.PathLike] | None = None, *, fast_math
         hit = _PREPARED.get(key)
         if hit is not None:
             return hit
-    with _Z3_LOCK:  # one thread proves (z3 is not thread-safe); the others then find its result
+    with _z3_section():  # one thread proves (z3 is not thread-safe); the others then find its result
         with _LOCK:
             hit = _PREPARED.get(key)
         return hit if hit is not None else _prepare(sources, key, fast_math)
@@ -464,7 +495,7 @@ def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: Opt
 
     with _timed(result.times, "validate"):
         try:
-            with _Z3_LOCK:
+            with _z3_section():
                 v = tv(fn, new_fn, fast_math=fast_math, lemmas=Lemmas(fired, _dtypes_of(fn)))
         except Exception as e:  # a bug in validation must never let an unchecked program through
             return f"validation raised {type(e).__name__}: {e}"
