@@ -4,8 +4,9 @@ One JSON file, ``proofs.json``, in ``$EGGPU_PROOF_CACHE_DIR``, else ``$EGGPU_CAC
 (``platformdirs.user_cache_dir("eggpu")/proofs``). Entries are keyed by the sha256 of the rule's
 canonical egglog text, its kind and ruleset (with the semantics and budget versions),
 :data:`~eggpu.optimizer.schema.SCHEMA_VERSION`, the verifier's own version and the z3 version — so editing a rule, the schema, the verifier or
-upgrading z3 re-proves it. Only final verdicts are stored (``unknown`` results are not cached, so
-a later run with a larger time budget tries again). Writes are atomic and serialized by a file
+upgrading z3 re-proves it. An ``unknown`` verdict is stored under a key that adds its budget
+(:func:`~eggpu.optimizer.rule_verifier._unknown_key`: a later run with a larger budget tries again),
+except one the wall-clock safety cap gave. Writes are atomic and serialized by a file
 lock, so concurrent processes can share the cache.
 
 Trust, as for the kernel cache (:mod:`eggpu.ir.cachefs`): a cached "proved" verdict lets a rule

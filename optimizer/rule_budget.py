@@ -71,6 +71,9 @@ SIDE_CHECK_UNITS = 4_000_000
 WALL_FACTOR = 20
 #: ... but never sooner than this (tiny budgets on a loaded machine)
 WALL_MIN_MS = 2000
+#: the reason of an ``unknown`` the wall-clock cap (not the rlimit) gave: the only verdict that
+#: depends on the machine's load, so the only ``unknown`` the proof cache never stores
+WALL_CAPPED = "stopped by the wall-clock safety cap (the machine is heavily loaded)"
 #: a check stopped by the wall clock is retried once with this many times the cap
 RETRY_FACTOR = 5
 
@@ -136,7 +139,7 @@ class Check:
         if self.result != z3.unknown:
             return ""
         if self.wall_capped:
-            return "stopped by the wall-clock safety cap (the machine is heavily loaded)"
+            return WALL_CAPPED
         return f"resource limit ({self.units} units)"
 
 
@@ -150,6 +153,7 @@ class Session:
     def __init__(self) -> None:
         self.ctx = z3.Context()
         self.used = 0  # units of every check of this session
+        self.wall_capped = False  # whether the wall clock (not the rlimit) stopped any check
         self._count = 0  # the context's cumulative "rlimit count" after the last check
 
     def tr(self, e: z3.ExprRef) -> z3.ExprRef:
@@ -185,6 +189,7 @@ class Session:
             capped = res == z3.unknown and used < budget and wall_ms >= 0.9 * cap_ms
             if not capped or attempt:
                 self.used += used  # a capped first attempt is a load artefact: not counted
+                self.wall_capped |= capped
                 return Check(res, s, strategy, used, capped)
             cap_ms *= RETRY_FACTOR
         raise AssertionError("unreachable")

@@ -20,7 +20,7 @@ from eggpu.ir.dtypes import BY_NAME
 
 from . import cex_check, z3ops
 from .rule_analysis import _IllTyped, _Infeasible, _NoMatch, _Unsupported
-from .rule_budget import SIDE_CHECK_UNITS, Check, Session, units
+from .rule_budget import SIDE_CHECK_UNITS, WALL_CAPPED, Check, Session, units
 from .rule_encoding import _build, _env_key, _Instance, _Query
 from .rule_refutation import _refutation
 from .rule_verdicts import ENCODING, PROVED, PROVED_REDUCED, REFUTED, SEARCH, UNKNOWN, DtypeResult
@@ -277,6 +277,8 @@ def _after_budget(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: i
                       "reduced-width", sess)
     if holds:
         notes.append(f"no counterexample in {holds} concrete full-width cases")
+    if sess.wall_capped and WALL_CAPPED not in reason:  # a side check (case split, narrow width) was
+        notes.append(WALL_CAPPED)  # cut by the clock: this unknown depends on the load (never cached)
     return _stamp(DtypeResult(key, UNKNOWN, None, f"not decided within {timeout_ms} ms of budget ({reason})"
                               + ("; " + "; ".join(notes) if notes else ""), time.perf_counter() - t0),
                   "", sess)

@@ -58,7 +58,7 @@ from eggpu.ir import ALL_DTYPES, DType
 from eggpu.ir.errors import RuleError, VerificationError
 
 from . import z3ops
-from .rule_budget import BUDGET_VERSION
+from .rule_budget import BUDGET_VERSION, WALL_CAPPED
 from .rule_verdicts import (
     ENCODING,
     PROVED,
@@ -171,6 +171,22 @@ def _cache_key(rule: Rule, timeout_ms: int) -> str:
                                  f"|budget={BUDGET_VERSION}")
 
 
+def _unknown_key(rule: Rule, timeout_ms: int) -> str:
+    """Cache key of a verdict with an ``unknown`` result: the budget is part of it, so a run with
+    a larger ``timeout_ms`` tries again, while the same budget (rlimit units: the same answer on
+    every run with the same z3) does not pay for the same ``unknown`` in every fresh process."""
+    from .proof_cache import rule_key
+
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}"
+                                 f"|budget={BUDGET_VERSION}|unknown-at={timeout_ms}")
+
+
+def _reproducible(v: RuleVerdict) -> bool:
+    """Whether ``v`` would come out the same on any machine: no result was cut by the wall-clock
+    safety cap (the one load-dependent answer, :data:`~.rule_budget.WALL_CAPPED`)."""
+    return not any(r.status == UNKNOWN and WALL_CAPPED in r.detail for r in v.results)
+
+
 def verify_rules(
     rules: Iterable[Rule],
     *,
@@ -183,8 +199,9 @@ def verify_rules(
     """Verify many rules (rule name -> verdict), using the proof cache and a process pool.
 
     ``progress(done, total, verdict)`` is called after each rule (cached ones included).
-    ``cache`` is a :class:`~.proof_cache.ProofCache` (default: the user cache dir); verdicts
-    with an ``unknown`` result are not cached. A rule the user cache lacks is looked up in the
+    ``cache`` is a :class:`~.proof_cache.ProofCache` (default: the user cache dir); a verdict
+    with an ``unknown`` result is cached under its budget (:func:`_unknown_key`: a larger
+    ``timeout_ms`` proves it again), unless the wall-clock cap gave it (never cached). A rule the user cache lacks is looked up in the
     verdicts shipped with the package (:mod:`.shipped_proofs`) before it is proved. ``workers`` defaults to ``min(2, cpu count)``;
     1 verifies in this process."""
     from .proof_cache import ProofCache
@@ -212,6 +229,8 @@ def verify_rules(
         v = RuleVerdict.from_json(d)
         if use_cache and all(x.status != UNKNOWN for x in v.results):
             new_entries[_cache_key(r, timeout_ms)] = d
+        elif use_cache and _reproducible(v):
+            new_entries[_unknown_key(r, timeout_ms)] = d
         finish(v)
 
     _prove_all(todo, timeout_ms, workers, proved)
@@ -229,11 +248,12 @@ def _known_verdict(r: Rule, cache: Any, timeout_ms: int) -> RuleVerdict | None:
     hit = cache.get(k)
     if hit is None:
         known = shipped_proofs.proved(k)  # the digest: no need to parse the shipped file
-        if known is False:
-            return None
         if known:
             return ProvedVerdict(r.name, r.location, r.ruleset, lambda: _shipped_verdict(r, k))
-        hit = shipped_proofs.get(k)
+        if known is None:
+            hit = shipped_proofs.get(k)
+    if hit is None:  # an ``unknown`` reached under this very budget (see :func:`_unknown_key`)
+        hit = cache.get(_unknown_key(r, timeout_ms))
     if hit is None:
         return None
     v = RuleVerdict.from_json(hit)

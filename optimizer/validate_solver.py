@@ -20,7 +20,7 @@ from typing import Any
 import z3
 
 from . import z3ops
-from .rule_budget import WALL_FACTOR, WALL_MIN_MS, Session, SessionModel, strategy_for, units
+from .rule_budget import WALL_CAPPED, WALL_FACTOR, WALL_MIN_MS, Session, SessionModel, strategy_for, units
 from .z3ops import Enc
 
 
@@ -200,7 +200,7 @@ class _Checker:
             return z3.unknown, None
         if time.perf_counter() > self.wall_deadline:
             self.wall_capped = True
-            self.last_reason = "stopped by the wall-clock safety cap (the machine is heavily loaded)"
+            self.last_reason = WALL_CAPPED
             return z3.unknown, None
         facts = [abstract_fp_rem(f) for f in self.facts.values()]
         abstracted = abstract_fp_rem(formula)

@@ -257,3 +257,63 @@ def test_compress_keys():
     assert rv.compress_keys(["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]) == "i8..i64 u8..u64"
     assert rv.compress_keys(["f32", "i32", "bool"]) == "bool i32 f32"
     assert rv.compress_keys(["t=i8,u=f16", "t=i8,u=f32", "t=i16,u=f16", "t=i16,u=f32"]) == "t in i8 i16 x u in f16 f32"
+
+
+def _unknown_job(detail: str, calls: list):
+    def job(args):
+        rule, timeout_ms = args
+        calls.append((rule.name, timeout_ms))
+        return rv.RuleVerdict(rule.name, rule.location, rule.ruleset,
+                              [rv.DtypeResult("i64", rv.UNKNOWN, None, detail)]).to_json()
+    return job
+
+
+def test_an_unknown_is_cached_under_its_budget(tmp_path, monkeypatch):
+    # budgets are z3 resource units, so the same budget gives the same unknown in every process:
+    # it is not paid for again; a larger budget tries again
+    calls: list = []
+    monkeypatch.setattr(rv, "_verify_job", _unknown_job("not decided within 7 ms of budget (resource limit)", calls))
+    rule = parse_rule('(rewrite (Neg t (Neg t x)) x :name "u1")')
+    first = rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=7)
+    assert calls == [("u1", 7)] and not first["u1"].cached and first["u1"].status == rv.UNKNOWN
+    again = rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=7)
+    assert calls == [("u1", 7)] and again["u1"].cached and again["u1"].status == rv.UNKNOWN
+    assert not again["u1"].usable
+    rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=70)
+    assert calls == [("u1", 7), ("u1", 70)]
+    # the unknown entry never answers for the final-verdict key (a proof at the same budget wins)
+    assert ProofCache(tmp_path).get(rv._cache_key(rule, 7)) is None
+
+
+def test_an_unknown_cut_by_the_wall_clock_is_never_cached(tmp_path, monkeypatch):
+    from eggpu.optimizer.rule_budget import WALL_CAPPED
+
+    calls: list = []
+    monkeypatch.setattr(rv, "_verify_job", _unknown_job(f"not decided within 9 ms of budget ({WALL_CAPPED})", calls))
+    rule = parse_rule('(rewrite (Not t (Not t x)) x :name "u2")')
+    for _ in range(2):
+        v = rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=9)
+        assert not v["u2"].cached
+    assert calls == [("u2", 9), ("u2", 9)]
+    assert len(ProofCache(tmp_path)) == 0
+
+
+def test_a_session_remembers_a_check_the_wall_clock_cut(monkeypatch):
+    # a cap of ~1 ms on a query that needs far more: z3 stops on its timeout with units left, twice
+    # (the retry), so the session is marked; the rlimit alone never marks it
+    import z3
+
+    from eggpu.optimizer import rule_budget as rb
+
+    x, y = z3.BitVecs("x y", 64)  # factoring a 64-bit semiprime: hard for bit-blasting
+    wide = z3.ZeroExt(64, x) * z3.ZeroExt(64, y)
+    hard = [wide == (2**32 - 5) * (2**32 - 17), z3.UGT(x, 1), z3.UGT(y, 1)]
+    sess = rb.Session()
+    c = sess.check("qf_bv", 10, hard)
+    assert c.result == z3.unknown and not c.wall_capped and not sess.wall_capped
+    monkeypatch.setattr(rb, "WALL_MIN_MS", 5)
+    monkeypatch.setattr(rb, "WALL_FACTOR", 0)
+    monkeypatch.setattr(rb, "RETRY_FACTOR", 1)
+    c = sess.check("qf_bv", 10**9, hard)
+    assert c.result == z3.unknown and c.wall_capped and sess.wall_capped
+    assert c.reason == rb.WALL_CAPPED

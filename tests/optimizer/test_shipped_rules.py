@@ -52,7 +52,7 @@ def test_usable_rules_respect_fast_math(shipped_verdicts):
 
 
 def test_cached_verification_reuses_every_final_verdict(shipped_verdicts):
-    # verdicts with an `unknown` dtype are not cached (they are retried); all others must be: the
+    # verdicts with an `unknown` dtype are cached under their budget only (another key); all others: the
     # second verification answers every one of them from the cache (no solver run)
     final = [r for r in SHIPPED if all(x.status != rv.UNKNOWN for x in shipped_verdicts[r.name].results)]
     assert len(final) >= 0.9 * len(SHIPPED)
