@@ -22,7 +22,7 @@ import builtins
 
 from eggpu.ir.dtypes import DType
 
-from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin, _outside  # noqa: F401 - registries
+from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin  # noqa: F401 - registries
 from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .language_namespaces import MATH_NAMES, build_namespaces, libdevice_names  # noqa: F401 - re-exported
 from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, tl.Pointer, ...
@@ -86,49 +86,41 @@ _builtin_bool = builtins.bool
 @_builtin
 def program_id(axis: int) -> Any:
     """Index of this program along grid axis ``axis`` (0, 1 or 2): an i32 scalar."""
-    raise _outside("program_id")
 
 
 @_builtin
 def num_programs(axis: int) -> Any:
     """Number of programs along grid axis ``axis``: an i32 scalar."""
-    raise _outside("num_programs")
 
 
 @_builtin
 def cdiv(a: Any, b: Any) -> Any:
     """Ceiling division ``(a + b - 1) // b``; folded when both are compile-time ints."""
-    raise _outside("cdiv")
 
 
 @_builtin
 def arange(start: int, end: int) -> Any:
     """The i32 block ``[start, start+1, ..., end-1]``; bounds must be compile-time ints."""
-    raise _outside("arange")
 
 
 @_builtin
 def full(shape: Any, value: Any, dtype: DType) -> Any:
     """A block of ``shape`` (compile-time ints; ``[]`` = scalar) filled with ``value``."""
-    raise _outside("full")
 
 
 @_builtin
 def zeros(shape: Any, dtype: DType) -> Any:
     """``full(shape, 0, dtype)``."""
-    raise _outside("zeros")
 
 
 @_builtin
 def zeros_like(input: Any) -> Any:
     """Zeros with the shape and dtype of ``input``."""
-    raise _outside("zeros_like")
 
 
 @_builtin
 def expand_dims(input: Any, axis: Any) -> Any:
     """Insert a size-1 axis at ``axis`` (an int or a tuple of ints; negative counts from the end)."""
-    raise _outside("expand_dims")
 
 
 @_builtin
@@ -136,43 +128,36 @@ def reshape(input: Any, *shape: Any, can_reorder: _builtin_bool = False) -> Any:
     """Row-major reshape to a compile-time shape with the same number of elements: ``reshape(x, (M, N))``
     or ``reshape(x, M, N)``. ``can_reorder=True`` (Triton's permission to reorder elements) is
     accepted; eggpu always keeps the row-major order."""
-    raise _outside("reshape")
 
 
 @_builtin
 def view(input: Any, *shape: Any) -> Any:
     """Triton's ``view``: a reshape that may reorder elements; eggpu keeps the row-major order."""
-    raise _outside("view")
 
 
 @_builtin
 def ravel(input: Any, can_reorder: _builtin_bool = False) -> Any:
     """Flatten to 1-D (row-major)."""
-    raise _outside("ravel")
 
 
 @_builtin
 def trans(input: Any, *dims: int) -> Any:
     """Permute axes: ``trans(x)`` reverses them (transpose of a 2-D block); ``trans(x, 1, 0, 2)``."""
-    raise _outside("trans")
 
 
 @_builtin
 def permute(input: Any, *dims: int) -> Any:
     """Permute axes: ``permute(x, 1, 0, 2)`` or ``permute(x, (1, 0, 2))`` (``trans`` with explicit dims)."""
-    raise _outside("permute")
 
 
 @_builtin
 def broadcast_to(input: Any, *shape: Any) -> Any:
     """Broadcast ``input`` to ``shape`` (numpy rules: size-1 dims repeat, missing leading dims added)."""
-    raise _outside("broadcast_to")
 
 
 @_builtin
 def broadcast(input: Any, other: Any) -> Any:
     """Broadcast two blocks to their common shape; returns the pair."""
-    raise _outside("broadcast")
 
 
 # ---------------------------------------------------------------- memory
@@ -190,7 +175,6 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
     allowed. ``volatile=True``: on a GPU each element is read by its own ``ld.volatile`` (never merged
     with another load or reused); the interpreter and ``run_cpu`` read memory as any load."""
-    raise _outside("load")
 
 
 @_builtin
@@ -199,14 +183,13 @@ def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cach
     """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
     ``mask`` is true (on a block pointer: where the ``boundary_check`` dimensions are in bounds). ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
     ``eviction_policy`` are hints without effect on the result."""
-    raise _outside("store")
 
 
 def _atomic_fn(name: str, doc: str):
     """The stub of the atomic read-modify-write ``tl.<name>(ptr, val, mask=None, sem=None, scope=None)``."""
 
     def fn(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-        raise _outside(name)
+        ...
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -228,7 +211,6 @@ atomic_xor = _atomic_fn("atomic_xor", "Atomically ``*ptr ^= val`` (integer point
 @_builtin
 def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
-    raise _outside("atomic_cas")
 
 
 # ---------------------------------------------------------------- compute
@@ -237,32 +219,27 @@ def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None)
 @_builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``condition ? x : y`` lane by lane (both sides are computed); operands broadcast."""
-    raise _outside("where")
 
 
 @_builtin
 def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
     """Elementwise minimum (floats: a NaN operand is ignored; with ``propagate_nan=tl.PropagateNan.ALL``
     a NaN operand gives NaN)."""
-    raise _outside("minimum")
 
 
 @_builtin
 def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
     """Elementwise maximum (floats: a NaN operand is ignored, or propagated with ``PropagateNan.ALL``)."""
-    raise _outside("maximum")
 
 
 @_builtin
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:  # noqa: A002
     """``minimum(maximum(x, min), max)`` (Triton's parameter names ``min``/``max``)."""
-    raise _outside("clamp")
 
 
 @_builtin
 def abs(x: Any) -> Any:  # noqa: A001
     """``|x|`` (ints wrap: ``abs(INT_MIN) == INT_MIN``)."""
-    raise _outside("abs")
 
 
 # ---------------------------------------------------------------- elementwise math functions
@@ -301,8 +278,8 @@ def _math(signature: str, kind: tuple[str, bool], doc: str) -> Any:
     # help(), inspect.signature and the frontend's argument binding see the operands, and a call with
     # the wrong count is Python's TypeError, without importing inspect (a cache hit must not). exec
     # inherits this module's ``from __future__ import annotations``: ``Any`` stays the string 'Any'.
-    ns: dict[str, Any] = {"_outside": _outside}
-    exec(f"def {name}({params}) -> Any:\n    raise _outside({name!r})\n", ns)
+    ns: dict[str, Any] = {}
+    exec(f"def {name}({params}) -> Any:\n    pass\n", ns)
     fn = ns[name]
     fn.__doc__ = doc + sentence
     fn.__module__ = __name__
@@ -369,7 +346,7 @@ def _arith_fn(name: str, op: str):
     """The stub of Triton's functional ``tl.<name>(x, y, sanitize_overflow=True)`` (``x op y``)."""
 
     def fn(x: Any, y: Any, sanitize_overflow: _builtin_bool = True) -> Any:
-        raise _outside(name)
+        ...
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``x {op} y`` (Triton's functional form; pointers as with ``{op}``). ``sanitize_overflow`` "
@@ -387,7 +364,6 @@ mul = _arith_fn("mul", "*")
 def fdiv(x: Any, y: Any, ieee_rounding: _builtin_bool = False) -> Any:
     """``x / y`` on floats. Triton allows an approximate quotient unless ``ieee_rounding``; eggpu
     always computes the IEEE quotient."""
-    raise _outside("fdiv")
 
 
 @_builtin
@@ -397,7 +373,6 @@ def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is
     is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``). A tuple
     of dtypes gives a tuple of results (``$0``, ``$1``, ... first). GPU only: the interpreter and
     ``run_cpu`` refuse a kernel that uses it. eggpu supports ``pack=1``."""
-    raise _outside("inline_asm_elementwise")
 
 
 @_builtin
@@ -405,7 +380,6 @@ def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _b
     """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
     width). ``fp_downcast_rounding`` (float -> narrower float only) is None or ``"rtne"`` (round to
     nearest even, the default) or ``"rtz"`` (round toward zero), as in Triton."""
-    raise _outside("cast")
 
 
 # ---------------------------------------------------------------- reductions
@@ -415,7 +389,6 @@ def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _b
 def sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False, dtype: Any = None) -> Any:  # noqa: A001
     """Sum along ``axis`` (None: all axes). Integers narrower than 32 bits (and bool) sum in 32 bits.
     ``dtype=`` converts the input to that dtype first (Triton's meaning)."""
-    raise _outside("sum")
 
 
 @_builtin
@@ -423,14 +396,12 @@ def max(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # 
         return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
     """Maximum along ``axis`` (None: all axes); with ``return_indices=True`` the pair (maximum,
     i32 index of its first occurrence). Parameters in Triton's order."""
-    raise _outside("max")
 
 
 @_builtin
 def min(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # noqa: A001
         return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
     """Minimum along ``axis`` (None: all axes); ``return_indices=True`` as for ``max``."""
-    raise _outside("min")
 
 
 @_builtin
@@ -438,14 +409,12 @@ def argmax(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first maximum along ``axis`` (None: of the flattened block).
     ``tie_break_left=False`` lets Triton return any of tied maxima; eggpu returns the first."""
-    raise _outside("argmax")
 
 
 @_builtin
 def argmin(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first minimum along ``axis`` (None: of the flattened block)."""
-    raise _outside("argmin")
 
 
 @_builtin
@@ -453,7 +422,6 @@ def softmax(input: Any, dim: Any = None, keep_dims: _builtin_bool = False,
             ieee_rounding: _builtin_bool = False) -> Any:
     """``exp(x - max(x, dim)) / sum(exp(x - max(x, dim)), dim)`` along ``dim`` (default 0), the shape
     of ``input``; floats only."""
-    raise _outside("softmax")
 
 
 @_builtin
@@ -467,7 +435,6 @@ def dot(a: Any, b: Any, acc: Any = None, input_precision: Any = None, allow_tf32
     ``input_precision="ieee"`` (the default; Triton's default for f32 is TF32) multiplies f32 in
     full precision; ``"tf32"`` (or ``allow_tf32=True``) rounds f32 operands to TF32 first (tensor
     cores on sm_80+, exact f32 before sm_80); other precisions are refused."""
-    raise _outside("dot")
 
 
 @_builtin
@@ -481,7 +448,6 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
     elements along K (``lhs_scale``: ``[M, K//32]``, ``rhs_scale``: ``[N, K//32]``; 255 is NaN).
     Every element is multiplied by ``2**(scale - 127)`` in f32, rounded once to bf16 (f16 when a
     format is ``"fp16"``), and the products are accumulated in f32 (plus ``acc``, an f32 block)."""
-    raise _outside("dot_scaled")
 
 
 # ---------------------------------------------------------------- compile-time helpers
@@ -490,7 +456,6 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
 @_builtin
 def static_range(start: int, end: int | None = None, step: int = 1) -> Any:
     """``for i in tl.static_range(...)`` unrolls the loop at compile time (bounds are compile-time ints)."""
-    raise _outside("static_range")
 
 
 @_builtin
@@ -499,32 +464,27 @@ def range(arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
           flatten: _builtin_bool = False, warp_specialize: _builtin_bool = False) -> Any:
     """``for i in tl.range(lo, hi, step)`` is ``for i in range(lo, hi, step)``; Triton's pipelining
     hints (``num_stages``, ``loop_unroll_factor``, ...) are accepted and have no effect."""
-    raise _outside("range")
 
 
 @_builtin
 def multiple_of(input: Any, values: Any) -> Any:
     """Triton's hint that every element of ``input`` is a multiple of ``values``; returns
     ``input`` unchanged (the hint does not change results)."""
-    raise _outside("multiple_of")
 
 
 @_builtin
 def max_contiguous(input: Any, values: Any) -> Any:
     """Triton's hint that ``input`` has runs of ``values`` consecutive values; returns ``input``."""
-    raise _outside("max_contiguous")
 
 
 @_builtin
 def max_constancy(input: Any, values: Any) -> Any:
     """Triton's hint that ``input`` has runs of ``values`` equal values; returns ``input``."""
-    raise _outside("max_constancy")
 
 
 @_builtin
 def assume(cond: Any) -> Any:
     """Triton's hint that ``cond`` holds; no effect on results (a compile-time False is an error)."""
-    raise _outside("assume")
 
 
 

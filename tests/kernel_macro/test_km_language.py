@@ -106,6 +106,21 @@ def test_math_table_stubs_look_hand_written(name, params, doc_end):
         fn(*range(len(params) + 1))
 
 
+def test_a_declared_function_checks_its_arguments_before_the_outside_error():
+    """@_builtin owns a declaration's body: Python's argument check first, then the located error;
+    the declaration's own function (its signature and docstring) stays reachable as __wrapped__."""
+    with pytest.raises(TypeError, match=r"squeeze\(\) missing 1 required positional argument: 'dim'"):
+        tl.squeeze(1.0)
+    with pytest.raises(TypeError, match=r"load\(\) got an unexpected keyword argument 'masks'"):
+        tl.load(None, masks=None)
+    with pytest.raises(eggpu.KernelError, match=r"^tl\.squeeze can only be used inside a @kernel function"):
+        tl.squeeze(1.0, 0)
+    for name, fn in km_language.BUILTIN_FUNCTIONS.items():
+        assert fn.__wrapped__.__name__ == name and fn.__doc__ == fn.__wrapped__.__doc__ and fn.__doc__, name
+        assert fn.__wrapped__(*[None] * sum(1 for p in inspect.signature(fn).parameters.values()
+                                            if p.default is p.empty and p.kind != p.VAR_POSITIONAL)) is None, name
+
+
 def test_math_table_marks_exactly_the_transcendental_rows():
     """_FLOAT_T/_PLAIN_T rows are listed in TRANSCENDENTAL_STUBS in table order; others are not."""
     stubs = km_language.TRANSCENDENTAL_STUBS
