@@ -65,8 +65,8 @@ def _outside(name: str) -> KernelError:
 
 
 def _builtin(fn):
-    """Declare a language function by ``fn``: its name, signature and docstring; its body (the
-    docstring alone) is never run. The frontend looks the function's meaning up by
+    """Declare a language function by ``fn``: its name, signature and docstring (its body is the
+    docstring alone: it does nothing). The frontend looks the function's meaning up by
     ``__eggpu_builtin__``. Called as plain Python, the declared function checks its arguments as
     ``fn`` does (a wrong count is Python's TypeError) and raises :func:`_outside`'s error;
     ``inspect.signature`` and ``help()`` read ``fn`` through ``__wrapped__``."""
