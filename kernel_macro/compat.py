@@ -662,7 +662,7 @@ IMPLS: dict[str, Any] = {
     "div_rn": div_rn, "fdiv": fdiv, "umulhi": umulhi, "inline_asm_elementwise": inline_asm_elementwise,
     **{name: _float_binary(name) for name in transcendental_ops(2)},
     "sqrt_rn": lambda s, a: s.float_unary("sqrt", a["x"], "sqrt_rn"),
-    "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "nearbyint"),
+    "nearbyint": lambda s, a: s.float_unary("rint", a["x"], "libdevice.nearbyint"),  # tl has no nearbyint
     "fmod": _float_binary("fmod", lambda s, x, y: Tensor(s.b.op("rem", x.value, y.value))),
     "copysign": _float_binary("copysign", _copysign), "fdim": _float_binary("fdim", _fdim),
     **{name: _bit_count(name) for name in ("popc", "clz", "ffs", "brev")}, "mulhi": mulhi,

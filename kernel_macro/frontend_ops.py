@@ -479,13 +479,15 @@ class Semantic(Memory):
     # ------------------------------------------------------------ math
 
     def float_unary(self, name: str, x: Any, shown_name: str | None = None) -> Tensor:
-        """The IR op ``name`` on a float operand (``shown_name``: the language name for messages)."""
+        """The IR op ``name`` on a float operand (``shown_name``: the language name for messages,
+        ``tl.<it>`` unless it names its namespace, as ``libdevice.nearbyint``)."""
         t = self.const(float(x), f32) if is_number(x) else x
         if not isinstance(t, Tensor) or t.is_pointer or not t.dtype.is_float:
             shown = t.type if isinstance(t, Tensor) else describe(t)
             fn = shown_name or name
-            raise SemanticError(f"tl.{fn} needs a float operand, got {shown}",
-                                f"convert first: tl.{fn}(x.to(tl.f32))", arg="x")
+            fn = fn if "." in fn else f"tl.{fn}"
+            raise SemanticError(f"{fn} needs a float operand, got {shown}",
+                                f"convert first: {fn}(x.to(tl.f32))", arg="x")
         if name == "sigmoid":
             dt = t.dtype
             e = self.b.op("exp", self.b.op("neg", t.value))

@@ -20,7 +20,7 @@ FLOAT_ONLY = [n for n, f in language.BUILTIN_FUNCTIONS.items() if (f.__doc__ or 
 CASES = [("tl", n, np.int32) for n in FLOAT_ONLY if n in language.__all__] + [
     ("libdevice", n, np.int64) for n in FLOAT_ONLY if n in language.LIBDEVICE_NAMES]
 #: known wrong messages (a strict xfail: fixing one fails the test until it leaves this set)
-WRONG = {("libdevice", "nearbyint"): "the message and hint say tl.nearbyint, which tl does not have"}
+WRONG: dict[tuple[str, str], str] = {}
 
 KERNEL = """import eggpu
 import eggpu.language as tl
