@@ -69,6 +69,9 @@ TARGET_MAX_TERMS = 300_000
 TARGET_MAX_OP_COST = 4.0
 #: the most kernel terms one workload term's sharing search may reuse (:func:`shared_terms`)
 MAX_SHARED = 4
+#: the single-term targeted searches' share of their time limit (the sharing and composition
+#: passes get the rest, :func:`targeted_candidates`)
+ALONE_SHARE = 0.6
 #: a bool term's sharing search reuses the kernel's terms costing at least this (per lane): a
 #: comparison and-ed with a mask, which the kernel's other load masks compute anyway
 MASK_MIN_COST = 2.0
@@ -327,12 +330,20 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
     out: list[Candidate] = []
     rng = np.random.default_rng(seed + 1)
     rest = []
+    # the single-term searches stop at ALONE_SHARE of the time left, so the sharing and composition
+    # passes always get the rest (with many kernels the single-term searches alone fill any budget);
+    # a term they did not reach is still tried by the sharing pass
+    alone_end = None if deadline is None else time.perf_counter() + ALONE_SHARE * max(0.0, deadline - time.perf_counter())
+    stopped = False
     for t in sorted(terms, key=lambda t: (-t.cost, str(t))):
-        if deadline is not None and time.perf_counter() > deadline:
-            if progress:
-                progress(f"{dtype}: targeted search stopped at its time limit")
-            return out
         if t.cost < min_gain:
+            continue
+        if not stopped and alone_end is not None and time.perf_counter() > alone_end:
+            stopped = True
+            if progress:
+                progress(f"{dtype}: single-term searches stopped at their share of the time limit")
+        if stopped:
+            rest.append(t)
             continue
         c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, ())
         if c is None:

@@ -514,3 +514,20 @@ def test_the_sharing_pass_finds_the_second_mask_from_the_first_and_z3_proves_it(
     assert not c.nonneg and c.rhs.cost > c.lhs.cost  # every x; wins only beside the other mask
     text = rule_text("syn-test-mask", c.lhs, c.rhs, c.nonneg)
     assert verify_rule(parse_rules(text, "<t>")[0][0]).status == "proved"
+
+
+def test_terms_the_single_term_searches_did_not_reach_still_get_the_sharing_pass(monkeypatch):
+    # with many kernels the single-term searches fill any budget; they stop at ALONE_SHARE of it
+    # (0 here: at once), and the sharing pass still tries every term they left
+    import time
+
+    import eggpu.optimizer.synth_workload as sw
+
+    fn = _halves_ir()
+    terms = [t for t in sw.workload_terms([fn], i32, 3, CM.lane_cost, 0.06) if str(t) in SECOND_MASK | {"rem(x, 512)"}]
+    monkeypatch.setattr(sw, "ALONE_SHARE", 0.0)
+    seen: list[str] = []
+    found = sw.targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192, shared=sw.shared_terms(
+        [fn], i32, 3, CM.lane_cost, 0.06), deadline=time.perf_counter() + 3600, progress=seen.append)
+    assert [str(c.rhs) for c in found] == ["xor(p, and(lt(x, 256), p))"]  # rem(x, 512) alone: not reached
+    assert sum("single-term searches stopped" in m for m in seen) == 1
