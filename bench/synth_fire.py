@@ -12,8 +12,9 @@ the default 2 s stops the two compiles of a kernel at different points, so their
 load; each row prints why saturation stopped.
 
 With ``--synthesize [--time-limit 600 --max-size 5 --dtypes i32,f32]`` it first writes RULES.egg
-itself: the synthesizer with the same kernels' IR as its workload (their subterms are tried as
-left-hand sides first, :mod:`eggpu.optimizer.synth_workload`).
+itself: the synthesizer with the same kernels' IR as its workload, as written and as the shipped
+rules leave it (their subterms are tried as left-hand sides first,
+:mod:`eggpu.optimizer.synth_workload`).
 """
 
 from __future__ import annotations
@@ -108,16 +109,36 @@ def _measure(rules_file: str, names: list[str] | None, target: str) -> dict[str,
     return {"kernels": rows, "fired_rules": sorted(fired_all), "cost_lowered": lowered}
 
 
+def workload_functions(names: list[str] | None = None, seconds: float | None = None) -> list[Any]:
+    """The workload: each kernel's IR as written and as the shipped rules leave it (every shipped
+    file but ``synthesized.egg``, so a run finds the shipped synthesized rules again, as it does
+    from the written IR; compiled without the cache, saturation limit ``seconds``). The second is
+    what a new rule meets in the e-graph: Inductor's ``(x0 >= 256) & (x0 < 512)`` on an i64 copy of
+    ``xindex % 512`` is ``256 <= (x & 511)`` there (casts dropped, the range analysis's ``< 512``
+    gone), a term the written IR never spells."""
+    import eggpu
+
+    from .synth_sass import without_shipped_synthesized
+
+    out = []
+    with _saturation_seconds(seconds), without_shipped_synthesized():
+        for _, inst, options in _instances(names):
+            out.append(inst.ir())
+            out.append(eggpu.compile(inst, target="sm_90", cache=False, **options).ir)
+    return out
+
+
 def synthesize_with_workload(out: str, time_limit: float, max_size: int, dtypes: str,
-                             names: list[str] | None = None) -> None:
-    """``eggpu rules synthesize`` with the benchmark kernels' IR as workload; writes ``out``."""
+                             names: list[str] | None = None, seconds: float | None = None) -> None:
+    """``eggpu rules synthesize`` with the benchmark kernels' IR as workload
+    (:func:`workload_functions`); writes ``out``."""
     from pathlib import Path
 
     from eggpu.optimizer.rules_cli import parse_synth_dtypes
     from eggpu.optimizer.rules_loader import load_rule_files
     from eggpu.optimizer.synthesize import egg_text, remember_proofs, synthesize
 
-    fns = [inst.ir() for _, inst, _ in _instances(names)]
+    fns = workload_functions(names, seconds)
     t0 = time.perf_counter()
     res = synthesize(parse_synth_dtypes(dtypes), max_size=max_size, time_limit=time_limit, workload=fns,
                      progress=lambda m: print(f"[{time.perf_counter() - t0:6.1f}s] {m}", file=sys.stderr, flush=True))
@@ -142,7 +163,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="saturation time limit of every compile (default: the optimizer's); a loaded machine needs more")
     a = p.parse_args(argv)
     if a.synthesize:
-        synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None)
+        synthesize_with_workload(a.rules, a.time_limit, a.max_size, a.dtypes, a.kernels.split(",") if a.kernels else None,
+                                 a.seconds)
     res = measure(a.rules, a.kernels.split(",") if a.kernels else None, a.target, a.seconds)
     header = (f"{len(res['fired_rules'])} distinct synthesized rules fired on "
               f"{sum(1 for r in res['kernels'].values() if r['fired'])} of {len(res['kernels'])} kernels; "

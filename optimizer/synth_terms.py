@@ -312,19 +312,22 @@ class _Enumerator:
                     nonneg: bool = False, extra: Sequence[Term] = ()) -> None:
         """Size 1: the variables and constants of every sort (``pool``, ``nonneg``, ``extra``:
         see :func:`enumerate_terms`)."""
-        for sort in self.sorts:
+        leaves: dict[DType, list[tuple[Term, np.ndarray, bool]]] = {}
+        for sort in self.sorts:  # every sort's variables first: an extra leaf may read both (a mask over x and p)
             names = VALUE_VARS[:n_vars] if sort == self.dtype else BOOL_VARS[:bool_vars]
-            rows = []
+            leaves[sort] = []
             for name in names:
                 v = samples(sort, self.n_samples, self.rng)
                 if nonneg and sort == self.dtype and sort.is_signed:
                     v = np.where(v < 0, ~v, v)  # a bijection of [MIN, -1] onto [0, MAX]: MIN -> MAX
                 self.var_samples[(sort, name)] = v
-                rows.append((Term("var", sort, value=name), v, True))
+                leaves[sort].append((Term("var", sort, value=name), v, True))
+        for sort in self.sorts:
+            rows = leaves[sort]
             for c in (pool if pool is not None and sort == self.dtype else constants(sort)):
                 v = np.full(self.n_samples, c, dtype=numpy_dtype(sort))
                 rows.append((Term("const", sort, value=c, cost=const_cost), v, False))
-            if extra and sort == self.dtype:
+            if extra:  # of either sort: a kernel's mask is a bool extra leaf
                 from .synth_workload import evaluate
 
                 rows += [(t, evaluate(t, self.var_samples, self.n_samples), True) for t in extra

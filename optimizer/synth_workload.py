@@ -69,6 +69,12 @@ TARGET_MAX_TERMS = 300_000
 TARGET_MAX_OP_COST = 4.0
 #: the most kernel terms one workload term's sharing search may reuse (:func:`shared_terms`)
 MAX_SHARED = 4
+#: the single-term targeted searches' share of their time limit (the sharing and composition
+#: passes get the rest, :func:`targeted_candidates`)
+ALONE_SHARE = 0.6
+#: a bool term's sharing search reuses the kernel's terms costing at least this (per lane): a
+#: comparison and-ed with a mask, which the kernel's other load masks compute anyway
+MASK_MIN_COST = 2.0
 
 
 def _producers_and_reused(fn: Function) -> tuple[dict[int, Operation], set[int]]:
@@ -114,19 +120,25 @@ def workload_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
 def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
                  lane_cost: Callable[[str, DType], float], const_cost: float,
                  max_size: int = MAX_WORKLOAD_SIZE, depth: int = WORKLOAD_DEPTH,
-                 min_cost: float = TARGET_MAX_OP_COST, limit: int = MAX_SHARED) -> dict[str, list[Term]]:
-    """For each workload term of ``dtype`` (as :func:`workload_terms` names it, every value the function reuses
-    a variable), the other expensive terms of the same function over a subset of its leaves (same
-    IR values, same variable names): ``rem(x, 768)`` -> ``[div(x, 768)]`` in a kernel computing
-    both ``xindex % 768`` and ``xindex // 768``. A right-hand side that reuses one of them costs
-    only what it adds in that kernel (the extraction pays a shared node once). Only terms costing
-    at least ``min_cost`` (divisions, remainders: what sharing saves), at most ``limit`` each."""
+                 min_cost: float = TARGET_MAX_OP_COST, limit: int = MAX_SHARED,
+                 mask_min_cost: float = MASK_MIN_COST) -> dict[str, list[Term]]:
+    """For each workload term of ``dtype`` or bool (as :func:`workload_terms` names it, every value the
+    function reuses a variable), the other expensive terms of the same function over a subset of its
+    leaves (same IR values, same variable names; the other term is abstracted with exactly those
+    values as variables, so a comparison it shares with the kernel's other masks is spelt out):
+    ``rem(x, 768)`` -> ``[div(x, 768)]`` in a kernel computing both ``xindex % 768`` and ``xindex //
+    768``; ``and(le(256, x), p)`` -> ``[and(lt(x, 256), p)]`` in ``poi_cat``, whose two loads are
+    masked by ``x0 < 256`` and ``x0 >= 256``, each and-ed with ``xmask``. A right-hand side that
+    reuses one of them costs only what it adds in that kernel (the extraction pays a shared node
+    once). Only terms costing at least ``min_cost`` (divisions, remainders: what sharing saves) for a
+    term of ``dtype``, ``mask_min_cost`` for a bool one (a comparison and-ed with a mask), at most
+    ``limit`` each."""
     sigs = {(s.op, s.operands): s for s in signatures(dtype)}
     out: dict[str, list[Term]] = {}
     for fn in fns:
         producers, reused = _producers_and_reused(fn)
         roots = [op.results[0] for op in fn.walk() if len(op.results) == 1 and op.results[0].type.shape != ()
-                 and op.results[0].type.dtype == dtype  # a bool term (a mask) has nothing to reuse
+                 and op.results[0].type.dtype in (dtype, bool_)
                  and (op.op, tuple(v.type.dtype for v in op.operands)) in sigs]
         for r in roots:
             names: dict[int, Term] = {}
@@ -134,12 +146,13 @@ def shared_terms(fns: Iterable[Function], dtype: DType, n_vars: int,
             if t is None or t.op in ("var", "const") or t.size > max_size or len(names) > n_vars + 1:
                 continue
             found = out.setdefault(str(t), [])
+            floor = mask_min_cost if t.dtype == bool_ else min_cost
             for u in roots:
                 if u is r or len(found) >= limit:
                     continue
                 mine = dict(names)
-                s = _abstract(u, producers, sigs, mine, dtype, lane_cost, const_cost, depth + 1, reused, root=True)
-                if s is None or len(mine) != len(names) or s.cost < min_cost or str(s) == str(t) \
+                s = _abstract(u, producers, sigs, mine, dtype, lane_cost, const_cost, depth + 1, set(names), root=True)
+                if s is None or len(mine) != len(names) or s.cost < floor or str(s) == str(t) \
                         or str(s) in _subterm_texts(t) or str(t) in _subterm_texts(s) \
                         or any(str(s) == str(x) for x in found):
                     continue
@@ -317,12 +330,20 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
     out: list[Candidate] = []
     rng = np.random.default_rng(seed + 1)
     rest = []
+    # the single-term searches stop at ALONE_SHARE of the time left, so the sharing and composition
+    # passes always get the rest (with many kernels the single-term searches alone fill any budget);
+    # a term they did not reach is still tried by the sharing pass
+    alone_end = None if deadline is None else time.perf_counter() + ALONE_SHARE * max(0.0, deadline - time.perf_counter())
+    stopped = False
     for t in sorted(terms, key=lambda t: (-t.cost, str(t))):
-        if deadline is not None and time.perf_counter() > deadline:
-            if progress:
-                progress(f"{dtype}: targeted search stopped at its time limit")
-            return out
         if t.cost < min_gain:
+            continue
+        if not stopped and alone_end is not None and time.perf_counter() > alone_end:
+            stopped = True
+            if progress:
+                progress(f"{dtype}: single-term searches stopped at their share of the time limit")
+        if stopped:
+            rest.append(t)
             continue
         c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, ())
         if c is None:
@@ -331,27 +352,13 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
         out.append(c)
         if progress:
             progress(f"{dtype}: targeted: {c.lhs} => {c.rhs}" + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
-    # composition pass: a term without a cheaper equivalent of <= TARGET_SIZE nodes searches again
-    # with the right-hand sides found for its subterms as leaves; a result that only applies the
-    # subterms' rules (no new structure) is dropped
-    for t in rest:
-        if deadline is not None and time.perf_counter() > deadline:
-            break
-        extra = _subterm_rhs(t, out)
-        if not extra:
-            continue
-        c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, extra)
-        if c is not None and _canon(c.rhs) != _canon(_rewrite_subterms(t, out)):  # not just the subterms' rules
-            out.append(c)
-            if progress:
-                progress(f"{dtype}: targeted (composed): {c.lhs} => {c.rhs}"
-                         + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
-    solved = {str(c.lhs) for c in out}
-    for t in rest:  # sharing pass: the kernel's other terms as free leaves
+    # sharing pass (before the composition pass: one search per term that has kernel terms to
+    # share, where the composition pass searches again for every term left)
+    for t in rest:  # the kernel's other terms as free leaves
         if deadline is not None and time.perf_counter() > deadline:
             break
         sib = [s for s in (shared or {}).get(str(t), ()) if set(s.variables()) <= set(t.variables())]
-        if str(t) in solved or not sib:
+        if not sib:
             continue
         free = [replace(s, cost=0.0) for s in sib]
         c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, free)
@@ -363,6 +370,23 @@ def targeted_candidates(terms: Iterable[Term], dtype: DType, lane_cost: Callable
         if progress:
             progress(f"{dtype}: targeted (sharing {', '.join(map(str, used))}): {c.lhs} => {c.rhs}"
                      + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
+    # composition pass: a term without a cheaper equivalent of <= TARGET_SIZE nodes searches again
+    # with the right-hand sides found for its subterms as leaves; a result that only applies the
+    # subterms' rules (no new structure) is dropped
+    solved = {str(c.lhs) for c in out}
+    alone = [c for c in out if not c.shares]  # a sharing right-hand side is dearer than its term
+    for t in rest:
+        if deadline is not None and time.perf_counter() > deadline:
+            break
+        extra = _subterm_rhs(t, alone)
+        if str(t) in solved or not extra:
+            continue
+        c = _targeted_one(t, dtype, lane_cost, const_cost, min_gain, n_samples, seed, deadline, rng, extra)
+        if c is not None and _canon(c.rhs) != _canon(_rewrite_subterms(t, alone)):  # not just the subterms' rules
+            out.append(c)
+            if progress:
+                progress(f"{dtype}: targeted (composed): {c.lhs} => {c.rhs}"
+                         + (f" ({', '.join(c.nonneg)} >= 0)" if c.nonneg else ""))
     return out
 
 

@@ -428,8 +428,8 @@ def test_shared_terms_pair_a_remainder_with_the_kernels_division_of_the_same_val
     sh = shared_terms([row_col.Kernel(256).ir()], i32, 3, CM.lane_cost, 0.06)
     assert [str(t) for t in sh["rem(x, 768)"]] == ["div(x, 768)"]
     assert [str(t) for t in sh["div(x, 768)"]] == ["rem(x, 768)"]
-    # cheap terms (the index itself, the mask) are not worth sharing; a kernel without the
-    # division has nothing to share
+    # cheap value terms (the index itself) are not worth sharing (a mask shares terms of 2 a lane or
+    # more: test_a_mask_shares_...); a kernel without the division has nothing to share
     assert all(t.cost >= 4 for ts in sh.values() for t in ts)
     assert "rem(x, 768)" not in shared_terms([col_only.Kernel(256).ir()], i32, 3, CM.lane_cost, 0.06)
 
@@ -451,3 +451,83 @@ def test_the_sharing_pass_finds_a_remainder_from_the_division_and_z3_proves_it()
 
     prov = SynthRule("syn-test-rem", i32, c.lhs, c.rhs, text, "z3", 1, workload=True, shares="div(x, 768)").provenance()
     assert "| workload | wins beside div(x, 768) (computed anyway) | proved i32" in prov
+
+
+@eggpu.kernel
+def two_halves(x_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32, BLOCK: tl.constexpr):
+    # poi_cat's masks: the first half of each 512-wide row from one place, the second from another
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    col = offs % 512
+    lo = tl.load(x_ptr + offs, mask=(col < 256) & mask, other=0.0)
+    hi = tl.load(x_ptr + offs + 7, mask=(col >= 256) & mask, other=0.0)
+    tl.store(y_ptr + offs, lo + hi, mask=mask)
+
+
+#: ``(col >= 256) & mask`` as a workload term (the extraction spells ``col >= 256`` either way)
+SECOND_MASK = {"and(le(256, x), p)", "and(ge(x, 256), p)"}
+
+
+def _halves_ir():
+    """``two_halves`` as the shipped rules but the synthesized ones leave it: ``col`` read by both
+    comparisons (one variable)."""
+    from bench.synth_sass import without_shipped_synthesized
+
+    with without_shipped_synthesized():
+        return eggpu.compile(two_halves.Kernel(256), cache=False).ir
+
+
+def test_a_mask_shares_the_kernels_other_mask_over_the_same_comparison_operands():
+    # bool terms take part in the sharing pass; the other mask is abstracted over the same leaves
+    # (col, mask), so the comparison the two share is spelt out, not a fresh variable
+    from eggpu.optimizer.synth_workload import shared_terms
+
+    fn = _halves_ir()
+    sh = shared_terms([fn], i32, 3, CM.lane_cost, 0.06)
+    (ge,) = set(sh) & SECOND_MASK
+    assert "and(lt(x, 256), p)" in [str(t) for t in sh[ge]]
+    assert all(t.cost >= 2 for ts in sh.values() for t in ts)
+
+
+def test_a_bool_extra_leaf_reads_value_and_bool_variables():
+    from eggpu.optimizer.synth_workload import evaluate
+
+    x, p = Term("var", i32, value="x"), Term("var", bool_, value="p")
+    m = Term("and", bool_, (Term("lt", bool_, (x, Term("const", i32, value=256, cost=0.06)), size=3, cost=1.06), p),
+             size=5, cost=0.0)
+    e = enumerate_terms(i32, max_size=3, lane_cost=CM.lane_cost, const_cost=0.06, n_vars=1, bool_vars=1,
+                        n_samples=64, pool=[0, 1, 256], extra=[m])
+    (fp,) = fingerprints(evaluate(m, e.var_samples, 64)[None, :], bool_, e.mult)
+    assert str(m) in [str(t) for t in e.index[(bool_, fp)].members]
+
+
+def test_the_sharing_pass_finds_the_second_mask_from_the_first_and_z3_proves_it():
+    from eggpu.optimizer.synth_workload import shared_terms, targeted_candidates, workload_terms
+
+    fn = _halves_ir()
+    terms = [t for t in workload_terms([fn], i32, 3, CM.lane_cost, 0.06) if str(t) in SECOND_MASK]
+    assert len(terms) == 1
+    assert not targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192)  # nothing alone
+    sh = shared_terms([fn], i32, 3, CM.lane_cost, 0.06)
+    (c,) = targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192, shared=sh)
+    assert str(c.rhs) == "xor(p, and(lt(x, 256), p))" and [str(s) for s in c.shares] == ["and(lt(x, 256), p)"]
+    assert not c.nonneg and c.rhs.cost > c.lhs.cost  # every x; wins only beside the other mask
+    text = rule_text("syn-test-mask", c.lhs, c.rhs, c.nonneg)
+    assert verify_rule(parse_rules(text, "<t>")[0][0]).status == "proved"
+
+
+def test_terms_the_single_term_searches_did_not_reach_still_get_the_sharing_pass(monkeypatch):
+    # with many kernels the single-term searches fill any budget; they stop at ALONE_SHARE of it
+    # (0 here: at once), and the sharing pass still tries every term they left
+    import time
+
+    import eggpu.optimizer.synth_workload as sw
+
+    fn = _halves_ir()
+    terms = [t for t in sw.workload_terms([fn], i32, 3, CM.lane_cost, 0.06) if str(t) in SECOND_MASK | {"rem(x, 512)"}]
+    monkeypatch.setattr(sw, "ALONE_SHARE", 0.0)
+    seen: list[str] = []
+    found = sw.targeted_candidates(terms, i32, CM.lane_cost, 0.06, 0.5, n_samples=192, shared=sw.shared_terms(
+        [fn], i32, 3, CM.lane_cost, 0.06), deadline=time.perf_counter() + 3600, progress=seen.append)
+    assert [str(c.rhs) for c in found] == ["xor(p, and(lt(x, 256), p))"]  # rem(x, 512) alone: not reached
+    assert sum("single-term searches stopped" in m for m in seen) == 1

@@ -1,11 +1,12 @@
 """The shipped synthesized rules (``rules/synthesized.egg``, docs/rules.md §7).
 
-Four rules written by ``eggpu rules synthesize`` from the benchmark kernels ship; each fires on a
+Five rules written by ``eggpu rules synthesize`` from the benchmark kernels ship; each fires on a
 benchmark kernel, lowers its cost, and passes the SASS check (``bench.synth_sass``: no kernel it
 fires on gets longer machine code at sm_80 or sm_90): two over the index math, their constants
 generalized into guarded variables (``optimizer/synth_generalize.py``),
-``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)`` at f32, and ``x % 768 => x + -768 * (x // 768)`` at
-i32 (it wins only beside the division the kernel computes anyway). A fifth proved rule,
+``0.5 * (1.0 + x) => fma(x, 0.5, 0.5)`` at f32, ``x % 768 => x + -768 * (x // 768)`` at
+i32 (it wins only beside the division the kernel computes anyway) and ``(x >= c) & p => p ^ ((x <
+c) & p)`` (poi_cat's second load mask, which wins only beside its first). A sixth proved rule,
 ``syn-i32-regroup-pow2``, fails the SASS check (poi_silu_mul 294 -> 297 at sm_80) and stays in
 the file as a comment. Each shipped rule:
 
@@ -95,8 +96,62 @@ REM = ("syn-i32-rem-beside-div-768",
         "(Rem (I64) (Opaque (I64) 1) (Splat (I64) \"16\" (Const (I64) 768)))"])  # proved at i32 only
 
 
+P = "(Opaque (Bool) 2)"
+
+
+def _mask(cmp: str, c: int, x: str = X, t: str = "I32") -> str:
+    k_ = f'(Splat ({t}) "16" (Const ({t}) {c}))'
+    return f"(And (Bool) ({cmp} ({t}) {k_} {x}) {P})" if cmp == "Le" else f"(And (Bool) ({cmp} ({t}) {x} {k_}) {P})"
+
+
+MASK = ("syn-i32-mask-ge-beside-lt",
+        _mask("Le", 64), f"(Xor (Bool) {P} {_mask('Lt', 64)})",
+        [_mask("Le", 300),                                              # the family as found: c a power of two
+         _mask("Lt", 64),                                               # x < c: not the rule's comparison
+         _mask("Le", 64, "(Opaque (I64) 1)", "I64")])                   # proved at i32 only
+
+
 def test_the_cases_cover_every_shipped_synthesized_rule():
-    assert set(CASES) | {FMA[0], REM[0]} == set(SYNTH) and len(SYNTH) == 4
+    assert set(CASES) | {FMA[0], REM[0], MASK[0]} == set(SYNTH) and len(SYNTH) == 5
+
+
+@pytest.mark.parametrize("facts", [(), NONNEG, NEG])
+def test_the_mask_rule_fires_for_every_x_and_only_on_its_shape(facts):
+    # (x >= c) & p == p ^ ((x < c) & p) whatever x and p: no range guard
+    name, before, after, misses = MASK
+    assert_rule_fires(SYNTH[name], before, after, facts=facts)
+    for term in misses:
+        assert_rule_does_not_fire(SYNTH[name], term, facts=facts)
+
+
+@eggpu.kernel
+def halves(a_ptr: tl.Pointer[tl.f32], b_ptr: tl.Pointer[tl.f32], y_ptr: tl.Pointer[tl.f32], n: tl.i32,
+           BLOCK: tl.constexpr):
+    # poi_cat's shape over loaded (possibly negative) column indices: the first load where c < 128,
+    # the second where c >= 128, each and-ed with the bounds mask
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    c = tl.load(a_ptr + offs, mask=mask, other=0.0).to(tl.int32)
+    lo = tl.load(b_ptr + offs, mask=(c < 128) & mask, other=1.0)
+    hi = tl.load(b_ptr + offs + 1, mask=(c >= 128) & mask, other=2.0)
+    tl.store(y_ptr + offs, lo * 3.0 + hi, mask=mask)
+
+
+def test_the_mask_rule_wins_beside_the_other_mask_and_the_kernel_stays_right():
+    ck = eggpu.compile(halves.Kernel(256), cache=False)
+    opt = ck.report["optimizer"]
+    assert opt["rules_fired"].get(MASK[0], 0) >= 1 and opt["validation"] == "valid" and not opt["fell_back"]
+    assert any(o.op == "xor" for o in ck.ir.walk()) and not any(o.op in ("le", "ge") for o in ck.ir.walk())
+    for n in (1, 1000, 1001):
+        rng = np.random.default_rng(n)
+        a = rng.integers(-300, 300, n).astype(np.float32)
+        a[: min(n, 4)] = [127.0, 128.0, -1.0, 129.0][: min(n, 4)]
+        b = rng.standard_normal(n + 1).astype(np.float32)
+        y = np.zeros(n, np.float32)
+        ck.run_cpu(((n + 255) // 256,), a, b, y, np.int32(n))
+        c = a.astype(np.int32)
+        want = np.where(c < 128, b[:n], np.float32(1.0)) * np.float32(3.0) + np.where(c >= 128, b[1:], np.float32(2.0))
+        assert np.array_equal(y, want.astype(np.float32))
 
 
 def test_the_rule_that_lengthens_sass_is_kept_as_a_comment_only():
@@ -159,7 +214,7 @@ def test_the_range_guard_blocks(name):
     assert_rule_does_not_fire(SYNTH[name], before, after)  # nothing known about x
 
 
-@pytest.mark.parametrize("name", sorted(CASES) + [FMA[0], REM[0]])
+@pytest.mark.parametrize("name", sorted(CASES) + [FMA[0], REM[0], MASK[0]])
 def test_ships_fully_proved(name):
     from eggpu.optimizer import shipped_proofs
 
@@ -175,7 +230,7 @@ def _case(name: str, size: int):
     return case, jf.specialize(*case.args, **kern.consts), options
 
 
-KERNELS = {"poi_permute": {"syn-i32-mul-divrem-pow2"}, "poi_cat": {"syn-i32-mul-div-pow2"},
+KERNELS = {"poi_permute": {"syn-i32-mul-divrem-pow2"}, "poi_cat": {"syn-i32-mul-div-pow2", MASK[0]},
            "poi_row_col_affine": {"syn-i32-rem-beside-div-768"}}  # naive kernels; gelu_backward (library): below
 
 
@@ -200,6 +255,27 @@ def test_fires_on_the_naive_kernel_and_lowers_its_cost(name, monkeypatch, tmp_pa
     unopt = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
     without = optimize(unopt, rules=others, shipped_rules=False, target="sm_90")
     assert opt["cost_after"] < without.cost_after - 1.0, (opt["cost_after"], without.cost_after)
+
+
+def test_the_mask_rule_alone_lowers_poi_cats_cost(monkeypatch, tmp_path):
+    # not redundant with the other shipped rules: without it (every other rule kept) poi_cat costs
+    # one op a lane more (the second mask's compare and and, against one xor)
+    import functools
+
+    import eggpu.optimizer as opt_mod
+    from eggpu.optimizer import optimize
+    from eggpu.rules import shipped_files
+
+    monkeypatch.setattr(opt_mod, "Limits", functools.partial(opt_mod.Limits, seconds=120))
+    case, inst, options = _case("poi_cat", 10)
+    unopt = eggpu.compile(inst, target="sm_90", cache=False, optimize=False, **options).ir
+    text = Path(_shipped_file()).read_text()
+    (tmp_path / "minus.egg").write_text("\n".join(ln for ln in text.splitlines() if f':name "{MASK[0]}")' not in ln))
+    others = [str(f) for f in shipped_files() if f.name != "synthesized.egg"]
+    full = optimize(unopt, rules=[*others, _shipped_file()], shipped_rules=False, target="sm_90")
+    minus = optimize(unopt, rules=[*others, str(tmp_path / "minus.egg")], shipped_rules=False, target="sm_90")
+    assert full.rule_hits.get(MASK[0], 0) >= 1 and MASK[0] not in minus.rule_hits
+    assert full.cost_after < minus.cost_after - 1.0, (full.cost_after, minus.cost_after)
 
 
 @pytest.mark.parametrize(("name", "size"), [(n, s) for n in sorted(KERNELS) for s in (1, 1000, 1001)])
