@@ -252,6 +252,9 @@ def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[A
 
 
 _FINGERPRINT: str | None = None
+#: the cache directory's folder of per-installation facts (codegen/toolchain.py keeps the ptxas
+#: version there too)
+TOOLCHAIN_FOLDER = "toolchain"
 
 
 def toolchain_fingerprint(store: Cache | None = None) -> str:
@@ -260,17 +263,20 @@ def toolchain_fingerprint(store: Cache | None = None) -> str:
 
     Part of every cache key, so a changed lowering, optimizer or rule set in a development tree
     never serves a stale artefact (the version string alone would). Computed once per process;
-    memoized across processes in ``store``'s directory under a stat signature of the sources
-    (:mod:`eggpu.fingerprint`: a fresh process pays ~1 ms of ``stat`` calls instead of hashing
-    ~1 MB).
+    memoized across processes in ``toolchain/`` of ``store``'s directory under a stat signature
+    of the sources (:mod:`eggpu.fingerprint`: a fresh process pays ~1 ms of ``stat`` calls
+    instead of hashing ~2 MB, ~20 ms). ``toolchain/`` holds facts about the installation, not
+    about any kernel (the ptxas version is the other one), so a compile into an emptied kernel
+    cache that keeps them does not hash eggpu's sources again.
     """
     global _FINGERPRINT
     if _FINGERPRINT is None:
         import eggpu
         from eggpu.fingerprint import fingerprint
 
-        memo = store.dir if store is not None and store.usable() else None
-        _FINGERPRINT = fingerprint(_eggpu_package_dirs(), eggpu.__version__, memo)
+        root = store.dir if store is not None and store.usable() else None
+        memo = root / TOOLCHAIN_FOLDER if root is not None else None
+        _FINGERPRINT = fingerprint(_eggpu_package_dirs(), eggpu.__version__, memo, under=root)
     return _FINGERPRINT
 
 
