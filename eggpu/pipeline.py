@@ -549,7 +549,6 @@ def _param_type(text: str):
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx_module
-    from eggpu.codegen.ptxas import run_ptxas
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
     from eggpu.ir.effects import written_params
@@ -606,8 +605,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         report["ptxas"] = {"skipped": str(e)}
     if have_ptxas:
         with stage("ptxas"):
-            pr = run_ptxas(ptx, target)
-            ptx, pr = _fewer_registers(ptx, pr, target, run_ptxas)
+            ptx, pr = _fewer_registers(ptx, target)
         report["ptxas"] = {"registers": pr.registers, "spill_stores": pr.spills_stores,
                            "spill_loads": pr.spills_loads, "shared_bytes": pr.shared_bytes}
     from eggpu.ir.printer import print_function
@@ -623,17 +621,19 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     return ck
 
 
-def _fewer_registers(ptx: str, pr: Any, target: Any, run_ptxas: Any) -> tuple[str, Any]:
+def _fewer_registers(ptx: str, target: Any) -> tuple[str, Any]:
     """``ptx`` or its variant with recurring constant selects split (:mod:`eggpu.codegen.ptx_selects`),
     whichever ptxas gives fewer registers without more spills, with its report. The split costs
     one instruction per select, so it is kept only where it frees a register; ptxas runs twice
-    only for a kernel that has such selects (libdevice's ``erff``)."""
+    only for a kernel that has such selects (libdevice's ``erff``), both at once
+    (:func:`~eggpu.codegen.ptxas.run_ptxas_each`): the wall time of one run, not two."""
     from eggpu.codegen.ptx_selects import split_constant_selects
+    from eggpu.codegen.ptxas import run_ptxas_each
 
     split = split_constant_selects(ptx)
     if split == ptx:
-        return ptx, pr
-    ps = run_ptxas(split, target)
+        return ptx, run_ptxas_each([ptx], target)[0]
+    pr, ps = run_ptxas_each([ptx, split], target)
     if ps.registers < pr.registers and ps.spills_stores + ps.spills_loads <= pr.spills_stores + pr.spills_loads:
         return split, ps
     return ptx, pr
