@@ -69,6 +69,18 @@ def clear_cache() -> None:
         _subsets.clear()
 
 
+def has_subsets() -> bool:
+    """Whether this process has made or loaded any subset yet (:mod:`.libdevice_prefetch`
+    prefetches only for the first)."""
+    return bool(_subsets)
+
+
+def file_key() -> tuple[str, int, int]:
+    """``(path, size, mtime_ns)`` of the installed libdevice (ToolchainError when there is none,
+    CodegenError when it cannot be read)."""
+    return _file_key(find_libdevice())
+
+
 def _file_key(path: Path) -> tuple[str, int, int]:
     try:
         st = path.stat()
@@ -188,13 +200,7 @@ def libdevice_subset(
         dkey = _disk_key(sha, names, triple, data_layout)
         stored = _from_disk(dkey, names, context)
         if stored is None:
-            mod = _parse_bitcode(data, str(path), context)
-            missing = [n for n in names if not _defines(mod, n)]
-            if missing:
-                raise LibdeviceMissing(missing)
-            mod.triple, mod.data_layout = triple, data_layout
-            strip_to(mod, names, new_pass_builder())
-            subset = mod.as_bitcode()
+            mod, subset = _cut(data, sha, fkey, names, triple, data_layout, new_pass_builder, context)
             disk_put("libdevice", "EGGPU_LIBDEVICE_CACHE", dkey, ".bc", subset, KEEP)
         else:
             mod, subset = stored
@@ -203,3 +209,39 @@ def libdevice_subset(
             del _subsets[next(iter(_subsets))]
         _subsets[key] = subset
         return mod
+
+
+def _cut(data: bytes, sha: str, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
+         data_layout: str, new_pass_builder: Callable[[], Any], context) -> tuple[llvm_binding.ModuleRef, bytes]:
+    """The subset of libdevice (``data``, its ``sha``) for ``names``, parsed into ``context``, and
+    its bitcode. From this thread's background parse of the same bytes when there is one
+    (:mod:`.libdevice_prefetch`: cut in the parse's own context, then the subset's bitcode parsed
+    into ``context``, as an in-process hit does); else parsed into ``context`` here."""
+    from .libdevice_prefetch import take
+
+    pre = take(fkey, sha)
+    if pre is None:
+        mod = _parse_bitcode(data, fkey[0], context)
+        _strip_checked(mod, names, triple, data_layout, new_pass_builder)
+        return mod, mod.as_bitcode()
+    full, own_context = pre
+    try:
+        _strip_checked(full, names, triple, data_layout, new_pass_builder)
+        subset = full.as_bitcode()
+    finally:
+        full.close()  # the module before its context
+        own_context.close()
+    mod = _parse_bitcode(subset, f"subset of {fkey[0]}", context)
+    mod.triple, mod.data_layout = triple, data_layout
+    return mod, subset
+
+
+def _strip_checked(mod: llvm_binding.ModuleRef, names: tuple[str, ...], triple: str, data_layout: str,
+                   new_pass_builder: Callable[[], Any]) -> None:
+    """Cut libdevice's module ``mod`` down to ``names`` (:func:`strip_to`) with the kernel's triple
+    and data layout; :class:`LibdeviceMissing` for names it does not define."""
+    missing = [n for n in names if not _defines(mod, n)]
+    if missing:
+        raise LibdeviceMissing(missing)
+    mod.triple, mod.data_layout = triple, data_layout
+    strip_to(mod, names, new_pass_builder())

@@ -549,6 +549,7 @@ def _param_type(text: str):
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx_module
+    from eggpu.codegen.libdevice_prefetch import start as prefetch_libdevice
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
     from eggpu.ir.effects import written_params
@@ -575,19 +576,25 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     # the source line even when the compiled kernel comes from the cache (its IR text has no locations)
     report["gpu_only"] = [[op.op, op.loc.file, op.loc.line, op.loc.col] if op.loc is not None else [op.op]
                           for op in fn.walk() if op.op == "inline_asm"]
-    if opts.optimize:
-        from eggpu.optimizer import optimize as run_optimizer
+    # a kernel calling libdevice has it parsed in a thread while the optimizer runs (cold compiles)
+    prefetch = prefetch_libdevice(fn)
+    try:
+        if opts.optimize:
+            from eggpu.optimizer import optimize as run_optimizer
 
-        with stage("optimize"):
-            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
-                                rule_sources=opts.rule_sources())
-        fn = res.function
-        report["optimizer"] = _optimizer_report(res)
-    report["ir_ops_after"] = fn.op_count()
-    target = get_target(opts.target, num_warps=opts.num_warps)
-    with stage("codegen"):
-        compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
-                                      num_stages=opts.num_stages, dot_strategy=opts.dot_strategy)
+            with stage("optimize"):
+                res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
+                                    rule_sources=opts.rule_sources())
+            fn = res.function
+            report["optimizer"] = _optimizer_report(res)
+        report["ir_ops_after"] = fn.op_count()
+        target = get_target(opts.target, num_warps=opts.num_warps)
+        with stage("codegen"):
+            compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
+                                          num_stages=opts.num_stages, dot_strategy=opts.dot_strategy)
+    finally:
+        if prefetch is not None:
+            prefetch.close()
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
     report["assumptions"] = dict(compiled.lowered.assumptions)
     report["written_params"] = sorted(written_params(fn))
