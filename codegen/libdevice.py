@@ -200,7 +200,7 @@ def libdevice_subset(
         dkey = _disk_key(sha, names, triple, data_layout)
         stored = _from_disk(dkey, names, context)
         if stored is None:
-            mod, subset = _cut(data, sha, fkey, names, triple, data_layout, new_pass_builder, context)
+            mod, subset = _cut(data, fkey, names, triple, data_layout, new_pass_builder, context)
             disk_put("libdevice", "EGGPU_LIBDEVICE_CACHE", dkey, ".bc", subset, KEEP)
         else:
             mod, subset = stored
@@ -211,15 +211,15 @@ def libdevice_subset(
         return mod
 
 
-def _cut(data: bytes, sha: str, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
+def _cut(data: bytes, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
          data_layout: str, new_pass_builder: Callable[[], Any], context) -> tuple[llvm_binding.ModuleRef, bytes]:
-    """The subset of libdevice (``data``, its ``sha``) for ``names``, parsed into ``context``, and
+    """The subset of libdevice (``data``) for ``names``, parsed into ``context``, and
     its bitcode. From this thread's background parse of the same bytes when there is one
     (:mod:`.libdevice_prefetch`: cut in the parse's own context, then the subset's bitcode parsed
     into ``context``, as an in-process hit does); else parsed into ``context`` here."""
     from .libdevice_prefetch import take
 
-    pre = take(fkey, sha)
+    pre = take(fkey, data)
     if pre is None:
         mod = _parse_bitcode(data, fkey[0], context)
         _strip_checked(mod, names, triple, data_layout, new_pass_builder)

@@ -24,7 +24,10 @@ Scope and safety:
   beside them (a ``compile_many`` worker, an autotuning sweep).
 - The module is parsed into an LLVM context of its own (LLVM contexts are independent, so the
   thread touches nothing the compiling thread uses) from bytes read in the thread; it is used
-  only when the sha256 of those bytes equals the one :mod:`.libdevice` reads for the same file.
+  only when those bytes equal the ones :mod:`.libdevice` reads for the same file.
+- llvmlite's bindings are imported by :func:`start`, in the compiling thread (the import is
+  Python code holding the GIL, and codegen needs it anyway): the thread runs only the file read
+  and the parse, which release the GIL, so it does not slow the optimizer's Python down.
 - ``fork`` (the optimizer's isolated saturation, :mod:`eggpu.optimizer.isolate`; a process
   pool) first waits for every running parse (``os.register_at_fork``), so no child starts with
   LLVM half-way through a parse; a child starts with no prefetch of its own.
@@ -35,7 +38,6 @@ Scope and safety:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import threading
 import weakref
@@ -54,19 +56,18 @@ class Prefetch:
 
     def __init__(self, file_key: tuple[str, int, int]) -> None:
         self.file_key = file_key
-        self.sha: str | None = None
+        self.data: bytes | None = None
         self.module: Any = None
         self.context: Any = None
         self._thread = threading.Thread(target=self._parse, name="eggpu-libdevice-prefetch", daemon=True)
 
     def _parse(self) -> None:
         try:
-            import llvmlite.binding as llvm
+            import llvmlite.binding as llvm  # imported by start(): no import work here
 
-            data = Path(self.file_key[0]).read_bytes()
-            self.sha = hashlib.sha256(data).hexdigest()
+            self.data = Path(self.file_key[0]).read_bytes()
             self.context = llvm.create_context()
-            self.module = llvm.parse_bitcode(data, context=self.context)
+            self.module = llvm.parse_bitcode(self.data, context=self.context)
         except Exception:  # the compile parses libdevice itself and reports what is wrong
             self._free()
 
@@ -74,12 +75,12 @@ class Prefetch:
         if self._thread.is_alive() and self._thread is not threading.current_thread():
             self._thread.join()
 
-    def take(self, file_key: tuple[str, int, int], sha: str) -> tuple[Any, Any] | None:
-        """``(module, context)`` parsed from the file with this key and sha256, now the caller's
-        (it must close the module, then the context); None when the parse failed or was of
-        other bytes, or when it was already taken."""
+    def take(self, file_key: tuple[str, int, int], data: bytes) -> tuple[Any, Any] | None:
+        """``(module, context)`` parsed from the file with this key and these bytes, now the
+        caller's (it must close the module, then the context); None when the parse failed or was
+        of other bytes, or when it was already taken."""
         self.join()
-        if self.module is None or self.file_key != file_key or self.sha != sha:
+        if self.module is None or self.file_key != file_key or self.data != data:
             return None
         got = (self.module, self.context)
         self.module = self.context = None
@@ -96,7 +97,7 @@ class Prefetch:
 
     def _free(self) -> None:
         mod, ctx = self.module, self.context
-        self.module = self.context = None
+        self.module = self.context = self.data = None
         if mod is not None:
             mod.close()  # the module before its context (disposing a context frees its modules)
         if ctx is not None:
@@ -122,6 +123,8 @@ def start(fn: Any) -> Prefetch | None:
         key = libdevice.file_key()
     except EggpuError:  # no libdevice (ToolchainError) or an unreadable one: the compile says so if it needs it
         return None
+    import llvmlite.binding  # noqa: F401  (here, not in the thread: see the module docstring)
+
     old = getattr(_local, "prefetch", None)
     if old is not None:
         old.close()
@@ -133,11 +136,11 @@ def start(fn: Any) -> Prefetch | None:
     return pre
 
 
-def take(file_key: tuple[str, int, int], sha: str) -> tuple[Any, Any] | None:
+def take(file_key: tuple[str, int, int], data: bytes) -> tuple[Any, Any] | None:
     """The parsed module (and its context) of this thread's prefetch for that file, see
     :meth:`Prefetch.take`; None when this thread has none."""
     pre = getattr(_local, "prefetch", None)
-    return pre.take(file_key, sha) if pre is not None else None
+    return pre.take(file_key, data) if pre is not None else None
 
 
 def _join_all() -> None:

@@ -42,8 +42,8 @@ def _spy(monkeypatch) -> list[bool]:
     used: list[bool] = []
     real = libdevice_prefetch.take
 
-    def take(file_key, sha):
-        got = real(file_key, sha)
+    def take(file_key, data):
+        got = real(file_key, data)
         used.append(got is not None)
         return got
 
@@ -85,21 +85,22 @@ def test_a_prefetch_serves_its_own_thread_once_and_only_for_the_same_bytes():
     pre = libdevice_prefetch.start(fn)
     assert pre is not None
     key = libdevice.file_key()
-    _, sha = libdevice._read(key)
+    data, _ = libdevice._read(key)
     other: list[object] = []
-    t = threading.Thread(target=lambda: other.append(libdevice_prefetch.take(key, sha)))
+    t = threading.Thread(target=lambda: other.append(libdevice_prefetch.take(key, data)))
     t.start()
     t.join()
     assert other == [None]  # another thread's compile never takes this thread's module
-    assert libdevice_prefetch.take(key, "0" * 64) is None  # other bytes: not used (and kept)
-    got = libdevice_prefetch.take(key, sha)
-    assert got is not None and libdevice_prefetch.take(key, sha) is None  # taken once
+    assert libdevice_prefetch.take(key, data[:-1] + b"?") is None  # other bytes: not used (and kept)
+    assert libdevice_prefetch.take((key[0], key[1], key[2] + 1), data) is None  # another file state
+    got = libdevice_prefetch.take(key, data)
+    assert got is not None and libdevice_prefetch.take(key, data) is None  # taken once
     mod, ctx = got
     assert "__nv_expf" in {f.name for f in mod.functions}
     mod.close()
     ctx.close()
     pre.close()
-    assert libdevice_prefetch.take(key, sha) is None and not libdevice_prefetch._live
+    assert libdevice_prefetch.take(key, data) is None and not libdevice_prefetch._live
 
 
 def test_a_corrupt_file_is_reported_by_the_compile_as_without_prefetch(monkeypatch, tmp_path):
