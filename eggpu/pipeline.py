@@ -576,8 +576,10 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     # the source line even when the compiled kernel comes from the cache (its IR text has no locations)
     report["gpu_only"] = [[op.op, op.loc.file, op.loc.line, op.loc.col] if op.loc is not None else [op.op]
                           for op in fn.walk() if op.op == "inline_asm"]
-    # a kernel calling libdevice has it parsed in a thread while the optimizer runs (cold compiles)
-    prefetch = prefetch_libdevice(fn)
+    # a kernel calling libdevice has it parsed in a thread while the optimizer runs (cold compiles);
+    # timed as codegen (no progress call): starting it loads llvmlite, which codegen would load
+    with _Timer(times, "codegen"):
+        prefetch = prefetch_libdevice(fn)
     try:
         if opts.optimize:
             from eggpu.optimizer import optimize as run_optimizer
