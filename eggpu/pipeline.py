@@ -552,7 +552,6 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     from eggpu.codegen.libdevice_prefetch import start as prefetch_libdevice
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
-    from eggpu.ir.effects import written_params
     from eggpu.ir.errors import ToolchainError
 
     times: dict[str, float] = {}
@@ -598,14 +597,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         if prefetch is not None:
             prefetch.close()
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
-    report["assumptions"] = dict(compiled.lowered.assumptions)
-    report["written_params"] = sorted(written_params(fn))
-    report["shared_bytes"] = compiled.lowered.shared_bytes
-    report["dynamic_shared_bytes"] = compiled.lowered.dynamic_shared_bytes
-    if compiled.lowered.dots:
-        report["dot"] = [dict(d) for d in compiled.lowered.dots]
-    if compiled.lowered.strip_mined:  # a wide lane-wise kernel lowered as a loop over chunks
-        report["strip_mined"] = dict(zip(("block", "chunk"), compiled.lowered.strip_mined))
+    _report_lowering(report, fn, compiled.lowered)
     try:
         find_ptxas()
         have_ptxas = True
@@ -628,6 +620,22 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
                         ir_text, kernel.source, params, num_threads, report, opts)
     ck._ir = fn
     return ck
+
+
+def _report_lowering(report: dict[str, Any], fn: Any, lowered: Any) -> None:
+    """What the lowering of ``fn`` (its :class:`~eggpu.codegen.lowering.LoweredModule`) adds to
+    ``ck.report``: assumptions a launch checks, written parameters, shared memory, ``dot``
+    strategies and strip-mining."""
+    from eggpu.ir.effects import written_params
+
+    report["assumptions"] = dict(lowered.assumptions)
+    report["written_params"] = sorted(written_params(fn))
+    report["shared_bytes"] = lowered.shared_bytes
+    report["dynamic_shared_bytes"] = lowered.dynamic_shared_bytes
+    if lowered.dots:
+        report["dot"] = [dict(d) for d in lowered.dots]
+    if lowered.strip_mined:  # a wide lane-wise kernel lowered as a loop over chunks
+        report["strip_mined"] = dict(zip(("block", "chunk"), lowered.strip_mined))
 
 
 def _fewer_registers(ptx: str, target: Any) -> tuple[str, Any]:
