@@ -121,6 +121,8 @@ def start(fn: Any) -> Prefetch | None:
         return None
     try:
         key = libdevice.file_key()
+        if libdevice.math_cut_stored():  # its ~6 ms parse is not worth a thread
+            return None
     except EggpuError:  # no libdevice (ToolchainError) or an unreadable one: the compile says so if it needs it
         return None
     import llvmlite.binding  # noqa: F401  (here, not in the thread: see the module docstring)

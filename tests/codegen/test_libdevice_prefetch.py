@@ -138,3 +138,20 @@ def test_fork_waits_for_a_running_parse_and_the_child_has_no_prefetch():
     assert pre.module is not None  # still the parent's to use
     pre.close()
     assert pre.module is None and not libdevice_prefetch._live
+
+
+def test_no_prefetch_once_the_math_cut_is_stored(monkeypatch, tmp_path):
+    """With libdevice's math cut on disk (toolchain/, made by the first libdevice compile) a new
+    set of functions parses that ~107 KB cut, not libdevice: nothing left to prefetch."""
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EGGPU_LIBDEVICE_CACHE")
+    fn = softmax_forward.Kernel[tl.f32](64).ir()
+    assert not libdevice.math_cut_stored()
+    pre = libdevice_prefetch.start(fn)
+    assert pre is not None
+    pre.close()
+    libdevice.clear_cache()
+    eggpu.compile(gelu_forward.Kernel[tl.f32](256), cache=False)
+    assert libdevice.math_cut_stored()
+    libdevice.clear_cache()
+    assert libdevice_prefetch.start(fn) is None
