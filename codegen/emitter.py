@@ -105,6 +105,10 @@ _FAST_MATH_F32 = {"exp": "__nv_fast_expf", "log": "__nv_fast_logf", "log2": "__n
                   "sin": "__nv_fast_sinf", "cos": "__nv_fast_cosf"}
 MATH_FUNCTIONS = tuple(_MATH)
 """The math functions :meth:`Emitter.math` provides."""
+LIBDEVICE_FUNCTIONS = tuple(sorted({n for names in _MATH.values() for n in names[:2] if n}
+                                   | set(_FAST_MATH_F32.values()) | {"__nv_fmodf", "__nv_fmod"}))
+"""Every libdevice function the lowering calls (``scalar_ops`` adds the ``fmod`` pair): what
+:mod:`.libdevice` keeps in its per-installation cut of libdevice."""
 
 
 class Emitter:

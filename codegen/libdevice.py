@@ -13,7 +13,12 @@ and the functions keep their relative order — but skips most of the work:
 - the subset for a ``(file, names, triple, data layout)`` is kept as bitcode (a few KB) for the
   rest of the process, so a later compile calling the same functions parses that instead;
 - and on disk, ``libdevice/<key>.bc`` in ``$EGGPU_CACHE_DIR`` (else the user cache dir), so a
-  new process compiling a kernel that calls the same functions never parses libdevice at all.
+  new process compiling a kernel that calls the same functions never parses libdevice at all;
+- a new set of functions is cut from the *math cut*: libdevice reduced once per installation to
+  every function the lowering can call (``emitter.LIBDEVICE_FUNCTIONS``; ~107 KB of ~465 KB,
+  parsed in ~6 ms instead of ~25), kept in ``toolchain/<key>.bc`` beside the ptxas version
+  (:func:`_math_cut`). Only names outside that list (a hand-written module's) are cut from the
+  whole file.
   ``key`` is the sha256 of :data:`FORMAT`, libdevice's own sha256, LLVM's version, the triple,
   the data layout and the names. Entries are read and written only through
   :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files, atomic replacement); an
@@ -28,6 +33,7 @@ names the kernel); an unreadable or corrupt file raises CodegenError naming the 
 from __future__ import annotations
 
 import hashlib
+import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -48,6 +54,7 @@ MAX_SUBSETS = 256
 
 FORMAT = 1  # bump when what a subset holds changes (the cutting below)
 KEEP = 64  # subsets kept on disk
+KEEP_MATH = 4  # math cuts kept on disk (one per libdevice and LLVM version in use)
 
 _LOCK = threading.Lock()
 _bitcode: dict[tuple[str, int, int], tuple[bytes, str]] = {}  # file key -> (bytes, sha256)
@@ -67,6 +74,18 @@ def clear_cache() -> None:
     with _LOCK:
         _bitcode.clear()
         _subsets.clear()
+
+
+def has_subsets() -> bool:
+    """Whether this process has made or loaded any subset yet (:mod:`.libdevice_prefetch`
+    prefetches only for the first)."""
+    return bool(_subsets)
+
+
+def file_key() -> tuple[str, int, int]:
+    """``(path, size, mtime_ns)`` of the installed libdevice (ToolchainError when there is none,
+    CodegenError when it cannot be read)."""
+    return _file_key(find_libdevice())
 
 
 def _file_key(path: Path) -> tuple[str, int, int]:
@@ -188,13 +207,7 @@ def libdevice_subset(
         dkey = _disk_key(sha, names, triple, data_layout)
         stored = _from_disk(dkey, names, context)
         if stored is None:
-            mod = _parse_bitcode(data, str(path), context)
-            missing = [n for n in names if not _defines(mod, n)]
-            if missing:
-                raise LibdeviceMissing(missing)
-            mod.triple, mod.data_layout = triple, data_layout
-            strip_to(mod, names, new_pass_builder())
-            subset = mod.as_bitcode()
+            mod, subset = _cut(data, sha, fkey, names, triple, data_layout, new_pass_builder, context)
             disk_put("libdevice", "EGGPU_LIBDEVICE_CACHE", dkey, ".bc", subset, KEEP)
         else:
             mod, subset = stored
@@ -203,3 +216,111 @@ def libdevice_subset(
             del _subsets[next(iter(_subsets))]
         _subsets[key] = subset
         return mod
+
+
+def _cut(data: bytes, sha: str, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
+         data_layout: str, new_pass_builder: Callable[[], Any], context) -> tuple[llvm_binding.ModuleRef, bytes]:
+    """The subset of libdevice (``data``, its ``sha``) for ``names``, parsed into ``context``, and
+    its bitcode. Cut from the math cut (:func:`_math_cut`) when it holds the names; else from the
+    whole file: this thread's background parse of the same bytes when there is one
+    (:mod:`.libdevice_prefetch`: cut in the parse's own context, then the subset's bitcode parsed
+    into ``context``, as an in-process hit does), or a parse into ``context`` here."""
+    from .emitter import LIBDEVICE_FUNCTIONS
+
+    if set(names) <= set(LIBDEVICE_FUNCTIONS):
+        math = _math_cut(data, sha, fkey, new_pass_builder, context)
+        if math is not None and all(_defines(math, n) for n in names):
+            _strip_checked(math, names, triple, data_layout, new_pass_builder)
+            return math, math.as_bitcode()
+        if math is not None:
+            math.close()
+    return _cut_from_whole(data, fkey, names, triple, data_layout, new_pass_builder, context)
+
+
+def _math_key(sha: str) -> str:
+    import llvmlite.binding as llvm
+
+    from .emitter import LIBDEVICE_FUNCTIONS
+
+    version = ".".join(map(str, llvm.llvm_version_info))
+    text = "\0".join((f"libdevice-math-{FORMAT}", sha, version, *LIBDEVICE_FUNCTIONS))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _math_cut(data: bytes, sha: str, fkey: tuple[str, int, int], new_pass_builder: Callable[[], Any],
+              context) -> llvm_binding.ModuleRef | None:
+    """libdevice cut to the functions the lowering can call (``emitter.LIBDEVICE_FUNCTIONS``:
+    ~107 KB of its ~465 KB, parsed 4-5x faster), parsed into ``context``.
+
+    Kept on disk per installation (``toolchain/<sha256>.bc``, keyed by :data:`FORMAT`,
+    libdevice's sha256, LLVM's version and the names: a fact about the toolchain, beside the
+    ptxas version), so a compile needing a new set of functions parses this instead of all of
+    libdevice. Cut from the whole file (and stored) when it is missing or unreadable. None when
+    the disk layer is off (``EGGPU_LIBDEVICE_CACHE=0``): the subset is then cut from the whole file."""
+    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
+        return None
+    key = _math_key(sha)
+    stored = disk_get("toolchain", "EGGPU_LIBDEVICE_CACHE", key, ".bc")
+    if stored is not None:
+        try:
+            return _parse_bitcode(stored, key, context)
+        except CodegenError:
+            pass  # not bitcode: cut again and replace it
+    from .emitter import LIBDEVICE_FUNCTIONS
+    from .libdevice_prefetch import take
+
+    pre = take(fkey, data)
+    whole, own_context = pre if pre is not None else (_parse_bitcode(data, fkey[0], context), None)
+    try:
+        strip_to(whole, [n for n in LIBDEVICE_FUNCTIONS if _defines(whole, n)], new_pass_builder())
+        cut = whole.as_bitcode()
+    finally:
+        whole.close()  # the module before its context
+        if own_context is not None:
+            own_context.close()
+    disk_put("toolchain", "EGGPU_LIBDEVICE_CACHE", key, ".bc", cut, KEEP_MATH)
+    return _parse_bitcode(cut, key, context)
+
+
+def math_cut_stored() -> bool:
+    """Whether the math cut of the installed libdevice is on disk (:mod:`.libdevice_prefetch` then
+    has nothing to prefetch). ToolchainError/CodegenError as :func:`file_key`."""
+    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
+        return False
+    with _LOCK:
+        _, sha = _read(_file_key(find_libdevice()))
+    return disk_get("toolchain", "EGGPU_LIBDEVICE_CACHE", _math_key(sha), ".bc") is not None
+
+
+def _cut_from_whole(data: bytes, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
+                    data_layout: str, new_pass_builder: Callable[[], Any], context
+                    ) -> tuple[llvm_binding.ModuleRef, bytes]:
+    """:func:`_cut` from the whole of libdevice (prefetched or parsed here)."""
+    from .libdevice_prefetch import take
+
+    pre = take(fkey, data)
+    if pre is None:
+        mod = _parse_bitcode(data, fkey[0], context)
+        _strip_checked(mod, names, triple, data_layout, new_pass_builder)
+        return mod, mod.as_bitcode()
+    full, own_context = pre
+    try:
+        _strip_checked(full, names, triple, data_layout, new_pass_builder)
+        subset = full.as_bitcode()
+    finally:
+        full.close()  # the module before its context
+        own_context.close()
+    mod = _parse_bitcode(subset, f"subset of {fkey[0]}", context)
+    mod.triple, mod.data_layout = triple, data_layout
+    return mod, subset
+
+
+def _strip_checked(mod: llvm_binding.ModuleRef, names: tuple[str, ...], triple: str, data_layout: str,
+                   new_pass_builder: Callable[[], Any]) -> None:
+    """Cut libdevice's module ``mod`` down to ``names`` (:func:`strip_to`) with the kernel's triple
+    and data layout; :class:`LibdeviceMissing` for names it does not define."""
+    missing = [n for n in names if not _defines(mod, n)]
+    if missing:
+        raise LibdeviceMissing(missing)
+    mod.triple, mod.data_layout = triple, data_layout
+    strip_to(mod, names, new_pass_builder())

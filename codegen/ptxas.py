@@ -29,7 +29,7 @@ from eggpu.ir.errors import CodegenError
 from .target import Target, get_target
 from .toolchain import find_ptxas, ptxas_version
 
-__all__ = ["FunctionResources", "PtxasReport", "clear_cache", "parse_ptxas_log", "run_ptxas"]
+__all__ = ["FunctionResources", "PtxasReport", "clear_cache", "parse_ptxas_log", "run_ptxas", "run_ptxas_each"]
 
 _TIMEOUT_S = 300
 
@@ -188,3 +188,35 @@ def run_ptxas(ptx: str, target: Target | str, *, extra_args: tuple[str, ...] = (
         while len(_cache) > CACHE_SIZE:
             _cache.popitem(last=False)
     return report
+
+
+def run_ptxas_each(ptxs: list[str], target: Target | str) -> list[PtxasReport]:
+    """:func:`run_ptxas` of every text in ``ptxs`` (same order), the ``ptxas`` processes running
+    at the same time: each waits in its own thread, the GIL released while it waits, so two
+    variants of one kernel take the wall time of the slower one instead of the sum.
+
+    Errors are those of :func:`run_ptxas`, raised for the first text (in ``ptxs`` order) that
+    failed, after every process has finished; one text runs in the calling thread."""
+    if len(ptxs) <= 1:
+        return [run_ptxas(p, target) for p in ptxs]
+    target = get_target(target)
+    ptxas_version(find_ptxas())  # found and asked once, before the threads (ToolchainError here)
+    results: list[PtxasReport | BaseException | None] = [None] * len(ptxs)
+
+    def one(i: int) -> None:
+        try:
+            results[i] = run_ptxas(ptxs[i], target)
+        except BaseException as exc:  # re-raised in the caller's thread below
+            results[i] = exc
+
+    threads = [threading.Thread(target=one, args=(i,), name=f"eggpu-ptxas-{i}", daemon=True)
+               for i in range(1, len(ptxs))]
+    for t in threads:
+        t.start()
+    one(0)
+    for t in threads:
+        t.join()
+    for r in results:
+        if isinstance(r, BaseException):
+            raise r
+    return results  # type: ignore[return-value]

@@ -4,8 +4,9 @@ The fingerprint is the sha256 of eggpu's own sources (every ``*.py`` and ``*.egg
 packages, by name and content), the versions of the libraries that shape the output (llvmlite,
 egglog, z3-solver) and eggpu's version. Hashing the ~1 MB of sources and asking
 ``importlib.metadata`` for versions costs tens of milliseconds in a fresh process, more than
-the rest of a cache hit, so the result is memoized on disk in the (trusted) kernel cache
-directory, under the sha256 of a *stat signature*: every source file's path, size, inode,
+the rest of a cache hit, so the result is memoized on disk in the ``toolchain/`` folder of
+the (trusted) kernel cache directory — beside the ptxas version, the other fact about the
+installation rather than about any kernel — under the sha256 of a *stat signature*: every source file's path, size, inode,
 modification and status-change times (nanoseconds), the library versions and eggpu's version.
 
 Why the memo can never serve a stale fingerprint: any write to a source file changes its
@@ -80,9 +81,11 @@ def hash_sources(files: Iterable[Path], libraries: Iterable[str], version: str) 
     return h.hexdigest()
 
 
-def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> str:
+def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None, *, under: Path | None = None) -> str:
     """The fingerprint of the sources under ``dirs`` (see the module docstring), memoized in
-    ``memo_dir`` (a trusted cache directory; None: no memo)."""
+    ``memo_dir`` (None: no memo). ``under``: the trusted cache root ``memo_dir`` lies in, which
+    is then created inside it when missing (:func:`eggpu.ir.cachefs.ensure_trusted_dir`); None:
+    ``memo_dir`` itself must be a trusted directory."""
     paths = _source_paths(dirs)
     libs = library_versions()
     stats = []
@@ -104,9 +107,11 @@ def fingerprint(dirs: Iterable[Path], version: str, memo_dir: Path | None) -> st
             return data.decode()
     fp = hash_sources([Path(p) for p in paths], libs, version)
     if memo is not None and time.time_ns() - newest > RACY_SECONDS * 1e9:
-        from eggpu.ir.cachefs import CacheUnavailable, atomic_write
+        from eggpu.ir.cachefs import CacheUnavailable, atomic_write, ensure_trusted_dir
 
         try:
+            if under is not None:
+                ensure_trusted_dir(memo.parent, under=under)
             atomic_write(memo, fp.encode())
         except CacheUnavailable:
             pass  # the memo is only a shortcut

@@ -252,6 +252,9 @@ def _check_assumptions(kernel: str, assumptions: dict[str, str], checked: list[A
 
 
 _FINGERPRINT: str | None = None
+#: the cache directory's folder of per-installation facts (codegen/toolchain.py keeps the ptxas
+#: version there too)
+TOOLCHAIN_FOLDER = "toolchain"
 
 
 def toolchain_fingerprint(store: Cache | None = None) -> str:
@@ -260,17 +263,20 @@ def toolchain_fingerprint(store: Cache | None = None) -> str:
 
     Part of every cache key, so a changed lowering, optimizer or rule set in a development tree
     never serves a stale artefact (the version string alone would). Computed once per process;
-    memoized across processes in ``store``'s directory under a stat signature of the sources
-    (:mod:`eggpu.fingerprint`: a fresh process pays ~1 ms of ``stat`` calls instead of hashing
-    ~1 MB).
+    memoized across processes in ``toolchain/`` of ``store``'s directory under a stat signature
+    of the sources (:mod:`eggpu.fingerprint`: a fresh process pays ~1 ms of ``stat`` calls
+    instead of hashing ~2 MB, ~20 ms). ``toolchain/`` holds facts about the installation, not
+    about any kernel (the ptxas version is the other one), so a compile into an emptied kernel
+    cache that keeps them does not hash eggpu's sources again.
     """
     global _FINGERPRINT
     if _FINGERPRINT is None:
         import eggpu
         from eggpu.fingerprint import fingerprint
 
-        memo = store.dir if store is not None and store.usable() else None
-        _FINGERPRINT = fingerprint(_eggpu_package_dirs(), eggpu.__version__, memo)
+        root = store.dir if store is not None and store.usable() else None
+        memo = root / TOOLCHAIN_FOLDER if root is not None else None
+        _FINGERPRINT = fingerprint(_eggpu_package_dirs(), eggpu.__version__, memo, under=root)
     return _FINGERPRINT
 
 
@@ -543,10 +549,9 @@ def _param_type(text: str):
 
 def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> CompiledKernel:
     from eggpu.codegen import compile_ptx_module
-    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.codegen.libdevice_prefetch import start as prefetch_libdevice
     from eggpu.codegen.target import get_target
     from eggpu.codegen.toolchain import find_ptxas
-    from eggpu.ir.effects import written_params
     from eggpu.ir.errors import ToolchainError
 
     times: dict[str, float] = {}
@@ -570,28 +575,29 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     # the source line even when the compiled kernel comes from the cache (its IR text has no locations)
     report["gpu_only"] = [[op.op, op.loc.file, op.loc.line, op.loc.col] if op.loc is not None else [op.op]
                           for op in fn.walk() if op.op == "inline_asm"]
-    if opts.optimize:
-        from eggpu.optimizer import optimize as run_optimizer
+    # a kernel calling libdevice has it parsed in a thread while the optimizer runs (cold compiles);
+    # timed as codegen (no progress call): starting it loads llvmlite, which codegen would load
+    with _Timer(times, "codegen"):
+        prefetch = prefetch_libdevice(fn)
+    try:
+        if opts.optimize:
+            from eggpu.optimizer import optimize as run_optimizer
 
-        with stage("optimize"):
-            res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
-                                rule_sources=opts.rule_sources())
-        fn = res.function
-        report["optimizer"] = _optimizer_report(res)
-    report["ir_ops_after"] = fn.op_count()
-    target = get_target(opts.target, num_warps=opts.num_warps)
-    with stage("codegen"):
-        compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
-                                      num_stages=opts.num_stages, dot_strategy=opts.dot_strategy)
+            with stage("optimize"):
+                res = run_optimizer(fn, rules=list(opts.rules), fast_math=opts.fast_math, target=opts.target,
+                                    rule_sources=opts.rule_sources())
+            fn = res.function
+            report["optimizer"] = _optimizer_report(res)
+        report["ir_ops_after"] = fn.op_count()
+        target = get_target(opts.target, num_warps=opts.num_warps)
+        with stage("codegen"):
+            compiled = compile_ptx_module(fn, target, num_warps=opts.num_warps, fast_math=opts.fast_math,
+                                          num_stages=opts.num_stages, dot_strategy=opts.dot_strategy)
+    finally:
+        if prefetch is not None:
+            prefetch.close()
     ptx, llvm_ir = compiled.ptx, compiled.llvm_ir
-    report["assumptions"] = dict(compiled.lowered.assumptions)
-    report["written_params"] = sorted(written_params(fn))
-    report["shared_bytes"] = compiled.lowered.shared_bytes
-    report["dynamic_shared_bytes"] = compiled.lowered.dynamic_shared_bytes
-    if compiled.lowered.dots:
-        report["dot"] = [dict(d) for d in compiled.lowered.dots]
-    if compiled.lowered.strip_mined:  # a wide lane-wise kernel lowered as a loop over chunks
-        report["strip_mined"] = dict(zip(("block", "chunk"), compiled.lowered.strip_mined))
+    _report_lowering(report, fn, compiled.lowered)
     try:
         find_ptxas()
         have_ptxas = True
@@ -600,8 +606,7 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
         report["ptxas"] = {"skipped": str(e)}
     if have_ptxas:
         with stage("ptxas"):
-            pr = run_ptxas(ptx, target)
-            ptx, pr = _fewer_registers(ptx, pr, target, run_ptxas)
+            ptx, pr = _fewer_registers(ptx, target)
         report["ptxas"] = {"registers": pr.registers, "spill_stores": pr.spills_stores,
                            "spill_loads": pr.spills_loads, "shared_bytes": pr.shared_bytes}
     from eggpu.ir.printer import print_function
@@ -617,17 +622,35 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     return ck
 
 
-def _fewer_registers(ptx: str, pr: Any, target: Any, run_ptxas: Any) -> tuple[str, Any]:
+def _report_lowering(report: dict[str, Any], fn: Any, lowered: Any) -> None:
+    """What the lowering of ``fn`` (its :class:`~eggpu.codegen.lowering.LoweredModule`) adds to
+    ``ck.report``: assumptions a launch checks, written parameters, shared memory, ``dot``
+    strategies and strip-mining."""
+    from eggpu.ir.effects import written_params
+
+    report["assumptions"] = dict(lowered.assumptions)
+    report["written_params"] = sorted(written_params(fn))
+    report["shared_bytes"] = lowered.shared_bytes
+    report["dynamic_shared_bytes"] = lowered.dynamic_shared_bytes
+    if lowered.dots:
+        report["dot"] = [dict(d) for d in lowered.dots]
+    if lowered.strip_mined:  # a wide lane-wise kernel lowered as a loop over chunks
+        report["strip_mined"] = dict(zip(("block", "chunk"), lowered.strip_mined))
+
+
+def _fewer_registers(ptx: str, target: Any) -> tuple[str, Any]:
     """``ptx`` or its variant with recurring constant selects split (:mod:`eggpu.codegen.ptx_selects`),
     whichever ptxas gives fewer registers without more spills, with its report. The split costs
     one instruction per select, so it is kept only where it frees a register; ptxas runs twice
-    only for a kernel that has such selects (libdevice's ``erff``)."""
+    only for a kernel that has such selects (libdevice's ``erff``), both at once
+    (:func:`~eggpu.codegen.ptxas.run_ptxas_each`): the wall time of one run, not two."""
     from eggpu.codegen.ptx_selects import split_constant_selects
+    from eggpu.codegen.ptxas import run_ptxas_each
 
     split = split_constant_selects(ptx)
     if split == ptx:
-        return ptx, pr
-    ps = run_ptxas(split, target)
+        return ptx, run_ptxas_each([ptx], target)[0]
+    pr, ps = run_ptxas_each([ptx, split], target)
     if ps.registers < pr.registers and ps.spills_stores + ps.spills_loads <= pr.spills_stores + pr.spills_loads:
         return split, ps
     return ptx, pr

@@ -168,10 +168,12 @@ def test_a_new_process_reads_the_subset_from_disk_without_parsing_libdevice(monk
     first = _defined(libdevice_subset(("__nv_expf", "__nv_logf"), triple, dl, pb))
     (entry,) = _entries(tmp_path)
     assert re.fullmatch(r"[0-9a-f]{64}\.bc", entry.name) and entry.stat().st_mode & 0o077 == 0
-    assert seen == [str(toolchain.find_libdevice())]
+    (math,) = _math_cuts(tmp_path)
+    # libdevice parsed and cut to the lowering's functions, that cut stored and parsed back
+    assert seen == [str(toolchain.find_libdevice()), math.name.removesuffix(".bc")]
     libdevice.clear_cache()  # what a new process starts with
     again = libdevice_subset(("__nv_expf", "__nv_logf"), triple, dl, pb)
-    assert seen[1:] == [entry.name.removesuffix(".bc")]  # only the entry was parsed
+    assert seen[2:] == [entry.name.removesuffix(".bc")]  # only the entry was parsed
     assert _defined(again) == first and again.triple == triple and again.data_layout == dl
     # another target's data layout or name set is another entry
     libdevice_subset(("__nv_expf",), triple, dl, pb)
@@ -197,7 +199,9 @@ def test_an_unusable_entry_is_ignored_and_rewritten(monkeypatch, tmp_path, damag
     seen = _count_libdevice_parses(monkeypatch)
     mod = libdevice_subset(("__nv_expf",), triple, dl, pb)
     assert "__nv_expf" in _defined(mod) and "__nv_sinf" not in _defined(mod)
-    assert str(toolchain.find_libdevice()) in seen  # cut from libdevice again
+    (math,) = _math_cuts(tmp_path)
+    # cut again, from the math cut (after trying the damaged entry, unless it was not even read)
+    assert seen[-1] == math.name.removesuffix(".bc") and str(toolchain.find_libdevice()) not in seen
     assert not exp_entry.is_symlink()  # replaced, never followed
     assert "__nv_sinf" in _defined(libdevice._parse_bitcode(sin_entry.read_bytes(), "sin"))
     libdevice.clear_cache()
@@ -206,12 +210,65 @@ def test_an_unusable_entry_is_ignored_and_rewritten(monkeypatch, tmp_path, damag
     assert seen == [exp_entry.name.removesuffix(".bc")]  # the rewritten entry is good
 
 
+def _math_cuts(root) -> list:
+    folder = root / "toolchain"
+    return sorted(folder.glob("*.bc")) if folder.exists() else []
+
+
+def test_a_new_set_of_functions_is_cut_from_the_math_cut_without_parsing_libdevice(monkeypatch, tmp_path):
+    """The math cut (libdevice reduced to the functions the lowering calls) is made once per
+    installation, in toolchain/; a later new set of names is cut from it, to the same functions
+    as from the whole of libdevice, and the same PTX for every library kernel that calls it."""
+    from eggpu.codegen.emitter import LIBDEVICE_FUNCTIONS
+
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    triple, dl, pb = _args()
+    seen = _count_libdevice_parses(monkeypatch)
+    libdevice_subset(("__nv_expf",), triple, dl, pb)
+    (math,) = _math_cuts(tmp_path)
+    assert math.stat().st_mode & 0o077 == 0
+    cut = libdevice._parse_bitcode(math.read_bytes(), "math")
+    assert set(_defined(cut)) >= {n for n in LIBDEVICE_FUNCTIONS if n in _whole_defined()}
+    assert len(math.read_bytes()) < toolchain.find_libdevice().stat().st_size / 3
+    libdevice.clear_cache()
+    seen.clear()
+    from_math = libdevice_subset(("__nv_erff", "__nv_sinf"), triple, dl, pb)
+    assert seen == [math.name.removesuffix(".bc")]  # libdevice itself not parsed
+    whole = _whole_libdevice(("__nv_erff", "__nv_sinf"), triple, dl, pb)
+    libdevice.strip_to(whole, ("__nv_erff", "__nv_sinf"), pb())
+    assert _defined(from_math) == _defined(whole)  # the PTX: the test above, and docs/codegen.md
+    # names outside the lowering's (a hand-written module's) are cut from all of libdevice
+    seen.clear()
+    assert "__nv_frexpf" in _defined(libdevice_subset(("__nv_frexpf",), triple, dl, pb))
+    assert seen == [str(toolchain.find_libdevice())]
+
+
+def test_a_damaged_math_cut_is_replaced(monkeypatch, tmp_path):
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    triple, dl, pb = _args()
+    libdevice_subset(("__nv_expf",), triple, dl, pb)
+    (math,) = _math_cuts(tmp_path)
+    math.write_bytes(b"BC\xc0\xde and nothing else")
+    libdevice.clear_cache()
+    seen = _count_libdevice_parses(monkeypatch)
+    assert "__nv_logf" in _defined(libdevice_subset(("__nv_logf",), triple, dl, pb))
+    assert str(toolchain.find_libdevice()) in seen and math.read_bytes() != b"BC\xc0\xde and nothing else"
+    assert "__nv_logf" in _defined(libdevice._parse_bitcode(math.read_bytes(), "math"))
+
+
+@functools.cache
+def _whole_defined() -> frozenset:
+    import llvmlite.binding as llvm
+
+    return frozenset(_defined(llvm.parse_bitcode(toolchain.find_libdevice().read_bytes())))
+
+
 def test_the_disk_layer_can_be_turned_off_and_is_pruned(monkeypatch, tmp_path):
     monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
     triple, dl, pb = _args()
     monkeypatch.setenv("EGGPU_LIBDEVICE_CACHE", "0")
     libdevice_subset(("__nv_expf",), triple, dl, pb)
-    assert not (tmp_path / "libdevice").exists()
+    assert not (tmp_path / "libdevice").exists() and not _math_cuts(tmp_path)
     monkeypatch.delenv("EGGPU_LIBDEVICE_CACHE")
     monkeypatch.setattr(libdevice, "KEEP", 2)
     for name in ("__nv_expf", "__nv_logf", "__nv_sinf"):

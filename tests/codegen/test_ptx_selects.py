@@ -83,3 +83,42 @@ def test_gelu_backward_keeps_the_ptx_where_the_split_frees_nothing(ptxas_registe
     split = split_constant_selects(ck.ptx)
     assert split != ck.ptx  # it has recurring pairs, and the unsplit PTX was kept
     assert ptxas_registers(split, "sm_90") >= ck.report["ptxas"]["registers"]
+
+
+def _vector_add_ptx(target: str, block: int) -> str:
+    import eggpu
+    import eggpu.language as tl
+    from eggpu.kernels import vector_add
+
+    return eggpu.compile(vector_add.Kernel[tl.f32](block), target=target, cache=False, optimize=False).ptx
+
+
+def test_run_ptxas_each_gives_each_text_its_own_report_in_order(ptxas_registers):
+    from eggpu.codegen import ptxas
+
+    a, b = _vector_add_ptx("sm_80", 128), _vector_add_ptx("sm_80", 1024)
+    ptxas_registers(a, "sm_80")  # skips without ptxas
+    ptxas.clear_cache()
+    got = ptxas.run_ptxas_each([a, b, a], "sm_80")
+    ptxas.clear_cache()
+    want = [ptxas.run_ptxas(p, "sm_80") for p in (a, b, a)]
+    assert [r.cubin for r in got] == [r.cubin for r in want]
+    assert [r.registers for r in got] == [r.registers for r in want]
+    assert got[0].cubin != got[1].cubin  # really two kernels: order is checked
+    assert ptxas.run_ptxas_each([], "sm_80") == []
+
+
+@pytest.mark.parametrize("bad_at", [0, 1])
+def test_run_ptxas_each_raises_the_error_of_the_first_failing_text(ptxas_registers, bad_at):
+    """Both texts are broken from ``bad_at`` on (each with its own marker): the error raised is
+    the first broken text's, whichever process ends first."""
+    from eggpu.codegen import ptxas
+    from eggpu.ir.errors import CodegenError
+
+    good = _vector_add_ptx("sm_90", 256)
+    ptxas_registers(good, "sm_90")
+    texts = [good, good.replace("256", "512")]
+    for i in range(bad_at, 2):
+        texts[i] = texts[i].replace("ret;", f"this_is_not_ptx_{i};", 1)
+    with pytest.raises(CodegenError, match=f"(?s)ptxas rejected the PTX for sm_90.*this_is_not_ptx_{bad_at}'"):
+        ptxas.run_ptxas_each(texts, "sm_90")

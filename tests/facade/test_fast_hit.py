@@ -180,3 +180,40 @@ def test_source_files_lists_what_rglob_lists_in_path_order(tmp_path: Path) -> No
     assert got == want
     assert root / "a/b.py" in got and not any("__pycache__" in p.parts for p in got)
     assert got.index(root / "a/b.py") < got.index(root / "a-c/x.py")  # Path order, not string order
+
+
+def test_the_memo_lives_in_the_toolchain_folder_and_serves_an_emptied_kernel_cache(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pipeline memoizes the fingerprint in ``toolchain/`` (facts about the installation), so
+    a kernel cache emptied but for ``toolchain/`` and ``proofs/`` does not hash the sources again;
+    the folder is created inside the cache root, and never written through a symbolic link
+    planted in its place (ensure_trusted_dir refuses it: the fingerprint is still computed)."""
+    import shutil
+
+    import eggpu.pipeline as pipeline
+    from eggpu.cache import Cache
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "lowering.py").write_text("X = 1\n")
+    monkeypatch.setattr(pipeline, "_eggpu_package_dirs", lambda: {src})
+    monkeypatch.setattr(fpmod, "RACY_SECONDS", -1.0)
+    first_dir = tmp_path / "first"
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    first = pipeline.toolchain_fingerprint(Cache(first_dir))
+    assert len(_memos(first_dir / pipeline.TOOLCHAIN_FOLDER)) == 1 and _memos(first_dir) == []
+    emptied = tmp_path / "emptied"
+    emptied.mkdir(mode=0o700)
+    shutil.copytree(first_dir / pipeline.TOOLCHAIN_FOLDER, emptied / pipeline.TOOLCHAIN_FOLDER)
+    real = fpmod.hash_sources
+    monkeypatch.setattr(fpmod, "hash_sources", lambda *a: pytest.fail("the memo was not used"))
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    assert pipeline.toolchain_fingerprint(Cache(emptied)) == first
+    planted = tmp_path / "planted"
+    planted.mkdir(mode=0o700)
+    (planted / pipeline.TOOLCHAIN_FOLDER).symlink_to(first_dir / pipeline.TOOLCHAIN_FOLDER)
+    monkeypatch.setattr(fpmod, "hash_sources", real)
+    monkeypatch.setattr(pipeline, "_FINGERPRINT", None)
+    (src / "lowering.py").write_text("X = 2\n")  # a new signature: the memo would be written now
+    second = pipeline.toolchain_fingerprint(Cache(planted))
+    assert second != first and len(_memos(first_dir / pipeline.TOOLCHAIN_FOLDER)) == 1

@@ -1,0 +1,157 @@
+"""libdevice parsed in a background thread during the optimizer (eggpu.codegen.libdevice_prefetch).
+
+The prefetched parse must not change the PTX (the same subset, cut from the same bytes), must be
+used only by the compile (thread) that started it, only for the same file, and never be in the
+middle of a parse when the process forks.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+
+import pytest
+
+import eggpu
+import eggpu.language as tl
+from eggpu.codegen import libdevice, libdevice_prefetch, toolchain
+from eggpu.ir.errors import ToolchainError
+from eggpu.kernels import gelu_forward, layer_norm_forward, softmax_forward, vector_add
+
+try:
+    toolchain.find_libdevice()
+    _missing = None
+except ToolchainError as exc:
+    _missing = str(exc)
+
+pytestmark = pytest.mark.skipif(_missing is not None, reason=f"libdevice not found: {_missing}")
+
+
+@pytest.fixture(autouse=True)
+def _cold(monkeypatch):
+    """Every compile here cuts its subset from libdevice: no process or disk copy."""
+    monkeypatch.setenv("EGGPU_LIBDEVICE_CACHE", "0")
+    libdevice.clear_cache()
+    yield
+    libdevice.clear_cache()
+
+
+def _spy(monkeypatch) -> list[bool]:
+    """Record, per subset cut from libdevice, whether it came from a prefetched parse."""
+    used: list[bool] = []
+    real = libdevice_prefetch.take
+
+    def take(file_key, data):
+        got = real(file_key, data)
+        used.append(got is not None)
+        return got
+
+    monkeypatch.setattr(libdevice_prefetch, "take", take)
+    return used
+
+
+KERNELS = [(gelu_forward.Kernel[tl.f32](1024), "sm_90"), (softmax_forward.Kernel[tl.f32](256), "sm_80"),
+           (layer_norm_forward.Kernel[tl.f16](512), "sm_90")]
+
+
+@pytest.mark.parametrize("kernel,target", KERNELS, ids=lambda v: getattr(v, "id", v))
+def test_prefetched_and_own_parse_give_the_same_ptx(monkeypatch, kernel, target):
+    used = _spy(monkeypatch)
+    with_prefetch = eggpu.compile(kernel, target=target, cache=False)
+    assert used == [True]
+    libdevice.clear_cache()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_PREFETCH", "0")
+    without = eggpu.compile(kernel, target=target, cache=False)
+    assert used == [True, False]
+    assert with_prefetch.ptx == without.ptx
+    assert not libdevice_prefetch._live  # closed when the compile ended
+
+
+def test_only_a_kernel_with_transcendental_ops_and_only_the_first_subset_prefetch(monkeypatch):
+    started: list[object] = []
+    real = libdevice_prefetch.start
+    monkeypatch.setattr(libdevice_prefetch, "start", lambda fn: started.append(real(fn)) or started[-1])
+    eggpu.compile(vector_add.Kernel[tl.f32](256), cache=False)
+    assert started == [None]  # no exp/erf/rsqrt...: nothing to parse
+    eggpu.compile(softmax_forward.Kernel[tl.f32](128), cache=False)
+    assert started[1] is not None
+    eggpu.compile(softmax_forward.Kernel[tl.f32](256), cache=False)
+    assert started[2] is None  # the process has a subset now: later compiles usually reuse it
+
+
+def test_a_prefetch_serves_its_own_thread_once_and_only_for_the_same_bytes():
+    fn = softmax_forward.Kernel[tl.f32](64).ir()
+    pre = libdevice_prefetch.start(fn)
+    assert pre is not None
+    key = libdevice.file_key()
+    data, _ = libdevice._read(key)
+    other: list[object] = []
+    t = threading.Thread(target=lambda: other.append(libdevice_prefetch.take(key, data)))
+    t.start()
+    t.join()
+    assert other == [None]  # another thread's compile never takes this thread's module
+    assert libdevice_prefetch.take(key, data[:-1] + b"?") is None  # other bytes: not used (and kept)
+    assert libdevice_prefetch.take((key[0], key[1], key[2] + 1), data) is None  # another file state
+    got = libdevice_prefetch.take(key, data)
+    assert got is not None and libdevice_prefetch.take(key, data) is None  # taken once
+    mod, ctx = got
+    assert "__nv_expf" in {f.name for f in mod.functions}
+    mod.close()
+    ctx.close()
+    pre.close()
+    assert libdevice_prefetch.take(key, data) is None and not libdevice_prefetch._live
+
+
+def test_a_corrupt_file_is_reported_by_the_compile_as_without_prefetch(monkeypatch, tmp_path):
+    copy = tmp_path / "libdevice.10.bc"
+    shutil.copyfile(toolchain.find_libdevice(), copy)
+    copy.write_bytes(b"not bitcode at all, and longer than the magic")
+    monkeypatch.setenv("EGGPU_LIBDEVICE", str(copy))
+    toolchain.clear_caches()
+    try:
+        used = _spy(monkeypatch)
+        with pytest.raises(eggpu.CodegenError, match=f"cannot read libdevice bitcode {copy}"):
+            eggpu.compile(softmax_forward.Kernel[tl.f32](128), cache=False)
+        assert used == [False]  # the thread's parse failed: the compile parsed the file itself
+    finally:
+        toolchain.clear_caches()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork")
+def test_fork_waits_for_a_running_parse_and_the_child_has_no_prefetch():
+    pre = libdevice_prefetch.start(softmax_forward.Kernel[tl.f32](64).ir())
+    assert pre is not None
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: no prefetch of its own (the parent's is not its to free)
+        os.close(r)
+        os.write(w, b"1" if getattr(libdevice_prefetch._local, "prefetch", None) is None else b"0")
+        os._exit(0)
+    os.close(w)
+    alive_after_fork = pre._thread.is_alive()
+    child_clean = os.read(r, 1)
+    os.close(r)
+    os.waitpid(pid, 0)
+    assert not alive_after_fork  # the parse had ended before the fork
+    assert child_clean == b"1"
+    assert pre.module is not None  # still the parent's to use
+    pre.close()
+    assert pre.module is None and not libdevice_prefetch._live
+
+
+def test_no_prefetch_once_the_math_cut_is_stored(monkeypatch, tmp_path):
+    """With libdevice's math cut on disk (toolchain/, made by the first libdevice compile) a new
+    set of functions parses that ~107 KB cut, not libdevice: nothing left to prefetch."""
+    monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("EGGPU_LIBDEVICE_CACHE")
+    fn = softmax_forward.Kernel[tl.f32](64).ir()
+    assert not libdevice.math_cut_stored()
+    pre = libdevice_prefetch.start(fn)
+    assert pre is not None
+    pre.close()
+    libdevice.clear_cache()
+    eggpu.compile(gelu_forward.Kernel[tl.f32](256), cache=False)
+    assert libdevice.math_cut_stored()
+    libdevice.clear_cache()
+    assert libdevice_prefetch.start(fn) is None
