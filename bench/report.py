@@ -666,11 +666,28 @@ REGISTER_NOTES = (
     'store instead of all `erf` results staying live to the end (sm_90 36 -> 32), and the pipeline splits'
     " `erff`'s recurring `selp.f32` of two immediates into `selp.b32` + `add.s32` where ptxas then needs "
     'fewer registers (`codegen/ptx_selects.py`: 32 -> 30, Triton 31, at +48 SASS instructions, still '
-    "fewer than Triton's). cross-entropy keeps 24 / 26 registers (Triton 21 / 23): its four per-warp "
-    'partials are read with one `LDS.128` (four registers) and added in a fixed order where Triton reads '
-    "one partial and shuffles (a different summation order), plus libdevice `expf`. row argmax's 2 extra "
-    "instructions on sm_90 are the op table's NaN rule (a NaN lifted to `(-inf, -1)` after the per-thread"
-    ' fold, `max(index, 0)` at the end). layer norm and RMS norm on sm_90 (and sm_80 beside the IEEE '
+    "fewer than Triton's). cross-entropy keeps 24 / 26 registers (Triton 21 / 23) and 156 SASS instructions "
+    "on sm_90 (Triton 155): libdevice `expf` (the documented accurate `exp`, ~8 instructions where Triton's "
+    "bare `ex2.approx` takes 5) multiplies by two constants that ptxas keeps in registers across the loop "
+    "(an `FFMA` encodes one immediate: `fma.rn.f32 x, 0f3BBB989D, 0f3F000000` and `fma.rm.f32 t, 252.0, "
+    "12582913`), and its four per-warp partials are read with one `LDS.128` (four registers) and added in "
+    "eggpu's fixed order where Triton reads one partial and shuffles (another summation order: other bits). "
+    "Putting the two constants in `.const` memory (ptxas then reads them as `c[0x3][…]` operands) was "
+    "measured by hand: cross-entropy sm_90 154 SASS / 25 registers, but softmax sm_90 22 -> 24 registers; "
+    "not adopted. softmax's 22 registers on sm_90 (Triton 20) are not closed: its loops carry the same "
+    "`expf`, and neither on-demand placement off (22) nor `ptxas_unroll=False` (22) changes them. row argmax "
+    "(op table: first index of the maximum, NaN ignored, all NaN -> 0; Triton's `_argmax_combine` has no "
+    "NaN rule, `value1 > value2 or (value1 == value2 and index1 < index2)`) pays 3 SASS instructions per "
+    "row tile for NaN: `FSETP.NAN` + `SEL` (a NaN element's index becomes `0xFFFFFFFF`; its value stays NaN "
+    "and the combine's unordered tie `setp.equ` makes every real element beat it, so no value select) and "
+    "`VIMNMX` (`max(index, 0)`: all NaN -> 0). That is 2 instructions fewer than lifting NaN to "
+    "`(-inf, -1)` (BLOCK_SIZE 256: 126 / 132 -> 125 / 131, Triton 129 / 130; BLOCK_SIZE 16: 79 / 81 -> "
+    "77 / 79, Triton aligned 76 / 74); the rest on sm_90 at BLOCK_SIZE 16 is the tile address, rebuilt in "
+    "uniform registers each iteration (`ULEA`, `ULEA.HI.X.SX32`, then the lane's `LEA`, `LEA.HI.X` and a "
+    "`UIADD3` for the mask bound: 5 against Triton's 3); hoisting the lane's address out of the loop "
+    "(`_loop_invariant_split`) leaves the count at 79 with 19 registers, so it stays off for reduction loops. "
+    "rms_norm's 30 registers on sm_80 (Triton 27) come with ptxas unrolling its row loops 4x: with "
+    "`ptxas_unroll=False` 213 SASS / 24 registers (Triton 212 / 27). layer norm and RMS norm on sm_90 (and sm_80 beside the IEEE "
     "division's ~100-instruction slow path) are mostly ptxas unrolling eggpu's short row loops 4x: "
     '`PtxOptions(ptxas_unroll=False)` (`codegen/ptx_loops.py`, not the default until a GPU has timed it) '
     'gives 294 / 218 instructions on sm_90 (Triton 418 / 396).\n'
