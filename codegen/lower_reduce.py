@@ -55,7 +55,10 @@ of the same shape along the same axis, whose operands are already lowered (``tl.
 ``tl.argmax(x)``, ``tl.sum(a)`` beside ``tl.sum(b)``), are lowered together with the first one
 (the full and rows strategies): one tree carrying every member's state (:class:`Fused`), so they
 share the shared-memory exchange, its barriers and address math. Each member keeps its own
-combine, identity and finish, so every result is exactly the one it has alone.
+combine, identity and finish, so every result is exactly the one it has alone. An arg-reduction
+beside a max / min of the same operand (``tl.argmax(x)`` with ``tl.max(x)``) carries only its
+index: its combine compares the values the max / min member carries (:class:`Fused`,
+``partners``), one shuffle and one select fewer per butterfly level.
 """
 
 from __future__ import annotations
@@ -197,31 +200,55 @@ class Combiner:
 class Fused:
     """Sibling reductions carried through one tree: the state is the concatenation of the
     members' states, each part combined by its own :class:`Combiner` (the combine interface of
-    :func:`_butterfly` and :func:`_fold`)."""
+    :func:`_butterfly` and :func:`_fold`).
 
-    def __init__(self, members: Sequence[Combiner]):
+    ``partners[k] = m``: arg-reduction member ``k`` (argmax / argmin) has a max / min member
+    ``m`` over the same operand (``tl.max(x)`` beside ``tl.argmax(x)``). Its state is then only
+    the index: the value it would carry is, at every node of the tree, the maximum (minimum) of
+    the elements below it, which member ``m`` carries already (up to the sign of a zero tie and
+    NaN for "no real element", which its compares cannot tell apart: ``>`` and ``==`` see
+    -0.0 == +0.0, and a NaN value comes with ``NO_INDEX``). So each butterfly step shuffles and
+    selects one value fewer, and shared memory holds one slot fewer."""
+
+    def __init__(self, members: Sequence[Combiner], partners: dict[int, int] | None = None):
         self.members = list(members)
         self.em = self.members[0].em
+        self.partners = dict(partners or {})
+
+    def _n(self, k: int) -> int:
+        return 1 if k in self.partners else len(self.members[k].types())
 
     def types(self) -> list[ir.Type]:
-        return [t for m in self.members for t in m.types()]
+        return [t for k, m in enumerate(self.members) for t in (m.types()[1:] if k in self.partners else m.types())]
 
     def split(self, s: State) -> list[State]:
         out, i = [], 0
-        for m in self.members:
-            n = len(m.types())
+        for k in range(len(self.members)):
+            n = self._n(k)
             out.append(tuple(s[i:i + n]))
             i += n
         return out
 
+    def _full(self, parts: list[State]) -> list[State]:
+        """Each member's whole state: a partnered arg-reduction's value from its partner."""
+        return [(parts[self.partners[k]][0], *p) if k in self.partners else p for k, p in enumerate(parts)]
+
+    def _own(self, k: int, st: State) -> State:
+        return st[1:] if k in self.partners else st
+
     def combine(self, a: State, b: State) -> State:
-        return tuple(x for m, sa, sb in zip(self.members, self.split(a), self.split(b)) for x in m.combine(sa, sb))
+        fa, fb = self._full(self.split(a)), self._full(self.split(b))
+        return tuple(x for k, m in enumerate(self.members) for x in self._own(k, m.combine(fa[k], fb[k])))
+
+    def partial(self, states: list[State]) -> State:
+        """The concatenated state of the members' own (whole) states."""
+        return tuple(x for k, st in enumerate(states) for x in self._own(k, st))
 
     def finish(self, s: State) -> list[ir.Value]:
-        return [m.finish(p) for m, p in zip(self.members, self.split(s))]
+        return [m.finish(p) for m, p in zip(self.members, self._full(self.split(s)))]
 
     def finish_uses(self) -> list[bool]:
-        return [u for m in self.members for u in m.finish_uses()]
+        return [u for k, m in enumerate(self.members) for u in self._own(k, tuple(m.finish_uses()))]
 
     @property
     def exact(self) -> bool:
@@ -291,16 +318,18 @@ def _arg_fold(comb: Combiner, elems: Sequence[tuple[ir.Value, ir.Value, ir.Value
     for v, i, owned in elems[1:]:
         x = raw(v, owned)
         take = b.or_(b.fcmp_ordered(op, x, av), b.fcmp_unordered("uno", av, av))
-        av, ai = b.select(take, x, av), b.select(take, i, ai)
+        # the value is maximumNumber(av, x) (minimumNumber for argmin): the selected one but for
+        # the sign of a zero tie, which no later compare sees (-0.0 == +0.0), and the same
+        # instruction as a sibling tl.max/tl.min fold over the same elements (LLVM merges them)
+        av, ai = S.fminmax(em, av, x, is_min=comb.kind == "argmin"), b.select(take, i, ai)
     nan = b.fcmp_unordered("uno", av, av)
     return (av, b.select(nan, em.k(ai, NO_INDEX), ai))
 
 
 def _fused_partial(lw, fused: Fused, srcs: Sequence[LV], index_of, slots: Sequence[int] | None = None,
                    copies: bool = False) -> State:
-    """:func:`_thread_partial` of every member, concatenated."""
-    return tuple(x for m, src in zip(fused.members, srcs)
-                 for x in _thread_partial(lw, m, src, index_of, slots, copies))
+    """:func:`_thread_partial` of every member, concatenated (:meth:`Fused.partial`)."""
+    return fused.partial([_thread_partial(lw, m, src, index_of, slots, copies) for m, src in zip(fused.members, srcs)])
 
 
 def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
@@ -418,7 +447,7 @@ def reduce_ops(lw, ops: Sequence[Operation]) -> list[LV]:
             for k, comb, src, t in tree:
                 out[k] = _reduce_generic(lw, comb, src, t, axis)
         else:
-            fused = Fused([c for _, c, _, _ in tree])
+            fused = Fused([c for _, c, _, _ in tree], _partners(tree, ops))
             srcs = [src for _, _, src, _ in tree]
             if kind == "full":
                 lvs = [LV(t, u=u) for (_, _, _, t), u in zip(tree, reduce_all(lw, fused, srcs))]
@@ -426,6 +455,23 @@ def reduce_ops(lw, ops: Sequence[Operation]) -> list[LV]:
                 lvs = [LV(t, elems=e) for (_, _, _, t), e in zip(tree, _reduce_rows(lw, fused, srcs, tree[0][3], G))]
             out.update({k: lv for (k, _, _, _), lv in zip(tree, lvs)})
     return [out[k] for k in range(len(ops))]
+
+
+_PARTNER = {"argmax": "max", "argmin": "min"}
+
+
+def _partners(tree, ops: Sequence[Operation]) -> dict[int, int]:
+    """``{arg member: max/min member}`` of ``tree`` (positions) over the same operand and dtype."""
+    out: dict[int, int] = {}
+    for k, (ok, comb, _, _) in enumerate(tree):
+        if not comb.is_arg:
+            continue
+        for m, (om, other, _, _) in enumerate(tree):
+            if (other.kind == _PARTNER[comb.kind] and other.dt == comb.dt
+                    and ops[om].operands[0] is ops[ok].operands[0]):
+                out[k] = m
+                break
+    return out
 
 
 def siblings(lw, op: Operation, blk: Block | None) -> list[Operation]:
