@@ -7,20 +7,27 @@ arg-reductions return the i32 index of the *first* extreme element, ignoring NaN
 (arg-reductions select the maximum of a total order on ``(value, -index)``), so any reduction
 tree gives the same result; only float sums depend on the order.
 
-Float arg-reductions keep NaN out of the combine: an element is lifted to ``(x, i)``, or, when
-``x`` is NaN (or the slot is not owned), to the identity ``(-inf, NO_INDEX)`` (``+inf`` for
-argmin; ``NO_INDEX`` is ``0xFFFFFFFF``, above every real index as an unsigned number). Every
-real element then wins against a NaN one: by value, or on a tie with a real ``-inf`` by its
-smaller index. The combine is one ordered compare chain, ``b > a or (b == a and b.index <
-a.index)`` (indices compared unsigned), and two selects; a final ``NO_INDEX`` (every element
-NaN) becomes 0 by one signed ``max(index, 0)`` (real indices are non-negative). This is the op table's result on every input, NaN, -0.0/+0.0 and ties included.
+Float arg-reductions keep NaN from winning: a state whose index is ``NO_INDEX`` (``0xFFFFFFFF``,
+above every real index as an unsigned number) is "nothing", whatever its value; a state with a
+real index has a non-NaN value. An element is lifted to ``(x, i)``, or, when ``x`` is NaN, to
+``(x, NO_INDEX)`` (only the index is replaced: one select); an unowned slot is NaN first; the
+identity is ``(-inf, NO_INDEX)`` (``+inf`` for argmin). The combine is one compare chain, ``b > a
+or (b ==u a and b.index < a.index)`` (``>`` ordered, ``==u`` unordered: equal or either NaN;
+indices compared unsigned), and two selects: "nothing" never wins by value (an ordered compare
+with NaN is false, and the identity's infinity is not above anything), and a real element beats
+a NaN "nothing" through the unordered equality and its smaller index, a real -inf beats the
+identity on the tie. Two "nothing" states keep ``NO_INDEX`` (their values may differ between
+lanes; only the index is ever read). A final ``NO_INDEX`` (every element NaN) becomes 0 by one
+signed ``max(index, 0)`` (real indices are non-negative). This is the op table's result on every
+input, NaN, -0.0/+0.0 and ties included.
 
 Three strategies:
 
 * **full** (the output has one element): each thread folds its owned elements (unowned slots
   contribute the identity), a warp butterfly with ``shfl_xor`` 16, 8, 4, 2, 1 combines the
   warp, every lane writes the warp's partial to shared memory (each combine is symmetric, so
-  after a whole-warp butterfly all lanes hold the same bits: no branch around the store), and
+  after a whole-warp butterfly all lanes hold the same bits, but for the value of a float
+  arg-reduction's "nothing", which is never read: no branch around the store), and
   after a barrier every thread folds the ``num_warps`` partials in order, or, with an
   arg-reduction in the tree, reads partial ``tid % num_warps`` and butterflies over
   ``num_warps`` lanes. The result is a uniform value.
@@ -48,7 +55,10 @@ of the same shape along the same axis, whose operands are already lowered (``tl.
 ``tl.argmax(x)``, ``tl.sum(a)`` beside ``tl.sum(b)``), are lowered together with the first one
 (the full and rows strategies): one tree carrying every member's state (:class:`Fused`), so they
 share the shared-memory exchange, its barriers and address math. Each member keeps its own
-combine, identity and finish, so every result is exactly the one it has alone.
+combine, identity and finish, so every result is exactly the one it has alone. An arg-reduction
+beside a max / min of the same operand (``tl.argmax(x)`` with ``tl.max(x)``) carries only its
+index: its combine compares the values the max / min member carries (:class:`Fused`,
+``partners``), one shuffle and one select fewer per butterfly level.
 """
 
 from __future__ import annotations
@@ -114,20 +124,24 @@ class Combiner:
 
     def lift(self, v: ir.Value, index: ir.Value | None, owned: ir.Value | None = None) -> State:
         """An element (register value of ``dt``) and its index along the axis, as a state;
-        the identity where ``owned`` (None: always) is false."""
+        the identity where ``owned`` (None: always) is false (for a float arg-reduction: NaN
+        with ``NO_INDEX``, a "nothing" like the identity)."""
         b = self.em.b
         x = S.wide(self.em, v, self.dt)
         if not self.is_arg:
             return (x,) if owned is None else (b.select(owned, x, self.identity(x)[0]),)
-        if self.acc.is_float:  # NaN is lifted to the identity (see the module docs)
-            keep = b.fcmp_ordered("ord", x, x)
-            keep = b.and_(keep, owned) if owned is not None else keep
-        elif owned is None:
+        if self.acc.is_float:
+            # "nothing" is the index NO_INDEX whatever the value (see the module docs): a NaN
+            # element keeps its NaN and only its index is replaced; an unowned slot becomes NaN
+            # too, so one NaN test covers both (3 instructions, the value select only when owned
+            # is not None)
+            if owned is not None:
+                x = b.select(owned, x, self.em.k(x, float("nan")))
+            return (x, b.select(b.fcmp_unordered("uno", x, x), self.em.k(index, NO_INDEX), index))
+        if owned is None:
             return (x, index)
-        else:
-            keep = owned
         ident = self.identity(x)
-        return (b.select(keep, x, ident[0]), b.select(keep, index, ident[1]))
+        return (b.select(owned, x, ident[0]), b.select(owned, index, ident[1]))
 
     def combine(self, a: State, b: State) -> State:
         em = self.em
@@ -143,8 +157,12 @@ class Combiner:
         av, ai = a
         bv, bi = b
         first = bb.icmp_unsigned("<", bi, ai)  # indices are >= 0; NO_INDEX is the largest
-        if dt.is_float:  # no NaN in a state: lift() maps it to the identity
-            take = bb.or_(bb.fcmp_ordered(op, bv, av), bb.and_(bb.fcmp_ordered("==", bv, av), first))
+        if dt.is_float:
+            # a state with a real index has a non-NaN value; one with NO_INDEX ("nothing") has NaN
+            # or the identity's infinity. The ordered compare never lets "nothing" win by value,
+            # and the unordered equality (== or either NaN) lets a real element beat a NaN
+            # "nothing" on its smaller index: no per-element value select is needed
+            take = bb.or_(bb.fcmp_ordered(op, bv, av), bb.and_(bb.fcmp_unordered("==", bv, av), first))
         else:
             cmp = bb.icmp_signed if dt.is_signed else bb.icmp_unsigned
             take = bb.or_(cmp(op, bv, av), bb.and_(bb.icmp_unsigned("==", bv, av), first))
@@ -182,31 +200,55 @@ class Combiner:
 class Fused:
     """Sibling reductions carried through one tree: the state is the concatenation of the
     members' states, each part combined by its own :class:`Combiner` (the combine interface of
-    :func:`_butterfly` and :func:`_fold`)."""
+    :func:`_butterfly` and :func:`_fold`).
 
-    def __init__(self, members: Sequence[Combiner]):
+    ``partners[k] = m``: arg-reduction member ``k`` (argmax / argmin) has a max / min member
+    ``m`` over the same operand (``tl.max(x)`` beside ``tl.argmax(x)``). Its state is then only
+    the index: the value it would carry is, at every node of the tree, the maximum (minimum) of
+    the elements below it, which member ``m`` carries already (up to the sign of a zero tie and
+    NaN for "no real element", which its compares cannot tell apart: ``>`` and ``==`` see
+    -0.0 == +0.0, and a NaN value comes with ``NO_INDEX``). So each butterfly step shuffles and
+    selects one value fewer, and shared memory holds one slot fewer."""
+
+    def __init__(self, members: Sequence[Combiner], partners: dict[int, int] | None = None):
         self.members = list(members)
         self.em = self.members[0].em
+        self.partners = dict(partners or {})
+
+    def _n(self, k: int) -> int:
+        return 1 if k in self.partners else len(self.members[k].types())
 
     def types(self) -> list[ir.Type]:
-        return [t for m in self.members for t in m.types()]
+        return [t for k, m in enumerate(self.members) for t in (m.types()[1:] if k in self.partners else m.types())]
 
     def split(self, s: State) -> list[State]:
         out, i = [], 0
-        for m in self.members:
-            n = len(m.types())
+        for k in range(len(self.members)):
+            n = self._n(k)
             out.append(tuple(s[i:i + n]))
             i += n
         return out
 
+    def _full(self, parts: list[State]) -> list[State]:
+        """Each member's whole state: a partnered arg-reduction's value from its partner."""
+        return [(parts[self.partners[k]][0], *p) if k in self.partners else p for k, p in enumerate(parts)]
+
+    def _own(self, k: int, st: State) -> State:
+        return st[1:] if k in self.partners else st
+
     def combine(self, a: State, b: State) -> State:
-        return tuple(x for m, sa, sb in zip(self.members, self.split(a), self.split(b)) for x in m.combine(sa, sb))
+        fa, fb = self._full(self.split(a)), self._full(self.split(b))
+        return tuple(x for k, m in enumerate(self.members) for x in self._own(k, m.combine(fa[k], fb[k])))
+
+    def partial(self, states: list[State]) -> State:
+        """The concatenated state of the members' own (whole) states."""
+        return tuple(x for k, st in enumerate(states) for x in self._own(k, st))
 
     def finish(self, s: State) -> list[ir.Value]:
-        return [m.finish(p) for m, p in zip(self.members, self.split(s))]
+        return [m.finish(p) for m, p in zip(self.members, self._full(self.split(s)))]
 
     def finish_uses(self) -> list[bool]:
-        return [u for m in self.members for u in m.finish_uses()]
+        return [u for k, m in enumerate(self.members) for u in self._own(k, tuple(m.finish_uses()))]
 
     @property
     def exact(self) -> bool:
@@ -260,8 +302,8 @@ def _arg_fold(comb: Combiner, elems: Sequence[tuple[ir.Value, ir.Value, ir.Value
     it when strictly better (``>`` for argmax, ordered: a NaN never wins, a tie keeps the earlier
     index, -0.0 ties +0.0) or when the accumulator is NaN (nothing real seen yet). So the
     accumulator is NaN exactly when every element so far is NaN or unowned, and is otherwise
-    the first extreme real element: the op table's fold. A NaN accumulator becomes the identity
-    ``(-inf, NO_INDEX)`` (``+inf`` for argmin), as :meth:`Combiner.lift` would give.
+    the first extreme real element: the op table's fold. A NaN accumulator becomes "nothing",
+    ``(NaN, NO_INDEX)``, as :meth:`Combiner.lift` would give (only the index is selected).
     """
     em = comb.em
     b = em.b
@@ -276,17 +318,18 @@ def _arg_fold(comb: Combiner, elems: Sequence[tuple[ir.Value, ir.Value, ir.Value
     for v, i, owned in elems[1:]:
         x = raw(v, owned)
         take = b.or_(b.fcmp_ordered(op, x, av), b.fcmp_unordered("uno", av, av))
-        av, ai = b.select(take, x, av), b.select(take, i, ai)
+        # the value is maximumNumber(av, x) (minimumNumber for argmin): the selected one but for
+        # the sign of a zero tie, which no later compare sees (-0.0 == +0.0), and the same
+        # instruction as a sibling tl.max/tl.min fold over the same elements (LLVM merges them)
+        av, ai = S.fminmax(em, av, x, is_min=comb.kind == "argmin"), b.select(take, i, ai)
     nan = b.fcmp_unordered("uno", av, av)
-    ident = comb.identity(av)
-    return (b.select(nan, ident[0], av), b.select(nan, ident[1], ai))
+    return (av, b.select(nan, em.k(ai, NO_INDEX), ai))
 
 
 def _fused_partial(lw, fused: Fused, srcs: Sequence[LV], index_of, slots: Sequence[int] | None = None,
                    copies: bool = False) -> State:
-    """:func:`_thread_partial` of every member, concatenated."""
-    return tuple(x for m, src in zip(fused.members, srcs)
-                 for x in _thread_partial(lw, m, src, index_of, slots, copies))
+    """:func:`_thread_partial` of every member, concatenated (:meth:`Fused.partial`)."""
+    return fused.partial([_thread_partial(lw, m, src, index_of, slots, copies) for m, src in zip(fused.members, srcs)])
 
 
 def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
@@ -404,7 +447,7 @@ def reduce_ops(lw, ops: Sequence[Operation]) -> list[LV]:
             for k, comb, src, t in tree:
                 out[k] = _reduce_generic(lw, comb, src, t, axis)
         else:
-            fused = Fused([c for _, c, _, _ in tree])
+            fused = Fused([c for _, c, _, _ in tree], _partners(tree, ops))
             srcs = [src for _, _, src, _ in tree]
             if kind == "full":
                 lvs = [LV(t, u=u) for (_, _, _, t), u in zip(tree, reduce_all(lw, fused, srcs))]
@@ -412,6 +455,23 @@ def reduce_ops(lw, ops: Sequence[Operation]) -> list[LV]:
                 lvs = [LV(t, elems=e) for (_, _, _, t), e in zip(tree, _reduce_rows(lw, fused, srcs, tree[0][3], G))]
             out.update({k: lv for (k, _, _, _), lv in zip(tree, lvs)})
     return [out[k] for k in range(len(ops))]
+
+
+_PARTNER = {"argmax": "max", "argmin": "min"}
+
+
+def _partners(tree, ops: Sequence[Operation]) -> dict[int, int]:
+    """``{arg member: max/min member}`` of ``tree`` (positions) over the same operand and dtype."""
+    out: dict[int, int] = {}
+    for k, (ok, comb, _, _) in enumerate(tree):
+        if not comb.is_arg:
+            continue
+        for m, (om, other, _, _) in enumerate(tree):
+            if (other.kind == _PARTNER[comb.kind] and other.dt == comb.dt
+                    and ops[om].operands[0] is ops[ok].operands[0]):
+                out[k] = m
+                break
+    return out
 
 
 def siblings(lw, op: Operation, blk: Block | None) -> list[Operation]:

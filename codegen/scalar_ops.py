@@ -473,6 +473,14 @@ def offset_i64(em: Emitter, dt: DType, v: V) -> V:
     t = em.like_type(v, I64)
     if dt.bits == 64:
         return v
+    if isinstance(v, ir.Instruction) and v.opname == "select" and any(isinstance(o, ir.Constant) for o in v.operands[1:]):
+        # instcombine widens ``sext(select(c, x, K))`` to ``select(c, sext(x), sext(K))``: two
+        # 32-bit selects and a sign computation in SASS where selecting first and extending in
+        # the address's wide multiply-add takes one. ``freeze`` (a no-op in code generation; the
+        # select of defined values is defined) keeps the select narrow
+        fr = ir.Instruction(em.b.block, v.type, "freeze", [v])
+        em.b._insert(fr)
+        v = fr
     return em.b.sext(v, t) if dt.is_signed else em.b.zext(v, t)
 
 

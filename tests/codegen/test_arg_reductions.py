@@ -152,3 +152,35 @@ def test_all_nan_index_becomes_zero_by_one_signed_max(target):
     _check(full_kernel(f32, 128), x, None, f32)  # all NaN: 0
     x[[3, 97]] = -np.inf
     _check(full_kernel(f32, 128), x, None, f32)  # a real -inf beside NaNs wins, the first of them
+
+
+@pytest.mark.parametrize("target", ("sm_80", "sm_90"))
+def test_nan_element_keeps_its_value_and_only_its_index_is_lifted(target):
+    """A NaN element is lifted to ``(NaN, NO_INDEX)`` (one index select, no value select): the
+    combine's equality is unordered (``setp.equ``), so a real element beats a NaN "nothing" on its
+    smaller index and the ordered ``>`` never lets "nothing" win by value. No ``selp.f32`` picks
+    the identity's -inf/+inf for an element."""
+    from eggpu.codegen import compile_ptx
+
+    ptx, _ = compile_ptx(full_kernel(f32, 16), target)
+    assert "setp.equ.f32" in ptx
+    assert not re.search(r"selp\.f32\s+%r\d+, %r\d+, 0f[F7]F800000", ptx), ptx
+
+
+@pytest.mark.parametrize("n", (16, 200, 256))
+@pytest.mark.parametrize("case", ("all_nan", "neg_inf_last", "pos_inf_after_nan", "nan_first_then_ties"))
+def test_nothing_states_of_nan_and_unowned_slots_lose_to_every_real_element(n, case):
+    """NaN elements (value NaN) and unowned slots (n = 200: the identity's infinity) are both
+    "nothing" states; whichever meets which in the butterfly, the index is the op table's."""
+    x = np.full(n, np.nan, np.float32)
+    if case == "neg_inf_last":
+        x[n - 1] = -np.inf
+    elif case == "pos_inf_after_nan":
+        x[n // 2] = np.inf
+        x[n // 3] = -np.inf
+    elif case == "nan_first_then_ties":
+        x[1:] = -2.0
+        x[n - 1] = x[n - 3] = 5.0
+        x[n - 2] = x[2] = -7.0
+    for dt in (f32, f16):
+        _check(full_kernel(dt, n), x, None, dt)

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from eggpu.codegen.layout import Layout
-from eggpu.ir import Builder, f32, i32, pointer
+from eggpu.ir import Builder, f16, f32, i32, pointer
 from eggpu.ir.dtypes import f64
 
 from .conftest import load_tile, run_compare
@@ -193,7 +193,8 @@ def test_small_row_argmax_reduces_without_shared_memory(target):
     lk = get("row_argmax")
     small = eggpu.compile(lk.kernel(f32, (16,)), target=target, cache=False).ptx
     assert "bar.sync" not in small and "__eggpu_smem" not in small
-    assert small.count("shfl.sync.bfly") == 3 * 4  # max, argmax value and index: 4 levels each
+    # max and argmax index, 4 levels each: argmax compares the value tl.max carries (Fused.partners)
+    assert small.count("shfl.sync.bfly") == 2 * 4
     big = eggpu.compile(lk.kernel(f32, (256,)), target=target, cache=False).ptx
     assert big.count("bar.sync") == 2
 
@@ -260,3 +261,46 @@ def test_accumulated_replicated_tile_reduces_without_shared_memory(name):
 
     ptx = eggpu.compile(get(name).kernel(f32, (16,)), target="sm_80", cache=False).ptx
     assert "bar.sync" not in ptx
+
+
+def _minmax_siblings(n: int, dt):
+    """out[k] = (max, argmax, min, argmin)[k](x[:n]), indices cast to dt: each arg-reduction's
+    value is its max/min sibling's (Fused.partners)."""
+    b = Builder(f"sib_pairs_{n}_{dt}", [("x", pointer(dt)), ("out", pointer(dt))])
+    x = b.op("load", b.op("addptr", b.op("splat", b.param("x"), shape=(n,)), b.op("arange", start=0, end=n)))
+    for k, kind in enumerate(("reduce_argmax", "reduce_max", "reduce_min", "reduce_argmin")):  # arg first too
+        r = b.op(kind, x, axis=0)
+        if kind.startswith("reduce_arg"):
+            r = b.op("cast", r, dtype=dt)
+        b.effect("store", b.op("addptr", b.param("out"), b.const(k, i32)), r)
+    return b.finish()
+
+
+@pytest.mark.parametrize("n", (16, 200, 1001))
+@pytest.mark.parametrize("dt,case", [(f16, "specials"), (f16, "all_nan"), (f16, "zeros"), (f16, "nan_and_neg_inf"),
+                                     (i32, "ties"), (i32, "random")], ids=str)
+def test_arg_reduction_sharing_its_siblings_value_matches_numpy(n, dt, case):
+    """Unowned slots (n = 200, 1001), NaN, -0.0/+0.0 and ties in f16 (widened to f32) and i32."""
+    x = special_values(n, case, n)
+    if dt == i32:
+        x = np.round(x * 3).astype(np.int32)
+        x[n // 5] = x[n - 2] = np.iinfo(np.int32).min if case == "ties" else x[n // 5]
+    x = x.astype(dt.np)
+    got = run_compare(_minmax_siblings(n, dt), (1,), [x, np.zeros(4, dt.np)])[1]
+    xs = x.astype(np.float64)
+    for k, kind in enumerate(("reduce_argmax", "reduce_max", "reduce_min", "reduce_argmin")):
+        want = ref(xs, kind)
+        if np.isnan(want):
+            assert np.isnan(got[k]), (kind, got[k])
+        else:
+            assert got[k] == want and np.signbit(got[k]) == np.signbit(want), (kind, got[k], want)
+
+
+@pytest.mark.parametrize("target", ("sm_80", "sm_90"))
+def test_argmax_beside_max_carries_only_its_index(target):
+    """With ``tl.max(x)`` beside ``tl.argmax(x)`` each butterfly level shuffles two values (the
+    max and the index), not three; without the sibling it is value and index."""
+    from eggpu.codegen import compile_ptx
+
+    ptx, _ = compile_ptx(_minmax_siblings(16, f32), target)
+    assert ptx.count("shfl.sync.bfly") == 4 * 4  # (max, argmax index) + (min, argmin index), 4 levels
