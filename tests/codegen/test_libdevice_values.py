@@ -106,6 +106,8 @@ def _bracket_ok(r: float, exact: Fraction, dt: str, mode: str) -> bool:
     return abs(fr - exact) <= abs(lo - exact) and abs(fr - exact) <= abs(hi - exact)
 
 
+EXACT = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b,
+         "fma": lambda a, b, c: a * b + c, "rcp": lambda a: 1 / a}
 OPS2 = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b, "div": lambda a, b: a / b}
 
 
@@ -136,9 +138,6 @@ def test_directed_rounding_arithmetic_is_exactly_rounded(dt, mode):
                     assert (math.isnan(s) and math.isnan(got)) or s == got, (op, mode, vals, got)
                 continue
             f = [Fraction(v) for v in vals]
-            exact = {"add": lambda: f[0] + f[1], "sub": lambda: f[0] - f[1], "mul": lambda: f[0] * f[1],
-                     "div": lambda: f[0] / f[1], "fma": lambda: f[0] * f[1] + f[2], "rcp": lambda: 1 / f[0],
-                     "sqrt": None}[op]
             if op == "sqrt":  # r correctly rounded: the bracket checked on squares
                 lo, hi = _next(got, dt, False), _next(got, dt, True)
                 fr, v = Fraction(got), f[0]
@@ -146,7 +145,7 @@ def test_directed_rounding_arithmetic_is_exactly_rounded(dt, mode):
                       "rn": ((fr + lo) / 2) ** 2 <= v <= ((fr + hi) / 2) ** 2}[mode] if v else got == vals[0]
                 assert ok, (op, mode, vals, got)
                 continue
-            e = exact()
+            e = EXACT[op](*f)
             if e == 0:
                 continue  # the sign of an exact zero: test_signed_zeros
             if not math.isfinite(got):  # overflow: only toward the infinity the direction allows
