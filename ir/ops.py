@@ -185,9 +185,28 @@ def _atomic(name: str, family: Family, doc: str, edge: str = "returns the old va
                edge=edge, doc=doc)
 
 
+def _math(name: str, kind: tuple[int, Family, tuple[Trait, ...]], *, edge: str, doc: str) -> OpDef:
+    """The row of the elementwise math function ``name`` (a libdevice/libm function or an exact one
+    such as ``floor`` or ``popc``): ``kind``'s arity, family and traits, the type of its operands,
+    and ``op_references.REFERENCES[name]`` as its semantics."""
+    arity, family, traits = kind
+    return _op(name, arity=(arity, arity), traits=traits, rule=same_type(name), family=family,
+               reference=_ref(name), edge=edge, doc=doc)
+
+
 _EW = (PURE, ELEMENTWISE)
 _EW2 = (PURE, ELEMENTWISE, COMMUTATIVE)
 _ATOMIC_ATTRS = ("sem", "scope")  # memory ordering and scope (op_types.ATOMIC_SEMS/ATOMIC_SCOPES)
+# The kinds of the math-function rows (``_math``): (arity, family, traits). To add a math function,
+# add a row ``_math("name", KIND, edge="its edge cases", doc="what it computes")`` and its numpy
+# semantics under the same name in ir/op_references.py REFERENCES; a _T kind is TRANSCENDENTAL (a
+# libdevice/libm call: codegen/emitter.py _MATH names it). tests/test_op_coverage.py names the rest.
+_FLOAT1 = (1, FLOAT, _EW)
+_FLOAT1_T = (1, FLOAT, _EW + (TRANSCENDENTAL,))
+_FLOAT2_T = (2, FLOAT, _EW + (TRANSCENDENTAL,))
+_FLOAT3 = (3, FLOAT, _EW)
+_INT1 = (1, INT, _EW)
+_INT2_C = (2, INT, _EW2)  # commutative
 
 
 OPS_LIST: list[OpDef] = [
@@ -249,102 +268,48 @@ OPS_LIST: list[OpDef] = [
         edge="bitwise complement; logical not on bool", doc="~a"),
     _op("abs", arity=(1, 1), traits=_EW, rule=same_type("abs"), family=NUM, reference=_ref("abs"),
         edge="abs(INT_MIN) == INT_MIN; unsigned identity; floats clear the sign bit", doc="|a|"),
-    _op("exp", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp"), family=FLOAT, reference=_ref("exp"),
-        edge="overflow gives +inf; libdevice/libm accuracy (a few ulp)", doc="e**a"),
-    _op("exp2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp2"), family=FLOAT, reference=_ref("exp2"),
-        edge="overflow gives +inf", doc="2**a"),
-    _op("log", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log"), family=FLOAT, reference=_ref("log"),
-        edge="log(0) = -inf; log(<0) = NaN", doc="natural log"),
-    _op("log2", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log2"), family=FLOAT, reference=_ref("log2"),
-        edge="log2(0) = -inf; log2(<0) = NaN", doc="base-2 log"),
-    _op("sqrt", arity=(1, 1), traits=_EW, rule=same_type("sqrt"), family=FLOAT, reference=_ref("sqrt"),
-        edge="correctly rounded; sqrt(-0.0) = -0.0; sqrt(<0) = NaN", doc="square root"),
-    _op("rsqrt", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("rsqrt"), family=FLOAT, reference=_ref("rsqrt"),
-        edge="rsqrt(0) = +inf; approximate on GPUs (libdevice)", doc="1/sqrt(a)"),
-    _op("sin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sin"), family=FLOAT, reference=_ref("sin"),
-        edge="sin(inf) = NaN", doc="sine"),
-    _op("cos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cos"), family=FLOAT, reference=_ref("cos"),
-        edge="cos(inf) = NaN", doc="cosine"),
-    _op("tanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("tanh"), family=FLOAT, reference=_ref("tanh"),
-        edge="saturates to +-1", doc="hyperbolic tangent"),
-    _op("erf", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("erf"), family=FLOAT, reference=_ref("erf"),
-        edge="saturates to +-1", doc="error function"),
-    _op("asin", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asin"), family=FLOAT, reference=_ref("asin"),
-        edge="asin(+-1) = +-pi/2; |x| > 1 = NaN; keeps -0.0", doc="arcsine (radians)"),
-    _op("acos", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acos"), family=FLOAT, reference=_ref("acos"),
-        edge="acos(1) = +0; acos(-1) = pi; |x| > 1 = NaN", doc="arccosine (radians)"),
-    _op("atan", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atan"), family=FLOAT, reference=_ref("atan"),
-        edge="atan(+-inf) = +-pi/2; keeps -0.0", doc="arctangent (radians)"),
-    _op("sinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("sinh"), family=FLOAT, reference=_ref("sinh"),
-        edge="overflow gives +-inf; keeps -0.0", doc="hyperbolic sine"),
-    _op("cosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cosh"), family=FLOAT, reference=_ref("cosh"),
-        edge="cosh(+-0) = 1; cosh(+-inf) = +inf (overflow too)", doc="hyperbolic cosine"),
-    _op("asinh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("asinh"), family=FLOAT, reference=_ref("asinh"),
-        edge="asinh(+-inf) = +-inf; keeps -0.0", doc="inverse hyperbolic sine"),
-    _op("acosh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("acosh"), family=FLOAT, reference=_ref("acosh"),
-        edge="acosh(1) = +0; acosh(inf) = inf; x < 1 = NaN", doc="inverse hyperbolic cosine"),
-    _op("atanh", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atanh"), family=FLOAT, reference=_ref("atanh"),
-        edge="atanh(+-1) = +-inf; |x| > 1 = NaN; keeps -0.0", doc="inverse hyperbolic tangent"),
-    _op("tan", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("tan"), family=FLOAT, reference=_ref("tan"),
-        edge="tan(+-inf) = NaN; keeps -0.0", doc="tangent"),
-    _op("log10", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log10"), family=FLOAT,
-        reference=_ref("log10"), edge="log10(+-0) = -inf; log10(<0) = NaN; log10(inf) = inf", doc="base-10 log"),
-    _op("log1p", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("log1p"), family=FLOAT,
-        reference=_ref("log1p"), edge="log1p(-1) = -inf; x < -1 = NaN; keeps -0.0; accurate near 0",
-        doc="log(1 + a)"),
-    _op("expm1", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("expm1"), family=FLOAT,
-        reference=_ref("expm1"), edge="expm1(-inf) = -1; overflow gives +inf; keeps -0.0; accurate near 0",
-        doc="e**a - 1"),
-    _op("exp10", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("exp10"), family=FLOAT,
-        reference=_ref("exp10"), edge="exp10(-inf) = +0; overflow gives +inf", doc="10**a"),
-    _op("cbrt", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("cbrt"), family=FLOAT,
-        reference=_ref("cbrt"), edge="odd: cbrt(-x) = -cbrt(x); keeps -0.0 and +-inf", doc="cube root"),
-    _op("erfc", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("erfc"), family=FLOAT,
-        reference=_ref("erfc"), edge="erfc(-inf) = 2; erfc(inf) = +0 (underflows for large a)", doc="1 - erf(a)"),
-    _op("lgamma", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("lgamma"), family=FLOAT,
-        reference=_ref("lgamma"), edge="log|gamma(a)|: +inf at 0, at negative integers and at +-inf; "
-        "lgamma(1) = lgamma(2) = +0", doc="log of |gamma|"),
-    _op("tgamma", arity=(1, 1), traits=_EW + (TRANSCENDENTAL,), rule=same_type("tgamma"), family=FLOAT,
-        reference=_ref("tgamma"), edge="tgamma(+-0) = +-inf; negative integers and -inf give NaN; "
-        "overflow gives +inf (a > 171.62 in f64, 35.04 in f32)", doc="gamma function"),
-    _op("atan2", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("atan2"), family=FLOAT,
-        reference=_ref("atan2"),
-        edge="C's atan2(y, x): signed zeros pick +-0 or +-pi; atan2(+-inf, +-inf) = +-pi/4, +-3pi/4",
-        doc="angle of (x, y): atan2(a, b) with a = y"),
-    _op("pow", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("pow"), family=FLOAT,
-        reference=_ref("pow"),
-        edge="C's pow: pow(x, +-0) = 1 and pow(1, y) = 1 (NaN included); pow(-1, +-inf) = 1; a negative base "
-        "with a non-integer exponent = NaN; pow(+-0, y < 0) = +inf (-inf for -0 and an odd integer y); "
-        "overflow gives +-inf", doc="a ** b"),
-    _op("hypot", arity=(2, 2), traits=_EW + (TRANSCENDENTAL,), rule=same_type("hypot"), family=FLOAT,
-        reference=_ref("hypot"),
-        edge="sqrt(a*a + b*b) without intermediate overflow; +inf if either is +-inf (even with a NaN); "
-        "else NaN if either is NaN", doc="length of (a, b)"),
-    _op("floor", arity=(1, 1), traits=_EW, rule=same_type("floor"), family=FLOAT, reference=_ref("floor"),
-        edge="exact; keeps -0.0, NaN, inf", doc="round toward -inf"),
-    _op("ceil", arity=(1, 1), traits=_EW, rule=same_type("ceil"), family=FLOAT, reference=_ref("ceil"),
-        edge="exact; keeps -0.0, NaN, inf", doc="round toward +inf"),
-    _op("trunc", arity=(1, 1), traits=_EW, rule=same_type("trunc"), family=FLOAT, reference=_ref("trunc"),
-        edge="exact; trunc(-0.5) = -0.0; keeps -0.0, NaN, inf", doc="round toward zero"),
-    _op("rint", arity=(1, 1), traits=_EW, rule=same_type("rint"), family=FLOAT, reference=_ref("rint"),
-        edge="exact; ties to even: rint(2.5) = 2, rint(-0.5) = -0.0; keeps -0.0, NaN, inf",
-        doc="round to the nearest integer, ties to even (libdevice rint/nearbyint)"),
-    _op("round", arity=(1, 1), traits=_EW, rule=same_type("round"), family=FLOAT, reference=_ref("round"),
-        edge="exact; ties away from zero: round(2.5) = 3, round(-0.5) = -1; round(-0.4) = -0.0; keeps NaN, inf",
-        doc="round to the nearest integer, ties away from zero (C round)"),
+    # math functions (libdevice/libm calls and exact roundings): _math rows, see the kinds above
+    _math("exp", _FLOAT1_T, edge="overflow gives +inf; libdevice/libm accuracy (a few ulp)", doc="e**a"),
+    _math("exp2", _FLOAT1_T, edge="overflow gives +inf", doc="2**a"),
+    _math("log", _FLOAT1_T, edge="log(0) = -inf; log(<0) = NaN", doc="natural log"),
+    _math("log2", _FLOAT1_T, edge="log2(0) = -inf; log2(<0) = NaN", doc="base-2 log"),
+    _math("sqrt", _FLOAT1, edge="correctly rounded; sqrt(-0.0) = -0.0; sqrt(<0) = NaN", doc="square root"),
+    _math("rsqrt", _FLOAT1_T, edge="rsqrt(0) = +inf; approximate on GPUs (libdevice)", doc="1/sqrt(a)"),
+    _math("sin", _FLOAT1_T, edge="sin(inf) = NaN", doc="sine"),
+    _math("cos", _FLOAT1_T, edge="cos(inf) = NaN", doc="cosine"),
+    _math("tanh", _FLOAT1_T, edge="saturates to +-1", doc="hyperbolic tangent"),
+    _math("erf", _FLOAT1_T, edge="saturates to +-1", doc="error function"),
+    _math("asin", _FLOAT1_T, edge="asin(+-1) = +-pi/2; |x| > 1 = NaN; keeps -0.0", doc="arcsine (radians)"),
+    _math("acos", _FLOAT1_T, edge="acos(1) = +0; acos(-1) = pi; |x| > 1 = NaN", doc="arccosine (radians)"),
+    _math("atan", _FLOAT1_T, edge="atan(+-inf) = +-pi/2; keeps -0.0", doc="arctangent (radians)"),
+    _math("sinh", _FLOAT1_T, edge="overflow gives +-inf; keeps -0.0", doc="hyperbolic sine"),
+    _math("cosh", _FLOAT1_T, edge="cosh(+-0) = 1; cosh(+-inf) = +inf (overflow too)", doc="hyperbolic cosine"),
+    _math("asinh", _FLOAT1_T, edge="asinh(+-inf) = +-inf; keeps -0.0", doc="inverse hyperbolic sine"),
+    _math("acosh", _FLOAT1_T, edge="acosh(1) = +0; acosh(inf) = inf; x < 1 = NaN", doc="inverse hyperbolic cosine"),
+    _math("atanh", _FLOAT1_T, edge="atanh(+-1) = +-inf; |x| > 1 = NaN; keeps -0.0", doc="inverse hyperbolic tangent"),
+    _math("tan", _FLOAT1_T, edge="tan(+-inf) = NaN; keeps -0.0", doc="tangent"),
+    _math("log10", _FLOAT1_T, edge="log10(+-0) = -inf; log10(<0) = NaN; log10(inf) = inf", doc="base-10 log"),
+    _math("log1p", _FLOAT1_T, edge="log1p(-1) = -inf; x < -1 = NaN; keeps -0.0; accurate near 0", doc="log(1 + a)"),
+    _math("expm1", _FLOAT1_T, edge="expm1(-inf) = -1; overflow gives +inf; keeps -0.0; accurate near 0", doc="e**a - 1"),
+    _math("exp10", _FLOAT1_T, edge="exp10(-inf) = +0; overflow gives +inf", doc="10**a"),
+    _math("cbrt", _FLOAT1_T, edge="odd: cbrt(-x) = -cbrt(x); keeps -0.0 and +-inf", doc="cube root"),
+    _math("erfc", _FLOAT1_T, edge="erfc(-inf) = 2; erfc(inf) = +0 (underflows for large a)", doc="1 - erf(a)"),
+    _math("lgamma", _FLOAT1_T, edge="log|gamma(a)|: +inf at 0, at negative integers and at +-inf; lgamma(1) = lgamma(2) = +0", doc="log of |gamma|"),
+    _math("tgamma", _FLOAT1_T, edge="tgamma(+-0) = +-inf; negative integers and -inf give NaN; overflow gives +inf (a > 171.62 in f64, 35.04 in f32)", doc="gamma function"),
+    _math("atan2", _FLOAT2_T, edge="C's atan2(y, x): signed zeros pick +-0 or +-pi; atan2(+-inf, +-inf) = +-pi/4, +-3pi/4", doc="angle of (x, y): atan2(a, b) with a = y"),
+    _math("pow", _FLOAT2_T, edge="C's pow: pow(x, +-0) = 1 and pow(1, y) = 1 (NaN included); pow(-1, +-inf) = 1; a negative base with a non-integer exponent = NaN; pow(+-0, y < 0) = +inf (-inf for -0 and an odd integer y); overflow gives +-inf", doc="a ** b"),
+    _math("hypot", _FLOAT2_T, edge="sqrt(a*a + b*b) without intermediate overflow; +inf if either is +-inf (even with a NaN); else NaN if either is NaN", doc="length of (a, b)"),
+    _math("floor", _FLOAT1, edge="exact; keeps -0.0, NaN, inf", doc="round toward -inf"),
+    _math("ceil", _FLOAT1, edge="exact; keeps -0.0, NaN, inf", doc="round toward +inf"),
+    _math("trunc", _FLOAT1, edge="exact; trunc(-0.5) = -0.0; keeps -0.0, NaN, inf", doc="round toward zero"),
+    _math("rint", _FLOAT1, edge="exact; ties to even: rint(2.5) = 2, rint(-0.5) = -0.0; keeps -0.0, NaN, inf", doc="round to the nearest integer, ties to even (libdevice rint/nearbyint)"),
+    _math("round", _FLOAT1, edge="exact; ties away from zero: round(2.5) = 3, round(-0.5) = -1; round(-0.4) = -0.0; keeps NaN, inf", doc="round to the nearest integer, ties away from zero (C round)"),
     # integer bit functions (libdevice __nv_popc, __nv_clz, __nv_ffs, __nv_brev, __nv_mulhi and their 64-bit forms)
-    _op("popc", arity=(1, 1), traits=_EW, rule=same_type("popc"), family=INT, reference=_ref("popc"),
-        edge="the number of set bits of the two's-complement pattern, in the operand's dtype", doc="population count"),
-    _op("clz", arity=(1, 1), traits=_EW, rule=same_type("clz"), family=INT, reference=_ref("clz"),
-        edge="leading zero bits of the pattern; clz(0) = the width; negative signed values give 0",
-        doc="count leading zeros"),
-    _op("ffs", arity=(1, 1), traits=_EW, rule=same_type("ffs"), family=INT, reference=_ref("ffs"),
-        edge="1 + the index of the lowest set bit; ffs(0) = 0", doc="find first set bit"),
-    _op("brev", arity=(1, 1), traits=_EW, rule=same_type("brev"), family=INT, reference=_ref("brev"),
-        edge="bit i of the result is bit (width - 1 - i) of the operand", doc="bit reversal"),
-    _op("mulhi", arity=(2, 2), traits=_EW2, rule=same_type("mulhi"), family=INT, reference=_ref("mulhi"),
-        edge="the high half of the double-width product; signed operands sign-extended, unsigned zero-extended",
-        doc="high half of a * b"),
+    _math("popc", _INT1, edge="the number of set bits of the two's-complement pattern, in the operand's dtype", doc="population count"),
+    _math("clz", _INT1, edge="leading zero bits of the pattern; clz(0) = the width; negative signed values give 0", doc="count leading zeros"),
+    _math("ffs", _INT1, edge="1 + the index of the lowest set bit; ffs(0) = 0", doc="find first set bit"),
+    _math("brev", _INT1, edge="bit i of the result is bit (width - 1 - i) of the operand", doc="bit reversal"),
+    _math("mulhi", _INT2_C, edge="the high half of the double-width product; signed operands sign-extended, unsigned zero-extended", doc="high half of a * b"),
     # libdevice functions without an op of their own (Triton's extern_elementwise; ir/libdevice_table.py)
     _op("libdevice", arity=(1, 4), traits=_EW, rule=libdevice_type, family=ANY, attrs=("symbol",),
         reference=_ref("libdevice"),
@@ -355,8 +320,7 @@ OPS_LIST: list[OpDef] = [
     # ternary
     _op("where", arity=(3, 3), traits=(PURE, ELEMENTWISE), rule=where_type, family=ANY,
         edge="both branches are computed (no short circuit); lanes picked by cond", doc="cond ? a : b", reference=_ref("where")),
-    _op("fma", arity=(3, 3), traits=_EW, rule=same_type("fma"), family=FLOAT,
-        edge="a*b+c rounded once (reference: exact for f64, via f64 for narrower dtypes)", doc="fused multiply-add", reference=_ref("fma")),
+    _math("fma", _FLOAT3, edge="a*b+c rounded once (reference: exact for f64, via f64 for narrower dtypes)", doc="fused multiply-add"),
     # conversions
     _op("cast", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=cast_type, family=ANY, attrs=("dtype",),
         edge="int->int wraps/extends by source signedness; float->int truncates and saturates (NaN -> 0); "

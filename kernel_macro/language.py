@@ -22,7 +22,7 @@ import builtins
 
 from eggpu.ir.dtypes import DType
 
-from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin, _outside  # noqa: F401 - registries
+from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin  # noqa: F401 - registries
 from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .language_namespaces import (  # noqa: F401 - re-exported
     MATH_NAMES,
@@ -91,49 +91,41 @@ _builtin_bool = builtins.bool
 @_builtin
 def program_id(axis: int) -> Any:
     """Index of this program along grid axis ``axis`` (0, 1 or 2): an i32 scalar."""
-    raise _outside("program_id")
 
 
 @_builtin
 def num_programs(axis: int) -> Any:
     """Number of programs along grid axis ``axis``: an i32 scalar."""
-    raise _outside("num_programs")
 
 
 @_builtin
 def cdiv(a: Any, b: Any) -> Any:
     """Ceiling division ``(a + b - 1) // b``; folded when both are compile-time ints."""
-    raise _outside("cdiv")
 
 
 @_builtin
 def arange(start: int, end: int) -> Any:
     """The i32 block ``[start, start+1, ..., end-1]``; bounds must be compile-time ints."""
-    raise _outside("arange")
 
 
 @_builtin
 def full(shape: Any, value: Any, dtype: DType) -> Any:
     """A block of ``shape`` (compile-time ints; ``[]`` = scalar) filled with ``value``."""
-    raise _outside("full")
 
 
 @_builtin
 def zeros(shape: Any, dtype: DType) -> Any:
     """``full(shape, 0, dtype)``."""
-    raise _outside("zeros")
 
 
 @_builtin
 def zeros_like(input: Any) -> Any:
     """Zeros with the shape and dtype of ``input``."""
-    raise _outside("zeros_like")
 
 
 @_builtin
 def expand_dims(input: Any, axis: Any) -> Any:
     """Insert a size-1 axis at ``axis`` (an int or a tuple of ints; negative counts from the end)."""
-    raise _outside("expand_dims")
 
 
 @_builtin
@@ -141,43 +133,36 @@ def reshape(input: Any, *shape: Any, can_reorder: _builtin_bool = False) -> Any:
     """Row-major reshape to a compile-time shape with the same number of elements: ``reshape(x, (M, N))``
     or ``reshape(x, M, N)``. ``can_reorder=True`` (Triton's permission to reorder elements) is
     accepted; eggpu always keeps the row-major order."""
-    raise _outside("reshape")
 
 
 @_builtin
 def view(input: Any, *shape: Any) -> Any:
     """Triton's ``view``: a reshape that may reorder elements; eggpu keeps the row-major order."""
-    raise _outside("view")
 
 
 @_builtin
 def ravel(input: Any, can_reorder: _builtin_bool = False) -> Any:
     """Flatten to 1-D (row-major)."""
-    raise _outside("ravel")
 
 
 @_builtin
 def trans(input: Any, *dims: int) -> Any:
     """Permute axes: ``trans(x)`` reverses them (transpose of a 2-D block); ``trans(x, 1, 0, 2)``."""
-    raise _outside("trans")
 
 
 @_builtin
 def permute(input: Any, *dims: int) -> Any:
     """Permute axes: ``permute(x, 1, 0, 2)`` or ``permute(x, (1, 0, 2))`` (``trans`` with explicit dims)."""
-    raise _outside("permute")
 
 
 @_builtin
 def broadcast_to(input: Any, *shape: Any) -> Any:
     """Broadcast ``input`` to ``shape`` (numpy rules: size-1 dims repeat, missing leading dims added)."""
-    raise _outside("broadcast_to")
 
 
 @_builtin
 def broadcast(input: Any, other: Any) -> Any:
     """Broadcast two blocks to their common shape; returns the pair."""
-    raise _outside("broadcast")
 
 
 # ---------------------------------------------------------------- memory
@@ -195,7 +180,6 @@ def load(ptr: Any, mask: Any = None, other: Any = None, boundary_check: Any = ()
     ``"zero"``, ``"nan"``) fills the out-of-bounds elements; ``mask``/``other`` are then not
     allowed. ``volatile=True``: on a GPU each element is read by its own ``ld.volatile`` (never merged
     with another load or reused); the interpreter and ``run_cpu`` read memory as any load."""
-    raise _outside("load")
 
 
 @_builtin
@@ -204,14 +188,13 @@ def store(ptr: Any, value: Any, mask: Any = None, boundary_check: Any = (), cach
     """Store ``value`` (converted to the pointee dtype, broadcast to ``ptr``'s shape) where
     ``mask`` is true (on a block pointer: where the ``boundary_check`` dimensions are in bounds). ``cache_modifier`` (``""``, ``".wb"``, ``".cg"``, ``".cs"``, ``".wt"``) and
     ``eviction_policy`` are hints without effect on the result."""
-    raise _outside("store")
 
 
 def _atomic_fn(name: str, doc: str):
     """The stub of the atomic read-modify-write ``tl.<name>(ptr, val, mask=None, sem=None, scope=None)``."""
 
     def fn(ptr: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> Any:
-        raise _outside(name)
+        ...
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = doc
@@ -233,7 +216,6 @@ atomic_xor = _atomic_fn("atomic_xor", "Atomically ``*ptr ^= val`` (integer point
 @_builtin
 def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> Any:
     """Atomically ``*ptr = val if *ptr == cmp``; returns the old values."""
-    raise _outside("atomic_cas")
 
 
 # ---------------------------------------------------------------- compute
@@ -242,181 +224,134 @@ def atomic_cas(ptr: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None)
 @_builtin
 def where(condition: Any, x: Any, y: Any) -> Any:
     """``condition ? x : y`` lane by lane (both sides are computed); operands broadcast."""
-    raise _outside("where")
 
 
 @_builtin
 def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
     """Elementwise minimum (floats: a NaN operand is ignored; with ``propagate_nan=tl.PropagateNan.ALL``
     a NaN operand gives NaN)."""
-    raise _outside("minimum")
 
 
 @_builtin
 def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:
     """Elementwise maximum (floats: a NaN operand is ignored, or propagated with ``PropagateNan.ALL``)."""
-    raise _outside("maximum")
 
 
 @_builtin
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> Any:  # noqa: A002
     """``minimum(maximum(x, min), max)`` (Triton's parameter names ``min``/``max``)."""
-    raise _outside("clamp")
 
 
 @_builtin
 def abs(x: Any) -> Any:  # noqa: A001
     """``|x|`` (ints wrap: ``abs(INT_MIN) == INT_MIN``)."""
-    raise _outside("abs")
 
+
+# ---------------------------------------------------------------- elementwise math functions
+# The table of the elementwise math functions whose parameters are all operands, one row each:
+# ``name = _math("name(x, y)", KIND, "Docstring.")``. KIND is _FLOAT (a float operand: the docstring
+# gains "Needs a float operand ..."), _INT (an integer operand: "Needs an integer operand.") or _PLAIN
+# (the docstring says what the operands are); _FLOAT_T and _PLAIN_T also mark an op of the op table's
+# TRANSCENDENTAL trait (listed in TRANSCENDENTAL_STUBS, hence in __all__ and tl.extra.libdevice).
+# To add a function, add its row; tests/test_op_coverage.py names what else an op needs (its
+# ir/ops.py row, its frontend entry, ...). A function with options (``fdiv(x, y, ieee_rounding=False)``)
+# is an ``@_builtin def`` below.
 
 #: the stubs of the op table's TRANSCENDENTAL ops, in definition order (kept here rather than
-#: read from eggpu.ir.ops: a cache hit imports this module and must not import numpy, which the op
-#: table needs; tests/test_op_coverage.py checks this list against the op table)
+#: read from eggpu.ir.ops: a cache hit imports this module and must not import the op table;
+#: tests/test_op_coverage.py checks this list against the op table)
 TRANSCENDENTAL_STUBS: list[str] = []
 
+#: the kinds of a row: (the sentence appended to the docstring, whether the op is TRANSCENDENTAL)
+_FLOAT = (" Needs a float operand (convert ints with ``x.to(tl.f32)``).", False)
+_FLOAT_T = (_FLOAT[0], True)
+_INT = (" Needs an integer operand.", False)
+_PLAIN = ("", False)
+_PLAIN_T = ("", True)
 
-def _float_fn(name: str, doc: str, *, transcendental: bool = False):
+
+def _math(signature: str, kind: tuple[str, bool], doc: str) -> Any:
+    """The stub of the math function ``signature`` (``"atan2(x, y)"``: its name, then its operands),
+    documented by ``doc`` plus the sentence of ``kind``; a transcendental ``kind`` appends the name
+    to TRANSCENDENTAL_STUBS."""
+    name, _, rest = signature.partition("(")
+    params = ", ".join(f"{p.strip()}: Any" for p in rest.rstrip(")").split(","))
+    sentence, transcendental = kind
     if transcendental:
         TRANSCENDENTAL_STUBS.append(name)
-
-    def fn(x: Any) -> Any:
-        raise _outside(name)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc + " Needs a float operand (convert ints with ``x.to(tl.f32)``)."
+    # A generated def (as dataclasses writes its __init__): the stub has the row's exact signature, so
+    # help(), inspect.signature and the frontend's argument binding see the operands, and a call with
+    # the wrong count is Python's TypeError, without importing inspect (a cache hit must not). exec
+    # inherits this module's ``from __future__ import annotations``: ``Any`` stays the string 'Any'.
+    ns: dict[str, Any] = {}
+    exec(f"def {name}({params}) -> Any:\n    pass\n", ns)
+    fn = ns[name]
+    fn.__doc__ = doc + sentence
     fn.__module__ = __name__
     return _builtin(fn)
 
 
-exp = _float_fn("exp", "``e**x``.", transcendental=True)
-exp2 = _float_fn("exp2", "``2**x``.", transcendental=True)
-log = _float_fn("log", "Natural logarithm.", transcendental=True)
-log2 = _float_fn("log2", "Base-2 logarithm.", transcendental=True)
-sqrt = _float_fn("sqrt", "Square root (correctly rounded).")
-rsqrt = _float_fn("rsqrt", "``1/sqrt(x)``.", transcendental=True)
-sin = _float_fn("sin", "Sine.", transcendental=True)
-cos = _float_fn("cos", "Cosine.", transcendental=True)
-tanh = _float_fn("tanh", "Hyperbolic tangent.", transcendental=True)
-erf = _float_fn("erf", "Error function.", transcendental=True)
-asin = _float_fn("asin", "Arcsine in radians (NaN outside [-1, 1]).", transcendental=True)
-acos = _float_fn("acos", "Arccosine in radians (NaN outside [-1, 1]).", transcendental=True)
-atan = _float_fn("atan", "Arctangent in radians.", transcendental=True)
-sinh = _float_fn("sinh", "Hyperbolic sine.", transcendental=True)
-cosh = _float_fn("cosh", "Hyperbolic cosine.", transcendental=True)
-asinh = _float_fn("asinh", "Inverse hyperbolic sine.", transcendental=True)
-acosh = _float_fn("acosh", "Inverse hyperbolic cosine (NaN below 1).", transcendental=True)
-atanh = _float_fn("atanh", "Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1]).", transcendental=True)
-tan = _float_fn("tan", "Tangent (radians).", transcendental=True)
-log10 = _float_fn("log10", "Base-10 logarithm.", transcendental=True)
-log1p = _float_fn("log1p", "``log(1 + x)``, accurate for small ``x`` (-inf at -1, NaN below).", transcendental=True)
-expm1 = _float_fn("expm1", "``e**x - 1``, accurate for small ``x``.", transcendental=True)
-exp10 = _float_fn("exp10", "``10**x``.", transcendental=True)
-cbrt = _float_fn("cbrt", "Cube root (odd: ``cbrt(-8.0) == -2.0``).", transcendental=True)
-erfc = _float_fn("erfc", "Complementary error function ``1 - erf(x)``, accurate where erf is near 1.",
-                 transcendental=True)
-lgamma = _float_fn("lgamma", "``log(|gamma(x)|)`` (+inf at 0 and the negative integers).", transcendental=True)
-tgamma = _float_fn("tgamma", "The gamma function (+-inf at +-0, NaN at the negative integers).", transcendental=True)
-sigmoid = _float_fn("sigmoid", "``1 / (1 + exp(-x))`` computed in x's dtype.")
-floor = _float_fn("floor", "Round toward -inf.")
-ceil = _float_fn("ceil", "Round toward +inf.")
-trunc = _float_fn("trunc", "Round toward zero (exact; ``trunc(-0.5) == -0.0``).")
-rint = _float_fn("rint", "Round to the nearest integer, ties to even (exact; ``rint(2.5) == 2.0``).")
-nearbyint = _float_fn("nearbyint", "``rint``: the nearest integer, ties to even (exact).")
-round = _float_fn("round", "Round to the nearest integer, ties away from zero (exact; C's ``round``: "  # noqa: A001
-                  "``round(2.5) == 3.0``, ``round(-0.5) == -1.0``).")
-isnan = _float_fn("isnan", "Whether ``x`` is NaN, as a bool block (Triton's ``libdevice.isnan``: int1).")
-isinf = _float_fn("isinf", "Whether ``x`` is +-inf, as a bool block.")
-finitef = _float_fn("finitef", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f32 name; "
-                    "eggpu takes any float dtype).")
-isfinited = _float_fn("isfinited", "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f64 "
-                      "name; eggpu takes any float dtype).")
-signbit = _float_fn("signbit", "1 where the sign bit of ``x`` is set (-0.0 and negative NaNs included), else 0, "
-                    "as i32 (Triton's ``libdevice.signbit`` result dtype).")
-
-
-@_builtin
-def fma(x: Any, y: Any, z: Any) -> Any:
-    """``x * y + z`` rounded once (floats)."""
-    raise _outside("fma")
-
-
-sqrt_rn = _float_fn("sqrt_rn", "Square root rounded to nearest (``sqrt`` is already correctly rounded).")
-
-
-@_builtin
-def atan2(x: Any, y: Any) -> Any:
-    """C's ``atan2(x, y)``: the angle of the point ``(y, x)`` in radians, in [-pi, pi] (libdevice's
-    argument order: the ordinate first). Float operands."""
-    raise _outside("atan2")
-
-
-TRANSCENDENTAL_STUBS.append("atan2")
-
-
-@_builtin
-def pow(x: Any, y: Any) -> Any:  # noqa: A001
-    """C's ``pow(x, y)`` = ``x ** y`` (libdevice's ``__nv_pow``): float operands (a literal exponent
-    takes x's dtype; convert an integer block first); ``pow(x, 0) == 1`` even for NaN ``x``, a
-    negative base with a non-integer exponent gives NaN."""
-    raise _outside("pow")
-
-
-@_builtin
-def hypot(x: Any, y: Any) -> Any:
-    """``sqrt(x*x + y*y)`` without intermediate overflow or underflow; +inf when either is +-inf."""
-    raise _outside("hypot")
-
-
-TRANSCENDENTAL_STUBS.extend(("pow", "hypot"))
-
-
-def _int_fn(name: str, doc: str):
-    def fn(x: Any) -> Any:
-        raise _outside(name)
-
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc + " Needs an integer operand."
-    fn.__module__ = __name__
-    return _builtin(fn)
-
-
-popc = _int_fn("popc", "The number of set bits of ``x``'s pattern, as i32 (Triton's result dtype).")
-clz = _int_fn("clz", "The leading zero bits of ``x``'s pattern (its width for 0), as i32.")
-ffs = _int_fn("ffs", "1 + the index of ``x``'s lowest set bit (0 for 0), as i32.")
-brev = _int_fn("brev", "``x`` with its bits in reverse order, in ``x``'s dtype.")
-
-
-@_builtin
-def mulhi(x: Any, y: Any) -> Any:
-    """The high half of the double-width product of two integers (signed for signed dtypes: libdevice's
-    ``__nv_mulhi``/``__nv_mul64hi``; unsigned: ``__nv_umulhi``/``__nv_umul64hi``), in their dtype."""
-    raise _outside("mulhi")
-
-
-@_builtin
-def fmod(x: Any, y: Any) -> Any:
-    """C's ``fmod``: ``x - trunc(x / y) * y`` exactly, with x's sign (the IR's float ``rem``)."""
-    raise _outside("fmod")
-
-
-@_builtin
-def copysign(x: Any, y: Any) -> Any:
-    """``|x|`` with the sign bit of ``y`` (exact; NaNs included)."""
-    raise _outside("copysign")
-
-
-@_builtin
-def fdim(x: Any, y: Any) -> Any:
-    """C's ``fdim``: ``x - y`` when ``x > y``, else +0; NaN when either is NaN."""
-    raise _outside("fdim")
+exp = _math("exp(x)", _FLOAT_T, "``e**x``.")
+exp2 = _math("exp2(x)", _FLOAT_T, "``2**x``.")
+log = _math("log(x)", _FLOAT_T, "Natural logarithm.")
+log2 = _math("log2(x)", _FLOAT_T, "Base-2 logarithm.")
+sqrt = _math("sqrt(x)", _FLOAT, "Square root (correctly rounded).")
+rsqrt = _math("rsqrt(x)", _FLOAT_T, "``1/sqrt(x)``.")
+sin = _math("sin(x)", _FLOAT_T, "Sine.")
+cos = _math("cos(x)", _FLOAT_T, "Cosine.")
+tanh = _math("tanh(x)", _FLOAT_T, "Hyperbolic tangent.")
+erf = _math("erf(x)", _FLOAT_T, "Error function.")
+asin = _math("asin(x)", _FLOAT_T, "Arcsine in radians (NaN outside [-1, 1]).")
+acos = _math("acos(x)", _FLOAT_T, "Arccosine in radians (NaN outside [-1, 1]).")
+atan = _math("atan(x)", _FLOAT_T, "Arctangent in radians.")
+sinh = _math("sinh(x)", _FLOAT_T, "Hyperbolic sine.")
+cosh = _math("cosh(x)", _FLOAT_T, "Hyperbolic cosine.")
+asinh = _math("asinh(x)", _FLOAT_T, "Inverse hyperbolic sine.")
+acosh = _math("acosh(x)", _FLOAT_T, "Inverse hyperbolic cosine (NaN below 1).")
+atanh = _math("atanh(x)", _FLOAT_T, "Inverse hyperbolic tangent (+-inf at +-1, NaN outside [-1, 1]).")
+tan = _math("tan(x)", _FLOAT_T, "Tangent (radians).")
+log10 = _math("log10(x)", _FLOAT_T, "Base-10 logarithm.")
+log1p = _math("log1p(x)", _FLOAT_T, "``log(1 + x)``, accurate for small ``x`` (-inf at -1, NaN below).")
+expm1 = _math("expm1(x)", _FLOAT_T, "``e**x - 1``, accurate for small ``x``.")
+exp10 = _math("exp10(x)", _FLOAT_T, "``10**x``.")
+cbrt = _math("cbrt(x)", _FLOAT_T, "Cube root (odd: ``cbrt(-8.0) == -2.0``).")
+erfc = _math("erfc(x)", _FLOAT_T, "Complementary error function ``1 - erf(x)``, accurate where erf is near 1.")
+lgamma = _math("lgamma(x)", _FLOAT_T, "``log(|gamma(x)|)`` (+inf at 0 and the negative integers).")
+tgamma = _math("tgamma(x)", _FLOAT_T, "The gamma function (+-inf at +-0, NaN at the negative integers).")
+sigmoid = _math("sigmoid(x)", _FLOAT, "``1 / (1 + exp(-x))`` computed in x's dtype.")
+floor = _math("floor(x)", _FLOAT, "Round toward -inf.")
+ceil = _math("ceil(x)", _FLOAT, "Round toward +inf.")
+trunc = _math("trunc(x)", _FLOAT, "Round toward zero (exact; ``trunc(-0.5) == -0.0``).")
+rint = _math("rint(x)", _FLOAT, "Round to the nearest integer, ties to even (exact; ``rint(2.5) == 2.0``).")
+nearbyint = _math("nearbyint(x)", _FLOAT, "``rint``: the nearest integer, ties to even (exact).")
+round = _math("round(x)", _FLOAT, "Round to the nearest integer, ties away from zero (exact; C's ``round``: ``round(2.5) == 3.0``, ``round(-0.5) == -1.0``).")
+isnan = _math("isnan(x)", _FLOAT, "Whether ``x`` is NaN, as a bool block (Triton's ``libdevice.isnan``: int1).")
+isinf = _math("isinf(x)", _FLOAT, "Whether ``x`` is +-inf, as a bool block.")
+finitef = _math("finitef(x)", _FLOAT, "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f32 name; eggpu takes any float dtype).")
+isfinited = _math("isfinited(x)", _FLOAT, "Whether ``x`` is neither NaN nor +-inf, as a bool block (libdevice's f64 name; eggpu takes any float dtype).")
+signbit = _math("signbit(x)", _FLOAT, "1 where the sign bit of ``x`` is set (-0.0 and negative NaNs included), else 0, as i32 (Triton's ``libdevice.signbit`` result dtype).")
+fma = _math("fma(x, y, z)", _PLAIN, "``x * y + z`` rounded once (floats).")
+sqrt_rn = _math("sqrt_rn(x)", _FLOAT, "Square root rounded to nearest (``sqrt`` is already correctly rounded).")
+atan2 = _math("atan2(x, y)", _PLAIN_T, "C's ``atan2(x, y)``: the angle of the point ``(y, x)`` in radians, in [-pi, pi] (libdevice's argument order: the ordinate first). Float operands.")
+pow = _math("pow(x, y)", _PLAIN_T, "C's ``pow(x, y)`` = ``x ** y`` (libdevice's ``__nv_pow``): float operands (a literal exponent takes x's dtype; convert an integer block first); ``pow(x, 0) == 1`` even for NaN ``x``, a negative base with a non-integer exponent gives NaN.")
+hypot = _math("hypot(x, y)", _PLAIN_T, "``sqrt(x*x + y*y)`` without intermediate overflow or underflow; +inf when either is +-inf.")
+popc = _math("popc(x)", _INT, "The number of set bits of ``x``'s pattern, as i32 (Triton's result dtype).")
+clz = _math("clz(x)", _INT, "The leading zero bits of ``x``'s pattern (its width for 0), as i32.")
+ffs = _math("ffs(x)", _INT, "1 + the index of ``x``'s lowest set bit (0 for 0), as i32.")
+brev = _math("brev(x)", _INT, "``x`` with its bits in reverse order, in ``x``'s dtype.")
+mulhi = _math("mulhi(x, y)", _PLAIN, "The high half of the double-width product of two integers (signed for signed dtypes: libdevice's ``__nv_mulhi``/``__nv_mul64hi``; unsigned: ``__nv_umulhi``/``__nv_umul64hi``), in their dtype.")
+umulhi = _math("umulhi(x, y)", _PLAIN, "The high 32 bits of the 64-bit product of two 32-bit integers (signed for i32, unsigned for u32).")
+fmod = _math("fmod(x, y)", _PLAIN, "C's ``fmod``: ``x - trunc(x / y) * y`` exactly, with x's sign (the IR's float ``rem``).")
+copysign = _math("copysign(x, y)", _PLAIN, "``|x|`` with the sign bit of ``y`` (exact; NaNs included).")
+fdim = _math("fdim(x, y)", _PLAIN, "C's ``fdim``: ``x - y`` when ``x > y``, else +0; NaN when either is NaN.")
+div_rn = _math("div_rn(x, y)", _PLAIN, "``x / y`` rounded to nearest (IEEE division, as ``/`` on floats).")
 
 
 def _arith_fn(name: str, op: str):
     """The stub of Triton's functional ``tl.<name>(x, y, sanitize_overflow=True)`` (``x op y``)."""
 
     def fn(x: Any, y: Any, sanitize_overflow: _builtin_bool = True) -> Any:
-        raise _outside(name)
+        ...
 
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = (f"``x {op} y`` (Triton's functional form; pointers as with ``{op}``). ``sanitize_overflow`` "
@@ -431,22 +366,9 @@ mul = _arith_fn("mul", "*")
 
 
 @_builtin
-def div_rn(x: Any, y: Any) -> Any:
-    """``x / y`` rounded to nearest (IEEE division, as ``/`` on floats)."""
-    raise _outside("div_rn")
-
-
-@_builtin
 def fdiv(x: Any, y: Any, ieee_rounding: _builtin_bool = False) -> Any:
     """``x / y`` on floats. Triton allows an approximate quotient unless ``ieee_rounding``; eggpu
     always computes the IEEE quotient."""
-    raise _outside("fdiv")
-
-
-@_builtin
-def umulhi(x: Any, y: Any) -> Any:
-    """The high 32 bits of the 64-bit product of two 32-bit integers (signed for i32, unsigned for u32)."""
-    raise _outside("umulhi")
 
 
 @_builtin
@@ -456,7 +378,6 @@ def inline_asm_elementwise(asm: str, constraints: str, args: Any, dtype: Any, is
     is the result of ``dtype``, ``$1``.. the arguments; ``constraints`` as ``"=r,r,r"``). A tuple
     of dtypes gives a tuple of results (``$0``, ``$1``, ... first). GPU only: the interpreter and
     ``run_cpu`` refuse a kernel that uses it. eggpu supports ``pack=1``."""
-    raise _outside("inline_asm_elementwise")
 
 
 @_builtin
@@ -464,7 +385,6 @@ def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _b
     """Convert ``input`` to ``dtype`` (value conversion; ``bitcast=True`` reinterprets bits of equal
     width). ``fp_downcast_rounding`` (float -> narrower float only) is None or ``"rtne"`` (round to
     nearest even, the default) or ``"rtz"`` (round toward zero), as in Triton."""
-    raise _outside("cast")
 
 
 # ---------------------------------------------------------------- reductions
@@ -474,7 +394,6 @@ def cast(input: Any, dtype: DType, fp_downcast_rounding: Any = None, bitcast: _b
 def sum(input: Any, axis: Any = None, keep_dims: _builtin_bool = False, dtype: Any = None) -> Any:  # noqa: A001
     """Sum along ``axis`` (None: all axes). Integers narrower than 32 bits (and bool) sum in 32 bits.
     ``dtype=`` converts the input to that dtype first (Triton's meaning)."""
-    raise _outside("sum")
 
 
 @_builtin
@@ -482,14 +401,12 @@ def max(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # 
         return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
     """Maximum along ``axis`` (None: all axes); with ``return_indices=True`` the pair (maximum,
     i32 index of its first occurrence). Parameters in Triton's order."""
-    raise _outside("max")
 
 
 @_builtin
 def min(input: Any, axis: Any = None, return_indices: _builtin_bool = False,  # noqa: A001
         return_indices_tie_break_left: _builtin_bool = True, keep_dims: _builtin_bool = False) -> Any:
     """Minimum along ``axis`` (None: all axes); ``return_indices=True`` as for ``max``."""
-    raise _outside("min")
 
 
 @_builtin
@@ -497,14 +414,12 @@ def argmax(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first maximum along ``axis`` (None: of the flattened block).
     ``tie_break_left=False`` lets Triton return any of tied maxima; eggpu returns the first."""
-    raise _outside("argmax")
 
 
 @_builtin
 def argmin(input: Any, axis: Any = None, tie_break_left: _builtin_bool = True,
            keep_dims: _builtin_bool = False) -> Any:
     """i32 index of the first minimum along ``axis`` (None: of the flattened block)."""
-    raise _outside("argmin")
 
 
 @_builtin
@@ -512,7 +427,6 @@ def softmax(input: Any, dim: Any = None, keep_dims: _builtin_bool = False,
             ieee_rounding: _builtin_bool = False) -> Any:
     """``exp(x - max(x, dim)) / sum(exp(x - max(x, dim)), dim)`` along ``dim`` (default 0), the shape
     of ``input``; floats only."""
-    raise _outside("softmax")
 
 
 @_builtin
@@ -526,7 +440,6 @@ def dot(a: Any, b: Any, acc: Any = None, input_precision: Any = None, allow_tf32
     ``input_precision="ieee"`` (the default; Triton's default for f32 is TF32) multiplies f32 in
     full precision; ``"tf32"`` (or ``allow_tf32=True``) rounds f32 operands to TF32 first (tensor
     cores on sm_80+, exact f32 before sm_80); other precisions are refused."""
-    raise _outside("dot")
 
 
 @_builtin
@@ -540,7 +453,6 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
     elements along K (``lhs_scale``: ``[M, K//32]``, ``rhs_scale``: ``[N, K//32]``; 255 is NaN).
     Every element is multiplied by ``2**(scale - 127)`` in f32, rounded once to bf16 (f16 when a
     format is ``"fp16"``), and the products are accumulated in f32 (plus ``acc``, an f32 block)."""
-    raise _outside("dot_scaled")
 
 
 # ---------------------------------------------------------------- compile-time helpers
@@ -549,7 +461,6 @@ def dot_scaled(lhs: Any, lhs_scale: Any, lhs_format: Any, rhs: Any, rhs_scale: A
 @_builtin
 def static_range(start: int, end: int | None = None, step: int = 1) -> Any:
     """``for i in tl.static_range(...)`` unrolls the loop at compile time (bounds are compile-time ints)."""
-    raise _outside("static_range")
 
 
 @_builtin
@@ -558,32 +469,27 @@ def range(arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
           flatten: _builtin_bool = False, warp_specialize: _builtin_bool = False) -> Any:
     """``for i in tl.range(lo, hi, step)`` is ``for i in range(lo, hi, step)``; Triton's pipelining
     hints (``num_stages``, ``loop_unroll_factor``, ...) are accepted and have no effect."""
-    raise _outside("range")
 
 
 @_builtin
 def multiple_of(input: Any, values: Any) -> Any:
     """Triton's hint that every element of ``input`` is a multiple of ``values``; returns
     ``input`` unchanged (the hint does not change results)."""
-    raise _outside("multiple_of")
 
 
 @_builtin
 def max_contiguous(input: Any, values: Any) -> Any:
     """Triton's hint that ``input`` has runs of ``values`` consecutive values; returns ``input``."""
-    raise _outside("max_contiguous")
 
 
 @_builtin
 def max_constancy(input: Any, values: Any) -> Any:
     """Triton's hint that ``input`` has runs of ``values`` equal values; returns ``input``."""
-    raise _outside("max_constancy")
 
 
 @_builtin
 def assume(cond: Any) -> Any:
     """Triton's hint that ``cond`` holds; no effect on results (a compile-time False is an error)."""
-    raise _outside("assume")
 
 
 

@@ -6,7 +6,7 @@ are in the frontend (:mod:`.debugging`, :mod:`.builtins`, :mod:`.compat`)."""
 
 from __future__ import annotations
 
-from .language_base import _builtin, _outside
+from .language_base import _builtin
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
@@ -17,19 +17,16 @@ if TYPE_CHECKING:
 def debug_barrier() -> Any:
     """Triton's barrier among the threads of a program. eggpu programs have no user-visible
     shared memory, and a program's own stores are visible to its later loads, so it is a no-op."""
-    raise _outside("debug_barrier")
 
 
 @_builtin
 def static_print(*values: Any, sep: str = " ", end: str = "\n") -> Any:
     """Print compile-time values (and the types of runtime ones) while the kernel is compiled."""
-    raise _outside("static_print")
 
 
 @_builtin
 def static_assert(condition: Any, msg: str = "") -> Any:
     """Fail compilation with ``msg`` when the compile-time ``condition`` is false."""
-    raise _outside("static_assert")
 
 
 @_builtin
@@ -38,7 +35,6 @@ def device_print(prefix: str, *args: Any, hex: bool = False) -> Any:  # noqa: A0
     ``pid (x, y, z) idx (i, ...) prefix: value`` (``hex=True`` prints integers/floats' bits in hex).
     Interpreter and ``run_cpu`` print to ``sys.stdout``; the PTX calls ``vprintf``
     (docs/language.md, "Debugging")."""
-    raise _outside("device_print")
 
 
 @_builtin
@@ -48,4 +44,3 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> Any:
     compiles to nothing. A failing lane stops the kernel: an :class:`eggpu.DeviceAssertionError` naming the kernel, the source line, ``msg``
     and the first failing program and lane in the interpreter and ``run_cpu``; ``__assertfail``
     (a device-side assert) in PTX."""
-    raise _outside("device_assert")

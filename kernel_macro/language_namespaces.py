@@ -31,21 +31,22 @@ def libdevice_names(transcendental: list[str]) -> tuple[str, ...]:
 
 
 def _extern_stub(name: str, overloads: tuple, language_name: str) -> Any:
-    """The stub of libdevice's ``name`` (a ``libdevice`` op): Triton's parameters ``arg0, arg1, ...``,
-    a docstring listing the overloads; the frontend dispatches on ``__eggpu_builtin__``
-    (``"libdevice.<name>"``, kernel_macro/libdevice_calls.py)."""
-    from .language_base import _outside
+    """The stub of libdevice's ``name`` (a ``libdevice`` op), declared as the language's math rows
+    are (language.py ``_math``: a generated def with Triton's parameters ``arg0, arg1, ...``, then
+    ``@_builtin``); its docstring lists the overloads. The frontend dispatches on
+    ``__eggpu_builtin__`` = ``"libdevice.<name>"`` (kernel_macro/libdevice_calls.py)."""
+    from .language_base import _builtin
 
-    params = [f"arg{i}" for i in range(len(overloads[0][0]))]
-    src = f"def {name}({', '.join(params)}):\n    raise _outside('libdevice.{name}')\n"
-    scope: dict[str, Any] = {"_outside": _outside}
-    exec(src, scope)  # noqa: S102 - a fixed template over the table's identifiers
-    fn = scope[name]
+    params = ", ".join(f"arg{i}" for i in range(len(overloads[0][0])))
+    ns: dict[str, Any] = {}
+    exec(f"def {name}({params}):\n    pass\n", ns)  # noqa: S102 - a fixed template over the table's names
+    fn = ns[name]
     sigs = "; ".join(f"({', '.join(a)}) -> {r} [{sym}]" for a, sym, r in overloads)
     fn.__doc__ = f"libdevice's ``{name}`` (Triton's extern_elementwise): {sigs}."
     fn.__module__ = f"{language_name}.extra.libdevice"
-    fn.__eggpu_builtin__ = f"libdevice.{name}"
-    return fn
+    declared = _builtin(fn, f"extra.cuda.libdevice.{name}")
+    declared.__eggpu_builtin__ = f"libdevice.{name}"
+    return declared
 
 
 def extern_stubs(language_name: str) -> dict[str, Any]:

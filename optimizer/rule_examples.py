@@ -40,6 +40,7 @@ from typing import Any
 from eggpu.ir import ALL_DTYPES, DType
 
 from .analyses import ANALYSES
+from .egglog_i64 import I64Undefined, i64_binary
 from .rules_loader import Atom, Rule, SList, Sx
 from .schema import CONSTRUCTOR_DTYPES, CONSTRUCTORS, DTYPE_CONSTRUCTORS, FAMILY_RELATIONS, const_payload
 
@@ -63,9 +64,6 @@ _COMPARISONS = {"<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": ope
 MAX_TRIES = 20000
 #: dtypes tried first when one assignment is enough
 PREFERRED = ("i32", "f32", "i64", "u32", "bool", "f64", "i16", "u8", "f16", "bf16", "i8", "u16", "u64")
-
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
-
 
 class _Fail(Exception):
     """A guard does not hold (or an i64 primitive is undefined) for the chosen values."""
@@ -109,35 +107,6 @@ class RuleExample:
 # ---------------------------------------------------------------------- i64 evaluation
 
 
-def _checked(v: int) -> int:
-    if not _I64_MIN <= v <= _I64_MAX:
-        raise _Fail("i64 overflow")
-    return v
-
-
-def _wrap(v: int) -> int:
-    v &= (1 << 64) - 1
-    return v - (1 << 64) if v >> 63 else v
-
-
-def _prim(h: str, a: int, b: int) -> int:
-    """egglog's i64 primitive ``h``: checked + - * / %, shifts defined for amounts in [0, 64)."""
-    if h in ("+", "-", "*"):
-        return _checked(a + b if h == "+" else a - b if h == "-" else a * b)
-    if h in ("/", "%"):
-        if b == 0 or (a == _I64_MIN and b == -1):
-            raise _Fail("division by zero")
-        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # truncates toward zero
-        return q if h == "/" else a - q * b
-    if h in ("<<", ">>"):
-        if not 0 <= b < 64:
-            raise _Fail("shift out of range")
-        return _wrap(a << b) if h == "<<" else a >> b
-    ops = {"&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b, "min": lambda: min(a, b),
-           "max": lambda: max(a, b)}
-    return ops[h]()
-
-
 class _Scope:
     """Values of one candidate: dtype env, i64 variables, range facts per term variable."""
 
@@ -174,7 +143,10 @@ class _Scope:
             if args[0] <= 0:
                 raise _Fail("log2 of a non-positive value")
             return args[0].bit_length() - 1
-        return _prim(h, *args)
+        try:
+            return i64_binary(h, *args)
+        except I64Undefined as e:
+            raise _Fail(str(e)) from None
 
     def guard(self, g: Sx) -> None:
         """Check one guard, binding the variable of an ``(= v expr)`` that is still free."""

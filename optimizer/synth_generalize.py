@@ -40,6 +40,7 @@ import numpy as np
 from eggpu.ir import DType
 from eggpu.ir.dtypes import numpy_dtype
 
+from .egglog_i64 import I64Undefined, i64_binary
 from .synth_terms import Term, _canonical_bits, render, samples
 
 #: left-hand side constants that stay literals (structure, not parameters)
@@ -51,7 +52,6 @@ INSTANCES = 48
 MIN_INSTANCES = 6
 #: the most combinations (lhs relations x rhs expressions) tried per candidate
 MAX_COMBOS = 256
-I64_MIN, I64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @dataclass(frozen=True)
@@ -82,25 +82,14 @@ class Generalized:
     about: str
 
 
-def _checked(v: int | None) -> int | None:
-    return v if v is not None and I64_MIN <= v <= I64_MAX else None
-
-
 def _op(op: str, a: int | None, b: int | None) -> int | None:
+    """egglog's i64 ``(op a b)``; None where it panics or an operand is already None."""
     if a is None or b is None:
         return None
-    if op == "+":
-        return _checked(a + b)
-    if op == "-":
-        return _checked(a - b)
-    if op == "*":
-        return _checked(a * b)
-    if op in ("<<", ">>"):
-        if not 0 <= b < 64:
-            return None
-        return _checked(((a << b) & ((1 << 64) - 1)) - ((1 << 64) if (a << b) & (1 << 63) else 0)) \
-            if op == "<<" else a >> b
-    raise ValueError(op)
+    try:
+        return i64_binary(op, a, b)
+    except I64Undefined:
+        return None
 
 
 def _grammar(atoms: list[tuple[str, int]]) -> list[Expr]:

@@ -32,10 +32,10 @@ from typing import Any
 
 import z3
 
+from .egglog_i64 import I64_MAX, I64_MIN, PRIMITIVES, I64Undefined, i64_binary
 from .rules_loader import RANGE_FUNCTIONS, Atom, SList, Sx
 from .schema import FAMILY_RELATIONS
 
-_I64_MIN, _I64_MAX = -(1 << 63), (1 << 63) - 1
 _CMP = ("<", "<=", ">", ">=", "!=", "=")
 #: guards decided when the lemma is built for concrete dtypes (:func:`.rule_verifier.assignments`)
 STATIC_GUARDS = frozenset(FAMILY_RELATIONS) | {"Width"}
@@ -255,7 +255,7 @@ def _guard(g: Sx, terms: dict, ints: dict, subst: list, lemma: Any, bounds: Boun
 
 
 def _check(v: int) -> int:
-    if not _I64_MIN <= v <= _I64_MAX:
+    if not I64_MIN <= v <= I64_MAX:
         raise _NotEstablished  # egglog's checked i64 arithmetic panics: the rule does not fire
     return v
 
@@ -278,36 +278,12 @@ def _i64(node: Sx, terms: dict, ints: dict, bounds: Bounds) -> int:
     vals = [_i64(x, terms, ints, bounds) for x in node.items[1:]]
     if h == "not-i64":
         return ~vals[0]
-    a, b = vals
-    if h == "+":
-        return _check(a + b)
-    if h == "-":
-        return _check(a - b)
-    if h == "*":
-        return _check(a * b)
-    if h in ("/", "%"):
-        if b == 0 or (a == _I64_MIN and b == -1):
-            raise _NotEstablished
-        q = abs(a) // abs(b) * (1 if (a < 0) == (b < 0) else -1)  # truncating, as z3's bvsdiv
-        return q if h == "/" else a - q * b
-    if h in ("<<", ">>"):
-        if not 0 <= b < 64:
-            raise _NotEstablished
-        if h == ">>":
-            return a >> b
-        r = (a << b) & ((1 << 64) - 1)
-        return r - (1 << 64) if r >> 63 else r
-    if h == "&":
-        return a & b
-    if h == "|":
-        return a | b
-    if h == "^":
-        return a ^ b
-    if h == "min":
-        return min(a, b)
-    if h == "max":
-        return max(a, b)
-    raise _NotEstablished
+    if h not in PRIMITIVES:
+        raise _NotEstablished
+    try:
+        return i64_binary(h, *vals)
+    except I64Undefined:
+        raise _NotEstablished from None  # egglog's checked i64 arithmetic panics: the rule does not fire
 
 
 __all__ = ["STATIC_GUARDS", "Bounds", "bound_of", "guards_hold"]

@@ -244,7 +244,7 @@ def test_every_unary_float_function_is_in_the_language() -> None:
     assert not not_in_frontend, _missing(
         "frontend entries", not_in_frontend, "kernel_macro/frontend_ops.py FLOAT_FUNCTIONS")
     not_in_tl = [n for n in unary_float if not callable(getattr(tl, n, None))]
-    assert not not_in_tl, _missing("language stubs", not_in_tl, "kernel_macro/language.py (a _float_fn stub)")
+    assert not not_in_tl, _missing("language stubs", not_in_tl, "kernel_macro/language.py (a _math row, kind _FLOAT or _FLOAT_T)")
 
 
 def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
@@ -256,7 +256,7 @@ def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
     names = _ops(TRANSCENDENTAL)
     no_stub = [n for n in names if not callable(getattr(tl, n, None))]
     assert not no_stub, _missing(
-        "language stubs", no_stub, "kernel_macro/language.py (a _float_fn stub, or an @_builtin def for a binary op)")
+        "language stubs", no_stub, "kernel_macro/language.py (a _math row)")
     no_impl = [n for n in names if n not in IMPLS]
     assert not no_impl, _missing(
         "frontend implementations (only arity 1 and 2 are derived from the op table)", no_impl,
@@ -265,8 +265,7 @@ def test_every_transcendental_is_in_the_language_and_libdevice() -> None:
 
     unmarked = sorted(set(names) - set(lang.TRANSCENDENTAL_STUBS))
     assert not unmarked, _missing("stubs marked transcendental", unmarked,
-                                  "kernel_macro/language.py (_float_fn(..., transcendental=True), or "
-                                  "TRANSCENDENTAL_STUBS.append after a binary @_builtin def)")
+                                  "kernel_macro/language.py (a _math row of kind _FLOAT_T or _PLAIN_T)")
     stale = sorted(set(lang.TRANSCENDENTAL_STUBS) - set(names))
     assert not stale, f"kernel_macro/language.py marks {stale} transcendental, but the op table does not"
     not_in_libdevice = [n for n in names if not callable(getattr(tl.extra.cuda.libdevice, n, None))]

@@ -81,3 +81,49 @@ def test_every_language_function_refuses_plain_python_calls():
         args = [None] * sum(1 for p in params.values() if p.default is p.empty and p.kind != p.VAR_POSITIONAL)
         with pytest.raises(eggpu.KernelError, match=rf"^tl\.{name} can only be used inside a @kernel function"):
             fn(*args)
+
+
+@pytest.mark.parametrize(("name", "params", "doc_end"), [
+    ("tan", ["x"], "Needs a float operand (convert ints with ``x.to(tl.f32)``)."),
+    ("popc", ["x"], "as i32 (Triton's result dtype). Needs an integer operand."),
+    ("atan2", ["x", "y"], "Float operands."),
+    ("fma", ["x", "y", "z"], "rounded once (floats)."),
+])
+def test_math_table_stubs_look_hand_written(name, params, doc_end):
+    """A row of the math-function table is a function named ``name`` with exactly its operands (so
+    help() and the frontend's binding see them; a wrong count is Python's TypeError), its docstring
+    plus its kind's sentence, found by the frontend and in tl.extra.libdevice."""
+    from eggpu.kernel_macro.builtins import SIGNATURES
+
+    fn = getattr(km_language, name)  # (tl.popc is only tl.extra.cuda.libdevice.popc)
+    assert (fn.__name__, fn.__qualname__, fn.__module__) == (name, name, km_language.__name__)
+    assert fn.__eggpu_builtin__ == name and km_language.BUILTIN_FUNCTIONS[name] is fn
+    assert list(inspect.signature(fn).parameters) == params
+    assert SIGNATURES[name].text == f"tl.{name}({', '.join(params)})"
+    assert fn.__doc__.endswith(doc_end)
+    assert getattr(tl.extra.cuda.libdevice, name) is fn
+    with pytest.raises(TypeError, match=rf"{name}\(\) takes {len(params)} positional argument"):
+        fn(*range(len(params) + 1))
+
+
+def test_a_declared_function_checks_its_arguments_before_the_outside_error():
+    """@_builtin owns a declaration's body: Python's argument check first, then the located error;
+    the declaration's own function (its signature and docstring) stays reachable as __wrapped__."""
+    with pytest.raises(TypeError, match=r"squeeze\(\) missing 1 required positional argument: 'dim'"):
+        tl.squeeze(1.0)
+    with pytest.raises(TypeError, match=r"load\(\) got an unexpected keyword argument 'masks'"):
+        tl.load(None, masks=None)
+    with pytest.raises(eggpu.KernelError, match=r"^tl\.squeeze can only be used inside a @kernel function"):
+        tl.squeeze(1.0, 0)
+    for name, fn in km_language.BUILTIN_FUNCTIONS.items():
+        assert fn.__wrapped__.__name__ == name and fn.__doc__ == fn.__wrapped__.__doc__ and fn.__doc__, name
+        assert fn.__wrapped__(*[None] * sum(1 for p in inspect.signature(fn).parameters.values()
+                                            if p.default is p.empty and p.kind != p.VAR_POSITIONAL)) is None, name
+
+
+def test_math_table_marks_exactly_the_transcendental_rows():
+    """_FLOAT_T/_PLAIN_T rows are listed in TRANSCENDENTAL_STUBS in table order; others are not."""
+    stubs = km_language.TRANSCENDENTAL_STUBS
+    assert stubs[:4] == ["exp", "exp2", "log", "log2"] and stubs[-3:] == ["atan2", "pow", "hypot"]
+    assert "sqrt" not in stubs and "popc" not in stubs and "fmod" not in stubs
+    assert len(stubs) == len(set(stubs))

@@ -84,25 +84,6 @@ def test_edge_values_exactly_f32(run_both):
 
 
 @eggpu.jit
-def _int_asin(x_ptr):
-    tl.store(x_ptr, tl.asin(tl.load(x_ptr)))
-
-
-@eggpu.jit
-def _int_atanh(x_ptr):
-    tl.store(x_ptr, libdevice.atanh(tl.load(x_ptr)))
-
-
-@pytest.mark.parametrize("fn,name", [(_int_asin, "asin"), (_int_atanh, "atanh")])
-def test_integer_operand_is_one_located_error(fn, name):
-    with pytest.raises(eggpu.CompileError) as ei:
-        fn[(1,)](np.ones(1, np.int32))
-    text = str(ei.value)
-    assert f"tl.{name} needs a float operand, got i32" in text
-    assert "^" in text and f"tl.{name}(x.to(tl.f32))" in text
-
-
-@eggpu.jit
 def _atan2(y_ptr, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     m = offs < n

@@ -134,25 +134,6 @@ def test_small_arguments_keep_their_precision_f64(run_both):
         assert not np.array_equal(got[2 * k:3 * k], np.log(1.0 + x))  # the naive formula would be 0
 
 
-@eggpu.jit
-def _int_lgamma(x_ptr):
-    tl.store(x_ptr, libdevice.lgamma(tl.load(x_ptr)))
-
-
-@eggpu.jit
-def _int_tan(x_ptr):
-    tl.store(x_ptr, tl.tan(tl.load(x_ptr)))
-
-
-@pytest.mark.parametrize("fn,name,dt", [(_int_lgamma, "lgamma", np.int32), (_int_tan, "tan", np.int64)])
-def test_integer_operand_is_one_located_error(fn, name, dt):
-    with pytest.raises(eggpu.CompileError) as ei:
-        fn[(1,)](np.ones(1, dt))
-    text = str(ei.value)
-    assert f"tl.{name} needs a float operand, got {'i32' if dt == np.int32 else 'i64'}" in text
-    assert "^" in text and f"tl.{name}(x.to(tl.f32))" in text
-
-
 def test_names_are_in_libdevice_and_not_in_tl_math():
     """Triton's tl.math has none of them; its libdevice has them all."""
     for name in NAMES:

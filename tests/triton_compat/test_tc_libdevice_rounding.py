@@ -118,27 +118,6 @@ def test_documented_edges_f32(run_both):
         assert list(c) == nan + [False] * 8 + [not v for v in nan] * 2, f"classifications on {device}"
 
 
-@eggpu.jit
-def _int_rint(x_ptr):
-    tl.store(x_ptr, libdevice.rint(tl.load(x_ptr)))
-
-
-@eggpu.jit
-def _int_isnan(x_ptr, o_ptr):
-    tl.store(o_ptr, libdevice.isnan(tl.load(x_ptr)))
-
-
-def test_integer_operands_are_located_errors():
-    with pytest.raises(eggpu.CompileError) as ei:
-        _int_rint[(1,)](np.ones(1, np.int32))
-    assert "tl.rint needs a float operand, got i32" in str(ei.value) and "^" in str(ei.value)
-    with pytest.raises(eggpu.CompileError) as ei:
-        _int_isnan[(1,)](np.ones(1, np.int64), np.zeros(1, np.bool_))
-    text = str(ei.value)
-    assert "libdevice.isnan needs a float operand, got i64" in text and "^" in text
-    assert "libdevice.isnan(x.to(tl.f32))" in text
-
-
 def test_only_libdevice_has_the_classifications():
     for name in ROUNDINGS + CLASSES + ("signbit",):
         assert name in libdevice.__all__ and name not in tl.math.__all__

@@ -12,14 +12,11 @@ import pytest
 
 import eggpu
 import eggpu.language as tl
+from bench.compat_core import load as load_core_catalogue
 
-
-@eggpu.jit
-def selu_scalar(x, alpha):
-    if x > 0:
-        return x
-    else:
-        return alpha * (tl.exp(x) - 1)
+#: the scalar SELU of Triton's test_map_elementwise, as the core catalogue has it for eggpu
+#: (bench/compat_core_kernels.py, which the benchmark also runs with Triton)
+selu_scalar = load_core_catalogue("eggpu").selu_scalar
 
 
 @eggpu.jit
