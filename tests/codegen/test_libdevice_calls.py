@@ -116,3 +116,17 @@ def test_unknown_symbol_and_wrong_dtypes_are_ir_errors():
         result_types("libdevice", [BlockType(f64, (4,)), BlockType(i32, (4,))], {"symbol": "__nv_ldexpf"})
     with pytest.raises(IRError, match=r"operands must have one shape"):
         result_types("libdevice", [BlockType(f32, (4,)), BlockType(i32, (8,))], {"symbol": "__nv_ldexpf"})
+
+
+def test_docs_list_every_function_and_where_it_runs():
+    """docs/language.md, "The rest of libdevice": each name once in the table row of its host kind."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text()
+    start = doc.index("#### The rest of libdevice")
+    rows = [ln for ln in doc[start:doc.index("\n\n", doc.index("| functions |", start))].splitlines()
+            if ln.startswith("| `")]
+    listed = {n: i for i, row in enumerate(rows) for n in row.split(" | ")[0].strip("| ").replace("`", "").split()}
+    assert sorted(listed) == sorted(FUNCTIONS), sorted(set(FUNCTIONS) ^ set(listed))
+    gpu_row = next(i for i, row in enumerate(rows) if "**GPU only**" in row)
+    assert {n for n, i in listed.items() if i == gpu_row} == {n for n in FUNCTIONS if host_kind(n) == "gpu"}
