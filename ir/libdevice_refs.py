@@ -18,7 +18,7 @@ Exactness (the table's ``host_kind``):
   ``mul24``, ``sad``, ``byte_perm``), ``saturatef`` (NaN -> +0), ``llrint``/``llround``: exact.
 * ``sinpi``/``cospi`` (exact at integers and half-integers: ``sinpi(n) = +-0`` with n's sign,
   ``cospi(n + 0.5) = +0``), ``rcbrt``, ``rhypot``, ``norm3d``/``norm4d`` and their reciprocals,
-  ``normcdf``: computed in f64 from exact argument reduction, then rounded (a few ulp at most, as
+  ``normcdf``, ``cyl_bessel_i0``/``i1`` (power series): computed in f64 from exact argument reduction, then rounded (a few ulp at most, as
   libdevice's own accuracy).
 """
 
@@ -220,6 +220,32 @@ def _cospi(dt: str, x: float) -> float:
     return _sinpi_core(Fraction(1, 2) - r)  # cos(pi r) = sin(pi (1/2 - r)), 1/2 - r in [-1/2, 1/2]
 
 
+def _bessel_i(order: int) -> Callable[..., float]:
+    """The modified Bessel function I0 or I1: its power series sum_k (x/2)**(2k+order) / (k! (k+order)!)
+    summed in f64 with ``math.fsum`` (every term has the sign of x**order: no cancellation, so a few
+    ulp in f64); +-inf where it overflows; I0 is even, I1 odd."""
+
+    def fn(dt: str, x: float) -> float:
+        if math.isnan(x):
+            return x
+        a = abs(x)
+        if a > 713.0:  # beyond f64's range (I0(713.98) ~ 1.8e308)
+            v = math.inf
+        else:
+            h = a / 2
+            term = h ** order / math.factorial(order)
+            terms, total, k = [term], term, 0
+            while k <= h or term > 1e-17 * total:  # the terms grow up to k ~ h, then fall
+                k += 1
+                term *= h * h / (k * (k + order))
+                terms.append(term)
+                total += term
+            v = math.fsum(terms)
+        return math.copysign(v, x) if order == 1 else v
+
+    return fn
+
+
 def _recip(x: float) -> float:
     return math.copysign(math.inf, x) if x == 0 else 1.0 / x
 
@@ -285,6 +311,8 @@ _EXACT: dict[str, Callable[..., Any]] = {
     "rnorm3d": lambda dt, *xs: _recip(math.hypot(*xs)),
     "rnorm4d": lambda dt, *xs: _recip(math.hypot(*xs)),
     "normcdf": lambda dt, x: 0.5 * math.erfc(-x / math.sqrt(2.0)),
+    "cyl_bessel_i0": _bessel_i(0),
+    "cyl_bessel_i1": _bessel_i(1),
     **{f"{op}_{m}": _rounded(op, m) for op in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp") for m in _MODES},
 }
 

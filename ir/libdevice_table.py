@@ -15,7 +15,7 @@ Where each function runs (:func:`host_kind`):
 * ``"bitcast"``: a bit reinterpretation (``float_as_int``), exact everywhere.
 * ``"exact"``: eggpu's own reference (:mod:`eggpu.ir.libdevice_refs`): exact for the rounding-mode
   arithmetic and conversions, the integer functions and ``saturatef``; for ``sinpi``, ``cospi``,
-  ``rcbrt``, ``rhypot``, ``norm3d``... within a few ulp, as libdevice itself. run_cpu calls the
+  ``rcbrt``, ``rhypot``, ``norm3d``, ``cyl_bessel_i0``... within a few ulp, as libdevice itself. run_cpu calls the
   same reference per lane.
 * ``"gpu"``: GPU only (the ``fast_*`` hardware approximations, ``rcp64h``, and the functions
   without an exact host reference yet); the interpreter and run_cpu refuse them with a located
@@ -188,7 +188,7 @@ GPU_ONLY: dict[str, str] = {
     **{n: "a hardware approximation (its bits are the GPU's)" for n in FUNCTIONS if n.startswith("fast_")},
     "rcp64h": "a hardware approximation (its bits are the GPU's)",
     **{n: "eggpu has no exact host reference for it yet" for n in (
-        "erfinv", "erfcinv", "normcdfinv", "erfcx", "cyl_bessel_i0", "cyl_bessel_i1")},
+        "erfinv", "erfcinv", "normcdfinv", "erfcx")},
 }
 """Functions the interpreter and run_cpu refuse, with the reason."""
 

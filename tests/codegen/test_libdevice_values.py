@@ -275,3 +275,35 @@ def test_saturatef_rsqrt_rn_llrint_llround():
     z = np.array([2.5, -2.5, 3.5, np.nan, 1e30, -np.inf], np.float32)
     same(np.array([2, -2, 4, 0, 2**63 - 1, -2**63], np.int64), run("__nv_llrintf", [z]), "llrint (ties to even)")
     same(np.array([3, -3, 4, 0, 2**63 - 1, -2**63], np.int64), run("__nv_llroundf", [z]), "llround (ties away)")
+
+
+def _bessel_i_decimal(x: float, order: int) -> float:
+    """I0/I1 from their power series in 60-digit decimal arithmetic."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        ctx.prec = 60
+        h = Decimal(x) / 2
+        t = h if order else Decimal(1)
+        s, k = t, 0
+        while k <= abs(h) + 20 or abs(t) > Decimal(10) ** -55 * abs(s):
+            k += 1
+            t = t * h * h / (k * (k + order))
+            s += t
+        return float(s)
+
+
+@pytest.mark.parametrize("dt", ("f32", "f64"))
+def test_modified_bessel_functions_match_a_decimal_series(dt):
+    x = np.array([0.0, -0.0, 1e-5, 0.5, 1.0, -2.5, 3.7, 10.0, 50.0, 80.0, np.inf, -np.inf, np.nan], BY_NAME[dt].np)
+    if dt == "f64":
+        x[-4] = 700.0
+    i0, i1 = run(symbol_of("cyl_bessel_i0", dt), [x]), run(symbol_of("cyl_bessel_i1", dt), [x])
+    finite = np.isfinite(x)
+    want0 = np.array([_bessel_i_decimal(v, 0) for v in x[finite].tolist()]).astype(x.dtype)
+    want1 = np.array([_bessel_i_decimal(v, 1) for v in x[finite].tolist()]).astype(x.dtype)
+    rtol = 1e-6 if dt == "f32" else 4e-15
+    np.testing.assert_allclose(i0[finite], want0, rtol=rtol)
+    np.testing.assert_allclose(i1[finite], want1, rtol=rtol)
+    assert math.copysign(1, i1[1]) == -1 and i1[0] == 0 and i0[0] == 1
+    assert list(i0[-3:-1]) == [np.inf, np.inf] and list(i1[-3:-1]) == [np.inf, -np.inf] and np.isnan(i0[-1])
