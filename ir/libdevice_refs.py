@@ -18,8 +18,9 @@ Exactness (the table's ``host_kind``):
   ``mul24``, ``sad``, ``byte_perm``), ``saturatef`` (NaN -> +0), ``llrint``/``llround``: exact.
 * ``sinpi``/``cospi`` (exact at integers and half-integers: ``sinpi(n) = +-0`` with n's sign,
   ``cospi(n + 0.5) = +0``), ``rcbrt``, ``rhypot``, ``norm3d``/``norm4d`` and their reciprocals,
-  ``normcdf``, ``cyl_bessel_i0``/``i1`` (power series): computed in f64 from exact argument reduction, then rounded (a few ulp at most, as
-  libdevice's own accuracy).
+  ``normcdf``, ``cyl_bessel_i0``/``i1`` (power series), ``erfinv``/``erfcinv``/``normcdfinv``
+  (safeguarded Newton on libm's erf/erfc) and ``erfcx``: computed in f64 from exact argument
+  reduction, then rounded (a few ulp at most, as libdevice's own accuracy).
 """
 
 from __future__ import annotations
@@ -246,6 +247,92 @@ def _bessel_i(order: int) -> Callable[..., float]:
     return fn
 
 
+_TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
+
+
+def _log_erfc(x: float) -> float:
+    """log(erfc(x)) for x >= 0, also where erfc underflows (asymptotic series past x = 26)."""
+    v = math.erfc(x)
+    if v > 1e-300:
+        return math.log(v)
+    t = 1 / (2 * x * x)
+    series = 1 - t + 3 * t * t - 15 * t ** 3 + 105 * t ** 4
+    return -x * x - math.log(x * math.sqrt(math.pi)) + math.log(series)
+
+
+def _erfc_inv_pos(y: float) -> float:
+    """x >= 0 with erfc(x) = y, for y in (0, 1]: safeguarded Newton on log(erfc) (monotone)."""
+    if y == 1:
+        return 0.0
+    target, lo, hi = math.log(y), 0.0, 27.5
+    x = min(math.sqrt(-target), 27.0)
+    for _ in range(200):
+        f = _log_erfc(x) - target
+        if f == 0:
+            break
+        if f > 0:
+            lo = x
+        else:
+            hi = x
+        nx = x + f / (_TWO_OVER_SQRT_PI * math.exp(-x * x - _log_erfc(x)))
+        if not lo < nx < hi:
+            nx = (lo + hi) / 2
+        if abs(nx - x) <= 2e-16 * abs(x) or nx in (lo, hi) and hi - lo <= 4e-16 * hi:
+            x = nx
+            break
+        x = nx
+    return x
+
+
+def _erfcinv(dt: str, y: float) -> float:
+    if not 0 <= y <= 2:
+        return math.nan
+    if y == 0 or y == 2:
+        return math.inf if y == 0 else -math.inf
+    return _erfc_inv_pos(y) if y <= 1 else -_erfc_inv_pos(2 - y)  # 2 - y is exact for y in [1, 2]
+
+
+def _erfinv(dt: str, x: float) -> float:
+    if not -1 <= x <= 1:
+        return math.nan
+    a = abs(x)
+    if a > 0.5:
+        return math.copysign(_erfcinv(dt, 1 - a), x)  # 1 - a exact (Sterbenz)
+    if a == 0:
+        return x
+    t = x * math.sqrt(math.pi) / 2
+    for _ in range(50):  # Newton on erf: well conditioned here
+        nt = t - (math.erf(t) - x) / (_TWO_OVER_SQRT_PI * math.exp(-t * t))
+        if nt == t:
+            break
+        t = nt
+    return t
+
+
+def _normcdfinv(dt: str, p: float) -> float:
+    r = -math.sqrt(2.0) * _erfcinv(dt, 2 * p)  # 2p exact
+    return 0.0 if r == 0 else r
+
+
+def _erfcx(dt: str, x: float) -> float:
+    """exp(x*x) * erfc(x), with x*x split exactly (hi + lo) so exp sees no rounding error; past
+    x = 26 the asymptotic series 1/(x sqrt(pi)) * sum (-1)**k (2k-1)!! / (2x**2)**k."""
+    if math.isnan(x) or x == math.inf:
+        return 0.0 if x == math.inf else x
+    if x > 26:
+        t, term, total, k = 1 / (2 * x * x), 1.0, 1.0, 0
+        while abs(term) > 1e-18:
+            k += 1
+            term *= -(2 * k - 1) * t
+            total += term
+        return total / (x * math.sqrt(math.pi))
+    if x < -26.7:
+        return math.inf
+    hi = x * x
+    lo = float(Fraction(x) ** 2 - Fraction(hi))
+    return math.exp(hi) * math.exp(lo) * math.erfc(x)
+
+
 def _recip(x: float) -> float:
     return math.copysign(math.inf, x) if x == 0 else 1.0 / x
 
@@ -312,6 +399,10 @@ _EXACT: dict[str, Callable[..., Any]] = {
     "rnorm4d": lambda dt, *xs: _recip(math.hypot(*xs)),
     "normcdf": lambda dt, x: 0.5 * math.erfc(-x / math.sqrt(2.0)),
     "cyl_bessel_i0": _bessel_i(0),
+    "erfinv": _erfinv,
+    "erfcinv": _erfcinv,
+    "normcdfinv": _normcdfinv,
+    "erfcx": _erfcx,
     "cyl_bessel_i1": _bessel_i(1),
     **{f"{op}_{m}": _rounded(op, m) for op in ("add", "sub", "mul", "div", "fma", "sqrt", "rcp") for m in _MODES},
 }

@@ -17,9 +17,9 @@ Where each function runs (:func:`host_kind`):
   arithmetic and conversions, the integer functions and ``saturatef``; for ``sinpi``, ``cospi``,
   ``rcbrt``, ``rhypot``, ``norm3d``, ``cyl_bessel_i0``... within a few ulp, as libdevice itself. run_cpu calls the
   same reference per lane.
-* ``"gpu"``: GPU only (the ``fast_*`` hardware approximations, ``rcp64h``, and the functions
-  without an exact host reference yet); the interpreter and run_cpu refuse them with a located
-  error naming the function, PTX compiles.
+* ``"gpu"``: GPU only (the ``fast_*`` hardware approximations and ``rcp64h``, whose bits are the
+  GPU's); the interpreter and run_cpu refuse them with a located error naming the function, PTX
+  compiles.
 """
 
 from __future__ import annotations
@@ -187,8 +187,6 @@ BITCAST = frozenset({"float_as_int", "int_as_float", "uint_as_float", "float_as_
 GPU_ONLY: dict[str, str] = {
     **{n: "a hardware approximation (its bits are the GPU's)" for n in FUNCTIONS if n.startswith("fast_")},
     "rcp64h": "a hardware approximation (its bits are the GPU's)",
-    **{n: "eggpu has no exact host reference for it yet" for n in (
-        "erfinv", "erfcinv", "normcdfinv", "erfcx")},
 }
 """Functions the interpreter and run_cpu refuse, with the reason."""
 

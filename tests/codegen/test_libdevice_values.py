@@ -307,3 +307,85 @@ def test_modified_bessel_functions_match_a_decimal_series(dt):
     np.testing.assert_allclose(i1[finite], want1, rtol=rtol)
     assert math.copysign(1, i1[1]) == -1 and i1[0] == 0 and i0[0] == 1
     assert list(i0[-3:-1]) == [np.inf, np.inf] and list(i1[-3:-1]) == [np.inf, -np.inf] and np.isnan(i0[-1])
+
+
+def _decimal_pi():
+    """pi at the context's precision (Machin's formula)."""
+    from decimal import Decimal, getcontext
+
+    def atan_inv(n: int) -> Decimal:
+        eps = Decimal(10) ** -(getcontext().prec + 2)
+        x = Decimal(1) / n
+        x2, term, total, k = x * x, x, x, 1
+        while abs(term) > eps:
+            term *= -x2
+            k += 2
+            total += term / k
+        return total
+
+    return 16 * atan_inv(5) - 4 * atan_inv(239)
+
+
+def _erfc_decimal(x: float):
+    """erfc(x) = 1 - 2/sqrt(pi) sum (-1)**n x**(2n+1) / (n! (2n+1)), with digits for the series'
+    cancellation (terms up to e**(x*x)) and for a result as small as e**(-x*x)."""
+    from decimal import Decimal, localcontext
+
+    with localcontext() as ctx:
+        prec = ctx.prec = int(2 * x * x / math.log(10)) + 60
+        d = Decimal(x)
+        term, total, n = d, d, 0
+        while n < 10 or abs(term) > Decimal(10) ** -(prec - 5):
+            n += 1
+            term *= -d * d / n
+            total += term / (2 * n + 1)
+        return 1 - 2 / _decimal_pi().sqrt() * total
+
+
+@pytest.mark.parametrize("dt", ("f32", "f64"))
+def test_inverse_error_functions_bracket_the_decimal_root(dt):
+    """r = erfinv(y) (erfcinv, normcdfinv) is within 2 ulp (f64) or 1 ulp (f32) of the root: the
+    monotone erfc at r -+ k ulp brackets the target, computed in decimals with enough digits."""
+    from decimal import Decimal
+
+    t = BY_NAME[dt].np.type
+    k = 2 if dt == "f64" else 1
+
+    def near(r: float, up: bool) -> float:
+        v = t(r)
+        for _ in range(k):
+            v = np.nextafter(v, t(np.inf if up else -np.inf))
+        return float(v)
+
+    ys = np.array([0.1, -0.3, 0.5, 0.75, 0.9999, -0.999999], BY_NAME[dt].np)
+    for y, r in zip(ys.tolist(), run(symbol_of("erfinv", dt), [ys]).tolist()):
+        lo, hi = 1 - _erfc_decimal(near(r, False)), 1 - _erfc_decimal(near(r, True))
+        assert lo <= Decimal(y) <= hi, ("erfinv", y, r)
+    qs = np.array([1e-30, 1e-20, 0.3, 1.0, 1.7, 1.999], BY_NAME[dt].np)
+    for q, r in zip(qs.tolist(), run(symbol_of("erfcinv", dt), [qs]).tolist()):
+        assert _erfc_decimal(near(r, True)) <= Decimal(q) <= _erfc_decimal(near(r, False)), ("erfcinv", q, r)
+    specials = np.array([0.0, 2.0, -0.1, 2.5, np.nan], BY_NAME[dt].np)
+    got = run(symbol_of("erfcinv", dt), [specials])
+    assert list(got[:2]) == [np.inf, -np.inf] and np.isnan(got[2:]).all()
+    got = run(symbol_of("erfinv", dt), [np.array([1.0, -1.0, -0.0, 1.5], BY_NAME[dt].np)])
+    assert list(got[:3]) == [np.inf, -np.inf, 0.0] and math.copysign(1, got[2]) == -1 and np.isnan(got[3])
+    got = run(symbol_of("normcdfinv", dt), [np.array([0.0, 0.5, 1.0, 0.975], BY_NAME[dt].np)])
+    assert list(got[:3]) == [-np.inf, 0.0, np.inf] and math.copysign(1, got[1]) == 1
+    np.testing.assert_allclose(got[3], 1.959963984540054, rtol=1e-15 if dt == "f64" else 1e-6)  # f32: 0.975 is inexact
+
+
+def test_scaled_complementary_error_function_matches_decimal():
+    from decimal import localcontext
+
+    x = np.array([0.0, 0.5, 3.0, 10.0, 25.9, 26.1, 27.0, -1.0, -5.0], np.float64)
+    got = run("__nv_erfcx", [x])
+    for v, r in zip(x.tolist(), got.tolist()):
+        with localcontext() as ctx:
+            ctx.prec = 700
+            from decimal import Decimal
+
+            want = float((Decimal(v) * Decimal(v)).exp() * _erfc_decimal(v))
+        assert abs(r - want) <= 4e-16 * want * 4, (v, r, want)
+    ends = run("__nv_erfcx", [np.array([np.inf, -np.inf, np.nan, -30.0, 1e5])])
+    assert ends[0] == 0 and ends[1] == np.inf and np.isnan(ends[2]) and ends[3] == np.inf
+    np.testing.assert_allclose(ends[4], (1 - 0.5e-10 + 0.75e-20) / (1e5 * math.sqrt(math.pi)), rtol=1e-15)
