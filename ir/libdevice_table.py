@@ -185,8 +185,8 @@ BITCAST = frozenset({"float_as_int", "int_as_float", "uint_as_float", "float_as_
                      "double_as_longlong"})
 
 GPU_ONLY: dict[str, str] = {
-    **{n: "a hardware approximation (its bits are the GPU's)" for n in FUNCTIONS if n.startswith("fast_")},
-    "rcp64h": "a hardware approximation (its bits are the GPU's)",
+    **{n: "a hardware approximation whose bits are the GPU's" for n in FUNCTIONS if n.startswith("fast_")},
+    "rcp64h": "a hardware approximation whose bits are the GPU's",
 }
 """Functions the interpreter and run_cpu refuse, with the reason."""
 
