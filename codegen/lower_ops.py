@@ -30,7 +30,7 @@ from .layout import LV, replicas_valid
 
 Handler = Callable[..., list[LV]]
 
-_EAGER = {"div", "rem", "fma", "inline_asm"}
+_EAGER = {"div", "rem", "fma", "inline_asm", "libdevice"}
 
 
 def elementwise(lw, op: Operation, fn: Callable[..., ir.Value]) -> list[LV]:
@@ -246,6 +246,7 @@ def _lower_dot(*args: Any, **kwargs: Any) -> Any:
 
 def _build() -> dict[str, Handler]:
     from .lower_debug import HANDLERS as DEBUG
+    from .lower_libdevice import HANDLERS as LIBDEVICE
     from .lower_memory import HANDLERS as MEMORY
     from .lower_reduce import HANDLERS as REDUCE
     from .lower_shape import HANDLERS as SHAPE
@@ -268,7 +269,7 @@ def _build() -> dict[str, Handler]:
         table[name] = _binary(name)
     for name in S.UNARY:
         table[name] = _unary(name)
-    for part in (SHAPE, MEMORY, REDUCE, DEBUG, {"dot": _lower_dot}):
+    for part in (SHAPE, MEMORY, REDUCE, DEBUG, LIBDEVICE, {"dot": _lower_dot}):
         table.update(part)
     return table
 

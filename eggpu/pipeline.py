@@ -166,7 +166,9 @@ class CompiledKernel(Record):
             from eggpu.ir.graph import Loc
 
             first = used[0]
-            where = SimpleNamespace(loc=Loc(first[1], first[2], first[3]) if len(first) == 4 else None)
+            op, _, symbol = first[0].partition(":")
+            where = SimpleNamespace(loc=Loc(first[1], first[2], first[3]) if len(first) == 4 else None, op=op,
+                                    attrs={"symbol": symbol} if symbol else {})
             raise CodegenError(gpu_only_message(self.name, where, "run_cpu (the host lowering)"))
 
     def _no_keywords(self, method: str, kwargs: dict[str, Any]) -> None:
@@ -490,6 +492,19 @@ def _cached(store: Cache, kernel: Any, opts: CompileOptions, key: str) -> Compil
         return None
 
 
+def _gpu_only_key(op: Any) -> str:
+    """How the report's ``gpu_only`` list names an op the host cannot run: ``"inline_asm"``, or
+    ``"libdevice:<symbol>"`` for a GPU-only libdevice function; ``""`` for any other op."""
+    if op.op == "inline_asm":
+        return "inline_asm"
+    if op.op == "libdevice":
+        from eggpu.ir.libdevice_table import gpu_only_reason
+
+        if gpu_only_reason(op.attrs["symbol"]) is not None:
+            return f"libdevice:{op.attrs['symbol']}"
+    return ""
+
+
 def _gpu_target_name(target: object) -> str:
     """``target`` in its canonical spelling (``"SM90"`` -> ``"sm_90"``), so that every spelling
     of one target shares its cache entries and its cost model; ``host`` and unknown names are a
@@ -573,8 +588,8 @@ def _compile_uncached(kernel: Any, opts: CompileOptions, progress: Any) -> Compi
     report["ir_ops_before"] = fn.op_count()
     # where the kernel uses GPU-only ops (inline asm), from the source IR: run_cpu refuses it with
     # the source line even when the compiled kernel comes from the cache (its IR text has no locations)
-    report["gpu_only"] = [[op.op, op.loc.file, op.loc.line, op.loc.col] if op.loc is not None else [op.op]
-                          for op in fn.walk() if op.op == "inline_asm"]
+    report["gpu_only"] = [[_gpu_only_key(op), op.loc.file, op.loc.line, op.loc.col] if op.loc is not None
+                          else [_gpu_only_key(op)] for op in fn.walk() if _gpu_only_key(op)]
     # a kernel calling libdevice has it parsed in a thread while the optimizer runs (cold compiles);
     # timed as codegen (no progress call): starting it loads llvmlite, which codegen would load
     with _Timer(times, "codegen"):

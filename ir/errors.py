@@ -109,12 +109,21 @@ def unknown_keyword(what: str, name: str, known: Iterable[str]) -> str:
 
 
 def gpu_only_message(kernel: str, op: Any, runner: str) -> str:
-    """Why ``runner`` (the interpreter, run_cpu) cannot run ``op`` (an ``inline_asm``), located:
-    ``file:line:col: kernel: ...`` then the source line with a caret when the file is readable."""
+    """Why ``runner`` (the interpreter, run_cpu) cannot run ``op`` (an ``inline_asm``, or a
+    ``libdevice`` call the host has no implementation of: ``op.op`` is then ``"libdevice"`` and
+    ``op.attrs["symbol"]`` its symbol), located: ``file:line:col: kernel: ...`` then the source
+    line with a caret when the file is readable."""
     loc = getattr(op, "loc", None)
     head = f"{loc}: " if loc is not None else ""
-    text = (f"{head}{kernel}: tl.inline_asm_elementwise is GPU-only: {runner} cannot run PTX assembly; "
-            "launch the kernel on a CUDA GPU (ck.launch, or kernel[grid] with a GPU), or write the "
-            "computation with tl operations")
+    symbol = (getattr(op, "attrs", None) or {}).get("symbol") if getattr(op, "op", None) == "libdevice" else None
+    if symbol is not None:
+        from .libdevice_table import SYMBOLS, gpu_only_reason
+
+        what = (f"libdevice.{SYMBOLS[symbol][0]} ({symbol}) is GPU-only: {runner} cannot run it "
+                f"({gpu_only_reason(symbol)})")
+    else:
+        what = f"tl.inline_asm_elementwise is GPU-only: {runner} cannot run PTX assembly"
+    text = (f"{head}{kernel}: {what}; launch the kernel on a CUDA GPU (ck.launch, or kernel[grid] with a GPU), "
+            "or write the computation with tl operations")
     excerpt = loc.excerpt() if loc is not None else ""
     return f"{text}\n{excerpt}" if excerpt else text

@@ -57,6 +57,7 @@ from .dtypes import bool_, i64
 from .errors import InterpreterError, gpu_only_message
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
+from .libdevice_table import gpu_only_reason
 from .mixed_pointers import MixedPointer, addresses, out_of_bounds, resolve, same_address, select
 from .ops import OPS
 from .raw_memory import AddressSpace, RawPointer, address_of, check_buffers, oob
@@ -290,7 +291,7 @@ class _Program:
             return self._device_print(op)
         if name == "device_assert":
             return self._device_assert(op)
-        if name == "inline_asm":
+        if name == "inline_asm" or (name == "libdevice" and gpu_only_reason(op.attrs["symbol"]) is not None):
             raise InterpreterError(gpu_only_message(self.fn.name, op, "the numpy interpreter"))
         if name == "for":
             return self._for(op)

@@ -249,6 +249,13 @@ def dot(attrs, a, b, *acc, dtype):
 
 
 #: the reference of every op that has one, by op name (the op table's ``reference`` column)
+def libdevice(attrs, *operands, dtype=None):
+    """The ``libdevice`` op: ir/libdevice_refs.py (imported on first use)."""
+    from .libdevice_refs import reference
+
+    return reference(attrs, *operands, dtype=dtype)
+
+
 REFERENCES = {
     "add": bin_by_kind(fadd, np.add),
     "sub": bin_by_kind(fsub, np.subtract),
@@ -312,6 +319,7 @@ REFERENCES = {
     "brev": int_unary(sem.brev),
     "mulhi": lambda attrs, a, b, *, dtype: sem.mulhi(a, b, dtype),
     "where": where,
+    "libdevice": libdevice,
     "fma": fma,
     "cast": cast,
     "bitcast": bitcast,

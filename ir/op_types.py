@@ -318,6 +318,26 @@ def inline_asm_type(ts, attrs):
     return tuple(BlockType(d, ts[0].shape) for d in dts)
 
 
+def libdevice_type(ts, attrs):
+    """``libdevice``: a call of the libdevice function ``symbol`` (an ``__nv_*`` name of
+    :data:`eggpu.ir.libdevice_table.SYMBOLS`) on operands of one shape whose element dtypes are the
+    symbol's; one result of the symbol's result dtype and that shape."""
+    from .dtypes import BY_NAME
+    from .libdevice_table import SYMBOLS
+
+    sym = attrs["symbol"]
+    if sym not in SYMBOLS:
+        raise fail("libdevice", f"unknown libdevice symbol {sym!r}")
+    name, args, res = SYMBOLS[sym]
+    got = [str(t.elem) for t in ts]
+    if len(ts) != len(args) or any(t.is_pointer for t in ts) or tuple(got) != args:
+        raise fail("libdevice", f"{sym} ({name}) takes ({', '.join(args)}), got ({', '.join(got)})")
+    for t in ts:
+        if t.shape != ts[0].shape:
+            raise fail("libdevice", f"operands must have one shape, got {', '.join(map(str, ts))}")
+    return (BlockType(BY_NAME[res], ts[0].shape),)
+
+
 def device_print_type(ts, attrs):
     """``device_print(values...)``: values (scalars or blocks, not pointers) printed lane by lane;
     ``prefix`` a str, ``hex`` a bool; no result."""

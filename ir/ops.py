@@ -45,6 +45,7 @@ from .op_types import (
     index_type,
     inline_asm_type,
     int_to_ptr_type,
+    libdevice_type,
     load_type,
     no_check,
     ptr_to_int_type,
@@ -309,6 +310,13 @@ OPS_LIST: list[OpDef] = [
     _math("ffs", _INT1, edge="1 + the index of the lowest set bit; ffs(0) = 0", doc="find first set bit"),
     _math("brev", _INT1, edge="bit i of the result is bit (width - 1 - i) of the operand", doc="bit reversal"),
     _math("mulhi", _INT2_C, edge="the high half of the double-width product; signed operands sign-extended, unsigned zero-extended", doc="high half of a * b"),
+    # libdevice functions without an op of their own (Triton's extern_elementwise; ir/libdevice_table.py)
+    _op("libdevice", arity=(1, 4), traits=_EW, rule=libdevice_type, family=ANY, attrs=("symbol",),
+        reference=_ref("libdevice"),
+        edge="a pure call of the libdevice function `symbol` (__nv_*) with its operand and result dtypes; "
+        "the optimizer only knows that equal symbols of equal operands are equal; interpreter and run_cpu: "
+        "libm, exact references or GPU-only (ir/libdevice_table.py host_kind)",
+        doc="tl.extra.cuda.libdevice.<name>(...)"),
     # ternary
     _op("where", arity=(3, 3), traits=(PURE, ELEMENTWISE), rule=where_type, family=ANY,
         edge="both branches are computed (no short circuit); lanes picked by cond", doc="cond ? a : b", reference=_ref("where")),

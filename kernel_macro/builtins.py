@@ -18,6 +18,7 @@ from .compat import IMPLS as COMPAT_IMPLS
 from .debugging import IMPLS as DEBUG_IMPLS
 from .frontend_ops import FLOAT_FUNCTIONS, Semantic, SemanticError, Tensor, describe
 from .lanewise import IMPLS as LANEWISE_IMPLS
+from .libdevice_calls import IMPLS as LIBDEVICE_IMPLS
 from .philox import IMPLS as PHILOX_IMPLS
 from .scaled_dot import IMPLS as SCALED_DOT_IMPLS
 from .scans import IMPLS as SCAN_IMPLS
@@ -76,6 +77,7 @@ IMPLS.update(PHILOX_IMPLS)  # random numbers (kernel_macro/philox.py)
 IMPLS.update(DEBUG_IMPLS)  # tl.device_print, tl.device_assert (kernel_macro/debugging.py)
 IMPLS.update(BLOCK_POINTER_IMPLS)  # tl.make_block_ptr, tl.advance (kernel_macro/block_pointers.py)
 IMPLS.update(LANEWISE_IMPLS)  # tl.map_elementwise (kernel_macro/lanewise.py)
+IMPLS.update(LIBDEVICE_IMPLS)  # libdevice.nextafter, ... (one libdevice op; kernel_macro/libdevice_calls.py)
 
 COMBINE_FUNCTIONS = {"reduce": "combine_fn", "associative_scan": "combine_fn", "map_elementwise": "scalar_fn"}
 """Functions whose function argument (by parameter name) the frontend turns into a callable that
@@ -105,7 +107,7 @@ class BuiltinSig:
 
 
 SIGNATURES: dict[str, BuiltinSig] = {
-    fn.__eggpu_builtin__: BuiltinSig(fn) for fn in tl.BUILTIN_FUNCTIONS.values()
+    fn.__eggpu_builtin__: BuiltinSig(fn) for fn in (*tl.BUILTIN_FUNCTIONS.values(), *tl.EXTERN_FUNCTIONS.values())
 }
 
 _missing = set(SIGNATURES) - set(IMPLS) - {"static_range", "range"}

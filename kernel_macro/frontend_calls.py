@@ -125,12 +125,17 @@ class Calls:
         if name in COMBINE_FUNCTIONS:
             param = COMBINE_FUNCTIONS[name]
             bound.arguments[param] = self._combine_callable(node, bound.arguments[param])
+        saved_loc = self.b.loc
+        if name.startswith("libdevice."):  # the call's own column: a GPU-only function is refused there
+            self.b.loc = self.frame.source.loc(node)
         try:
             return IMPLS[name](self.sem, bound.arguments)
         except SemanticError as e:
             raise self.error(self._arg_node(node, bs.params, e.arg, 1 if method else 0), e.problem, e.hint) from None
         except IRError as e:
             raise self._located(node, e) from None
+        finally:
+            self.b.loc = saved_loc
 
     def _combine_callable(self, node: ast.Call, fobj: Any) -> Any:
         """``combine_fn`` of tl.reduce/tl.associative_scan as a Python callable that inlines it."""

@@ -24,7 +24,12 @@ from eggpu.ir.dtypes import DType
 
 from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin  # noqa: F401 - registries
 from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
-from .language_namespaces import MATH_NAMES, build_namespaces, libdevice_names  # noqa: F401 - re-exported
+from .language_namespaces import (  # noqa: F401 - re-exported
+    MATH_NAMES,
+    build_namespaces,
+    extern_stubs,
+    libdevice_names,
+)
 from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, tl.Pointer, ...
     CATEGORY_CLASSES,
     TRITON_DTYPE_NAMES,
@@ -563,8 +568,10 @@ BUILTIN_FUNCTIONS: dict[str, Any] = {
 
 # ---------------------------------------------------------------- tl.math and libdevice
 
-LIBDEVICE_NAMES = libdevice_names(TRANSCENDENTAL_STUBS)
-math, extra = build_namespaces(globals(), __name__, LIBDEVICE_NAMES)
+EXTERN_FUNCTIONS = extern_stubs(__name__)
+"""libdevice's functions without an op of their own (one ``libdevice`` op each), by Triton name."""
+LIBDEVICE_NAMES = libdevice_names(TRANSCENDENTAL_STUBS) + tuple(EXTERN_FUNCTIONS)
+math, extra = build_namespaces(globals(), __name__, libdevice_names(TRANSCENDENTAL_STUBS), EXTERN_FUNCTIONS)
 libdevice = extra.libdevice
 
 

@@ -64,18 +64,19 @@ def _outside(name: str) -> KernelError:
     )
 
 
-def _builtin(fn):
+def _builtin(fn, shown: str | None = None):
     """Declare a language function by ``fn``: its name, signature and docstring (its body is the
     docstring alone: it does nothing). The frontend looks the function's meaning up by
     ``__eggpu_builtin__``. Called as plain Python, the declared function checks its arguments as
     ``fn`` does (a wrong count is Python's TypeError) and raises :func:`_outside`'s error;
-    ``inspect.signature`` and ``help()`` read ``fn`` through ``__wrapped__``."""
-    name = fn.__name__
+    ``inspect.signature`` and ``help()`` read ``fn`` through ``__wrapped__``. ``shown``: the name
+    after ``tl.`` in that error when it is not ``fn``'s (``extra.cuda.libdevice.ldexp``)."""
+    name = shown or fn.__name__
 
     @functools.wraps(fn)
     def declared(*args: Any, **kwargs: Any) -> Any:
         fn(*args, **kwargs)  # only Python's check of the arguments: the body does nothing
         raise _outside(name)
 
-    declared.__eggpu_builtin__ = name  # type: ignore[attr-defined]
+    declared.__eggpu_builtin__ = fn.__name__  # type: ignore[attr-defined]
     return declared

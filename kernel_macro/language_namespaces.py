@@ -30,8 +30,35 @@ def libdevice_names(transcendental: list[str]) -> tuple[str, ...]:
     return MATH_NAMES + tuple(n for n in transcendental if n not in MATH_NAMES) + LIBDEVICE_EXACT
 
 
+def _extern_stub(name: str, overloads: tuple, language_name: str) -> Any:
+    """The stub of libdevice's ``name`` (a ``libdevice`` op), declared as the language's math rows
+    are (language.py ``_math``: a generated def with Triton's parameters ``arg0, arg1, ...``, then
+    ``@_builtin``); its docstring lists the overloads. The frontend dispatches on
+    ``__eggpu_builtin__`` = ``"libdevice.<name>"`` (kernel_macro/libdevice_calls.py)."""
+    from .language_base import _builtin
+
+    params = ", ".join(f"arg{i}" for i in range(len(overloads[0][0])))
+    ns: dict[str, Any] = {}
+    exec(f"def {name}({params}):\n    pass\n", ns)  # noqa: S102 - a fixed template over the table's names
+    fn = ns[name]
+    sigs = "; ".join(f"({', '.join(a)}) -> {r} [{sym}]" for a, sym, r in overloads)
+    fn.__doc__ = f"libdevice's ``{name}`` (Triton's extern_elementwise): {sigs}."
+    fn.__module__ = f"{language_name}.extra.libdevice"
+    declared = _builtin(fn, f"extra.cuda.libdevice.{name}")
+    declared.__eggpu_builtin__ = f"libdevice.{name}"
+    return declared
+
+
+def extern_stubs(language_name: str) -> dict[str, Any]:
+    """One stub per function of :data:`eggpu.ir.libdevice_table.FUNCTIONS`, by Triton name."""
+    from eggpu.ir.libdevice_table import FUNCTIONS
+
+    return {n: _extern_stub(n, ov, language_name) for n, ov in FUNCTIONS.items()}
+
+
 def build_namespaces(functions: dict[str, Any], language_name: str,
-                     libdevice_fns: tuple[str, ...]) -> tuple[_types.ModuleType, _types.ModuleType]:
+                     libdevice_fns: tuple[str, ...],
+                     extern: dict[str, Any] | None = None) -> tuple[_types.ModuleType, _types.ModuleType]:
     """``(math, extra)`` modules over ``functions`` (the language module's globals); registers
     ``eggpu.language.extra``, ``.extra.cuda``, ``.extra.libdevice`` and ``.extra.cuda.libdevice``
     in ``sys.modules`` so that ``from eggpu.language.extra.cuda import libdevice`` works."""
@@ -45,7 +72,9 @@ def build_namespaces(functions: dict[str, Any], language_name: str,
     for n in libdevice_fns:  # a missing stub fails tests/test_op_coverage.py by name, not here
         if n in functions:
             setattr(libdevice, n, functions[n])
-    libdevice.__all__ = list(libdevice_fns)  # type: ignore[attr-defined]
+    for n, fn in (extern or {}).items():  # the generic libdevice calls (ir/libdevice_table.py)
+        setattr(libdevice, n, fn)
+    libdevice.__all__ = [*libdevice_fns, *(extern or {})]  # type: ignore[attr-defined]
     cuda = _types.ModuleType("eggpu.language.extra.cuda", "Triton's ``tl.extra.cuda``: ``libdevice``.")
     cuda.libdevice = libdevice  # type: ignore[attr-defined]
     extra = _types.ModuleType("eggpu.language.extra",

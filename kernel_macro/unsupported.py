@@ -21,8 +21,8 @@ UNSUPPORTED: dict[str, str] = {
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",
 }
 
-LIBDEVICE_UNSUPPORTED_HINT = ("eggpu's libdevice has " + ", ".join(LIBDEVICE_NAMES)
-                              + "; eggpu's IR has no other libdevice function")
+LIBDEVICE_UNSUPPORTED_HINT = (f"eggpu's libdevice has every function of Triton's libdevice ({len(LIBDEVICE_NAMES)}: "
+                              "tl.extra.cuda.libdevice.__all__) and no other")
 
 MATH_UNSUPPORTED_HINT = ("tl.math has " + ", ".join(MATH_NAMES) + " in eggpu (Triton's tl.math); the other libdevice "
                          "functions eggpu has are in tl.extra.cuda.libdevice")

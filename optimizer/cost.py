@@ -225,6 +225,8 @@ class CostModel:
             return self.select_lane * (self.int64_factor if dtype.bits == 64 else 1.0)
         if op in ("cast",):
             return self.cast_lane
+        if op == "libdevice":  # an opaque call: priced as a transcendental function
+            return _TRANSCENDENTAL_DEFAULT * (self.f64_transcendental_factor if dtype.bits == 64 else 1.0)
         if op in ("bitcast", "int_to_ptr", "ptr_to_int"):  # a register move: same 64 bits
             return self.shape_lane
         if op == "addptr":

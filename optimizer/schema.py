@@ -21,7 +21,8 @@ Program declared by :func:`schema_text`:
     (so address rules can add offsets of one dtype).
   - Attributes: ``axis``/``start``/``end`` as ``i64``; ``dtype`` (of ``cast``/``bitcast``) as a
     ``DT``; ``shape``/``perm`` as a ``String`` of comma-separated ints (``"16,32"``); ``dot``'s
-    optional ``precision`` as a ``String`` (``"ieee"``, ``"tf32"``), always present in the term
+    optional ``precision`` and ``libdevice``'s ``symbol`` as a ``String`` (``"ieee"``, ``"tf32"``;
+    ``"__nv_nextafterf"``), always present in the term
     (:data:`ATTR_DEFAULTS` fills an absent one), so a TF32 dot and an exact one never share a
     term: ``(Dot t "tf32" a b acc)``.
   - Ops with optional operands get one constructor per operand count, suffixed with the count
@@ -80,6 +81,7 @@ ATTR_KINDS: dict[str, str] = {
     "shape": "String",
     "perm": "String",
     "precision": "Name",
+    "symbol": "Name",
 }
 
 #: optional attributes (``OpDef.optional_attrs``) -> the value an absent one stands for; the

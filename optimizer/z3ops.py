@@ -35,8 +35,8 @@ Everything else is defined. Representations (mode :data:`EXACT`):
   saturate (NaN -> 0); int->float and float->float round RNE; x->bool is ``x != 0``.
 * transcendental ops (exp, exp2, log, log2, rsqrt, sin, cos, tanh, erf, asin, acos, atan, sinh,
   cosh, asinh, acosh, atanh, tan, log10, log1p, expm1, exp10, cbrt, erfc, lgamma, tgamma, and the
-  binary atan2) are uninterpreted
-  functions per dtype, so rules over them can only be proved by structure.
+  binary atan2) and ``libdevice`` calls (optimizer/z3_libdevice.py) are uninterpreted
+  functions per dtype (per symbol), so rules over them can only be proved by structure.
 * pointers: ``BitVec(64)`` byte addresses; ``addptr(p, off)`` is ``p + ext64(off) * itemsize``
   (sign- or zero-extended by the offset's signedness; pass ``attrs["offset_dtype"]``);
   ``int_to_ptr``/``ptr_to_int`` keep the 64 bits (identity).
@@ -64,7 +64,7 @@ from eggpu.ir import OPS, DType
 from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
-from . import z3_bits
+from . import z3_bits, z3_libdevice
 from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 #: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
@@ -622,6 +622,7 @@ Z3_OPS: dict[str, Encoder] = {
     "int_to_ptr": _identity,  # pointers are 64-bit byte addresses: the move keeps the bits
     "ptr_to_int": _identity,
     **{name: _transcendental(name) for name in UF_OPS},
+    "libdevice": lambda dtype, attrs, args, mode: Enc(z3_libdevice.call(attrs["symbol"], args, sort_of, mode), TRUE),
     **{name: _block_uf(name) for name in BLOCK_OPS if name != "trans"},
 }
 
@@ -631,8 +632,8 @@ def result_dtype(op: str, dtype: DType, attrs: Mapping[str, Any]) -> DType | Non
     o = OPS[op]
     if o.has(Trait.COMPARISON):
         return bool_
-    if op in ("cast", "bitcast"):
-        return attrs["dtype"]
+    if op in ("cast", "bitcast", "libdevice"):
+        return z3_libdevice.result(attrs["symbol"]) if op == "libdevice" else attrs["dtype"]
     if op in ("addptr", "int_to_ptr"):
         return None
     if op == "ptr_to_int":

@@ -284,3 +284,31 @@ def test_fp8_op_list_names_ops_and_fp8_stays_out_of_the_optimizer() -> None:
     for dt in FP8_DTYPES:
         assert dt not in ALL_DTYPES and dt not in DTYPE_CONSTRUCTORS
         assert not any(dt in members for members in CATEGORIES.values())
+
+
+# ---------------------------------------------------------------- the libdevice op's symbol table
+
+
+def test_every_libdevice_symbol_is_in_libdevice_and_has_a_host_meaning() -> None:
+    """ir/libdevice_table.py: each symbol is defined by libdevice; each host kind is backed (libm
+    has the ``libm`` ones, ir/libdevice_refs.py a scalar reference for every other non-GPU one)."""
+    from eggpu.ir.libdevice_refs import scalar
+    from eggpu.ir.libdevice_table import SYMBOLS, host_kind
+
+    libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+    no_libm = sorted(s for s, (n, _, _) in SYMBOLS.items() if host_kind(n) == "libm" and not hasattr(libm, s[5:]))
+    assert not no_libm, f"ir/libdevice_table.py LIBM names functions libm lacks: {no_libm}"
+    for s, (n, _, _) in SYMBOLS.items():
+        if host_kind(n) != "gpu":
+            assert callable(scalar(s)), s
+    from eggpu.codegen import toolchain
+
+    try:
+        path = toolchain.find_libdevice()
+    except Exception as e:  # a machine without NVIDIA's wheels: nothing to check against
+        pytest.skip(f"libdevice not found: {e}")
+    import llvmlite.binding as llvm
+
+    defined = {f.name for f in llvm.parse_bitcode(Path(path).read_bytes()).functions}
+    absent = sorted(set(SYMBOLS) - defined)
+    assert not absent, f"ir/libdevice_table.py names symbols libdevice lacks: {absent}"

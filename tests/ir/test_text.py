@@ -136,6 +136,8 @@ def elementwise_zoo() -> Function:
     out.append(b.op("cast", i, dtype=u8))
     out.append(b.op("bitcast", f, dtype=i32))
     out.append(b.op("bitcast", u, dtype=f16))
+    out.append(b.op("libdevice", f, i, symbol="__nv_ldexpf"))  # the generic libdevice call
+    out.append(b.op("libdevice", f, g, h, symbol="__nv_fmaf_rz"))
     return b.finish()
 
 

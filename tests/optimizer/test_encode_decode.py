@@ -89,6 +89,8 @@ def all_pure_ops_program() -> Function:
     outs.append(b.op("cast", xi, dtype=f32))
     outs.append(b.op("cast", xf, dtype=f16))
     outs.append(b.op("bitcast", xf, dtype=i32))
+    outs.append(b.op("libdevice", xf, xi, symbol="__nv_ldexpf"))  # a generic libdevice call (symbol kept)
+    outs.append(b.op("libdevice", xf, symbol="__nv_float2int_rd"))
     sq = b.op("broadcast", b.op("expand_dims", xf, axis=0), shape=(4, 4))
     outs += [sq, b.op("reshape", sq, shape=(16,)), b.op("trans", sq, perm=(1, 0))]
     for name in ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin"):

@@ -52,8 +52,11 @@ def test_constructor_names_and_arities():
     assert c["Where"].dtypes == ("operand1",)
     assert c["Const"].arg_sorts == ("DT", "i64") and c["ConstF"].arg_sorts == ("DT", "i64")
     for name, info in c.items():
-        if info.op is not None and info.op not in ("const", "dot"):
+        if info.op is not None and info.op not in ("const", "dot", "libdevice"):
             assert name == schema.pascal(info.op)
+    # libdevice calls: one constructor per operand count, the symbol a String attribute
+    assert c["Libdevice1"].arg_sorts == ("DT", "String", "Term")
+    assert c["Libdevice"].arg_sorts == ("DT", "String", "Term", "Term", "Term", "Term")
 
 
 def test_dot_precision_is_always_in_the_term():

@@ -153,8 +153,8 @@ def _family_dtypes(op):
 
 CASES = []  # (op, dtype, attrs)
 for _op in ELEMENTWISE_OPS:
-    if _op in z3ops.UF_OPS or _op in POINTER_OPS:  # pointer ops: no numpy reference (see test_tc_pointer_casts)
-        continue
+    if _op in z3ops.UF_OPS or _op in POINTER_OPS or _op == "libdevice":  # pointer ops: no numpy reference (see
+        continue  # test_tc_pointer_casts); libdevice calls are uninterpreted (test_libdevice_calls_are_uninterpreted...)
     for _d in _family_dtypes(_op):
         if _op == "cast":
             for _t in ALL_DTYPES:
@@ -241,6 +241,30 @@ def test_transcendental_ops_are_uninterpreted_per_dtype():
         assert e32.decl().arity() == n
         assert z3.is_app(e32) and e32.decl().kind() == z3.Z3_OP_UNINTERPRETED
         assert e32.decl().name() != e16.decl().name()
+
+
+def test_libdevice_calls_are_uninterpreted_functions_keyed_by_symbol():
+    """Equal symbols of equal operands are equal (congruence), and that is all z3 knows: another
+    symbol of the same operands, or the same symbol of other operands, may differ."""
+    import z3
+
+    from eggpu.ir import f32, i32
+
+    x, y, e = z3ops.var("x", f32), z3ops.var("y", f32), z3ops.var("e", i32)
+    ldexp = z3ops.encode("libdevice", f32, {"symbol": "__nv_ldexpf"}, [x, e]).value
+    assert z3.is_app(ldexp) and ldexp.decl().kind() == z3.Z3_OP_UNINTERPRETED
+    assert ldexp.sort() == z3ops.sort_of(f32)
+    to_int = z3ops.encode("libdevice", f32, {"symbol": "__nv_float2int_rd"}, [x]).value
+    assert to_int.sort() == z3.BitVecSort(32)
+    assert z3ops.result_dtype("libdevice", f32, {"symbol": "__nv_float2int_rd"}) == i32
+    s = z3.Solver()
+    s.add(x == y, z3ops.encode("libdevice", f32, {"symbol": "__nv_ldexpf"}, [y, e]).value != ldexp)
+    assert s.check() == z3.unsat  # congruence
+    add_rd = z3ops.encode("libdevice", f32, {"symbol": "__nv_fadd_rd"}, [x, y]).value
+    add_ru = z3ops.encode("libdevice", f32, {"symbol": "__nv_fadd_ru"}, [x, y]).value
+    s = z3.Solver()
+    s.add(add_rd != add_ru)
+    assert s.check() == z3.sat  # nothing ties two symbols together
 
 
 def test_float_equality_is_structural_not_ieee():

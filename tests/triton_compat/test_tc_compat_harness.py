@@ -83,16 +83,24 @@ def test_libdevice_functions_match_numpy(run_both, n):
 
 @eggpu.jit
 def _missing_libdevice(x_ptr):
-    tl.store(x_ptr, tl.extra.cuda.libdevice.nextafter(tl.load(x_ptr), 1.0))
+    tl.store(x_ptr, tl.extra.cuda.libdevice.frexp(tl.load(x_ptr), 1.0))  # CUDA has frexp, Triton's libdevice not
+
+
+@eggpu.jit
+def _unknown_libdevice(x_ptr):
+    tl.store(x_ptr, tl.extra.cuda.libdevice.__nv_threadfence(tl.load(x_ptr)))
 
 
 def test_missing_libdevice_function_is_one_located_error():
     with pytest.raises(eggpu.CompileError) as ei:
         _missing_libdevice[(1,)](np.ones(1, np.float32))
     lines = str(ei.value).splitlines()
-    assert lines[0].endswith("tl.extra.cuda.libdevice.nextafter is not supported by eggpu")
-    assert "nextafter" in lines[1] and "^" in lines[2]
-    assert any("eggpu's libdevice has abs, ceil, cos," in ln for ln in lines)
+    assert lines[0].endswith("tl.extra.cuda.libdevice.frexp is not supported by eggpu")
+    assert "frexp" in lines[1] and "^" in lines[2]
+    assert lines[3] == "hint: did you mean tl.extra.cuda.libdevice.exp?"
+    with pytest.raises(eggpu.CompileError) as ei:  # no close name: the hint says what there is
+        _unknown_libdevice[(1,)](np.ones(1, np.float32))
+    assert "eggpu's libdevice has every function of Triton's libdevice (199:" in str(ei.value)
 
 
 @eggpu.jit

@@ -1,0 +1,110 @@
+"""Lowering of the ``libdevice`` op (a libdevice function without an op of its own, Triton's
+``extern_elementwise``; :mod:`eggpu.ir.libdevice_table`).
+
+* PTX: a call of the ``__nv_*`` symbol per element, linked from libdevice like the math ops'.
+* Host (run_cpu), by the table's ``host_kind``: ``libm`` calls the C library's function of the
+  same name (``nextafterf``); ``bitcast`` is an LLVM ``bitcast``; ``exact`` calls back into the
+  interpreter's scalar reference (:func:`eggpu.ir.libdevice_refs.scalar`) through a ctypes
+  function registered as the JIT symbol ``__eggpu_libdevice_<symbol>``, so run_cpu and the
+  interpreter compute the same bits; ``gpu`` is refused with the located GPU-only error.
+Host values are vectors across the CTA's threads: a helper function applies the scalar call lane
+by lane.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from typing import Any
+
+from llvmlite import ir
+
+from eggpu.ir.dtypes import BY_NAME
+from eggpu.ir.errors import CodegenError, gpu_only_message
+from eggpu.ir.graph import Operation
+from eggpu.ir.libdevice_table import SYMBOLS, host_kind
+
+from .lower_ops import elementwise
+
+I32 = ir.IntType(32)
+_CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
+           "i64": ctypes.c_int64, "u64": ctypes.c_uint64}
+_LOCK = threading.Lock()
+_CALLBACKS: dict[str, Any] = {}  # symbol -> ctypes callback, kept alive for the process
+
+
+def callback_symbol(symbol: str) -> str:
+    """The JIT symbol of ``symbol``'s host reference, registered on first use."""
+    import llvmlite.binding as llvm
+
+    from eggpu.ir.libdevice_refs import scalar
+
+    name = f"__eggpu_libdevice_{symbol}"
+    with _LOCK:
+        if symbol not in _CALLBACKS:
+            _, args, res = SYMBOLS[symbol]
+            proto = ctypes.CFUNCTYPE(_CTYPES[res], *(_CTYPES[a] for a in args))
+            cb = proto(scalar(symbol))
+            _CALLBACKS[symbol] = cb
+            llvm.add_symbol(name, ctypes.cast(cb, ctypes.c_void_p).value)
+    return name
+
+
+def _lanewise(em, name: str, scalar_fn: ir.Function, vts: list[ir.VectorType], rvt: ir.VectorType) -> ir.Function:
+    """``{name}_v{N}``: ``scalar_fn`` applied lane by lane to vectors (operands of mixed types)."""
+    helper = f"{name}_v{rvt.count}"
+    fn = em.module.globals.get(helper)
+    if fn is not None:
+        return fn
+    fn = ir.Function(em.module, ir.FunctionType(rvt, vts), helper)
+    fn.linkage = "internal"
+    entry, head, body, done = (fn.append_basic_block(n) for n in ("entry", "head", "body", "done"))
+    b = ir.IRBuilder(entry)
+    b.branch(head)
+    b.position_at_end(head)
+    i = b.phi(I32)
+    acc = b.phi(rvt)
+    i.add_incoming(I32(0), entry)
+    acc.add_incoming(ir.Constant(rvt, ir.Undefined), entry)
+    b.cbranch(b.icmp_unsigned("<", i, I32(rvt.count)), body, done)
+    b.position_at_end(body)
+    r = b.call(scalar_fn, [b.extract_element(a, i) for a in fn.args])
+    nacc = b.insert_element(acc, r, i)
+    ni = b.add(i, I32(1))
+    b.branch(head)
+    i.add_incoming(ni, body)
+    acc.add_incoming(nacc, body)
+    b.position_at_end(done)
+    b.ret(acc)
+    return fn
+
+
+def lower_libdevice(lw, op: Operation) -> list[Any]:
+    """One ``libdevice`` op (see the module docstring)."""
+    em = lw.em
+    symbol = op.attrs["symbol"]
+    name, args, res = SYMBOLS[symbol]
+    arg_types = [em.reg_type(BY_NAME[a]) for a in args]
+    ret_type = em.reg_type(BY_NAME[res])
+    if em.is_ptx:
+        fn = em.declare(symbol, ret_type, arg_types)
+        return elementwise(lw, op, lambda *vs: em.b.call(fn, list(vs)))
+    kind = host_kind(name)
+    if kind == "gpu":
+        raise CodegenError(gpu_only_message(lw.fn.name, op, "run_cpu (the host lowering)"))
+    if kind == "bitcast":
+        return elementwise(lw, op, lambda v: em.b.bitcast(v, em.like_type(v, ret_type)))
+    callee = symbol[len("__nv_"):] if kind == "libm" else callback_symbol(symbol)
+    scalar_fn = em.declare(callee, ret_type, arg_types)
+
+    def call(*vs: ir.Value) -> ir.Value:
+        if not isinstance(vs[0].type, ir.VectorType):
+            return em.b.call(scalar_fn, list(vs))
+        n = vs[0].type.count
+        helper = _lanewise(em, callee, scalar_fn, [v.type for v in vs], ir.VectorType(ret_type, n))
+        return em.b.call(helper, list(vs))
+
+    return elementwise(lw, op, call)
+
+
+HANDLERS = {"libdevice": lower_libdevice}
