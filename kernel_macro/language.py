@@ -45,11 +45,13 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     f16,
     f32,
     f64,
+    float8e4b15,
     float8e4nv,
     float8e5,
     float16,
     float32,
     float64,
+    fp8e4b15,
     fp8e4nv,
     fp8e5,
     i8,
@@ -625,7 +627,8 @@ __all__ = [
     # dtypes
     "bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
     "int1", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
-    "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "float8e4nv", "float8e5", "dtype", "PropagateNan", "math", "extra",
+    "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "fp8e4b15", "float8e4nv", "float8e5",
+    "float8e4b15", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
     "tensor_descriptor", "tensor_descriptor_base",

@@ -36,6 +36,7 @@ from eggpu.ir.dtypes import (  # noqa: E402 - after _builtin_bool, which keeps t
     f16,
     f32,
     f64,
+    fp8e4b15,
     fp8e4nv,  # storage only: load, store, where, .to() (docs/language.md, "FP8")
     fp8e5,
     i8,
@@ -54,19 +55,22 @@ int1 = bool
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, bfloat16, float32, float64 = f16, bf16, f32, f64
-float8e4nv, float8e5 = fp8e4nv, fp8e5
+float8e4nv, float8e5, float8e4b15 = fp8e4nv, fp8e5, fp8e4b15
 
 TRITON_DTYPE_NAMES: dict[str, DType] = {
     "int1": bool, "int8": i8, "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16,
     "uint32": u32, "uint64": u64, "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
-    "float8e4nv": fp8e4nv, "float8e5": fp8e5,
+    "float8e4nv": fp8e4nv, "float8e5": fp8e5, "float8e4b15": fp8e4b15,
 }
 """Triton dtype name -> eggpu dtype (``tl.dtype("float32")`` also takes these)."""
 
 UNSUPPORTED_DTYPES: dict[str, str] = {
-    n: "only the OCP FP8 dtypes tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available"
-    for n in ("float8e4b15", "float8e4b8", "float8e5b16", "float8e4b15x4")
+    f"float8{f}": (f"fp8{f} (AMD's {amd}) is not supported on NVIDIA GPUs, as in Triton ('type fp8{f} not "
+                   f"supported in this architecture'); the FP8 dtypes are tl.float8e4nv, tl.float8e5 and "
+                   f"tl.float8e4b15")
+    for f, amd in (("e4b8", "e4m3fnuz"), ("e5b16", "e5m2fnuz"))
 }
+UNSUPPORTED_DTYPES["float8e4b15x4"] = "Triton removed it; use tl.float8e4b15"
 UNSUPPORTED_DTYPES["void"] = "eggpu has no void dtype (kernels and helpers return nothing or values)"
 UNSUPPORTED_DTYPES["pi32_t"] = "eggpu has no pointer dtype values; annotate pointers with tl.Pointer[...]"
 
