@@ -415,8 +415,8 @@ UNSUPPORTED_CASES = [
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
-    (15, "pack=4", "pack=4", "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes "
-     "one element", "pass pack=1 and write the asm for one element"),
+    (15, "pack=4", '"=r,r"', "tl.inline_asm_elementwise: constraints '=r,r' must name 4 output(s) and 4 input(s) "
+     "(4 elements of each, packed into 32-bit registers), got 1 and 1", None),
 ]
 
 
