@@ -162,14 +162,14 @@ def addptr_type(ts, attrs):
 
 def int_to_ptr_type(ts, attrs):
     """``int_to_ptr``: a 64-bit integer block (i64 or u64: a global address in bytes) -> pointers to
-    ``attrs["dtype"]`` of the same shape."""
+    ``attrs["dtype"]`` of the same shape (const pointers with ``const=True``)."""
     (t,) = ts
     dt = attrs["dtype"]
     if t.is_pointer or not t.dtype.is_int or t.dtype.bits != 64:
         raise fail("int_to_ptr", f"needs a 64-bit integer (i64 or u64: an address), got {t.elem}")
     if not isinstance(dt, DType):
         raise fail("int_to_ptr", f"the pointee must be a dtype, got {dt!r}")
-    return (BlockType(PointerType(dt), t.shape),)
+    return (BlockType(PointerType(dt, bool(attrs.get("const", 0))), t.shape),)
 
 
 def ptr_to_int_type(ts, attrs):
@@ -251,10 +251,18 @@ def load_type(ts, attrs):
     return (out,)
 
 
+def _not_const(name: str, p) -> None:
+    """Stores and atomics write: a const pointer refuses them (Triton's 'Cannot store to a
+    constant pointer')."""
+    if p.elem.const:
+        raise fail(name, f"cannot store through a const pointer ({p})")
+
+
 def store_type(ts, attrs):
     p, v = ts[0], ts[1]
     if not p.is_pointer:
         raise fail("store", f"first operand must be a pointer, got {p}")
+    _not_const("store", p)
     if v != BlockType(p.dtype, p.shape):
         raise fail("store", f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
     if len(ts) == 3:
@@ -284,6 +292,7 @@ def atomic_type(name):
         p, v = ts[0], ts[1]
         if not p.is_pointer:
             raise fail(name, f"first operand must be a pointer, got {p}")
+        _not_const(name, p)
         if v != BlockType(p.dtype, p.shape):
             raise fail(name, f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
         if len(ts) == 3:
@@ -299,6 +308,7 @@ def cas_type(ts, attrs):
     out = BlockType(p.dtype, p.shape) if p.is_pointer else None
     if out is None or c != out or v != out:
         raise fail("atomic_cas", f"needs pointer, compare and value of one element type, got {ts}")
+    _not_const("atomic_cas", p)
     return (out,)
 
 

@@ -373,7 +373,9 @@ OPS_LIST: list[OpDef] = [
         edge="offset counts elements (not bytes); any integer dtype, sign-extended (zero-extended if unsigned) to 64 bits",
         doc="pointer + offset"),
     _op("int_to_ptr", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=int_to_ptr_type, family=INT, attrs=("dtype",),
-        edge="i64/u64 byte address -> pointer to dtype, bits unchanged (no cvta: a global address); "
+        optional=("const",),
+        edge="i64/u64 byte address -> pointer to dtype (a const pointer with const=1), bits unchanged (no "
+        "cvta: a global address); "
         "the interpreter and run_cpu resolve it against the launch's arrays and buffers=",
         doc="integer address -> pointer"),
     _op("ptr_to_int", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=ptr_to_int_type, family=ANY, attrs=("dtype",),

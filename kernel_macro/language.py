@@ -40,6 +40,8 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     bf16,
     bfloat16,
     bool,
+    const,
+    const_pointer_type,
     constexpr,
     dtype,
     f16,
@@ -630,7 +632,8 @@ __all__ = [
     "bfloat16", "float32", "float64", "fp8e4nv", "fp8e5", "fp8e4b15", "float8e4nv", "float8e5",
     "float8e4b15", "dtype", "PropagateNan", "math", "extra",
     # categories and annotations
-    "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "constexpr",
+    "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "const",
+    "const_pointer_type", "constexpr",
     "tensor_descriptor", "tensor_descriptor_base",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",

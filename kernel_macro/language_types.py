@@ -167,11 +167,12 @@ class PointerAnnotation(Frozen):
     ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
     """
 
-    _fields = ("pointee",)
+    _fields = ("pointee", "const")
     pointee: Any
+    const: bool
 
-    def __init__(self, pointee: Any):
-        self._assign(pointee)
+    def __init__(self, pointee: Any, const: bool = False):
+        self._assign(pointee, _builtin_bool(const))
 
     @property
     def element_ty(self) -> Any:
@@ -181,7 +182,7 @@ class PointerAnnotation(Frozen):
     def __str__(self) -> str:
         p = self.pointee
         name = p.__name__ if isinstance(p, _TypeVar) else str(p)
-        return f"Pointer[{name}]"
+        return f"const Pointer[{name}]" if self.const else f"Pointer[{name}]"
 
     __repr__ = __str__
 
@@ -198,17 +199,33 @@ class Pointer:
         return PointerAnnotation(item)
 
 
-def pointer_type(element_ty: Any, address_space: int = 1, const: _builtin_bool = False) -> PointerAnnotation:
-    """Triton's ``tl.pointer_type(dtype)``: the target type of an integer-to-pointer conversion,
-    ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address; see
-    docs/language.md, "Coming from Triton"). Only global pointers (``address_space=1``), not const."""
+def pointer_type(element_ty: Any, address_space: Any = 1, const: _builtin_bool = False) -> PointerAnnotation:
+    """Triton's ``tl.pointer_type(dtype, address_space, const)``: the target type of a pointer
+    conversion, ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address, or a
+    pointer; see docs/language.md, "Coming from Triton"). ``const=True`` gives a const pointer: read
+    only (a store through it is an error; loads use ``ld.global.nc``). Only global pointers
+    (``address_space`` 1, or Triton's name ``"global"``)."""
     if isinstance(element_ty, str):
         element_ty = dtype(element_ty)
     if not isinstance(element_ty, DType):
         raise TypeError(f"tl.pointer_type(element_ty) takes a dtype such as tl.float16, got {element_ty!r}")
-    if address_space != 1 or const:
-        raise TypeError("tl.pointer_type: eggpu has only global, non-const pointers (address_space=1, const=False)")
-    return PointerAnnotation(element_ty)
+    if address_space not in (1, "global"):
+        raise TypeError(f"tl.pointer_type: eggpu has only global pointers (address_space=1), got {address_space!r}")
+    return PointerAnnotation(element_ty, const)
+
+
+def const_pointer_type(element_ty: Any) -> PointerAnnotation:
+    """Older Triton's ``tl.const_pointer_type(dtype)``: ``tl.pointer_type(dtype, const=True)``."""
+    return pointer_type(element_ty, const=True)
+
+
+class const:  # noqa: N801 - Triton's name
+    """Triton's ``tl.const``: the annotation of a pointer parameter that is only read through
+    (``in_ptr: tl.const``): its type is ``tl.pointer_type(dtype, const=True)``, a store through it
+    is a compile error at the line, and its loads use the read-only path (``ld.global.nc``)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.const is an annotation of a pointer parameter: in_ptr: tl.const")
 
 
 class constexpr:  # noqa: N801 - Triton's name
