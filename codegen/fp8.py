@@ -15,6 +15,9 @@ An FP8 value is an ``i8`` register (and byte in memory) everywhere. Conversions 
 On sm_90+ a thread's elements are converted two per instruction (``lower_cast`` hands the whole
 column to :func:`eggpu.codegen.scalar_ops.cast_many`), as Triton packs them.
 
+``fp8e4b15`` (no hardware format) converts in integer operations on every target, with the
+rounding :mod:`eggpu.ir.fp8` states (:func:`_soft_to_e4b15`; the upcast is :func:`_soft_from_fp8`).
+
 NaN results are replaced by the canonical NaN of the destination with one compare and select on
 every path, so the bits do not depend on what a hardware conversion makes of a NaN.
 """
@@ -24,7 +27,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from eggpu.ir.dtypes import DType, f16
-from eggpu.ir.fp8 import FORMATS, NAN_CODE
+from eggpu.ir.fp8 import E4B15, FORMATS, NAN_CODE
 
 from .emitter import F32, I8, I16, I32, Emitter
 
@@ -37,9 +40,9 @@ _PTX_NAMES = {"fp8e4nv": "e4m3x2", "fp8e5": "e5m2x2"}
 _CANONICAL_NAN = {"f16": 0x7E00, "bf16": 0x7FC0, "f32": 0x7FC00000, "f64": 0x7FF8000000000000}
 
 
-def _hardware(em: Emitter, v: V) -> bool:
-    """Whether the ``cvt`` instructions apply: a GPU target of sm_90+, a scalar value."""
-    return em.is_ptx and em.sm is not None and em.sm >= _HARDWARE_SM and not isinstance(v.type, ir.VectorType)
+def _hardware(em: Emitter, v: V, dt: DType) -> bool:
+    """Whether the ``cvt`` instructions apply: an OCP format, a GPU target of sm_90+, a scalar value."""
+    return dt.name in _PTX_NAMES and em.is_ptx and em.sm is not None and em.sm >= _HARDWARE_SM and not isinstance(v.type, ir.VectorType)
 
 
 _MAX_CODE = {"fp8e4nv": 0x7E, "fp8e5": 0x7B}  # the largest finite value: 448, 57344
@@ -78,10 +81,40 @@ def _soft_to_fp8(em: Emitter, x: V, dt: DType) -> V:
     return b.select(b.icmp_unsigned(">", a, k(0x7F800000)), k(NAN_CODE), r)
 
 
+def _soft_to_e4b15(em: Emitter, x: V, src: DType) -> V:
+    """f32 (exact, or rounded to odd from f64) -> fp8e4b15 code (i32 lanes, low byte): the
+    magnitude clamped to 1.75 (inf and NaN too), rounded to nearest with ties away from zero;
+    the sign kept, except that a NaN from a source other than f16 gives +1.75 (eggpu/ir/fp8.py)."""
+    b = em.b
+    mant_bits, bias, _ = E4B15
+    w = b.bitcast(x, em.like_type(x, I32))
+
+    def k(c: int) -> ir.Constant:
+        return em.k(w, c)
+
+    sign = b.and_(b.lshr(w, k(24)), k(0x80))
+    if src.name != "f16":  # Triton's cvt.rz.f16.f32 makes every NaN the positive canonical one
+        sign = b.select(b.icmp_unsigned(">", b.and_(w, k(0x7FFFFFFF)), k(0x7F800000)), k(0), sign)
+    a = b.and_(w, k(0x7FFFFFFF))
+    a = b.select(b.icmp_unsigned(">", a, k(0x3FE00000)), k(0x3FE00000), a)  # 1.75; inf and NaN too
+    sh_n = 23 - mant_bits
+    # normal results (|x| >= 2**(1 - bias)): re-bias, add half a unit, truncate
+    q_norm = b.lshr(b.add(b.sub(a, k((127 - bias) << 23)), k(1 << (sh_n - 1))), k(sh_n))
+    # subnormal results: the significand in units of 2**(1 - bias - mant_bits), half added
+    e = b.lshr(a, k(23))
+    is_f32_sub = b.icmp_unsigned("==", e, k(0))
+    m = b.or_(b.and_(a, k(0x7FFFFF)), b.select(is_f32_sub, k(0), k(0x800000)))
+    sh = b.sub(k(150 - bias - mant_bits + 1), b.select(is_f32_sub, k(1), e))
+    sh = b.select(b.icmp_unsigned(">", sh, k(25)), k(25), sh)  # m < 2**24: a shift >= 25 gives 0
+    q_sub = b.lshr(b.add(m, b.shl(k(1), b.sub(sh, k(1)))), sh)
+    r = b.select(b.icmp_unsigned(">=", a, k((128 - bias) << 23)), q_norm, q_sub)
+    return b.or_(r, sign)
+
+
 def _soft_from_fp8(em: Emitter, v: V, dt: DType) -> V:
     """FP8 code (i8) -> f32, exactly, with integer operations (NaN handled by the caller)."""
     b = em.b
-    mant_bits, bias, _ = FORMATS[dt.name]
+    mant_bits, bias, _ = E4B15 if dt.name == "fp8e4b15" else FORMATS[dt.name]
     h = b.zext(v, em.like_type(v, I32))
 
     def k(c: int) -> ir.Constant:
@@ -99,7 +132,10 @@ def _soft_from_fp8(em: Emitter, v: V, dt: DType) -> V:
     return b.bitcast(b.or_(bits, sign), ft)
 
 
-def _is_nan_code(em: Emitter, v: V, dt: DType) -> V:
+def _is_nan_code(em: Emitter, v: V, dt: DType) -> V | None:
+    """Whether the code ``v`` is a NaN of ``dt`` (None: ``dt`` has no NaN)."""
+    if dt.name == "fp8e4b15":
+        return None
     mag = em.b.and_(v, em.k(v, 0x7F))
     if dt.name == "fp8e4nv":
         return em.b.icmp_unsigned("==", mag, em.k(v, 0x7F))
@@ -113,7 +149,7 @@ def _pairs(values: list[V]) -> list[tuple[V, V | None]]:
 
 def _to_f32_many(em: Emitter, vs: list[V], dt: DType) -> list[V]:
     """FP8 (i8) values -> f32, exact (two per ``cvt.rn.f16x2`` on sm_90+); NaN left to the caller."""
-    if not _hardware(em, vs[0]):
+    if not _hardware(em, vs[0], dt):
         return [_soft_from_fp8(em, v, dt) for v in vs]
     b = em.b
     fnty = ir.FunctionType(I32, [I16])
@@ -132,16 +168,23 @@ def from_fp8_many(em: Emitter, vs: list[V], src: DType, dst: DType, widen) -> li
     on: exact); a NaN gives ``dst``'s canonical NaN."""
     out = []
     for v, x32 in zip(vs, _to_f32_many(em, vs, src)):
+        is_nan = _is_nan_code(em, v, src)
+        if is_nan is None:
+            out.append(widen(x32, dst))
+            continue
         nan_bits = em.kt(v, ir.IntType(dst.bits), _CANONICAL_NAN[dst.name])
-        out.append(em.b.select(_is_nan_code(em, v, src), em.float_from_bits(nan_bits, dst), widen(x32, dst)))
+        out.append(em.b.select(is_nan, em.float_from_bits(nan_bits, dst), widen(x32, dst)))
     return out
 
 
-def to_fp8_many(em: Emitter, xs: list[V], dst: DType) -> list[V]:
+def to_fp8_many(em: Emitter, xs: list[V], dst: DType, src: DType) -> list[V]:
     """f32 values (exact, or rounded to odd from f64) rounded to the FP8 dtype ``dst``: i8 values,
-    two per ``cvt.rn.satfinite`` on sm_90+ (as Triton packs them)."""
+    two per ``cvt.rn.satfinite`` on sm_90+ (as Triton packs them). ``src`` is the dtype the values
+    were converted from (fp8e4b15's NaN rule depends on it)."""
     b = em.b
-    if not _hardware(em, xs[0]):
+    if dst.name == "fp8e4b15":
+        return [b.trunc(_soft_to_e4b15(em, x, src), em.like_type(x, I8)) for x in xs]
+    if not _hardware(em, xs[0], dst):
         return [b.trunc(_soft_to_fp8(em, x, dst), em.like_type(x, I8)) for x in xs]
     asm = ir.InlineAsm(ir.FunctionType(I16, [F32, F32]), f"cvt.rn.satfinite.{_PTX_NAMES[dst.name]}.f32 $0, $1, $2;",
                        "=h,f,f")

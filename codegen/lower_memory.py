@@ -54,6 +54,7 @@ from .predicated import (
     register_bits,
     volatile_load,
 )
+from .read_only import read_only
 
 ALIGN_ASSUMPTION = "align16"
 PARAM_ALIGN = 16
@@ -730,7 +731,7 @@ def _broadcast_from_thread0(lw, dt: DType, compute) -> ir.Value:
 
 
 HANDLERS = {
-    "load": lower_load,
+    "load": read_only(lower_load),
     "store": lower_store,
     "atomic_add": lower_atomic,
     "atomic_max": lower_atomic,

@@ -22,10 +22,11 @@ from llvmlite import ir
 from eggpu.ir.dtypes import DType, i32
 from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
+from eggpu.ir.op_types import asm_elements_per_register, asm_registers
 from eggpu.ir.ops import OPS, TRANSCENDENTAL
 
 from . import scalar_ops as S
-from .emitter import I64
+from .emitter import I32, I64
 from .layout import LV, replicas_valid
 
 Handler = Callable[..., list[LV]]
@@ -191,6 +192,8 @@ def lower_inline_asm(lw, op: Operation) -> list[LV]:
     args = [em.reg_type(None if v.type.is_pointer else v.type.dtype) for v in op.operands]
     fty = ir.FunctionType(rets[0] if len(rets) == 1 else ir.LiteralStructType(rets), args)
     asm, constraints, effect = op.attrs["asm"], op.attrs["constraints"], not op.attrs["pure"]
+    if op.attrs.get("pack", 1) > 1:
+        return _lower_packed_asm(lw, op)
     if len(rets) == 1:
         return elementwise(lw, op, lambda *vs: em.b.asm(fty, asm, constraints, list(vs), effect))
     # several results: one call per element returns a struct; each result takes its field
@@ -202,6 +205,54 @@ def lower_inline_asm(lw, op: Operation) -> list[LV]:
     calls = [em.b.asm(fty, asm, constraints, [c[j] for c in cols], effect)
              for j in range(lw.layout(op.results[0].type.shape).per)]
     return [LV(r.type, elems=[em.b.extract_value(c, i) for c in calls]) for i, r in enumerate(op.results)]
+
+
+def _lower_packed_asm(lw, op: Operation) -> list[LV]:
+    """``inline_asm_elementwise(..., pack=k)``: one asm call per ``k`` consecutive elements a thread
+    owns. As Triton packs them, each operand's ``k`` elements go in registers of
+    ``asm_elements_per_register`` elements (a vector bitcast to i16/i32, element 0 in the low
+    bits), operand by operand; each result comes back the same way. A thread's last group is
+    padded with zeros when ``k`` does not divide its element count (Triton refuses that case)."""
+    em, b = lw.em, lw.em.b
+    pack = op.attrs["pack"]
+    per = lw.layout(op.results[0].type.shape).per
+    cols = [lw.elems(lw.get(v)) for v in op.operands]
+    in_dts = [None if v.type.is_pointer else v.type.dtype for v in op.operands]
+    out_dts = [r.type.dtype for r in op.results]
+
+    def reg_type(dt: DType | None) -> ir.Type:
+        n = asm_elements_per_register(dt, pack)
+        return em.reg_type(dt) if n == 1 else ir.IntType(n * dt.bits)
+
+    out_regs = [reg_type(d) for d in out_dts for _ in range(asm_registers(d, pack))]
+    in_regs = [reg_type(d) for d in in_dts for _ in range(asm_registers(d, pack))]
+    fty = ir.FunctionType(out_regs[0] if len(out_regs) == 1 else ir.LiteralStructType(out_regs), in_regs)
+    results: list[list[ir.Value]] = [[] for _ in out_dts]
+    for g in range(0, per, pack):
+        args = []
+        for col, dt in zip(cols, in_dts):
+            n = asm_elements_per_register(dt, pack)
+            elts = [col[j] if j < per else ir.Constant(col[0].type, None) for j in range(g, g + pack)]
+            if n == 1:
+                args += elts
+                continue
+            for r in range(0, pack, n):
+                vec: ir.Value = ir.Constant(ir.VectorType(elts[0].type, n), None)
+                for i in range(n):
+                    vec = b.insert_element(vec, elts[r + i], ir.Constant(I32, i))
+                args.append(b.bitcast(vec, ir.IntType(n * dt.bits)))
+        call = b.asm(fty, op.attrs["asm"], op.attrs["constraints"], args, not op.attrs["pure"])
+        regs = [call] if len(out_regs) == 1 else [b.extract_value(call, i) for i in range(len(out_regs))]
+        for k, dt in enumerate(out_dts):
+            n = asm_elements_per_register(dt, pack)
+            mine, regs = regs[:asm_registers(dt, pack)], regs[asm_registers(dt, pack):]
+            for reg in mine:
+                if n == 1:
+                    results[k].append(reg)
+                    continue
+                vec = b.bitcast(reg, ir.VectorType(em.reg_type(dt), n))
+                results[k] += [b.extract_element(vec, ir.Constant(I32, i)) for i in range(n)]
+    return [LV(r.type, elems=vals[:per]) for r, vals in zip(op.results, results)]
 
 
 # ---------------------------------------------------------------- leaves

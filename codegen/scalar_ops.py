@@ -456,7 +456,7 @@ def cast_many(em: Emitter, src: DType, dst: DType, vals: list[V]) -> list[V]:
             x32 = [round_odd_f32(em, v) for v in vals]  # then one rounding to FP8: a single rounding of the f64
         else:
             x32 = [cast(em, src, f32, v) for v in vals]  # exact
-        return fp8.to_fp8_many(em, x32, dst)
+        return fp8.to_fp8_many(em, x32, dst, src)
     return fp8.from_fp8_many(em, vals, src, dst, lambda x, d: cast(em, f32, d, x))  # exact
 
 

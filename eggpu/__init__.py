@@ -44,6 +44,7 @@ _LAZY = {
     "Config": "eggpu.kernel_macro.autotune", "autotune": "eggpu.kernel_macro.autotune",
     "heuristics": "eggpu.kernel_macro.autotune",
     "cdiv": "eggpu.kernel_macro.jitfunction", "next_power_of_2": "eggpu.kernel_macro.jitfunction",
+    "reinterpret": "eggpu.kernel_macro.jitfunction",
 }
 
 
@@ -62,4 +63,5 @@ __all__ = [
     "InterpreterError", "DeviceAssertionError", "KernelError", "LaunchError", "RuleError", "ToolchainError",
     "VerificationError",
     "__version__", "autotune", "cdiv", "compile", "compile_many", "heuristics", "jit", "kernel", "next_power_of_2",
+    "reinterpret",
 ]

@@ -554,7 +554,8 @@ def _param_type(text: str):
     from eggpu.ir.types import BlockType, PointerType
 
     if text.startswith("ptr<") and text.endswith(">"):
-        return BlockType(PointerType(parse_dtype(text[4:-1])), ())
+        name, _, const = text[4:-1].partition(", ")
+        return BlockType(PointerType(parse_dtype(name), const == "const"), ())
     if "[" not in text:
         return BlockType(parse_dtype(text), ())
     from eggpu.ir.parser import parse_type

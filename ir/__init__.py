@@ -5,7 +5,7 @@ __all__ = [
     "ALL_DTYPES", "BY_NAME", "CATEGORIES", "FLOAT_DTYPES", "FP8_DTYPES", "INT_DTYPES", "OPS", "OPS_LIST",
     "Block", "BlockType", "Builder", "DType", "EggpuError", "Function", "IRError", "IRParseError",
     "Loc", "OpDef", "Operation", "PointerType", "Value", "bf16", "block", "bool_", "f16", "f32",
-    "f64", "fp8e4nv", "fp8e5", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype", "pointer", "promote", "scalar",
+    "f64", "fp8e4b15", "fp8e4nv", "fp8e5", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype", "pointer", "promote", "scalar",
     "u8", "u16", "u32", "u64", "verify", "parse_function", "parse_type", "print_function",
     "print_type", "structurally_equal",
 ]
@@ -16,7 +16,7 @@ _LAZY = {
     "parse_function": ".parser", "parse_type": ".parser", "print_function": ".printer",
     "print_type": ".printer", "structurally_equal": ".structural", "Builder": ".builder",
     **{n: ".dtypes" for n in ("ALL_DTYPES", "BY_NAME", "CATEGORIES", "FLOAT_DTYPES", "INT_DTYPES", "DType", "bf16",
-                              "bool_", "f16", "f32", "f64", "fp8e4nv", "fp8e5", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype",
+                              "bool_", "f16", "f32", "f64", "fp8e4b15", "fp8e4nv", "fp8e5", "from_numpy", "i8", "i16", "i32", "i64", "parse_dtype",
                               "promote", "u8", "u16", "u32", "u64")},
     **{n: ".errors" for n in ("EggpuError", "IRError", "IRParseError")},
     **{n: ".graph" for n in ("Block", "Function", "Loc", "Operation", "Value")},

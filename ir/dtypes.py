@@ -1,12 +1,14 @@
 """Element dtypes and dtype categories.
 
-The 13 compute dtypes of the kernel language, plus the two FP8 STORAGE dtypes. Each has a name
+The 13 compute dtypes of the kernel language, plus the three FP8 STORAGE dtypes. Each has a name
 (``f32``), a kind (``b`` bool, ``i`` signed integer, ``u`` unsigned integer, ``f`` float, ``q``
 8-bit storage float) and a width in bits. ``bf16`` maps to ``ml_dtypes.bfloat16`` in numpy
 (imported lazily so ``import eggpu.ir`` stays light).
 
 FP8 (``fp8e4nv`` = OCP e4m3fn, ``fp8e5`` = OCP e5m2; Triton's ``tl.float8e4nv``/``tl.float8e5``,
-``ml_dtypes.float8_e4m3fn``/``float8_e5m2`` in numpy) is storage only: such values are loaded,
+``ml_dtypes.float8_e4m3fn``/``float8_e5m2`` in numpy; and ``fp8e4b15`` = Triton's
+``tl.float8e4b15``, e4m3 with bias 15 and no NaN/inf, held in numpy as its ``uint8`` codes since no
+numpy dtype has that format) is storage only: such values are loaded,
 stored, selected (``where``), bit-cast and converted to and from the float dtypes
 (:mod:`eggpu.ir.fp8` states the conversions), never computed with. They are NOT in
 :data:`ALL_DTYPES` nor in any category: no op family, optimizer schema entry or rule covers them.
@@ -119,13 +121,14 @@ f32 = DType("f32", "f", 32)
 f64 = DType("f64", "f", 64)
 fp8e4nv = DType("fp8e4nv", "q", 8)  # OCP e4m3fn: bias 7, no inf, NaN 0x7F/0xFF, max 448
 fp8e5 = DType("fp8e5", "q", 8)  # OCP e5m2: bias 15, inf 0x7C, max 57344
+fp8e4b15 = DType("fp8e4b15", "q", 8)  # Triton's e4m3 with bias 15: no NaN/inf, max 1.875 (0x7F)
 
 ALL_DTYPES: tuple[DType, ...] = (bool_, i8, i16, i32, i64, u8, u16, u32, u64, f16, bf16, f32, f64)
 FLOAT_DTYPES: tuple[DType, ...] = (f16, bf16, f32, f64)
 SIGNED_DTYPES: tuple[DType, ...] = (i8, i16, i32, i64)
 UNSIGNED_DTYPES: tuple[DType, ...] = (u8, u16, u32, u64)
 INT_DTYPES: tuple[DType, ...] = SIGNED_DTYPES + UNSIGNED_DTYPES
-FP8_DTYPES: tuple[DType, ...] = (fp8e4nv, fp8e5)
+FP8_DTYPES: tuple[DType, ...] = (fp8e4nv, fp8e5, fp8e4b15)
 """The storage-only FP8 dtypes: outside ALL_DTYPES and every category (see the module docstring)."""
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES + FP8_DTYPES}
 
@@ -157,9 +160,16 @@ _NUMPY_NAMES = {
 _ML_DTYPES_NAMES = {"bf16": "bfloat16", "fp8e4nv": "float8_e4m3fn", "fp8e5": "float8_e5m2"}
 
 
+#: FP8 dtypes no numpy dtype describes: numpy holds their 8-bit codes as ``uint8``
+_CODE_DTYPES = {"fp8e4b15": (-1.875, 1.875)}
+
+
 def numpy_dtype(dt: DType) -> np.dtype:
-    """The numpy dtype for ``dt`` (bf16 and FP8 from ml_dtypes)."""
+    """The numpy dtype for ``dt`` (bf16 and FP8 from ml_dtypes; ``uint8`` codes for fp8e4b15)."""
     import numpy as np  # lazily: dtypes are needed on a cache hit, numpy is not
+
+    if dt.name in _CODE_DTYPES:
+        return np.dtype(np.uint8)
 
     if dt.name in _ML_DTYPES_NAMES:
         import ml_dtypes
@@ -169,6 +179,11 @@ def numpy_dtype(dt: DType) -> np.dtype:
 
 
 def _finfo(dt: DType) -> Any:
+    if dt.name in _CODE_DTYPES:
+        from types import SimpleNamespace
+
+        lo, hi = _CODE_DTYPES[dt.name]
+        return SimpleNamespace(min=lo, max=hi)
     if dt.name in _ML_DTYPES_NAMES:
         import ml_dtypes
 

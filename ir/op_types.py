@@ -162,14 +162,14 @@ def addptr_type(ts, attrs):
 
 def int_to_ptr_type(ts, attrs):
     """``int_to_ptr``: a 64-bit integer block (i64 or u64: a global address in bytes) -> pointers to
-    ``attrs["dtype"]`` of the same shape."""
+    ``attrs["dtype"]`` of the same shape (const pointers with ``const=True``)."""
     (t,) = ts
     dt = attrs["dtype"]
     if t.is_pointer or not t.dtype.is_int or t.dtype.bits != 64:
         raise fail("int_to_ptr", f"needs a 64-bit integer (i64 or u64: an address), got {t.elem}")
     if not isinstance(dt, DType):
         raise fail("int_to_ptr", f"the pointee must be a dtype, got {dt!r}")
-    return (BlockType(PointerType(dt), t.shape),)
+    return (BlockType(PointerType(dt, bool(attrs.get("const", 0))), t.shape),)
 
 
 def ptr_to_int_type(ts, attrs):
@@ -251,10 +251,18 @@ def load_type(ts, attrs):
     return (out,)
 
 
+def _not_const(name: str, p) -> None:
+    """Stores and atomics write: a const pointer refuses them (Triton's 'Cannot store to a
+    constant pointer')."""
+    if p.elem.const:
+        raise fail(name, f"cannot store through a const pointer ({p})")
+
+
 def store_type(ts, attrs):
     p, v = ts[0], ts[1]
     if not p.is_pointer:
         raise fail("store", f"first operand must be a pointer, got {p}")
+    _not_const("store", p)
     if v != BlockType(p.dtype, p.shape):
         raise fail("store", f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
     if len(ts) == 3:
@@ -284,6 +292,7 @@ def atomic_type(name):
         p, v = ts[0], ts[1]
         if not p.is_pointer:
             raise fail(name, f"first operand must be a pointer, got {p}")
+        _not_const(name, p)
         if v != BlockType(p.dtype, p.shape):
             raise fail(name, f"value must be {BlockType(p.dtype, p.shape)}, got {v}")
         if len(ts) == 3:
@@ -299,6 +308,7 @@ def cas_type(ts, attrs):
     out = BlockType(p.dtype, p.shape) if p.is_pointer else None
     if out is None or c != out or v != out:
         raise fail("atomic_cas", f"needs pointer, compare and value of one element type, got {ts}")
+    _not_const("atomic_cas", p)
     return (out,)
 
 
@@ -306,15 +316,41 @@ def no_check(ts, attrs):  # for/if/yield: checked structurally by the verifier
     return ()
 
 
+def asm_elements_per_register(dt: DType | None, pack: int) -> int:
+    """How many elements of ``dt`` (None: a pointer) one register of a ``pack``-element inline-asm
+    call holds, as Triton packs them: ``min(32 // bits, pack)`` for elements narrower than 32
+    bits, else 1 (e.g. four i8/fp8 in one b32 with pack=4, two f16 in one b32)."""
+    bits = 64 if dt is None else dt.bits
+    return min(32 // bits, pack) if bits < 32 else 1
+
+
+def asm_registers(dt: DType | None, pack: int) -> int:
+    """The number of asm operands (registers) that carry ``pack`` elements of ``dt``."""
+    return pack // asm_elements_per_register(dt, pack)
+
+
 def inline_asm_type(ts, attrs):
     """``inline_asm``: operands (values or pointers) of one shape (the frontend broadcasts them);
-    one result of that shape per dtype of the ``dtype`` attribute (a dtype or a tuple of them)."""
+    one result of that shape per dtype of the ``dtype`` attribute (a dtype or a tuple of them).
+    The optional ``pack`` (an int >= 1, default 1) is how many elements one asm call handles; with
+    ``pack > 1`` no operand or result is bool, and the elements of one register divide ``pack``."""
     for t in ts:
         if t.shape != ts[0].shape:
             raise fail("inline_asm", f"operands must have one shape, got {', '.join(map(str, ts))}")
     dts = attrs["dtype"] if isinstance(attrs["dtype"], tuple) else (attrs["dtype"],)
     if not dts or not all(isinstance(d, DType) for d in dts):
         raise fail("inline_asm", f"dtype must be a dtype or a tuple of dtypes, got {attrs['dtype']!r}")
+    pack = attrs.get("pack", 1)
+    if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1:
+        raise fail("inline_asm", f"pack must be an int >= 1, got {pack!r}")
+    if pack > 1:
+        if any(d.is_bool for d in dts) or any(not t.is_pointer and t.dtype.is_bool for t in ts):
+            raise fail("inline_asm", f"bool values cannot be packed (pack={pack})")
+        for d in list(dts) + [None if t.is_pointer else t.dtype for t in ts]:
+            per_reg = asm_elements_per_register(d, pack)
+            if pack % per_reg or (per_reg > 1 and per_reg * d.bits not in (16, 32)):
+                raise fail("inline_asm", f"pack={pack} does not fill whole 16- or 32-bit registers with {d} "
+                                         f"elements")
     return tuple(BlockType(d, ts[0].shape) for d in dts)
 
 

@@ -345,7 +345,9 @@ OPS_LIST: list[OpDef] = [
         edge="offset counts elements (not bytes); any integer dtype, sign-extended (zero-extended if unsigned) to 64 bits",
         doc="pointer + offset"),
     _op("int_to_ptr", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=int_to_ptr_type, family=INT, attrs=("dtype",),
-        edge="i64/u64 byte address -> pointer to dtype, bits unchanged (no cvta: a global address); "
+        optional=("const",),
+        edge="i64/u64 byte address -> pointer to dtype (a const pointer with const=1), bits unchanged (no "
+        "cvta: a global address); "
         "the interpreter and run_cpu resolve it against the launch's arrays and buffers=",
         doc="integer address -> pointer"),
     _op("ptr_to_int", arity=(1, 1), traits=(PURE, ELEMENTWISE), rule=ptr_to_int_type, family=ANY, attrs=("dtype",),
@@ -387,10 +389,12 @@ OPS_LIST: list[OpDef] = [
         edge="returns the old value; writes v where *p == cmp; ordering as atomic_add", doc="compare and swap"),
     # escape hatch
     _op("inline_asm", arity=(1, None), traits=(EFFECT,), rule=inline_asm_type, family=ANY,
-        attrs=("asm", "constraints", "dtype", "pure"),
-        edge="GPU only: the PTX runs once per element ($0.. the results, one per dtype, then the operands); "
-        "kept in program order and never folded; the interpreter and the host lowering refuse it",
-        doc="tl.inline_asm_elementwise (pack=1)"),
+        attrs=("asm", "constraints", "dtype", "pure"), optional=("pack",),
+        edge="GPU only: the PTX runs once per element, or per `pack` elements of each operand and result "
+        "(narrow elements packed into 32-bit registers as Triton packs them; $0.. the results' registers, "
+        "then the operands'); kept in program order and never folded; the interpreter and the host "
+        "lowering refuse it",
+        doc="tl.inline_asm_elementwise"),
     # debugging (kept in program order, never folded; see docs/language.md, "Debugging")
     _op("device_print", arity=(0, None), traits=(EFFECT,), rule=device_print_type, family=ANY,
         attrs=("prefix", "hex"),
@@ -432,8 +436,8 @@ def get(name: str) -> OpDef:
 
 
 FP8_OPS = ("load", "store", "where", "cast", "bitcast", "splat", "broadcast", "expand_dims", "reshape", "trans",
-           "gather", "for", "while", "if", "yield")
-"""The ops that take FP8 operands (storage only: move, select, convert). Every other op refuses
+           "gather", "for", "while", "if", "yield", "inline_asm")
+"""The ops that take FP8 operands (storage only: move, select, convert; user asm sees the bytes). Every other op refuses
 them with an error saying to convert first; a test checks these names against the table."""
 
 

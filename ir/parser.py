@@ -144,8 +144,16 @@ class _Parser:
         self.next()
         if tok.text == "ptr":
             self.expect("<", "'<' after ptr")
-            elem: DType | PointerType = PointerType(self.parse_dtype(self.peek()))
+            pointee = self.parse_dtype(self.peek())
             self.next()
+            const = self.at(",")
+            if const:
+                self.next()
+                word = self.peek()
+                if word.kind != "ident" or word.text != "const":
+                    raise self.error(word, f"expected 'const' after ',' in ptr<...>, got {_describe(word)}")
+                self.next()
+            elem: DType | PointerType = PointerType(pointee, const)
             self.expect(">", "'>' closing ptr<...>")
         else:
             elem = self.parse_dtype(tok)

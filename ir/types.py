@@ -15,16 +15,20 @@ from .record import Frozen
 
 
 class PointerType(Frozen):
-    """A pointer into global memory whose elements have dtype ``pointee``."""
+    """A pointer into global memory whose elements have dtype ``pointee``. A ``const`` pointer
+    (Triton's ``tl.pointer_type(dt, const=True)`` / a ``tl.const`` parameter) is only read
+    through: store and atomics refuse it, and loads may use the read-only path (``ld.global.nc``)."""
 
-    __slots__ = _fields = ("pointee",)
+    __slots__ = _fields = ("pointee", "const")
     pointee: DType
+    const: bool
 
-    def __init__(self, pointee: DType):
+    def __init__(self, pointee: DType, const: bool = False):
         object.__setattr__(self, "pointee", pointee)
+        object.__setattr__(self, "const", bool(const))
 
     def __str__(self) -> str:
-        return f"ptr<{self.pointee}>"
+        return f"ptr<{self.pointee}, const>" if self.const else f"ptr<{self.pointee}>"
 
     __repr__ = __str__
 
@@ -90,8 +94,8 @@ def block(elem: Elem, *shape: int) -> BlockType:
     return BlockType(elem, tuple(shape))
 
 
-def pointer(dt: DType) -> BlockType:
-    return BlockType(PointerType(dt), ())
+def pointer(dt: DType, const: bool = False) -> BlockType:
+    return BlockType(PointerType(dt, const), ())
 
 
 OFFSET_DTYPE = i64

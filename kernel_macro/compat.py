@@ -20,6 +20,7 @@ from typing import Any
 from eggpu.ir.dtypes import DType, bf16, f16, f32, i16, i32, i64, u32, u64
 from eggpu.ir.facts import Facts
 from eggpu.ir.graph import Operation
+from eggpu.ir.op_types import asm_registers
 from eggpu.ir.ops import transcendental_ops
 
 from . import block_pointers
@@ -270,9 +271,11 @@ def _fdim(s: Semantic, x: Tensor, y: Tensor) -> Tensor:
 
 
 def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
-    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (pack=1;
-    one result per dtype, a tuple when there are several). GPU only; the interpreter and run_cpu
-    refuse it (see the op table)."""
+    """``tl.inline_asm_elementwise``: one ``inline_asm`` op over the broadcast arguments (one result
+    per dtype, a tuple when there are several). With ``pack=k`` each asm call takes ``k`` elements
+    of every argument and result, elements narrower than 32 bits packed into 32-bit registers as
+    Triton packs them (:func:`eggpu.ir.op_types.asm_registers`). GPU only; the interpreter and
+    run_cpu refuse it (see the op table)."""
     fn = "tl.inline_asm_elementwise"
     for name in ("asm", "constraints"):
         if not isinstance(a[name], str):
@@ -282,9 +285,12 @@ def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
     if not dts or not all(isinstance(d, DType) for d in dts):
         raise SemanticError(f"{fn}: dtype must be a dtype such as tl.int32 or a tuple of them, got {describe(dtype)}",
                             arg="dtype")
-    if a["pack"] != 1:
-        raise SemanticError(f"{fn}(pack={a['pack']!r}) is not supported by eggpu: each asm call computes one "
-                            "element", "pass pack=1 and write the asm for one element", arg="pack")
+    pack = a["pack"]
+    if not isinstance(pack, int) or isinstance(pack, bool) or pack < 1:
+        raise SemanticError(f"{fn}: pack must be a positive compile-time int, got {describe(pack)}", arg="pack")
+    if pack > 1 and any(d.is_bool for d in dts):
+        raise SemanticError(f"{fn}(pack={pack}): a bool result cannot be packed into registers",
+                            "return tl.int8 and compare with 0, or pass pack=1", arg="dtype")
     args = a["args"]
     args = list(args) if isinstance(args, tuple | list) else [args]
     if not args:
@@ -293,15 +299,25 @@ def inline_asm_elementwise(s: Semantic, a: dict[str, Any]) -> Tensor:
     shape: tuple[int, ...] = ()
     for t in ts:
         shape = s.broadcast_shapes(shape, t.shape)
+    if pack > 1 and any(t.dtype.is_bool for t in ts):
+        raise SemanticError(f"{fn}(pack={pack}): a bool argument cannot be packed into registers",
+                            "pass it as tl.int8 (x.to(tl.int8)), or pass pack=1", arg="args")
     outputs = [c for c in a["constraints"].split(",") if c.strip().startswith("=")]
     inputs = [c for c in a["constraints"].split(",") if c.strip() and not c.strip().startswith(("=", "~"))]
-    if len(outputs) != len(dts) or len(inputs) != len(ts):
-        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name {len(dts)} output(s) (one per "
-                            f"dtype) and {len(ts)} input(s) (one per argument), got {len(outputs)} and {len(inputs)}",
-                            arg="constraints")
+    want_out = sum(asm_registers(d, pack) for d in dts)
+    want_in = sum(asm_registers(None if t.is_pointer else t.dtype, pack) for t in ts)
+    if len(outputs) != want_out or len(inputs) != want_in:
+        counts = (f"{want_out} output(s) (one per dtype) and {want_in} input(s) (one per argument)" if pack == 1 else
+                  f"{want_out} output(s) and {want_in} input(s) ({pack} elements of each, packed into 32-bit "
+                  f"registers)")
+        raise SemanticError(f"{fn}: constraints {a['constraints']!r} must name {counts}, got {len(outputs)} and "
+                            f"{len(inputs)}", arg="constraints")
     ops = [s.broadcast_to(t, shape).value for t in ts]
-    op = s.b.create("inline_asm", ops, {"asm": a["asm"], "constraints": a["constraints"],
-                                        "dtype": dts if len(dts) > 1 else dts[0], "pure": bool(a["is_pure"])})
+    attrs = {"asm": a["asm"], "constraints": a["constraints"], "dtype": dts if len(dts) > 1 else dts[0],
+             "pure": bool(a["is_pure"])}
+    if pack > 1:
+        attrs["pack"] = pack
+    op = s.b.create("inline_asm", ops, attrs)
     results = tuple(Tensor(r) for r in op.results)
     return results if len(results) > 1 else results[0]
 

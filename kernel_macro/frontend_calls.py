@@ -89,11 +89,11 @@ class Calls:
                 return tl.dtype(args[0])
             except TypeError as e:
                 raise self.error(node, str(e)) from None
-        if fobj is tl.pointer_type:  # a compile-time type, the target of x.to(...)
+        if fobj is tl.pointer_type or fobj is tl.const_pointer_type:  # a compile-time type: x.to(...)'s target
             if _has_tensor(tuple(args)) or _has_tensor(tuple(kwargs.values())):
-                raise self.error(node, "tl.pointer_type(dtype) takes a compile-time dtype, e.g. tl.float16")
+                raise self.error(node, f"tl.{fobj.__name__}(dtype) takes a compile-time dtype, e.g. tl.float16")
             try:
-                return tl.pointer_type(*args, **kwargs)
+                return fobj(*args, **kwargs)
             except TypeError as e:
                 raise self.error(node, str(e)) from None
         if isinstance(fobj, types.BuiltinFunctionType | type) and getattr(fobj, "__module__", None) == "builtins":

@@ -21,6 +21,10 @@ class Memory:
                 f"tl.{fn} needs a pointer, got {shown}",
                 f"pass a pointer parameter plus offsets, e.g. tl.{fn}(x_ptr + offs, ...)", arg="ptr",
             )
+        if fn != "load" and ptr.type.elem.const:  # Triton: "Cannot store to a constant pointer"
+            raise SemanticError(f"tl.{fn}: cannot store to a constant pointer ({ptr.type})",
+                                "the pointer is read-only (a tl.const parameter or tl.pointer_type(..., const=True)); "
+                                "write through a pointer that is not const", arg="ptr")
         return ptr
 
     def _mask(self, mask: Any, fn: str) -> Tensor:

@@ -248,6 +248,12 @@ class JITFunction:
         import numpy as np  # lazily: importing eggpu (and a cache hit) does not need numpy
 
         name = self.__name__
+        if isinstance(v, Reinterpreted):  # eggpu.reinterpret(x, dtype): x's bytes as dtype
+            kind, dt, base = self._deduce(p, v.base)
+            if kind != POINTER or dt.bits != v.dtype.bits:
+                raise LaunchError(f"{name}: parameter {p.name}: eggpu.reinterpret(..., {v.dtype}) needs an array of "
+                                  f"{v.dtype.bits}-bit elements, got {_describe(v.base)}")
+            return POINTER, v.dtype, base.view(v.dtype.np) if isinstance(base, np.ndarray) else base
         if isinstance(v, bool):
             return SCALAR, bool_, v
         if isinstance(v, int):
@@ -618,6 +624,26 @@ def cdiv(x: int, y: int) -> int:
 def next_power_of_2(n: int) -> int:
     """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+class Reinterpreted:
+    """An array whose elements a ``kernel[grid]`` launch reads as another dtype of the same width
+    (Triton's ``triton.reinterpret``): ``eggpu.reinterpret(codes_u8, tl.float8e4b15)``."""
+
+    __slots__ = ("base", "dtype")
+
+    def __init__(self, base: Any, dtype: DType):
+        self.base, self.dtype = base, dtype
+
+
+def reinterpret(tensor: Any, dtype: Any) -> Reinterpreted:
+    """``tensor`` (a numpy array or device tensor) passed to an ``@eggpu.jit`` kernel as a pointer to
+    ``dtype`` (an eggpu dtype or its name, of the same width as ``tensor``'s elements); the bytes are
+    not converted. The way to pass fp8e4b15 data, which no numpy or torch dtype holds."""
+    dt = dtype if isinstance(dtype, DType) else BY_NAME.get(str(dtype)) or tl.TRITON_DTYPE_NAMES.get(str(dtype))
+    if dt is None:
+        raise LaunchError(f"eggpu.reinterpret: {dtype!r} is not a dtype (known: {', '.join(BY_NAME)})")
+    return Reinterpreted(tensor.base if isinstance(tensor, Reinterpreted) else tensor, dt)
 
 
 def _describe(v: Any) -> str:

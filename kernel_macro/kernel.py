@@ -405,7 +405,8 @@ class Kernel:
 
             b = self.binding
             params = [
-                (p.name, pointer(p.element_dtype(b)) if p.kind == POINTER else scalar(p.element_dtype(b)))
+                (p.name, pointer(p.element_dtype(b), p.annotation.const) if p.kind == POINTER
+                 else scalar(p.element_dtype(b)))
                 for p in self._spec.signature.runtime_params
             ]
             fn = lower_kernel(self._spec.fn, self.name, params, self.consts, b)

@@ -36,6 +36,7 @@ from eggpu.ir.dtypes import (  # noqa: E402 - after _builtin_bool, which keeps t
     f16,
     f32,
     f64,
+    fp8e4b15,
     fp8e4nv,  # storage only: load, store, where, .to() (docs/language.md, "FP8")
     fp8e5,
     i8,
@@ -54,19 +55,22 @@ int1 = bool
 int8, int16, int32, int64 = i8, i16, i32, i64
 uint8, uint16, uint32, uint64 = u8, u16, u32, u64
 float16, bfloat16, float32, float64 = f16, bf16, f32, f64
-float8e4nv, float8e5 = fp8e4nv, fp8e5
+float8e4nv, float8e5, float8e4b15 = fp8e4nv, fp8e5, fp8e4b15
 
 TRITON_DTYPE_NAMES: dict[str, DType] = {
     "int1": bool, "int8": i8, "int16": i16, "int32": i32, "int64": i64, "uint8": u8, "uint16": u16,
     "uint32": u32, "uint64": u64, "float16": f16, "bfloat16": bf16, "float32": f32, "float64": f64,
-    "float8e4nv": fp8e4nv, "float8e5": fp8e5,
+    "float8e4nv": fp8e4nv, "float8e5": fp8e5, "float8e4b15": fp8e4b15,
 }
 """Triton dtype name -> eggpu dtype (``tl.dtype("float32")`` also takes these)."""
 
 UNSUPPORTED_DTYPES: dict[str, str] = {
-    n: "only the OCP FP8 dtypes tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available"
-    for n in ("float8e4b15", "float8e4b8", "float8e5b16", "float8e4b15x4")
+    f"float8{f}": (f"fp8{f} (AMD's {amd}) is not supported on NVIDIA GPUs, as in Triton ('type fp8{f} not "
+                   f"supported in this architecture'); the FP8 dtypes are tl.float8e4nv, tl.float8e5 and "
+                   f"tl.float8e4b15")
+    for f, amd in (("e4b8", "e4m3fnuz"), ("e5b16", "e5m2fnuz"))
 }
+UNSUPPORTED_DTYPES["float8e4b15x4"] = "Triton removed it; use tl.float8e4b15"
 UNSUPPORTED_DTYPES["void"] = "eggpu has no void dtype (kernels and helpers return nothing or values)"
 UNSUPPORTED_DTYPES["pi32_t"] = "eggpu has no pointer dtype values; annotate pointers with tl.Pointer[...]"
 
@@ -163,11 +167,12 @@ class PointerAnnotation(Frozen):
     ``str(tl.Pointer[tl.f32]) == "Pointer[f32]"``; ``str(tl.Pointer[D]) == "Pointer[D]"``.
     """
 
-    _fields = ("pointee",)
+    _fields = ("pointee", "const")
     pointee: Any
+    const: bool
 
-    def __init__(self, pointee: Any):
-        self._assign(pointee)
+    def __init__(self, pointee: Any, const: bool = False):
+        self._assign(pointee, _builtin_bool(const))
 
     @property
     def element_ty(self) -> Any:
@@ -177,7 +182,7 @@ class PointerAnnotation(Frozen):
     def __str__(self) -> str:
         p = self.pointee
         name = p.__name__ if isinstance(p, _TypeVar) else str(p)
-        return f"Pointer[{name}]"
+        return f"const Pointer[{name}]" if self.const else f"Pointer[{name}]"
 
     __repr__ = __str__
 
@@ -194,17 +199,33 @@ class Pointer:
         return PointerAnnotation(item)
 
 
-def pointer_type(element_ty: Any, address_space: int = 1, const: _builtin_bool = False) -> PointerAnnotation:
-    """Triton's ``tl.pointer_type(dtype)``: the target type of an integer-to-pointer conversion,
-    ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address; see
-    docs/language.md, "Coming from Triton"). Only global pointers (``address_space=1``), not const."""
+def pointer_type(element_ty: Any, address_space: Any = 1, const: _builtin_bool = False) -> PointerAnnotation:
+    """Triton's ``tl.pointer_type(dtype, address_space, const)``: the target type of a pointer
+    conversion, ``addr.to(tl.pointer_type(tl.float16))`` (``addr`` an i64/u64 global address, or a
+    pointer; see docs/language.md, "Coming from Triton"). ``const=True`` gives a const pointer: read
+    only (a store through it is an error; loads use ``ld.global.nc``). Only global pointers
+    (``address_space`` 1, or Triton's name ``"global"``)."""
     if isinstance(element_ty, str):
         element_ty = dtype(element_ty)
     if not isinstance(element_ty, DType):
         raise TypeError(f"tl.pointer_type(element_ty) takes a dtype such as tl.float16, got {element_ty!r}")
-    if address_space != 1 or const:
-        raise TypeError("tl.pointer_type: eggpu has only global, non-const pointers (address_space=1, const=False)")
-    return PointerAnnotation(element_ty)
+    if address_space not in (1, "global"):
+        raise TypeError(f"tl.pointer_type: eggpu has only global pointers (address_space=1), got {address_space!r}")
+    return PointerAnnotation(element_ty, const)
+
+
+def const_pointer_type(element_ty: Any) -> PointerAnnotation:
+    """Older Triton's ``tl.const_pointer_type(dtype)``: ``tl.pointer_type(dtype, const=True)``."""
+    return pointer_type(element_ty, const=True)
+
+
+class const:  # noqa: N801 - Triton's name
+    """Triton's ``tl.const``: the annotation of a pointer parameter that is only read through
+    (``in_ptr: tl.const``): its type is ``tl.pointer_type(dtype, const=True)``, a store through it
+    is a compile error at the line, and its loads use the read-only path (``ld.global.nc``)."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.const is an annotation of a pointer parameter: in_ptr: tl.const")
 
 
 class constexpr:  # noqa: N801 - Triton's name

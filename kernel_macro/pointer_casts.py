@@ -4,7 +4,8 @@
 ``int_to_ptr`` (the integer is a global address in bytes); ``p.to(tl.int64)`` / ``p.to(tl.uint64)``
 on pointers is ``ptr_to_int``; ``p.to(tl.pointer_type(other))`` reinterprets a pointer as a
 pointer to another dtype (``ptr_to_int`` then ``int_to_ptr``: the address is kept, element
-offsets then count ``other``'s elements). Every other conversion that involves a pointer is a
+offsets then count ``other``'s elements); ``tl.pointer_type(dt, const=True)`` gives a const
+(read-only) pointer the same way. Every other conversion that involves a pointer is a
 :class:`SemanticError` that says what to write instead (the frontend adds the source line).
 """
 
@@ -34,16 +35,17 @@ def pointer_cast(b: Builder, x: Tensor, dt: Any) -> Tensor:
         pointee = dt.pointee
         if not isinstance(pointee, DType):
             raise SemanticError(f"the pointee of a pointer conversion must be a dtype, got {pointee!r}", arg="dtype")
+        const = {"const": 1} if dt.const else {}
         if x.is_pointer:
-            if x.dtype == pointee:
+            if x.dtype == pointee and x.type.elem.const == dt.const:
                 return x
             addr = b.op("ptr_to_int", x.value, dtype=i64)
-            return Tensor(b.op("int_to_ptr", addr, dtype=pointee))
+            return Tensor(b.op("int_to_ptr", addr, dtype=pointee, **const))
         src = x.dtype
         if not src.is_int or src.bits != 64:
             raise SemanticError(f"cannot convert {src} to a pointer: only a 64-bit integer (int64 or uint64) "
                                 "holds an address", ADDRESS_HINT)
-        return Tensor(b.op("int_to_ptr", x.value, dtype=pointee))
+        return Tensor(b.op("int_to_ptr", x.value, dtype=pointee, **const))
     if not isinstance(dt, DType):
         raise SemanticError(f"expected a dtype such as tl.int64, got {dt!r}", arg="dtype")
     if dt.is_int and dt.bits == 64:

@@ -281,14 +281,16 @@ class JitParam(Frozen):
     ``constexpr``: annotated ``tl.constexpr``. ``fixed``: a dtype or ``tl.Pointer[dtype]``
     annotation the argument must match (None: the type comes from the argument)."""
 
-    _fields = ("name", "constexpr", "fixed", "default")
+    _fields = ("name", "constexpr", "fixed", "default", "const")
     name: str
     constexpr: bool
     fixed: Any
     default: Any
+    const: bool  # annotated tl.const (or a const tl.pointer_type): a read-only pointer
 
-    def __init__(self, name: str, constexpr: bool, fixed: Any = None, default: Any = NO_DEFAULT):
-        self._assign(name, constexpr, fixed, default)
+    def __init__(self, name: str, constexpr: bool, fixed: Any = None, default: Any = NO_DEFAULT,
+                 const: bool = False):
+        self._assign(name, constexpr, fixed, default, const)
 
 
 def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
@@ -304,8 +306,11 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
         ann = _eval_annotation(fn, p.name, p.annotation)
         if ann is tl.constexpr:
             out.append(JitParam(p.name, True, None, p.default))
+        elif ann is tl.const:  # Triton's read-only pointer parameter: typed by the argument
+            out.append(JitParam(p.name, False, None, p.default, const=True))
         elif isinstance(ann, DType) or (isinstance(ann, tl.PointerAnnotation) and isinstance(ann.pointee, DType)):
-            out.append(JitParam(p.name, False, ann, p.default))
+            out.append(JitParam(p.name, False, ann, p.default,
+                                const=isinstance(ann, tl.PointerAnnotation) and ann.const))
         elif ann is tl.tensor_descriptor:  # a host TensorDescriptor argument (checked at launch)
             out.append(JitParam(p.name, False, ann, p.default))
         else:
@@ -327,6 +332,6 @@ def specialized_signature(name: str, params: tuple[JitParam, ...], kinds: dict[s
         if kind == CONSTEXPR:
             out.append(Param(p.name, CONSTEXPR, tl.constexpr, default=p.default))
         else:
-            ann = tl.PointerAnnotation(dt) if kind == POINTER else dt
+            ann = tl.PointerAnnotation(dt, p.const) if kind == POINTER else dt
             out.append(Param(p.name, kind, ann, dtype=dt))
     return Signature(name, tuple(out), ())

@@ -16,8 +16,6 @@ UNSUPPORTED: dict[str, str] = {
     # types as values
     "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",
     "block_type": "eggpu block types are not values in a kernel",
-    "const_pointer_type": "eggpu has no const pointers",
-    "const": "eggpu has no const pointers",
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",
 }
 

@@ -362,6 +362,12 @@ def optimize(fn: Function, *, rules: Sequence[str | os.PathLike] | None = None, 
         result.reason = reason
         return result
 
+    from .schema import UNENCODED_ATTRS
+
+    unencoded = sorted({f"{op.op} {a}" for op in fn.walk() for a in UNENCODED_ATTRS if op.attrs.get(a)})
+    if unencoded:  # an attribute the e-graph would drop: leave the kernel as it is
+        return fall_back(f"the kernel has {', '.join(unencoded)} (a conversion to a const pointer), which the "
+                         f"e-graph schema does not encode")
     fp8 = fp8_dtypes(fn)
     if fp8:  # not an e-graph sort, and no rule is proved for them: leave such a kernel as it is
         return fall_back(f"the kernel has FP8 values ({', '.join(fp8)}), a storage-only dtype the e-graph does "

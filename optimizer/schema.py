@@ -88,6 +88,11 @@ ATTR_KINDS: dict[str, str] = {
 #: constructor always carries the argument, the decoder drops it again when it is the default
 ATTR_DEFAULTS: dict[str, Any] = {"precision": DOT_PRECISIONS[0]}
 
+#: optional attributes the e-graph does not hold (no constructor argument, so the schema and every
+#: shipped proof stay as they are): :func:`eggpu.optimizer.optimize` returns a kernel whose ops
+#: carry one unoptimized (``int_to_ptr``'s ``const``: a conversion to a const pointer)
+UNENCODED_ATTRS: frozenset[str] = frozenset({"const"})
+
 
 def pascal(name: str) -> str:
     """``reduce_sum`` -> ``ReduceSum``; ``addptr`` -> ``Addptr``."""
@@ -141,7 +146,7 @@ def _build_constructors() -> dict[str, ConstructorInfo]:
             out["ConstF"] = ConstructorInfo("ConstF", "const", 0, (("value", "bits"),), ("result",))
             continue
         attrs = []
-        for a in op.attrs + op.optional_attrs:
+        for a in op.attrs + tuple(x for x in op.optional_attrs if x not in UNENCODED_ATTRS):
             if a in op.optional_attrs and a not in ATTR_DEFAULTS:
                 raise IRError(f"schema: optional attribute {a!r} of {op.name!r} has no default (add it to ATTR_DEFAULTS)")
             if a not in ATTR_KINDS:

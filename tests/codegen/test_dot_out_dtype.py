@@ -85,3 +85,37 @@ def test_f16_out_dtype_needs_an_f16_acc():
 def test_unsupported_out_dtypes_are_clear_errors(a_dtype, out, msg):
     with pytest.raises(eggpu.EggpuError, match=msg):
         _result_dtype(a_dtype, out)
+
+
+@eggpu.jit
+def one_k32(a_ptr, b_ptr, c_ptr):
+    r = tl.arange(0, 16)
+    k = tl.arange(0, 32)
+    a = tl.load(a_ptr + r[:, None] * 32 + k[None, :])
+    b = tl.load(b_ptr + k[:, None] * 16 + r[None, :])
+    tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b, out_dtype=tl.float16))
+
+
+def test_f16_out_dtype_rounds_the_f32_sum_once_not_per_product():
+    """What eggpu computes for f16 x f16 -> f16: the f32 accumulation rounded ONCE to f16. Triton's
+    mma accumulates in f16 registers, so its result can differ: row [2048, 1 x 31] . ones gives
+    2048 + 31 = 2079 -> 2080 here; adding in f16 product by product keeps 2048 (2048 + 1 is a tie
+    that rounds to even), and rounding once per 16-deep mma step gives 2064 + 16 = 2080."""
+    a = np.zeros((16, 32), np.float16)
+    a[:, 0], a[:, 1:] = 2048.0, 1.0
+    a[1, 1:] = 2.0**-11  # 2048 + 31 * 2**-11: the small terms vanish in f16 whatever the order
+    b = np.ones((32, 16), np.float16)
+    fn = one_k32.specialize(a, b, np.zeros((16, 16), np.float16)).ir()
+    outs = []
+    for run in (lambda *x: interpret(fn, (1,), *x), lambda *x: build_host(fn, sm=80).run((1,), *x)):
+        c = np.zeros((16, 16), np.float16)
+        run(a, b, c)
+        outs.append(c)
+    want = (a.astype(np.float32) @ b.astype(np.float32)).astype(np.float16)  # exact in f32, one rounding
+    for c in outs:
+        np.testing.assert_array_equal(c.view(np.uint16), want.view(np.uint16))
+    assert outs[0][0, 0] == 2080.0 and outs[0][1, 0] == 2048.0
+    per_product = np.float16(0)
+    for x in a[0]:
+        per_product = np.float16(per_product + x)  # f16 accumulation, one rounding per product
+    assert per_product == 2048.0 != outs[0][0, 0]

@@ -68,7 +68,20 @@ def test_dot_precision_is_always_in_the_term():
 
 
 def test_every_optional_attribute_of_a_pure_op_has_a_default():
-    assert set(schema.ATTR_DEFAULTS) == {a for o in OPS.values() for a in o.optional_attrs if o.is_pure}
+    optional = {a for o in OPS.values() for a in o.optional_attrs if o.is_pure}
+    assert set(schema.ATTR_DEFAULTS) == optional - schema.UNENCODED_ATTRS
+    assert schema.UNENCODED_ATTRS <= optional  # no stale entry
+
+
+def test_a_kernel_with_an_unencoded_attribute_is_returned_unoptimized():
+    from eggpu.ir import Builder, f32, i64, scalar
+    from eggpu.optimizer import optimize
+
+    b = Builder("k", [("a", scalar(i64))])
+    p = b.op("int_to_ptr", b.param("a"), dtype=f32, const=1)
+    b.op("load", p)
+    res = optimize(b.finish())
+    assert res.fell_back and "int_to_ptr const (a conversion to a const pointer)" in res.reason
 
 
 def test_dtype_constructors_roundtrip_and_family_facts():

@@ -130,3 +130,75 @@ def test_fp8_constants_are_f32_constants_converted(run_both):
     want = np.where(np.arange(16) % 2 == 0, np.r_[np.arange(8), np.full(8, 1024.0)], -3.5).astype(np.float32)
     for device, (_, y) in run_both(fp8_constants_kernel, (1,), x, np.zeros(16, tl.float8e5.np), 8, BLOCK=16).items():
         np.testing.assert_array_equal(y.astype(np.float32), want, err_msg=device)
+
+
+# ---------------------------------------------------------------- tl.float8e4b15 (Triton's e4m3, bias 15)
+
+
+@eggpu.jit
+def e4b15_roundtrip(x_ptr, q_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    """Tutorial style: quantize through the pointer's dtype, dequantize to f32 with .to()."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    q = tl.load(x_ptr + offs, mask=mask).to(q_ptr.dtype.element_ty)
+    tl.store(q_ptr + offs, q, mask=mask)
+    tl.store(y_ptr + offs, tl.load(q_ptr + offs, mask=mask).to(tl.float32) * 2.0, mask=mask)
+
+
+@pytest.mark.parametrize("n", (1, 1000, 1001))
+@pytest.mark.parametrize("src", (np.float16, np.float32), ids=("f16", "f32"))
+def test_e4b15_through_reinterpret_matches_numpy(run_both, src, n):
+    from eggpu.ir import fp8 as ref
+    from eggpu.ir.dtypes import from_numpy
+
+    rng = np.random.default_rng(n)
+    x = (rng.standard_normal(n) * 0.7).astype(src)
+    x[: min(n, 5)] = np.array([np.nan, 3.0, -np.inf, -0.0, 1.0625], src)[: min(n, 5)]
+    want_q = ref.cast(x, from_numpy(x.dtype), tl.float8e4b15)
+    want_y = ref.cast(want_q, tl.float8e4b15, tl.float32) * 2.0
+    q = np.zeros(n, np.uint8)  # run_both copies arrays only: both runs write these codes
+    res = run_both(e4b15_roundtrip, (triton_cdiv(n, 128),), x, eggpu.reinterpret(q, tl.float8e4b15),
+                   np.zeros(n, np.float32), n, BLOCK=128)
+    for device, (_, y) in res.items():
+        np.testing.assert_array_equal(y, want_y, err_msg=device)
+    np.testing.assert_array_equal(q, want_q)
+    err = np.abs(want_y / 2 - np.clip(x.astype(np.float64), -1.75, 1.75))[5:]
+    assert err.size == 0 or err.max() <= 2.0**-4  # within half a unit of the clamped value
+
+
+def test_reinterpret_errors():
+    x = np.zeros(4, np.float32)
+    with pytest.raises(eggpu.LaunchError, match=r"parameter q_ptr: eggpu.reinterpret\(\.\.\., fp8e4b15\) needs an "
+                                                r"array of 8-bit elements, got a numpy array of int16"):
+        e4b15_roundtrip[(1,)](x, eggpu.reinterpret(np.zeros(4, np.int16), tl.float8e4b15), x, 4, BLOCK=4)
+    with pytest.raises(eggpu.LaunchError, match=r"eggpu.reinterpret: 'float8e4b9' is not a dtype"):
+        eggpu.reinterpret(x, "float8e4b9")
+
+
+@eggpu.jit
+def e4b15_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr):
+    r = tl.arange(0, M)
+    a = tl.load(a_ptr + r[:, None] * M + r[None, :])
+    b = tl.load(b_ptr + r[:, None] * M + r[None, :])
+    one = tl.full((M, M), 1.0625, tl.float8e4b15)  # an f32 constant converted: ties away -> 1.125
+    tl.store(c_ptr + r[:, None] * M + r[None, :], tl.dot(a, b) + one.to(tl.float32))
+
+
+def test_e4b15_dot_upcasts_exactly_as_triton(run_both):
+    """Triton casts fp8e4b15 dot operands to f16 (semantic.py: no such MLIR type): exact."""
+    from eggpu.ir import fp8 as ref
+
+    rng = np.random.default_rng(3)
+    a, b = (rng.integers(0, 256, (16, 16)).astype(np.uint8) for _ in range(2))
+    want = ref.cast(a, tl.float8e4b15, tl.f64) @ ref.cast(b, tl.float8e4b15, tl.f64) + 1.125
+    for device, (c,) in run_both(e4b15_dot, (1,), eggpu.reinterpret(a, tl.float8e4b15),
+                                 eggpu.reinterpret(b, tl.float8e4b15), np.zeros((16, 16), np.float32), M=16).items():
+        np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6, err_msg=device)
+
+
+def test_e4b15_arithmetic_is_a_located_error():
+    """Triton's frontend accepts fp8e4b15 + fp8e4b15 and its LLVM lowering then fails ('llvm.fadd' on
+    i8); eggpu refuses it at the line."""
+    x = eggpu.reinterpret(np.zeros(16, np.uint8), tl.float8e4b15)
+    with pytest.raises(eggpu.CompileError, match=r"add: does not accept fp8e4b15 operands: FP8 is a storage dtype"):
+        fp8_add_kernel[(1,)](x, x, BLOCK=16)

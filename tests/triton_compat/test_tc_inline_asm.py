@@ -1,6 +1,7 @@
 """``tl.inline_asm_elementwise``: lowered to LLVM inline asm in PTX (accepted by ptxas); the numpy
-interpreter and ``run_cpu`` refuse it with one located error; Triton's arguments eggpu cannot honour
-(``pack`` > 1, several results, constraints that do not match the arguments) are compile errors."""
+interpreter and ``run_cpu`` refuse it with one located error; ``pack`` > 1 packs narrow elements
+into 32-bit registers as Triton does; constraints that do not match the arguments, bool values
+with ``pack`` > 1 and a non-positive ``pack`` are located compile errors."""
 
 from __future__ import annotations
 
@@ -100,6 +101,20 @@ def _packed(X, Z):
 
 
 @eggpu.jit
+def _packed_bool(X, Z):
+    x = tl.load(X + tl.arange(0, 16))
+    z = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x > 0], dtype=tl.int32, is_pure=True, pack=2)
+    tl.store(Z + tl.arange(0, 16), z)
+
+
+@eggpu.jit
+def _pack_zero(X, Z):
+    x = tl.load(X + tl.arange(0, 16))
+    z = tl.inline_asm_elementwise("mov.b32 $0, $1;", "=r,r", [x], dtype=tl.int32, is_pure=True, pack=0)
+    tl.store(Z + tl.arange(0, 16), z)
+
+
+@eggpu.jit
 def _two_results(X, Z):
     x = tl.load(X + tl.arange(0, 16))
     a, b = tl.inline_asm_elementwise("mov.b32 $0, $2; mov.b32 $1, $2;", "=r,r", [x],
@@ -115,8 +130,11 @@ def _bad_constraints(X, Z):
 
 
 @pytest.mark.parametrize("fn, problem, at", [
-    (_packed, "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes one element",
-     "pack=4"),
+    (_packed, "constraints '=r,r' must name 4 output(s) and 4 input(s) (4 elements of each, packed into 32-bit "
+     "registers), got 1 and 1", '"=r,r"'),
+    (_packed_bool, "tl.inline_asm_elementwise(pack=2): a bool argument cannot be packed into registers", "[x > 0]"),
+    (_pack_zero, "tl.inline_asm_elementwise: pack must be a positive compile-time int, got the compile-time int 0",
+     "pack=0"),
     (_two_results, "constraints '=r,r' must name 2 output(s) (one per dtype) and 1 input(s) (one per argument), "
      "got 1 and 1", '"=r,r"'),
     (_bad_constraints, "constraints '=r,r,r' must name 1 output(s) (one per dtype) and 1 input(s) (one per "
@@ -185,3 +203,74 @@ def test_several_results_print_and_parse_back():
     x = np.zeros(8, np.uint32)
     text = str(split_halves.specialize(x, x, x, 8, BLOCK=16).ir())
     assert "dtype=(u32,u32)" in text and str(parse_function(text)) == text
+
+
+@eggpu.jit
+def fp8e4b15_to_f16(X, Y, n, BLOCK: tl.constexpr):
+    """Triton's own pack=4 asm (triton/language/extra/cuda/utils.py, convert_fp8e4b15_to_float16):
+    four fp8 bytes in one b32 operand, four f16 results in two b32 registers."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(X + offs, mask=offs < n)
+    y = tl.inline_asm_elementwise(
+        "{ .reg .b32 a<2>, b<2>; prmt.b32 a0, 0, $2, 0x5746; and.b32 b0, a0, 0x7f007f00; "
+        "and.b32 b1, a0, 0x00ff00ff; and.b32 a1, a0, 0x00800080; shr.b32 b0, b0, 1; add.u32 b1, b1, a1; "
+        "lop3.b32 $0, b0, 0x80008000, a0, 0xf8; shl.b32 $1, b1, 7; }", "=r,=r,r", [x], dtype=tl.float16,
+        is_pure=True, pack=4)
+    tl.store(Y + offs, y, mask=offs < n)
+
+
+@eggpu.jit
+def halves_pack2(X, Y, Z, BLOCK: tl.constexpr):
+    """pack=2 on f16 (two per b32) and i32 (one per register): 1 + 2 outputs, then 1 + 2 inputs."""
+    offs = tl.arange(0, BLOCK)
+    h = tl.load(X + offs)
+    i = tl.load(Y + offs)
+    r, s = tl.inline_asm_elementwise("{ mov.b32 $0, $3; add.s32 $1, $4, 1; add.s32 $2, $5, 2; }",
+                                     "=r,=r,=r,r,r,r", [h, i], dtype=(tl.float16, tl.int32), is_pure=True, pack=2)
+    tl.store(Z + offs, r.to(tl.float32) + s.to(tl.float32))
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("n,block", [(1, 128), (1000, 1024), (1001, 1024)])
+def test_pack4_packs_four_bytes_per_call_and_ptxas_accepts_it(target, n, block, ptxas_registers):
+    codes = eggpu.reinterpret(np.zeros(n, np.uint8), tl.float8e4b15)
+    ck = eggpu.compile(fp8e4b15_to_f16.specialize(codes, np.zeros(n, np.float16), n, BLOCK=block), target=target)
+    per_thread = block // 128  # 4 warps: 1 or 8 elements per thread -> 1 (padded) or 2 asm calls
+    assert sum("prmt.b32 a0, 0," in ln for ln in ck.ptx.splitlines()) == max(1, per_thread // 4)
+    assert 'call {i32, i32} asm' in ck.llvm_ir and '"=r,=r,r"(i32 ' in ck.llvm_ir  # 2 results, 1 operand
+    assert ptxas_registers(ck.ptx, target) > 0
+
+
+def test_pack4_bytes_go_low_to_high_and_results_come_back_in_order():
+    """The four elements of a call are packed element 0 in the low byte (Triton's vector order),
+    and the results' halves unpack the same way: read off the LLVM IR of one call."""
+    codes = eggpu.reinterpret(np.zeros(512, np.uint8), tl.float8e4b15)
+    ck = eggpu.compile(fp8e4b15_to_f16.specialize(codes, np.zeros(512, np.float16), 512, BLOCK=512),
+                       target="sm_90", optimize=False)
+    ir_text = ck.llvm_ir
+    assert "insertelement <4 x i8>" in ir_text and "bitcast <4 x i8>" in ir_text
+    assert "bitcast i32" in ir_text and "to <2 x half>" in ir_text
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_pack2_with_two_results_and_mixed_widths_assembles(target, ptxas_registers):
+    h, i = np.zeros(256, np.float16), np.zeros(256, np.int32)
+    ck = eggpu.compile(halves_pack2.specialize(h, i, np.zeros(256, np.float32), BLOCK=256), target=target)
+    assert 'call {i32, i32, i32} asm' in ck.llvm_ir and '"=r,=r,=r,r,r,r"(i32 ' in ck.llvm_ir
+    assert ptxas_registers(ck.ptx, target) > 0
+
+
+@pytest.mark.parametrize("device, error", [("interpret", InterpreterError), ("cpu", CodegenError)])
+def test_pack4_is_gpu_only_too(monkeypatch, device, error):
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", device)
+    y = np.zeros(8, np.float16)
+    with pytest.raises(error, match="fp8e4b15_to_f16: tl.inline_asm_elementwise is GPU-only"):
+        fp8e4b15_to_f16[(1,)](eggpu.reinterpret(np.zeros(8, np.uint8), tl.float8e4b15), y, 8, BLOCK=8)
+    assert not y.any()
+
+
+def test_packed_asm_prints_and_parses_back():
+    fn = halves_pack2.specialize(np.zeros(256, np.float16), np.zeros(256, np.int32), np.zeros(256, np.float32),
+                                 BLOCK=256).ir()
+    text = str(fn)
+    assert "pack=2" in text and str(parse_function(text)) == text

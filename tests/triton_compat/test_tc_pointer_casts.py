@@ -199,8 +199,10 @@ def test_a_pointer_converts_only_to_a_64_bit_integer():
 def test_pointer_type_outside_a_kernel():
     assert tl.pointer_type(tl.float16) == tl.Pointer[tl.float16]
     assert tl.pointer_type("float32") == tl.Pointer[tl.f32]
-    with pytest.raises(TypeError, match="only global, non-const pointers"):
+    with pytest.raises(TypeError, match=r"only global pointers \(address_space=1\), got 3"):
         tl.pointer_type(tl.float16, address_space=3)
+    assert tl.pointer_type(tl.float16, "global", const=True) == tl.const_pointer_type(tl.float16)
+    assert tl.pointer_type(tl.float16, const=True) != tl.Pointer[tl.float16]
     with pytest.raises(TypeError, match="takes a dtype such as tl.float16, got 3"):
         tl.pointer_type(3)
 

@@ -40,9 +40,11 @@ def test_tl_dtype():
         tl.dtype("float33")
 
 
-@pytest.mark.parametrize("name", ["float8e4b15", "float8e4b8", "float8e5b16"])
-def test_other_fp8_names_say_not_supported(name):
-    only = r"only the OCP FP8 dtypes tl\.float8e4nv \(e4m3fn\) and tl\.float8e5 \(e5m2\) are available"
+@pytest.mark.parametrize("name,amd", [("float8e4b8", "e4m3fnuz"), ("float8e5b16", "e5m2fnuz")])
+def test_amd_fp8_names_say_not_supported(name, amd):
+    short = name.replace("float8", "fp8")
+    only = (rf"{short} \(AMD's {amd}\) is not supported on NVIDIA GPUs, as in Triton \('type {short} not supported "
+            rf"in this architecture'\); the FP8 dtypes are tl\.float8e4nv, tl\.float8e5 and tl\.float8e4b15")
     with pytest.raises(AttributeError, match=rf"^tl\.{name} is not supported by eggpu: {only}"):
         getattr(tl, name)
     with pytest.raises(TypeError, match=rf"tl\.dtype\('{name}'\): {only}"):
@@ -50,13 +52,14 @@ def test_other_fp8_names_say_not_supported(name):
 
 
 def test_ocp_fp8_names_are_the_storage_dtypes():
-    assert tl.float8e4nv is tl.fp8e4nv and tl.float8e5 is tl.fp8e5
+    assert tl.float8e4nv is tl.fp8e4nv and tl.float8e5 is tl.fp8e5 and tl.float8e4b15 is tl.fp8e4b15
+    assert tl.dtype("float8e4b15") is tl.fp8e4b15
     assert tl.dtype("float8e5") is tl.fp8e5 and tl.dtype("fp8e4nv") is tl.fp8e4nv
 
 
 def test_unsupported_function_outside_a_kernel():
-    with pytest.raises(AttributeError, match=r"^tl\.const_pointer_type is not supported by eggpu: eggpu has no const"):
-        tl.const_pointer_type  # noqa: B018
+    with pytest.raises(AttributeError, match=r"^tl\.block_type is not supported by eggpu: eggpu block types are not "):
+        tl.block_type  # noqa: B018
     with pytest.raises(AttributeError, match="has no attribute 'no_such_name'"):
         tl.no_such_name  # noqa: B018
 
@@ -352,7 +355,7 @@ def unsupported(x_ptr: tl.Pointer[tl.float32], WHICH: tl.constexpr):
     if WHICH == 2:
         x = tl.math.pow(x, 2.0)
     if WHICH == 3:
-        x = x.to(tl.float8e4b15)
+        x = x.to(tl.float8e4b8)
     if WHICH == 4:
         x = tl.argmax(x, 0, tie_break_left="left").to(tl.float32)
     if WHICH == 5:
@@ -388,8 +391,9 @@ UNSUPPORTED_CASES = [
      "x.dtype, x.type, x.shape, x.T and the methods x.sum(...), x.reshape(...), ... (tl.<name>(x, ...))"),
     (2, "tl.math.pow", "pow", "tl.math.pow is not supported by eggpu",
      "Triton's tl.math has no pow either: use tl.extra.cuda.libdevice.pow"),
-    (3, "tl.float8e4b15", "float8e4b15", "tl.float8e4b15 is not supported by eggpu: only the OCP FP8 dtypes "
-     "tl.float8e4nv (e4m3fn) and tl.float8e5 (e5m2) are available", None),
+    (3, "tl.float8e4b8", "float8e4b8", "tl.float8e4b8 is not supported by eggpu: fp8e4b8 (AMD's e4m3fnuz) is not "
+     "supported on NVIDIA GPUs, as in Triton ('type fp8e4b8 not supported in this architecture'); the FP8 dtypes "
+     "are tl.float8e4nv, tl.float8e5 and tl.float8e4b15", None),
     (4, 'tie_break_left="left"', "tie_break_left", "tie_break_left must be a compile-time bool, got 'left'", None),
     (5, 'volatile="yes"', "volatile", "tl.load: volatile must be a compile-time bool, got 'yes'", None),
     (6, "out_dtype=tl.bfloat16", "out_dtype", "tl.dot(out_dtype=bf16) is not supported by eggpu: a bf16 result is "
@@ -411,8 +415,8 @@ UNSUPPORTED_CASES = [
     (14, "num_stage=2", "num_stage", "tl.range() got an unexpected keyword argument 'num_stage'",
      "did you mean num_stages=? the signature is tl.range(arg1, arg2=None, step=None, num_stages=None, "
      "loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False, warp_specialize=False)"),
-    (15, "pack=4", "pack=4", "tl.inline_asm_elementwise(pack=4) is not supported by eggpu: each asm call computes "
-     "one element", "pass pack=1 and write the asm for one element"),
+    (15, "pack=4", '"=r,r"', "tl.inline_asm_elementwise: constraints '=r,r' must name 4 output(s) and 4 input(s) "
+     "(4 elements of each, packed into 32-bit registers), got 1 and 1", None),
 ]
 
 
