@@ -38,6 +38,7 @@ from eggpu.ir.dtypes import DType, bf16, f16
 from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FlaggedBuilder, fp_flags
+from .lanewise import lanewise_function
 from .llvm_values import (  # noqa: F401 - re-exported: the lowering modules import them from here
     _FLOAT_DTYPE,
     BF16,
@@ -699,33 +700,7 @@ class Emitter:
 
     def _vector_math(self, name: str, scalar_fn: ir.Function, vt: ir.VectorType, nargs: int = 1) -> ir.Function:
         """``__eggpu_vmath_{name}_v{N}``: a helper applying ``scalar_fn`` (of ``nargs`` operands) lane by lane."""
-        helper_name = f"__eggpu_vmath_{name}_v{vt.count}"
-        fn = self.module.globals.get(helper_name)
-        if fn is not None:
-            return fn
-        fn = ir.Function(self.module, ir.FunctionType(vt, [vt] * nargs), helper_name)
-        fn.linkage = "internal"
-        b = self.builder(fn.append_basic_block("entry"))
-        head = fn.append_basic_block("head")
-        body = fn.append_basic_block("body")
-        done = fn.append_basic_block("done")
-        b.branch(head)
-        b.position_at_end(head)
-        i = b.phi(I32)
-        acc = b.phi(vt)
-        i.add_incoming(I32(0), fn.blocks[0])
-        acc.add_incoming(ir.Constant(vt, ir.Undefined), fn.blocks[0])
-        b.cbranch(b.icmp_unsigned("<", i, I32(vt.count)), body, done)
-        b.position_at_end(body)
-        r = b.call(scalar_fn, [b.extract_element(a, i) for a in fn.args])
-        nacc = b.insert_element(acc, r, i)
-        ni = b.add(i, I32(1))
-        b.branch(head)
-        i.add_incoming(ni, body)
-        acc.add_incoming(nacc, body)
-        b.position_at_end(done)
-        b.ret(acc)
-        return fn
+        return lanewise_function(self.module, f"__eggpu_vmath_{name}_v{vt.count}", scalar_fn, [vt] * nargs, vt)
 
 
 def _soft_round_f32(em: Emitter, x: ir.Value, *, exp_bits: int, mant_bits: int) -> ir.Value:

@@ -24,6 +24,7 @@ from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
 from eggpu.ir.libdevice_table import SYMBOLS, host_kind
 
+from .lanewise import lanewise_function
 from .lower_ops import elementwise
 
 I32 = ir.IntType(32)
@@ -50,35 +51,6 @@ def callback_symbol(symbol: str) -> str:
     return name
 
 
-def _lanewise(em, name: str, scalar_fn: ir.Function, vts: list[ir.VectorType], rvt: ir.VectorType) -> ir.Function:
-    """``{name}_v{N}``: ``scalar_fn`` applied lane by lane to vectors (operands of mixed types)."""
-    helper = f"{name}_v{rvt.count}"
-    fn = em.module.globals.get(helper)
-    if fn is not None:
-        return fn
-    fn = ir.Function(em.module, ir.FunctionType(rvt, vts), helper)
-    fn.linkage = "internal"
-    entry, head, body, done = (fn.append_basic_block(n) for n in ("entry", "head", "body", "done"))
-    b = ir.IRBuilder(entry)
-    b.branch(head)
-    b.position_at_end(head)
-    i = b.phi(I32)
-    acc = b.phi(rvt)
-    i.add_incoming(I32(0), entry)
-    acc.add_incoming(ir.Constant(rvt, ir.Undefined), entry)
-    b.cbranch(b.icmp_unsigned("<", i, I32(rvt.count)), body, done)
-    b.position_at_end(body)
-    r = b.call(scalar_fn, [b.extract_element(a, i) for a in fn.args])
-    nacc = b.insert_element(acc, r, i)
-    ni = b.add(i, I32(1))
-    b.branch(head)
-    i.add_incoming(ni, body)
-    acc.add_incoming(nacc, body)
-    b.position_at_end(done)
-    b.ret(acc)
-    return fn
-
-
 def lower_libdevice(lw, op: Operation) -> list[Any]:
     """One ``libdevice`` op (see the module docstring)."""
     em = lw.em
@@ -101,7 +73,8 @@ def lower_libdevice(lw, op: Operation) -> list[Any]:
         if not isinstance(vs[0].type, ir.VectorType):
             return em.b.call(scalar_fn, list(vs))
         n = vs[0].type.count
-        helper = _lanewise(em, callee, scalar_fn, [v.type for v in vs], ir.VectorType(ret_type, n))
+        helper = lanewise_function(em.module, f"{callee}_v{n}", scalar_fn, [v.type for v in vs],
+                                  ir.VectorType(ret_type, n))
         return em.b.call(helper, list(vs))
 
     return elementwise(lw, op, call)

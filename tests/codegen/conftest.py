@@ -131,3 +131,34 @@ def check_run_claims() -> Callable[..., int]:
         return claims
 
     return check
+
+
+def toolchain_problem(*, ptxas: bool = True) -> str | None:
+    """Why the tests that need NVIDIA's tools cannot run here (no libdevice; no ptxas when
+    ``ptxas``), or None."""
+    from eggpu.codegen.toolchain import find_libdevice, find_ptxas
+    from eggpu.ir.errors import ToolchainError
+
+    try:
+        if ptxas:
+            find_ptxas()
+        find_libdevice()
+    except ToolchainError as e:
+        return str(e)
+    return None
+
+
+@pytest.fixture
+def needs_ptxas() -> None:
+    """Skips the test where ptxas or libdevice is missing."""
+    problem = toolchain_problem()
+    if problem is not None:
+        pytest.skip(f"needs ptxas and libdevice: {problem}")
+
+
+@pytest.fixture
+def needs_libdevice() -> None:
+    """Skips the test where libdevice is missing."""
+    problem = toolchain_problem(ptxas=False)
+    if problem is not None:
+        pytest.skip(f"libdevice not found: {problem}")

@@ -30,17 +30,6 @@ def unary_kernel(op, dt, block=128):
     return b.finish()
 
 
-def _ptxas_or_skip():
-    from eggpu.codegen.toolchain import find_libdevice, find_ptxas
-    from eggpu.ir.errors import ToolchainError
-
-    try:
-        find_ptxas()
-        find_libdevice()
-    except ToolchainError as e:
-        pytest.skip(f"needs ptxas and libdevice: {e}")
-
-
 LIBDEVICE_MATH = ("tan", "log10", "log1p", "expm1", "exp10", "cbrt", "erfc", "lgamma", "tgamma", "pow", "hypot")
 BINARY = ("atan2", "pow", "hypot", "mulhi")
 CASES = [(op, "sm_90") for op in NEW_MATH] + [(op, "sm_80") for op in LIBDEVICE_MATH]
@@ -50,8 +39,7 @@ ROUNDINGS = {"trunc": "cvt.rzi", "rint": "cvt.rni", "round": None}
 
 @pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
 @pytest.mark.parametrize("op,sm", CASES)
-def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, sm, dt):
-    _ptxas_or_skip()
+def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, sm, dt, needs_ptxas):
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
 
@@ -64,10 +52,9 @@ def test_inverse_and_hyperbolic_functions_compile_to_ptx(op, sm, dt):
 @pytest.mark.parametrize("sm", ("sm_80", "sm_90"))
 @pytest.mark.parametrize("dt", (f32, f64, f16, bf16), ids=str)
 @pytest.mark.parametrize("op", tuple(ROUNDINGS))
-def test_roundings_to_integral_compile_to_ptx(op, dt, sm):
+def test_roundings_to_integral_compile_to_ptx(op, dt, sm, needs_ptxas):
     """trunc and rint are one ``cvt.rzi``/``cvt.rni`` per element; round (ties away from zero) is
     LLVM's expansion of ``llvm.round``; none calls libdevice."""
-    _ptxas_or_skip()
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
 
@@ -85,10 +72,9 @@ BIT_OPS = {"popc": "popc.b", "clz": "clz.b", "brev": "brev.b", "ffs": None, "mul
 @pytest.mark.parametrize("sm", ("sm_80", "sm_90"))
 @pytest.mark.parametrize("dt", (i32, i64, u32, i8), ids=str)
 @pytest.mark.parametrize("op", tuple(BIT_OPS))
-def test_integer_bit_functions_compile_to_ptx(op, dt, sm):
+def test_integer_bit_functions_compile_to_ptx(op, dt, sm, needs_ptxas):
     """popc/clz/brev are PTX's own instructions (LLVM's ctpop/ctlz/bitreverse) and mulhi is
     mul.hi on 32 and 64 bits; ffs is cttz plus a select; no libdevice call."""
-    _ptxas_or_skip()
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
 

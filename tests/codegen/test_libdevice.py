@@ -17,16 +17,10 @@ import pytest
 from eggpu.codegen import compile_ptx_module, libdevice, ptx, toolchain
 from eggpu.codegen.libdevice import LibdeviceMissing, libdevice_subset
 from eggpu.codegen.ptx import emit_ptx, target_machine
-from eggpu.ir.errors import CodegenError, ToolchainError
+from eggpu.ir.errors import CodegenError
 from eggpu.kernels import LIBRARY
 
-try:
-    toolchain.find_libdevice()
-    _missing = None
-except ToolchainError as exc:
-    _missing = str(exc)
-
-pytestmark = pytest.mark.skipif(_missing is not None, reason=f"libdevice not found: {_missing}")
+pytestmark = pytest.mark.usefixtures("needs_libdevice")
 
 
 def _args():

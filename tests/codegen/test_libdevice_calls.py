@@ -79,22 +79,10 @@ def test_gpu_only_symbols_are_refused_by_interpreter_and_run_cpu(symbol):
         build_host(fn)
 
 
-def _ptxas_or_skip():
-    from eggpu.codegen.toolchain import find_libdevice, find_ptxas
-    from eggpu.ir.errors import ToolchainError
-
-    try:
-        find_ptxas()
-        find_libdevice()
-    except ToolchainError as e:
-        pytest.skip(f"needs ptxas and libdevice: {e}")
-
-
 @pytest.mark.parametrize("sm", ("sm_80", "sm_90"))
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
-def test_every_libdevice_function_compiles_and_ptxas_accepts_it(name, sm):
+def test_every_libdevice_function_compiles_and_ptxas_accepts_it(name, sm, needs_ptxas):
     """Each overload of ``name`` is linked from libdevice and inlined (no ``__nv_`` call left)."""
-    _ptxas_or_skip()
     from eggpu.codegen import compile_ptx
     from eggpu.codegen.ptxas import run_ptxas
 

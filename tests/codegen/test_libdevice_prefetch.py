@@ -16,16 +16,9 @@ import pytest
 import eggpu
 import eggpu.language as tl
 from eggpu.codegen import libdevice, libdevice_prefetch, toolchain
-from eggpu.ir.errors import ToolchainError
 from eggpu.kernels import gelu_forward, layer_norm_forward, softmax_forward, vector_add
 
-try:
-    toolchain.find_libdevice()
-    _missing = None
-except ToolchainError as exc:
-    _missing = str(exc)
-
-pytestmark = pytest.mark.skipif(_missing is not None, reason=f"libdevice not found: {_missing}")
+pytestmark = pytest.mark.usefixtures("needs_libdevice")
 
 
 @pytest.fixture(autouse=True)

@@ -116,9 +116,11 @@ def test_the_cases_cover_every_shipped_synthesized_rule():
 
 
 @pytest.mark.parametrize("facts", [(), NONNEG, NEG])
-def test_the_mask_rule_fires_for_every_x_and_only_on_its_shape(facts):
-    # (x >= c) & p == p ^ ((x < c) & p) whatever x and p: no range guard
-    name, before, after, misses = MASK
+@pytest.mark.parametrize("case", ["mask", "rem"])
+def test_the_unguarded_rules_fire_for_every_x_and_only_on_their_shape(case, facts):
+    # no range guard: (x >= c) & p == p ^ ((x < c) & p) whatever x and p; C's truncating % and //
+    # agree with x - 768 * (x // 768) for negative x too (only at that constant and dtype)
+    name, before, after, misses = {"mask": MASK, "rem": REM}[case]
     assert_rule_fires(SYNTH[name], before, after, facts=facts)
     for term in misses:
         assert_rule_does_not_fire(SYNTH[name], term, facts=facts)
@@ -158,15 +160,6 @@ def test_the_rule_that_lengthens_sass_is_kept_as_a_comment_only():
     text = (Path(__file__).resolve().parents[2] / "rules" / "synthesized.egg").read_text()
     assert ';; (rewrite (Add (I32) (Rem (I32) x' in text and f':name "{NOT_SHIPPED}")' in text
     assert NOT_SHIPPED not in SYNTH
-
-
-@pytest.mark.parametrize("facts", [(), NONNEG, NEG])
-def test_the_remainder_rule_fires_for_every_x_and_only_at_its_constant_and_dtype(facts):
-    # no range guard: C's truncating % and // agree with x - 768 * (x // 768) for negative x too
-    name, before, after, misses = REM
-    assert_rule_fires(SYNTH[name], before, after, facts=facts)
-    for term in misses:
-        assert_rule_does_not_fire(SYNTH[name], term, facts=facts)
 
 
 @eggpu.kernel
