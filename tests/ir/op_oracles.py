@@ -602,7 +602,8 @@ APPROX2 = {"atan2": math.atan2, "pow": _c_pow, "hypot": _c_hypot}
 
 SHAPE_OPS = ("splat", "broadcast", "expand_dims", "reshape", "trans")
 REDUCTIONS = ("reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin")
-OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather") + SHAPE_OPS + REDUCTIONS
+# libdevice: each symbol's reference against numpy/libm/exact values in tests/codegen/test_libdevice_values.py
+OTHER_TESTED = ("where", "cast", "bitcast", "dot", "gather", "libdevice") + SHAPE_OPS + REDUCTIONS
 
 # Ops whose behaviour is the interpreter's own (tested in test_interp.py; the int <-> pointer
 # casts in tests/triton_compat/test_tc_pointer_casts.py): leaves, pointer arithmetic and casts,
