@@ -23,9 +23,6 @@ Triton's TMA loads through a TF32 tensor map do.
 
 from __future__ import annotations
 
-import sys
-import types
-
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
 if TYPE_CHECKING:
     from typing import Any
@@ -140,19 +137,3 @@ def hidden_params(name: str, d: Any) -> list[tuple[str, Any]]:
     out += [(f"{name}__shape{i}", s) for i, s in enumerate(d.shape)]
     out += [(f"{name}__stride{i}", s) for i, s in enumerate(list(d.strides)[:-1])]
     return out
-
-
-def _register() -> None:
-    """``eggpu.tools.tensor_descriptor`` as Triton's ``triton.tools.tensor_descriptor``."""
-    tools = sys.modules.get("eggpu.tools")
-    if tools is None:
-        tools = types.ModuleType("eggpu.tools", "Triton's ``triton.tools``: ``tensor_descriptor``.")
-        tools.__path__ = []  # type: ignore[attr-defined]  # a package, for `from eggpu.tools.x import y`
-        sys.modules["eggpu.tools"] = tools
-    mod = types.ModuleType("eggpu.tools.tensor_descriptor", "Triton's host-side ``TensorDescriptor``.")
-    mod.TensorDescriptor = TensorDescriptor  # type: ignore[attr-defined]
-    tools.tensor_descriptor = mod  # type: ignore[attr-defined]
-    sys.modules.setdefault("eggpu.tools.tensor_descriptor", mod)
-
-
-_register()

@@ -255,3 +255,21 @@ def test_device_arrays_need_a_gpu(monkeypatch):
     with pytest.raises(eggpu.LaunchError, match=r"add_kernel: parameter x_ptr is a device array, but this launch "
                        r"runs on the CPU"):
         add_kernel[(1,)](_DeviceArray(), x, x, 8, BLOCK_SIZE=8)
+
+
+def test_triton_tools_imports_in_a_fresh_process_before_any_kernel():
+    # `from eggpu.tools.tensor_descriptor import TensorDescriptor` right after `import eggpu` (as the
+    # tutorials' dual file does) must not depend on eggpu.jit having been touched first
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import eggpu as triton\nimport eggpu.language as tl\n"
+            "from eggpu.tools.tensor_descriptor import TensorDescriptor\n"
+            "from eggpu.kernel_macro.descriptors import TensorDescriptor as T\n"
+            "assert TensorDescriptor is T\n"
+            "from bench import compat\nprint(compat.load('eggpu').TensorDescriptor.__name__)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "TensorDescriptor"
