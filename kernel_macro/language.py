@@ -26,6 +26,7 @@ from .language_base import _JIT_CODES, _KERNEL_CODES, _builtin  # noqa: F401 - r
 from .language_debug import debug_barrier, device_assert, device_print, static_assert, static_print
 from .language_namespaces import (  # noqa: F401 - re-exported
     MATH_NAMES,
+    ExternStubs,
     build_namespaces,
     extern_stubs,
     libdevice_names,
@@ -574,7 +575,7 @@ BUILTIN_FUNCTIONS: dict[str, Any] = {
 
 # ---------------------------------------------------------------- tl.math and libdevice
 
-EXTERN_FUNCTIONS = extern_stubs(__name__)
+EXTERN_FUNCTIONS = ExternStubs(__name__)
 """libdevice's functions without an op of their own (one ``libdevice`` op each), by Triton name."""
 LIBDEVICE_NAMES = libdevice_names(TRANSCENDENTAL_STUBS) + tuple(EXTERN_FUNCTIONS)
 math, extra = build_namespaces(globals(), __name__, libdevice_names(TRANSCENDENTAL_STUBS), EXTERN_FUNCTIONS)

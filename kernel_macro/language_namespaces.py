@@ -56,9 +56,53 @@ def extern_stubs(language_name: str) -> dict[str, Any]:
     return {n: _extern_stub(n, ov, language_name) for n, ov in FUNCTIONS.items()}
 
 
+class ExternStubs:
+    """:func:`extern_stubs` as a read-only mapping made on first use: generating the ~140 stubs
+    costs ~2 ms that a cache hit (which only imports the language) does not pay; the names come
+    from the table without making them."""
+
+    def __init__(self, language_name: str) -> None:
+        self._language_name = language_name
+        self._stubs: dict[str, Any] | None = None
+
+    def _made(self) -> dict[str, Any]:
+        if self._stubs is None:
+            self._stubs = extern_stubs(self._language_name)
+        return self._stubs
+
+    def __getitem__(self, name: str) -> Any:
+        return self._made()[name]
+
+    def __contains__(self, name: object) -> bool:
+        from eggpu.ir.libdevice_table import FUNCTIONS
+
+        return name in FUNCTIONS
+
+    def __iter__(self):  # noqa: ANN204 - an iterator of names
+        from eggpu.ir.libdevice_table import FUNCTIONS
+
+        return iter(FUNCTIONS)
+
+    def __len__(self) -> int:
+        from eggpu.ir.libdevice_table import FUNCTIONS
+
+        return len(FUNCTIONS)
+
+    def keys(self):  # noqa: ANN201 - the names, as a dict's keys
+        from eggpu.ir.libdevice_table import FUNCTIONS
+
+        return FUNCTIONS.keys()
+
+    def values(self):  # noqa: ANN201 - the stubs (made now)
+        return self._made().values()
+
+    def items(self):  # noqa: ANN201 - (name, stub) pairs (made now)
+        return self._made().items()
+
+
 def build_namespaces(functions: dict[str, Any], language_name: str,
                      libdevice_fns: tuple[str, ...],
-                     extern: dict[str, Any] | None = None) -> tuple[_types.ModuleType, _types.ModuleType]:
+                     extern: ExternStubs | dict[str, Any] | None = None) -> tuple[_types.ModuleType, _types.ModuleType]:
     """``(math, extra)`` modules over ``functions`` (the language module's globals); registers
     ``eggpu.language.extra``, ``.extra.cuda``, ``.extra.libdevice`` and ``.extra.cuda.libdevice``
     in ``sys.modules`` so that ``from eggpu.language.extra.cuda import libdevice`` works."""
@@ -72,9 +116,15 @@ def build_namespaces(functions: dict[str, Any], language_name: str,
     for n in libdevice_fns:  # a missing stub fails tests/test_op_coverage.py by name, not here
         if n in functions:
             setattr(libdevice, n, functions[n])
-    for n, fn in (extern or {}).items():  # the generic libdevice calls (ir/libdevice_table.py)
-        setattr(libdevice, n, fn)
-    libdevice.__all__ = [*libdevice_fns, *(extern or {})]  # type: ignore[attr-defined]
+    if extern is not None:  # the generic libdevice calls (ir/libdevice_table.py), made on first access
+
+        def __getattr__(name: str) -> Any:
+            if name in extern:
+                return extern[name]
+            raise AttributeError(f"module {libdevice.__name__!r} has no attribute {name!r}")
+
+        libdevice.__getattr__ = __getattr__  # type: ignore[attr-defined]  # PEP 562
+    libdevice.__all__ = [*libdevice_fns, *(extern or ())]  # type: ignore[attr-defined]
     cuda = _types.ModuleType("eggpu.language.extra.cuda", "Triton's ``tl.extra.cuda``: ``libdevice``.")
     cuda.libdevice = libdevice  # type: ignore[attr-defined]
     extra = _types.ModuleType("eggpu.language.extra",

@@ -113,3 +113,19 @@ def test_fast_approximations_are_gpu_only_with_a_located_error_and_compile_to_pt
     except eggpu.EggpuError as e:  # a machine without NVIDIA's libdevice
         pytest.skip(str(e))
     assert "__nv_fast" not in ck.ptx and "sin.approx.f32" in ck.ptx
+
+
+def test_the_libdevice_call_stubs_are_made_on_first_use_only():
+    # a cache hit imports the language: it must not generate the ~140 stubs (a fresh process)
+    import subprocess
+    import sys
+
+    code = ("import eggpu.language as tl\nfrom eggpu.kernel_macro import language as L\n"
+            "assert L.EXTERN_FUNCTIONS._stubs is None and 'ldexp' in L.EXTERN_FUNCTIONS\n"
+            "assert 'remainder' in L.LIBDEVICE_NAMES\n"
+            "from eggpu.language.extra.cuda import libdevice\n"
+            "assert libdevice.ldexp.__eggpu_builtin__ == 'libdevice.ldexp'\n"
+            "assert L.EXTERN_FUNCTIONS._stubs is not None and libdevice.ldexp is L.EXTERN_FUNCTIONS['ldexp']\n"
+            "assert not hasattr(libdevice, 'frexp')\nprint('ok')\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
