@@ -92,10 +92,39 @@ def test_fast_subset_meets_the_goal(tmp_path):
     assert all("recomputed" in r for r in rows if r["status"] == "refuted")
 
 
-@pytest.mark.slow
-def test_corpus_no_false_verdicts(tmp_path):
-    out = tmp_path / "p.json"
+@pytest.fixture(scope="module")
+def corpus_summary(tmp_path_factory):
+    """The whole corpus, once (about 13 minutes on 2 loaded cores)."""
+    out = tmp_path_factory.mktemp("peephole") / "p.json"
     peephole.main(["--workers", "2", "--out", str(out)])
-    s = json.loads(out.read_text())["summary"]
+    return json.loads(out.read_text())["summary"]
+
+
+@pytest.mark.slow
+def test_corpus_no_false_verdicts(corpus_summary):
+    s = corpus_summary
     assert s["instances"] == sum(len(e.dtypes) for e in CORPUS)
     assert s["false_proof"] == 0 and s["false_refutation"] == 0 and s["no_match"] == 0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="issue #14 goal not met yet: 97.15 % decided (1294 of 1332); the 38 "
+                   "undecided are bit-vector division at 16-64 bits, fma/fdiv at f16-f64, NaN payloads "
+                   "through bitcast, and transcendental rules (docs/rules.md, 'Real peephole rules')")
+def test_corpus_meets_the_goal(corpus_summary):
+    s = corpus_summary
+    assert s["decided"] >= 0.98 * s["instances"]
+    assert s["false_proof"] == 0 and s["false_refutation"] == 0
+    assert s["goal_met"]
+
+
+def test_results_file_roundtrip(tmp_path):
+    rows = [{"rule": "a", "dtype": "i8", "expected": "sound", "status": "proved", "verdict": "correct",
+             "strategy": "z3", "rlimit": 5, "seconds": 0.1, "detail": "dropped"},
+            {"rule": "b", "dtype": "f32", "expected": "sound", "status": "unknown", "verdict": "unknown",
+             "strategy": "", "rlimit": 7, "seconds": 2.0, "detail": "x" * 400}]
+    peephole.write_results(tmp_path / "r.json", {"instances": 2}, rows)
+    summary, back = peephole.read_results(tmp_path / "r.json")
+    assert summary == {"instances": 2}
+    assert "detail" not in back[0] and back[0]["rlimit"] == 5
+    assert back[1]["detail"] == "x" * 300 and back[1]["verdict"] == "unknown"
