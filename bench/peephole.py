@@ -30,17 +30,16 @@ FAST_SUBSET = ("paper-not-plus-one", "select-lt-min", "sdiv-pow2-nofix", "and-ma
 def check_entry(entry: Entry) -> list[dict[str, Any]]:
     """Verify one corpus entry at its dtypes; one row per dtype."""
     from bench.peephole_eval import DTYPES, Unconfirmed, confirm
-    from eggpu.optimizer.rule_analysis import _dt_vars
-    from eggpu.optimizer.rule_verifier import DEFAULT_TIMEOUT_MS, verify_rule
+    from eggpu.optimizer.rule_verifier import DEFAULT_TIMEOUT_MS, assignments, verify_rule
     from eggpu.optimizer.rules_loader import parse_rule
 
     rule = parse_rule(entry.text())
-    dvars = _dt_vars(rule)
     rows = []
     for dname in entry.dtypes:
         d = DTYPES[dname]
         t0 = time.perf_counter()
-        v = verify_rule(rule, timeout_ms=DEFAULT_TIMEOUT_MS, dtypes=[d] if dvars else None)
+        # a rule without dtype variables (concrete (F32) ...) has the one assignment {} at any pool
+        v = verify_rule(rule, timeout_ms=DEFAULT_TIMEOUT_MS, dtypes=[d])
         secs = time.perf_counter() - t0
         row: dict[str, Any] = {"rule": entry.name, "dtype": dname, "expected": entry.expected(dname),
                                "seconds": round(secs, 3)}
@@ -51,7 +50,8 @@ def check_entry(entry: Entry) -> list[dict[str, Any]]:
             row.update(status=r.status, strategy=r.strategy, detail=r.detail, cex=r.counterexample, rlimit=r.rlimit)
             if r.status == "refuted":
                 try:
-                    row["recomputed"] = confirm(rule, {k: d for k in dvars}, r.counterexample or {})
+                    env = (assignments(rule, [d]) or [{}])[0]
+                    row["recomputed"] = confirm(rule, env, r.counterexample or {})
                 except Unconfirmed as e:
                     row["unconfirmed"] = str(e)
         row["verdict"] = classify(row)
