@@ -94,11 +94,8 @@ class _Eval:
                 raise Unconfirmed(f"term variable {node.text} has no value")
             return self.terms[node.text]
         info = CONSTRUCTORS[node.head]
-        args = node.items[1:]
-        nd = len(info.dtypes)
-        dts = [self.dt(a) for a in args[:nd]]
-        attrs_n = args[nd:nd + len(info.attrs)]
-        ops = args[nd + len(info.attrs):]
+        dt_nodes, attrs_n, ops = info.split(node.items[1:])
+        dts = [self.dt(a) for a in dt_nodes]
         t = dts[0]
         if info.op == "const":
             v = self.i64(attrs_n[0])

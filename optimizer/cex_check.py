@@ -107,11 +107,8 @@ class _Evaluator:
             ty = inst.types[node.text]
             return _concrete(self.value_of(expr), ty), ty
         info = CONSTRUCTORS[node.head]
-        args = node.items[1:]
-        nd = len(info.dtypes)
-        dts = [inst.dt(a) for a in args[:nd]]
-        attr_nodes = args[nd:nd + len(info.attrs)]
-        operands = args[nd + len(info.attrs):]
+        dt_nodes, attr_nodes, operands = info.split(node.items[1:])
+        dts = [inst.dt(a) for a in dt_nodes]
         t = dts[0]
         op = info.op
         if op is None:  # Opaque / OpaquePtr: a leaf of the instance

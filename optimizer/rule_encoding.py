@@ -85,11 +85,8 @@ class _Instance:
                 raise bad(f"{name} is {have} here but {expected} elsewhere")
             return have
         info = CONSTRUCTORS[node.head]
-        args = node.items[1:]
-        nd = len(info.dtypes)
-        dts = [self.dt(a) for a in args[:nd]]
-        attrs = args[nd:nd + len(info.attrs)]
-        operands = args[nd + len(info.attrs):]
+        dt_nodes, attrs, operands = info.split(node.items[1:])
+        dts = [self.dt(a) for a in dt_nodes]
         t = dts[0]
         op = info.op
         if op is None:  # Opaque / OpaquePtr
@@ -268,11 +265,8 @@ class _Instance:
         if isinstance(node, Atom):
             return self._lane_var(node.text)
         info = CONSTRUCTORS[node.head]
-        args = node.items[1:]
-        nd = len(info.dtypes)
-        dts = [self.dt(a) for a in args[:nd]]
-        attr_nodes = args[nd:nd + len(info.attrs)]
-        operands = args[nd + len(info.attrs):]
+        dt_nodes, attr_nodes, operands = info.split(node.items[1:])
+        dts = [self.dt(a) for a in dt_nodes]
         t = dts[0]
         op = info.op
         T = z3ops.TRUE

@@ -120,6 +120,12 @@ class ConstructorInfo:
     attrs: tuple[tuple[str, str], ...]
     dtypes: tuple[str, ...] = ("operand0",)
 
+    def split(self, args: Sequence[Any]) -> tuple[Sequence[Any], Sequence[Any], Sequence[Any]]:
+        """A term's arguments ``args`` (after the head) as (its dtype arguments, its attributes,
+        its operands)."""
+        nd, na = len(self.dtypes), len(self.attrs)
+        return args[:nd], args[nd:nd + na], args[nd + na:]
+
     @property
     def arity(self) -> int:
         """Number of egglog arguments (dtypes + attributes + operands)."""
