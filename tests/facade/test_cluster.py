@@ -98,7 +98,11 @@ kernels = [va[tl.f32](256), va[tl.f32](0), relu[tl.f16](128)]
 if __name__ == "__main__":
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=50) as cluster, distributed.Client(cluster) as client:
+        # The cluster returns once it has started its worker processes, not once each has registered
+        # with the scheduler; under load one may register later (client.run would then see one).
+        client.wait_for_workers(2, timeout=240)
         result = eggpu.compile_many(kernels, executor=client.get_executor(), progress=False, target="sm_80")
+        client.wait_for_workers(2, timeout=240)  # a worker the nanny restarted is back before counting
         pids = sorted(client.run(lambda: __import__("os").getpid()).values())
     local = [eggpu.compile(k, cache=False, target="sm_80").ptx if i != 1 else None for i, k in enumerate(kernels)]
     print(json.dumps({"types": [type(x).__name__ for x in result], "failure": str(result[1]),
