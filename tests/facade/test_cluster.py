@@ -8,6 +8,7 @@ import multiprocessing as mp
 import pickle
 import subprocess
 import sys
+import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
@@ -101,12 +102,14 @@ if __name__ == "__main__":
         # The cluster returns once it has started its worker processes, not once each has registered
         # with the scheduler; under load one may register later (client.run would then see one).
         client.wait_for_workers(2, timeout=240)
+        before = sorted(client.run(lambda: __import__("os").getpid()).values())
         result = eggpu.compile_many(kernels, executor=client.get_executor(), progress=False, target="sm_80")
         client.wait_for_workers(2, timeout=240)  # a worker the nanny restarted is back before counting
         pids = sorted(client.run(lambda: __import__("os").getpid()).values())
     local = [eggpu.compile(k, cache=False, target="sm_80").ptx if i != 1 else None for i, k in enumerate(kernels)]
     print(json.dumps({"types": [type(x).__name__ for x in result], "failure": str(result[1]),
-                      "same_ptx": [result[i].ptx == local[i] for i in (0, 2)], "workers": len(pids)}))
+                      "same_ptx": [result[i].ptx == local[i] for i in (0, 2)], "workers": len(pids),
+                      "pids_before": before, "pids_after": pids}))
 """
 
 
@@ -122,6 +125,9 @@ def test_a_dask_cluster_compiles_the_batch(cache_dir: Path, tmp_path: Path) -> N
     assert "instance 1 (vector_add vector_add__f32__0)" in out["failure"]
     assert "tl.arange needs start < end, got start=0 end=0" in out["failure"]
     assert out["same_ptx"] == [True, True] and out["workers"] == 2
+    if out["pids_before"] != out["pids_after"]:  # the batch still completed; say so rather than hide it
+        warnings.warn(f"a Dask worker process was replaced during the batch: {out['pids_before']} -> "
+                      f"{out['pids_after']}", stacklevel=1)
 
 
 def test_a_compiled_kernel_prints_without_its_artefacts(cache_dir: Path) -> None:
