@@ -4,10 +4,11 @@ parse moves off the critical path.
 A compile whose kernel calls libdevice functions, and whose subset is neither in the process
 nor on disk (:mod:`.libdevice`), parses libdevice before it can cut the subset: the *math cut*
 (``toolchain/``, ~107 KB, ~6-7 ms) once an installation has stored it, else the whole file
-(~470 KB of bitcode, ~25 ms; the installation's first libdevice compile). The names are known
-only after lowering, but the parse does not need them: :func:`start` begins it as soon as the
-frontend's IR shows a transcendental op (:func:`eggpu.ir.ops.transcendental_ops`, the ops
-lowered to ``__nv_*`` calls). llvmlite's ``parse_bitcode`` is a ctypes call, which releases the
+(~470 KB of bitcode, ~25 ms: the installation's first libdevice compile, and every kernel with a
+``libdevice`` op, whose symbols lie outside the math cut). The names are known only after
+lowering, but the parse does not need them: :func:`start` begins it as soon as the frontend's IR
+shows a transcendental op (:func:`eggpu.ir.ops.transcendental_ops`, the ops lowered to
+``__nv_*`` calls) or a ``libdevice`` op (Triton's ``extern_elementwise``). llvmlite's ``parse_bitcode`` is a ctypes call, which releases the
 GIL, so on a machine with a free core the parse runs beside the optimizer's Python and egglog
 work instead of after it. :func:`.libdevice.libdevice_subset` then takes the parsed module
 (:func:`take`, waiting for the thread if needed), cuts the subset from it exactly as from its own
@@ -112,8 +113,10 @@ class Prefetch:
 
 def start(fn: Any) -> Prefetch | None:
     """Begin parsing libdevice for the compile of ``fn`` (an IR Function) in this thread, when
-    ``fn`` has a transcendental op, no subset was made in this process yet, a libdevice file is
-    installed and ``EGGPU_LIBDEVICE_PREFETCH`` is not ``"0"``; else None. The caller must
+    ``fn`` has a transcendental op or a ``libdevice`` op, no subset was made in this process yet, a
+    libdevice file is installed and ``EGGPU_LIBDEVICE_PREFETCH`` is not ``"0"``; else None. The
+    parse is of the stored math cut when there is one and every ``libdevice`` op's symbol is in it
+    (none of :mod:`eggpu.ir.libdevice_table`'s is), else of the whole file. The caller must
     :meth:`~Prefetch.close` it when the compile ends."""
     from eggpu.ir.errors import EggpuError
     from eggpu.ir.ops import transcendental_ops
@@ -123,11 +126,14 @@ def start(fn: Any) -> Prefetch | None:
     if os.environ.get("EGGPU_LIBDEVICE_PREFETCH", "1") == "0" or libdevice.has_subsets():
         return None
     wanted = set(transcendental_ops())
-    if not any(op.op in wanted for op in fn.walk()):
+    ops = list(fn.walk())
+    symbols = {op.attrs["symbol"] for op in ops if op.op == "libdevice"}
+    if not symbols and not any(op.op in wanted for op in ops):
         return None
     try:
         key = libdevice.file_key()
-        math = libdevice.stored_math_cut()  # stored: parse that ~107 KB cut, not the whole file
+        # stored: parse that ~107 KB cut, not the whole file, unless a symbol lies outside it
+        math = None if symbols and not symbols <= _math_cut_names() else libdevice.stored_math_cut()
     except EggpuError:  # no libdevice (ToolchainError) or an unreadable one: the compile says so if it needs it
         return None
     import llvmlite.binding  # noqa: F401  (here, not in the thread: see the module docstring)
@@ -141,6 +147,12 @@ def start(fn: Any) -> Prefetch | None:
     _local.prefetch = pre
     pre._thread.start()
     return pre
+
+
+def _math_cut_names() -> set[str]:
+    from .emitter import LIBDEVICE_FUNCTIONS
+
+    return set(LIBDEVICE_FUNCTIONS)
 
 
 def take(file_key: tuple, data: bytes) -> tuple[Any, Any] | None:

@@ -11,12 +11,14 @@ import os
 import shutil
 import threading
 
+import numpy as np
 import pytest
 
 import eggpu
 import eggpu.language as tl
 from eggpu.codegen import libdevice, libdevice_prefetch, toolchain
 from eggpu.kernels import gelu_forward, layer_norm_forward, softmax_forward, vector_add
+from eggpu.language.extra import libdevice as libdevice_fns
 
 pytestmark = pytest.mark.usefixtures("needs_libdevice")
 
@@ -201,3 +203,36 @@ def test_a_damaged_stored_math_cut_is_not_used_from_the_thread_and_is_replaced(m
     assert entry.read_bytes()[:4] == b"BC\xc0\xde" and libdevice.math_cut_stored()
     libdevice.clear_cache()
     assert libdevice_prefetch.start(kernel.ir()).file_key[0] == "libdevice math cut"
+
+
+@eggpu.jit
+def _next_up(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, libdevice_fns.nextafter(x, x + 1.0), mask=m)
+
+
+def _next_up_kernel(n: int = 1000):
+    x = np.zeros(n, np.float32)
+    return _next_up.specialize(x, x.copy(), n, BLOCK=256)
+
+
+def test_a_libdevice_op_outside_the_math_cut_prefetches_the_whole_file(monkeypatch, tmp_path):
+    """``libdevice.nextafter`` (a ``libdevice`` op, no transcendental op) needs ``__nv_nextafterf``,
+    which the math cut lacks: the thread parses the whole file even with the cut stored, the
+    compile cuts the subset from that parse, and the PTX is the one of a parse of its own."""
+    _store_math_cut(monkeypatch, tmp_path)
+    kernel = _next_up_kernel()
+    pre = libdevice_prefetch.start(kernel.ir())
+    assert pre is not None and pre.file_key == libdevice.file_key()
+    pre.close()
+    used = _spy(monkeypatch)
+    with_prefetch = eggpu.compile(kernel, cache=False)
+    assert used == [True] and "__nv_nextafterf" in with_prefetch.llvm_ir
+    shutil.rmtree(tmp_path / "libdevice")
+    libdevice.clear_cache()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_PREFETCH", "0")
+    without = eggpu.compile(kernel, cache=False)
+    assert used == [True, False]
+    assert with_prefetch.ptx == without.ptx
