@@ -109,3 +109,14 @@ def test_the_debug_handlers_are_the_debug_modules_and_load_on_first_use():
             "print(sorted(m for m in ('eggpu.codegen.lower_debug', 'eggpu.codegen.host_debug') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["lower_libdevice", "lower_debug", "lower_ops"])
+def test_a_handler_module_imports_first_in_a_fresh_interpreter(module):
+    """lower_ops builds its table from the handler modules when it loads: importing one of them
+    before lower_ops must not meet a half-initialized module (a circular import)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", f"import eggpu.codegen.{module}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
