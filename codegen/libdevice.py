@@ -16,9 +16,9 @@ and the functions keep their relative order — but skips most of the work:
   new process compiling a kernel that calls the same functions never parses libdevice at all;
 - a new set of functions is cut from the *math cut*: libdevice reduced once per installation to
   every function the lowering can call (``emitter.LIBDEVICE_FUNCTIONS``; ~107 KB of ~465 KB,
-  parsed in ~6 ms instead of ~25), kept in ``toolchain/<key>.bc`` beside the ptxas version
-  (:func:`_math_cut`). Only names outside that list (a hand-written module's) are cut from the
-  whole file.
+  parsed in ~6 ms instead of ~25, usually beside the optimizer by :mod:`.libdevice_prefetch`),
+  kept in ``toolchain/<key>.bc`` beside the ptxas version (:func:`_math_cut`). Only names outside
+  that list (a ``libdevice`` op's, a hand-written module's) are cut from the whole file.
   ``key`` is the sha256 of :data:`FORMAT`, libdevice's own sha256, LLVM's version, the triple,
   the data layout and the names. Entries are read and written only through
   :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files, atomic replacement); an
