@@ -16,9 +16,9 @@ and the functions keep their relative order — but skips most of the work:
   new process compiling a kernel that calls the same functions never parses libdevice at all;
 - a new set of functions is cut from the *math cut*: libdevice reduced once per installation to
   every function the lowering can call (``emitter.LIBDEVICE_FUNCTIONS``; ~107 KB of ~465 KB,
-  parsed in ~6 ms instead of ~25), kept in ``toolchain/<key>.bc`` beside the ptxas version
-  (:func:`_math_cut`). Only names outside that list (a hand-written module's) are cut from the
-  whole file.
+  parsed in ~6 ms instead of ~25, usually beside the optimizer by :mod:`.libdevice_prefetch`),
+  kept in ``toolchain/<key>.bc`` beside the ptxas version (:func:`_math_cut`). Only names outside
+  that list (a ``libdevice`` op's, a hand-written module's) are cut from the whole file.
   ``key`` is the sha256 of :data:`FORMAT`, libdevice's own sha256, LLVM's version, the triple,
   the data layout and the names. Entries are read and written only through
   :mod:`eggpu.ir.cachefs` (no symlink followed, the user's own files, atomic replacement); an
@@ -229,12 +229,37 @@ def _cut(data: bytes, sha: str, fkey: tuple[str, int, int], names: tuple[str, ..
 
     if set(names) <= set(LIBDEVICE_FUNCTIONS):
         math = _math_cut(data, sha, fkey, new_pass_builder, context)
-        if math is not None and all(_defines(math, n) for n in names):
-            _strip_checked(math, names, triple, data_layout, new_pass_builder)
-            return math, math.as_bitcode()
+        if math is not None and all(_defines(math[0], n) for n in names):
+            return _finish(*math, names, triple, data_layout, new_pass_builder, context, f"subset of {fkey[0]}")
         if math is not None:
-            math.close()
+            _close(*math)
     return _cut_from_whole(data, fkey, names, triple, data_layout, new_pass_builder, context)
+
+
+def _close(mod: llvm_binding.ModuleRef, own_context) -> None:
+    mod.close()  # the module before its context (disposing a context frees its modules)
+    if own_context is not None:
+        own_context.close()
+
+
+def _finish(mod: llvm_binding.ModuleRef, own_context, names: tuple[str, ...], triple: str, data_layout: str,
+            new_pass_builder: Callable[[], Any], context, what: str) -> tuple[llvm_binding.ModuleRef, bytes]:
+    """Cut ``mod`` (libdevice or its math cut) down to ``names`` (:func:`_strip_checked`): the
+    subset in ``context`` and its bitcode. ``own_context``: None when ``mod`` was parsed into
+    ``context`` (it is then the subset); else the context of a background parse
+    (:mod:`.libdevice_prefetch`), closed with ``mod`` here, the subset's bitcode parsed into
+    ``context`` (the path of an in-process hit, so the linked module is the same)."""
+    if own_context is None:
+        _strip_checked(mod, names, triple, data_layout, new_pass_builder)
+        return mod, mod.as_bitcode()
+    try:
+        _strip_checked(mod, names, triple, data_layout, new_pass_builder)
+        subset = mod.as_bitcode()
+    finally:
+        _close(mod, own_context)
+    out = _parse_bitcode(subset, what, context)
+    out.triple, out.data_layout = triple, data_layout
+    return out, subset
 
 
 def _math_key(sha: str) -> str:
@@ -248,9 +273,12 @@ def _math_key(sha: str) -> str:
 
 
 def _math_cut(data: bytes, sha: str, fkey: tuple[str, int, int], new_pass_builder: Callable[[], Any],
-              context) -> llvm_binding.ModuleRef | None:
+              context) -> tuple[llvm_binding.ModuleRef, Any] | None:
     """libdevice cut to the functions the lowering can call (``emitter.LIBDEVICE_FUNCTIONS``:
-    ~107 KB of its ~465 KB, parsed 4-5x faster), parsed into ``context``.
+    ~107 KB of its ~465 KB, parsed 4-5x faster), as ``(module, own context)``: this thread's
+    background parse of the stored cut when there is one (:mod:`.libdevice_prefetch`: the
+    module in a context of its own, which the caller closes after it), else parsed into
+    ``context`` here (own context None).
 
     Kept on disk per installation (``toolchain/<sha256>.bc``, keyed by :data:`FORMAT`,
     libdevice's sha256, LLVM's version and the names: a fact about the toolchain, beside the
@@ -259,15 +287,19 @@ def _math_cut(data: bytes, sha: str, fkey: tuple[str, int, int], new_pass_builde
     the disk layer is off (``EGGPU_LIBDEVICE_CACHE=0``): the subset is then cut from the whole file."""
     if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
         return None
+    from .libdevice_prefetch import take
+
     key = _math_key(sha)
     stored = disk_get("toolchain", "EGGPU_LIBDEVICE_CACHE", key, ".bc")
     if stored is not None:
+        pre = take(math_slot(key), stored)
+        if pre is not None:
+            return pre
         try:
-            return _parse_bitcode(stored, key, context)
+            return _parse_bitcode(stored, key, context), None
         except CodegenError:
             pass  # not bitcode: cut again and replace it
     from .emitter import LIBDEVICE_FUNCTIONS
-    from .libdevice_prefetch import take
 
     pre = take(fkey, data)
     whole, own_context = pre if pre is not None else (_parse_bitcode(data, fkey[0], context), None)
@@ -275,21 +307,33 @@ def _math_cut(data: bytes, sha: str, fkey: tuple[str, int, int], new_pass_builde
         strip_to(whole, [n for n in LIBDEVICE_FUNCTIONS if _defines(whole, n)], new_pass_builder())
         cut = whole.as_bitcode()
     finally:
-        whole.close()  # the module before its context
-        if own_context is not None:
-            own_context.close()
+        _close(whole, own_context)
     disk_put("toolchain", "EGGPU_LIBDEVICE_CACHE", key, ".bc", cut, KEEP_MATH)
-    return _parse_bitcode(cut, key, context)
+    return _parse_bitcode(cut, key, context), None
+
+
+def math_slot(key: str) -> tuple[str, str]:
+    """What a background parse of the math cut stored under ``key`` is filed under
+    (:func:`.libdevice_prefetch.take`; a whole-file parse is filed under the file's key)."""
+    return ("libdevice math cut", key)
+
+
+def stored_math_cut() -> tuple[tuple[str, str], bytes] | None:
+    """``(math_slot(key), bitcode)`` of the math cut stored for the installed libdevice, or None
+    when there is none or the disk layer is off (:mod:`.libdevice_prefetch` then parses the whole
+    file instead). ToolchainError/CodegenError as :func:`file_key`."""
+    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
+        return None
+    with _LOCK:
+        _, sha = _read(_file_key(find_libdevice()))
+    key = _math_key(sha)
+    data = disk_get("toolchain", "EGGPU_LIBDEVICE_CACHE", key, ".bc")
+    return None if data is None else (math_slot(key), data)
 
 
 def math_cut_stored() -> bool:
-    """Whether the math cut of the installed libdevice is on disk (:mod:`.libdevice_prefetch` then
-    has nothing to prefetch). ToolchainError/CodegenError as :func:`file_key`."""
-    if os.environ.get("EGGPU_LIBDEVICE_CACHE", "1") == "0":
-        return False
-    with _LOCK:
-        _, sha = _read(_file_key(find_libdevice()))
-    return disk_get("toolchain", "EGGPU_LIBDEVICE_CACHE", _math_key(sha), ".bc") is not None
+    """Whether the math cut of the installed libdevice is on disk (see :func:`stored_math_cut`)."""
+    return stored_math_cut() is not None
 
 
 def _cut_from_whole(data: bytes, fkey: tuple[str, int, int], names: tuple[str, ...], triple: str,
@@ -299,20 +343,8 @@ def _cut_from_whole(data: bytes, fkey: tuple[str, int, int], names: tuple[str, .
     from .libdevice_prefetch import take
 
     pre = take(fkey, data)
-    if pre is None:
-        mod = _parse_bitcode(data, fkey[0], context)
-        _strip_checked(mod, names, triple, data_layout, new_pass_builder)
-        return mod, mod.as_bitcode()
-    full, own_context = pre
-    try:
-        _strip_checked(full, names, triple, data_layout, new_pass_builder)
-        subset = full.as_bitcode()
-    finally:
-        full.close()  # the module before its context
-        own_context.close()
-    mod = _parse_bitcode(subset, f"subset of {fkey[0]}", context)
-    mod.triple, mod.data_layout = triple, data_layout
-    return mod, subset
+    mod, own_context = pre if pre is not None else (_parse_bitcode(data, fkey[0], context), None)
+    return _finish(mod, own_context, names, triple, data_layout, new_pass_builder, context, f"subset of {fkey[0]}")
 
 
 def _strip_checked(mod: llvm_binding.ModuleRef, names: tuple[str, ...], triple: str, data_layout: str,

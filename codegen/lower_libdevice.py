@@ -25,7 +25,6 @@ from eggpu.ir.graph import Operation
 from eggpu.ir.libdevice_table import SYMBOLS, host_kind
 
 from .lanewise import lanewise_function
-from .lower_ops import elementwise
 
 I32 = ir.IntType(32)
 _CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
@@ -53,6 +52,10 @@ def callback_symbol(symbol: str) -> str:
 
 def lower_libdevice(lw, op: Operation) -> list[Any]:
     """One ``libdevice`` op (see the module docstring)."""
+    # imported here: lower_ops builds its table from this module's HANDLERS when it loads, so a
+    # module-level import made `import eggpu.codegen.lower_libdevice` (before lower_ops) fail
+    from .lower_ops import elementwise
+
     em = lw.em
     symbol = op.attrs["symbol"]
     name, args, res = SYMBOLS[symbol]

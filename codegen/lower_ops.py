@@ -295,8 +295,24 @@ def _lower_dot(*args: Any, **kwargs: Any) -> Any:
     return HANDLERS["dot"](*args, **kwargs)
 
 
+DEBUG_OPS = ("device_print", "device_assert")
+
+
+def _lower_debug(name: str) -> Handler:
+    """The handler of the debug op ``name`` (:mod:`.lower_debug`), loaded on the first such op: the
+    debug lowering and its host half are two modules (~1.5 ms to import) a kernel that neither
+    prints nor asserts never needs (a ``device_assert`` is stripped unless ``debug=True``)."""
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        from .lower_debug import HANDLERS
+
+        return HANDLERS[name](*args, **kwargs)
+
+    handler.__name__ = handler.__qualname__ = f"lower_{name}"
+    return handler
+
+
 def _build() -> dict[str, Handler]:
-    from .lower_debug import HANDLERS as DEBUG
     from .lower_libdevice import HANDLERS as LIBDEVICE
     from .lower_memory import HANDLERS as MEMORY
     from .lower_reduce import HANDLERS as REDUCE
@@ -320,7 +336,7 @@ def _build() -> dict[str, Handler]:
         table[name] = _binary(name)
     for name in S.UNARY:
         table[name] = _unary(name)
-    for part in (SHAPE, MEMORY, REDUCE, DEBUG, LIBDEVICE, {"dot": _lower_dot}):
+    for part in (SHAPE, MEMORY, REDUCE, {n: _lower_debug(n) for n in DEBUG_OPS}, LIBDEVICE, {"dot": _lower_dot}):
         table.update(part)
     return table
 

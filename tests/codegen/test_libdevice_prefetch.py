@@ -1,6 +1,6 @@
 """libdevice parsed in a background thread during the optimizer (eggpu.codegen.libdevice_prefetch).
 
-The prefetched parse must not change the PTX (the same subset, cut from the same bytes), must be
+The prefetched parse (of the whole file or of the stored math cut) must not change the PTX (the same subset, cut from the same bytes), must be
 used only by the compile (thread) that started it, only for the same file, and never be in the
 middle of a parse when the process forks.
 """
@@ -11,12 +11,14 @@ import os
 import shutil
 import threading
 
+import numpy as np
 import pytest
 
 import eggpu
 import eggpu.language as tl
 from eggpu.codegen import libdevice, libdevice_prefetch, toolchain
 from eggpu.kernels import gelu_forward, layer_norm_forward, softmax_forward, vector_add
+from eggpu.language.extra import libdevice as libdevice_fns
 
 pytestmark = pytest.mark.usefixtures("needs_libdevice")
 
@@ -133,18 +135,104 @@ def test_fork_waits_for_a_running_parse_and_the_child_has_no_prefetch():
     assert pre.module is None and not libdevice_prefetch._live
 
 
-def test_no_prefetch_once_the_math_cut_is_stored(monkeypatch, tmp_path):
-    """With libdevice's math cut on disk (toolchain/, made by the first libdevice compile) a new
-    set of functions parses that ~107 KB cut, not libdevice: nothing left to prefetch."""
+def _store_math_cut(monkeypatch, tmp_path) -> None:
+    """A cache directory with libdevice's math cut stored (toolchain/, made by the first libdevice
+    compile), the disk layer on, no subset in the process or on disk (libdevice/ removed)."""
     monkeypatch.setenv("EGGPU_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("EGGPU_LIBDEVICE_CACHE")
-    fn = softmax_forward.Kernel[tl.f32](64).ir()
-    assert not libdevice.math_cut_stored()
-    pre = libdevice_prefetch.start(fn)
-    assert pre is not None
-    pre.close()
-    libdevice.clear_cache()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_PREFETCH", "0")
     eggpu.compile(gelu_forward.Kernel[tl.f32](256), cache=False)
+    monkeypatch.delenv("EGGPU_LIBDEVICE_PREFETCH")
     assert libdevice.math_cut_stored()
+    shutil.rmtree(tmp_path / "libdevice")
     libdevice.clear_cache()
-    assert libdevice_prefetch.start(fn) is None
+
+
+def test_once_the_math_cut_is_stored_the_prefetch_parses_it_not_libdevice(monkeypatch, tmp_path):
+    """With the math cut on disk a new set of functions is cut from that ~107 KB cut, so the
+    thread parses those bytes (read by start), filed under the cut's key, not the file's."""
+    fn = softmax_forward.Kernel[tl.f32](64).ir()
+    assert libdevice.stored_math_cut() is None  # the fixture's EGGPU_LIBDEVICE_CACHE=0: no disk layer
+    pre = libdevice_prefetch.start(fn)
+    assert pre is not None and pre.file_key == libdevice.file_key()  # the whole file
+    pre.close()
+    _store_math_cut(monkeypatch, tmp_path)
+    slot, data = libdevice.stored_math_cut()
+    assert slot[0] == "libdevice math cut" and slot != libdevice.file_key()
+    pre = libdevice_prefetch.start(fn)
+    assert pre is not None and pre.file_key == slot
+    whole, _ = libdevice._read(libdevice.file_key())
+    assert libdevice_prefetch.take(libdevice.file_key(), whole) is None  # not the whole file's parse
+    assert libdevice_prefetch.take(slot, data[:-1] + b"?") is None  # other bytes: not used
+    mod, ctx = libdevice_prefetch.take(slot, data)
+    names = {f.name for f in mod.functions if not f.is_declaration}
+    assert "__nv_expf" in names and len(names) < 200  # the cut, not libdevice's 352 definitions
+    mod.close()
+    ctx.close()
+    pre.close()
+
+
+@pytest.mark.parametrize("kernel,target", KERNELS, ids=lambda v: getattr(v, "id", v))
+def test_a_prefetched_math_cut_gives_the_same_ptx(monkeypatch, tmp_path, kernel, target):
+    _store_math_cut(monkeypatch, tmp_path)
+    used = _spy(monkeypatch)
+    with_prefetch = eggpu.compile(kernel, target=target, cache=False)
+    assert used == [True]  # the math cut came from the thread
+    shutil.rmtree(tmp_path / "libdevice")
+    libdevice.clear_cache()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_PREFETCH", "0")
+    without = eggpu.compile(kernel, target=target, cache=False)
+    assert used == [True, False]  # parsed here
+    assert with_prefetch.ptx == without.ptx
+    assert not libdevice_prefetch._live
+
+
+def test_a_damaged_stored_math_cut_is_not_used_from_the_thread_and_is_replaced(monkeypatch, tmp_path):
+    """The thread's parse of a damaged cut fails (dropped); the compile cuts it again from
+    libdevice and stores it, and the PTX is the one of an intact cut."""
+    _store_math_cut(monkeypatch, tmp_path)
+    kernel = softmax_forward.Kernel[tl.f32](128)
+    good = eggpu.compile(kernel, cache=False).ptx
+    shutil.rmtree(tmp_path / "libdevice")
+    libdevice.clear_cache()
+    (entry,) = (tmp_path / "toolchain").glob("*.bc")
+    entry.write_bytes(b"BC\xc0\xde but damaged past the magic")
+    used = _spy(monkeypatch)
+    assert eggpu.compile(kernel, cache=False).ptx == good
+    assert used and not any(used)  # neither the cut (its parse failed) nor the whole file came from the thread
+    assert entry.read_bytes()[:4] == b"BC\xc0\xde" and libdevice.math_cut_stored()
+    libdevice.clear_cache()
+    assert libdevice_prefetch.start(kernel.ir()).file_key[0] == "libdevice math cut"
+
+
+@eggpu.jit
+def _next_up(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(y_ptr + offs, libdevice_fns.nextafter(x, x + 1.0), mask=m)
+
+
+def _next_up_kernel(n: int = 1000):
+    x = np.zeros(n, np.float32)
+    return _next_up.specialize(x, x.copy(), n, BLOCK=256)
+
+
+def test_a_libdevice_op_outside_the_math_cut_prefetches_the_whole_file(monkeypatch, tmp_path):
+    """``libdevice.nextafter`` (a ``libdevice`` op, no transcendental op) needs ``__nv_nextafterf``,
+    which the math cut lacks: the thread parses the whole file even with the cut stored, the
+    compile cuts the subset from that parse, and the PTX is the one of a parse of its own."""
+    _store_math_cut(monkeypatch, tmp_path)
+    kernel = _next_up_kernel()
+    pre = libdevice_prefetch.start(kernel.ir())
+    assert pre is not None and pre.file_key == libdevice.file_key()
+    pre.close()
+    used = _spy(monkeypatch)
+    with_prefetch = eggpu.compile(kernel, cache=False)
+    assert used == [True] and "__nv_nextafterf" in with_prefetch.llvm_ir
+    shutil.rmtree(tmp_path / "libdevice")
+    libdevice.clear_cache()
+    monkeypatch.setenv("EGGPU_LIBDEVICE_PREFETCH", "0")
+    without = eggpu.compile(kernel, cache=False)
+    assert used == [True, False]
+    assert with_prefetch.ptx == without.ptx

@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from eggpu.codegen import lower_ops
 from eggpu.codegen.lower_ops import STRUCTURAL, TABLE, UNSUPPORTED
 from eggpu.ir.ops import OPS
 
@@ -92,3 +93,30 @@ def test_library_kernel_host_equals_interpreter_and_numpy(lk, dt, jit, ptxas_ava
             assert rep.spills_stores == 0 and rep.spills_loads == 0, f"{fn.name} spills on {target}: {rep}"
     if ptxas_available is not None:
         pytest.skip(f"host checked; PTX not built or assembled: {ptxas_available}")
+
+
+def test_the_debug_handlers_are_the_debug_modules_and_load_on_first_use():
+    """lower_ops lists every debug op lower_debug lowers; lower_debug (and host_debug) are imported
+    by the first debug op, not by loading the op table (a fresh interpreter, so nothing else has
+    imported them)."""
+    import subprocess
+    import sys
+
+    from eggpu.codegen import lower_debug
+
+    assert set(lower_ops.DEBUG_OPS) == set(lower_debug.HANDLERS)
+    code = ("import sys\nfrom eggpu.codegen import lowering, lower_ops\n"
+            "print(sorted(m for m in ('eggpu.codegen.lower_debug', 'eggpu.codegen.host_debug') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+@pytest.mark.parametrize("module", ["lower_libdevice", "lower_debug", "lower_ops"])
+def test_a_handler_module_imports_first_in_a_fresh_interpreter(module):
+    """lower_ops builds its table from the handler modules when it loads: importing one of them
+    before lower_ops must not meet a half-initialized module (a circular import)."""
+    import subprocess
+    import sys
+
+    proc = subprocess.run([sys.executable, "-c", f"import eggpu.codegen.{module}"], capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr[-2000:]
