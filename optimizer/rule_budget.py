@@ -47,8 +47,8 @@ from dataclasses import dataclass
 
 import z3
 
-#: bump when budgets or strategies change meaning (part of the proof-cache key)
-BUDGET_VERSION = "1"
+# part of every proof-cache key; defined z3-free in .proof_versions (bump it there)
+from .proof_versions import BUDGET_VERSION, WALL_CAPPED  # noqa: F401  (re-exported)
 
 #: z3 resource units per idle-machine CPU millisecond, per strategy (``python -m
 #: eggpu.optimizer.rule_budget`` measures them: the median over the shipped rules' queries)
@@ -73,7 +73,6 @@ WALL_FACTOR = 20
 WALL_MIN_MS = 2000
 #: the reason of an ``unknown`` the wall-clock cap (not the rlimit) gave: the only verdict that
 #: depends on the machine's load, so the only ``unknown`` the proof cache never stores
-WALL_CAPPED = "stopped by the wall-clock safety cap (the machine is heavily loaded)"
 #: a check stopped by the wall clock is retried once with this many times the cap
 RETRY_FACTOR = 5
 
