@@ -26,6 +26,30 @@ BUDGET_VERSION = "1"
 WALL_CAPPED = "stopped by the wall-clock safety cap (the machine is heavily loaded)"
 
 
+#: z3 resource units per idle-machine CPU millisecond, per strategy (``python -m
+#: eggpu.optimizer.rule_budget`` measures them: the median over the shipped rules' queries)
+UNITS_PER_MS: dict[str, int] = {
+    # measured 2026-12-05, z3 5.4.1 on the shipped rules' queries of >= 20 ms: case-split 5102,
+    # qf_bv 5430, z3 4921, z3-fp 5281 (medians over 113/129/131/44 queries); no real-arithmetic
+    # query takes 20 ms, so z3-real uses the default solver's rate. Rounded to one value: the
+    # strategies spend about the same units per ms on these queries. Single hard queries spread
+    # around it: ~2,400/ms for the default solver on a 64-bit division identity, ~6,200/ms over the
+    # 65 bit-blasted cases of x / 2^k == x >> k at i64.
+    "z3": 5000,  # z3's default solver on bit-vector formulas
+    "z3-fp": 5000,  # the default solver on formulas with floats (bit-blasted FP)
+    "z3-real": 5000,  # the default solver on real arithmetic (fast_math rules)
+    "qf_bv": 5000,  # z3's QF_BV solver (bit-blasting to SAT)
+    "case-split": 5000,  # one case of a case split: simplify, solve-eqs, bit-blast, sat
+}
+
+def units(strategy: str, ms: float) -> int:
+    """The rlimit of ``ms`` idle-machine milliseconds of ``strategy``; never less than one
+    millisecond's worth (a budget of 0 still decides the trivial queries, as z3's smallest
+    timeout did)."""
+    rate = UNITS_PER_MS[strategy]
+    return max(rate, int(rate * ms))
+
+
 @functools.lru_cache(maxsize=1)
 def z3_version() -> str:
     """``z3.get_version_string()`` of the z3 this process imports (asked once per process: the
@@ -70,4 +94,4 @@ def _dist_info_version() -> str | None:
     return None
 
 
-__all__ = ["BUDGET_VERSION", "SEMANTICS_VERSION", "WALL_CAPPED", "z3_version"]
+__all__ = ["BUDGET_VERSION", "SEMANTICS_VERSION", "UNITS_PER_MS", "WALL_CAPPED", "units", "z3_version"]
