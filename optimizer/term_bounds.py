@@ -32,8 +32,6 @@ from eggpu.ir import DType
 from eggpu.ir.dtypes import bool_, i32
 
 TRUE = 0
-_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
-_ORDER = frozenset({"lt", "le", "gt", "ge"})
 
 
 class Terms:

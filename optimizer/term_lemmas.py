@@ -54,19 +54,14 @@ def term_lemmas(rules: Iterable[Rule], dtypes: Iterable[DType] | None) -> list[T
     tries them (rules at concrete dtypes, then the dtype-generic ones per assignment among the
     kernel's ``dtypes``)."""
     pool = None if dtypes is None else sorted(set(dtypes), key=lambda d: d.name)
-    concrete, generic = [], []
+    concrete: list[TermLemma | None] = []
+    generic: list[TermLemma | None] = []
     for r in rules:
         if not any(s == "DT" for s in r.var_sorts.values()):
-            lm = _lemma(r, {})
-            if lm is not None:
-                concrete.append(lm)
+            concrete.append(_lemma(r, {}))
         elif r.kind == "rewrite" and not r.fast_math and plain(r):
-            for env in plain_assignments(r, pool):
-                if literals_canonical(r, env):
-                    lm = _lemma(r, env)
-                    if lm is not None:
-                        generic.append(lm)
-    return concrete + generic
+            generic += [_lemma(r, env) for env in plain_assignments(r, pool) if literals_canonical(r, env)]
+    return [lm for lm in concrete + generic if lm is not None]
 
 
 def _lemma(rule: Rule, env: Mapping[str, DType]) -> TermLemma | None:

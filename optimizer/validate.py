@@ -79,14 +79,14 @@ from eggpu.ir.ops import Trait
 from . import z3ops
 from .analyses import loop_iv_facts
 from .rule_budget import SessionModel
+from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
+from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
 from .validate_skeleton import Mismatch as _Mismatch
 from .validate_skeleton import _describe, _obligations, _skeleton, check_skeleton
 from .validate_solver import Validation, _Checker, abstract_fp_rem
 from .z3ops import Enc
 
 TRUE = z3.BoolVal(True)
-_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
-_SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
 
 
 def _sort(t: BlockType, mode: str = z3ops.EXACT) -> z3.SortRef:

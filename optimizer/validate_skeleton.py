@@ -10,6 +10,11 @@ from eggpu.ir import Block, Function, Operation
 
 from .decode import MASK_OPERAND
 
+#: ops whose lane value is an opaque function of whole operand blocks (both paths name them alike)
+BLOCK_OPS = frozenset({"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"})
+#: ops that only move lanes: evaluated as index maps
+SHAPE_OPS = frozenset({"splat", "broadcast", "expand_dims", "reshape", "trans"})
+
 
 class Mismatch(Exception):
     """The two functions do not correspond op for op (an ``invalid`` verdict)."""
@@ -115,4 +120,4 @@ def check_skeleton(before: Function, after: Function) -> tuple[dict[int, str], d
     return nb, kb, ops_b, na, ka, ops_a
 
 
-__all__ = ["Mismatch", "check_skeleton"]
+__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton"]

@@ -49,11 +49,9 @@ from .term_bounds import TRUE, Bounds, Terms
 from .term_canon import Canon
 from .term_lemmas import Matcher, TermLemma, commutative_ops, term_lemmas
 from .validate_result import Validation
+from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
+from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
 from .validate_skeleton import Mismatch, _obligations, check_skeleton
-
-_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
-_SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
-_COMPARISONS = frozenset({"eq", "ne", "lt", "le", "gt", "ge"})
 
 
 class NeedsSolver(Exception):
@@ -212,13 +210,19 @@ class _State:
         if dt is None or dt != self.terms.dtypes[b]:
             return False
         for lm in self.lemmas:
-            for p, q in ((lm.rule.lhs, lm.rule.rhs), (lm.rule.rhs, lm.rule.lhs)):
-                for ba in self.matcher.matches(lm, p, a, None, {}):
-                    for found in self.matcher.matches(lm, q, b, None, dict(ba)):
-                        if self.matcher.guards_hold(lm, found, ctx):
-                            self.lemma_hits += 1
-                            self.guarded_hits += lm.guarded
-                            return True
+            if any(self._instance(lm, p, q, a, b, ctx)
+                   for p, q in ((lm.rule.lhs, lm.rule.rhs), (lm.rule.rhs, lm.rule.lhs))):
+                self.lemma_hits += 1
+                self.guarded_hits += lm.guarded
+                return True
+        return False
+
+    def _instance(self, lm: TermLemma, p: Any, q: Any, a: int, b: int, ctx: Bounds) -> bool:
+        """Whether ``a`` matches side ``p`` and ``b`` side ``q`` with the same bindings, the guards
+        holding there."""
+        for ba in self.matcher.matches(lm, p, a, None, {}):
+            if any(self.matcher.guards_hold(lm, found, ctx) for found in self.matcher.matches(lm, q, b, None, dict(ba))):
+                return True
         return False
 
 
