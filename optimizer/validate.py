@@ -82,7 +82,10 @@ from .rule_budget import SessionModel
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
 from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
 from .validate_skeleton import Mismatch as _Mismatch
-from .validate_skeleton import _describe, _obligations, _skeleton, check_skeleton
+from .validate_skeleton import check_skeleton
+from .validate_skeleton import describe as _describe
+from .validate_skeleton import obligations as _obligations
+from .validate_skeleton import skeleton as _skeleton
 from .validate_solver import Validation, _Checker, abstract_fp_rem
 from .z3ops import Enc
 

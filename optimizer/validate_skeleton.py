@@ -20,7 +20,7 @@ class Mismatch(Exception):
     """The two functions do not correspond op for op (an ``invalid`` verdict)."""
 
 
-def _skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
+def skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
     """Shared names for opaque values and indices of non-pure ops, in walk order."""
     names: dict[int, str] = {}
     keys: dict[int, int] = {}
@@ -46,12 +46,12 @@ def _skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[
     return names, keys, ops
 
 
-def _describe(op: Operation, k: int) -> str:
+def describe(op: Operation, k: int) -> str:
     where = f" at {op.loc}" if op.loc is not None else ""
     return f"{op.op} #{k}{where}"
 
 
-def _obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool]]:
+def obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool]]:
     """(operand index, role, mask operand index, under mask on?) for each checked operand."""
     n = len(op.operands)
     name = op.op
@@ -73,7 +73,7 @@ def _obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool
     return [(j, roles[j] if j < len(roles) else f"operand {j}", None, True) for j in range(n)]
 
 
-def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
+def operand_counts_match(ob: Operation, oa: Operation) -> bool:
     """Same operand count, or ``oa`` is ``ob`` without its mask (and a load's ``other``): the
     decoder drops a mask extracted as all-true (:func:`eggpu.optimizer.decode.drop_true_mask`)."""
     if len(ob.operands) == len(oa.operands):
@@ -82,7 +82,7 @@ def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
     return j is not None and len(oa.operands) == j < len(ob.operands)
 
 
-def _parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int, int]:
+def parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int, int]:
     """(index of the owning control op, region index), or (-1, 0) at top level."""
     blk = next(b for o, b in ops if o is op)
     for k, (o, _) in enumerate(ops):
@@ -94,30 +94,30 @@ def _parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int,
 
 def check_skeleton(before: Function, after: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]],
                                                              dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
-    """:func:`_skeleton` of both functions, once they are shown to correspond: the same parameter
+    """:func:`skeleton` of both functions, once they are shown to correspond: the same parameter
     types, grid rank and launch facts, and op by op the same kind, attributes, result types,
-    region arities and nesting (an op may have lost its mask: :func:`_operand_counts_match`).
+    region arities and nesting (an op may have lost its mask: :func:`operand_counts_match`).
     Raises :class:`Mismatch` naming the first difference."""
     if [p.type for p in before.params] != [p.type for p in after.params]:
         raise Mismatch("parameter types differ")
     if before.grid_rank != after.grid_rank:
         raise Mismatch("grid rank differs")
-    nb, kb, ops_b = _skeleton(before)
-    na, ka, ops_a = _skeleton(after)
+    nb, kb, ops_b = skeleton(before)
+    na, ka, ops_a = skeleton(after)
     if len(ops_b) != len(ops_a):
         raise Mismatch(f"the functions have {len(ops_b)} and {len(ops_a)} effects/control ops")
-    parent_b = {id(o): _parent_key(o, ops_b) for o, _ in ops_b}
-    parent_a = {id(o): _parent_key(o, ops_a) for o, _ in ops_a}
+    parent_b = {id(o): parent_key(o, ops_b) for o, _ in ops_b}
+    parent_a = {id(o): parent_key(o, ops_a) for o, _ in ops_a}
     for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
-        if (ob.op != oa.op or not _operand_counts_match(ob, oa) or dict(ob.attrs) != dict(oa.attrs)
+        if (ob.op != oa.op or not operand_counts_match(ob, oa) or dict(ob.attrs) != dict(oa.attrs)
                 or [r.type for r in ob.results] != [r.type for r in oa.results]
                 or [len(r.args) for r in ob.regions] != [len(r.args) for r in oa.regions]):
-            raise Mismatch(f"{_describe(ob, k)} does not correspond to {_describe(oa, k)} of the optimized function")
+            raise Mismatch(f"{describe(ob, k)} does not correspond to {describe(oa, k)} of the optimized function")
         if parent_b[id(ob)] != parent_a[id(oa)]:
-            raise Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
+            raise Mismatch(f"{describe(ob, k)} is nested differently in the optimized function")
     if before.facts != after.facts:
         raise Mismatch("the launch facts differ")
     return nb, kb, ops_b, na, ka, ops_a
 
 
-__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton"]
+__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton", "describe", "obligations", "skeleton"]

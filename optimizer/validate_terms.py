@@ -51,7 +51,8 @@ from .term_lemmas import Matcher, TermLemma, commutative_ops, term_lemmas
 from .validate_result import Validation
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
 from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
-from .validate_skeleton import Mismatch, _obligations, check_skeleton
+from .validate_skeleton import Mismatch, check_skeleton
+from .validate_skeleton import obligations as _obligations
 
 
 class NeedsSolver(Exception):

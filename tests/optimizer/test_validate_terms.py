@@ -134,8 +134,8 @@ def test_random_index_arithmetic_gets_the_solver_paths_verdict(tree, how):
     _agree(s, z)
     if how in ("same", "commute"):  # the same terms up to operand order: decided without z3
         assert s is not None and s.verdict == "valid"
-    if broken:
-        assert s is None  # a changed constant is never shown equal without a solver
+    if broken and z.verdict != "valid":  # a changed constant may still be equal (0 * 0, 1 * 0)
+        assert s is None
 
 
 def test_a_skeleton_mismatch_is_the_same_invalid_verdict():
