@@ -8,7 +8,8 @@
 3. **extract** the cheapest program under the target's :class:`CostModel` with DAG-aware,
    type-checked extraction (:mod:`.extract`, :mod:`.cost`);
 4. **decode** it back to IR, effects and control flow in their original order (:mod:`.decode`);
-5. **validate** the result against the input with z3 (:mod:`.validate`).
+5. **validate** the result against the input: without z3 when no solver call is needed
+   (:mod:`.validate_terms`), else with z3 (:mod:`.validate`).
 
 Rules: the shipped ``rules/*.egg``, then the files/directories in ``rules=``, then
 ``EGGPU_RULES_PATH``. Only rules the verifier proved for every dtype they can match are given to
