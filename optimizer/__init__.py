@@ -8,7 +8,8 @@
 3. **extract** the cheapest program under the target's :class:`CostModel` with DAG-aware,
    type-checked extraction (:mod:`.extract`, :mod:`.cost`);
 4. **decode** it back to IR, effects and control flow in their original order (:mod:`.decode`);
-5. **validate** the result against the input with z3 (:mod:`.validate`).
+5. **validate** the result against the input: without z3 when no solver call is needed
+   (:mod:`.validate_terms`), else with z3 (:mod:`.validate`).
 
 Rules: the shipped ``rules/*.egg``, then the files/directories in ``rules=``, then
 ``EGGPU_RULES_PATH``. Only rules the verifier proved for every dtype they can match are given to
@@ -41,7 +42,7 @@ from .cost import CostModel
 from .saturate import Limits, StopReason
 
 if TYPE_CHECKING:
-    from .validate import Validation
+    from .validate_result import Validation
 
 __all__ = ["CostModel", "Limits", "OptimizeResult", "StopReason", "optimize", "prepare_rules"]
 
@@ -494,15 +495,21 @@ def _extract_stage(enc: Any, rep: Any, budget: Any, model: CostModel, result: Op
 def _validate_stage(fn: Function, new_fn: Function, fast_math: bool, result: OptimizeResult,
                     fired: Sequence[Any] = ()) -> str | None:
     """Translation validation of ``new_fn`` against ``fn``; the reason to fall back, or None.
-    ``fired``: the rules that matched, proved (usable): those at concrete dtypes are lemmas
-    (:mod:`.validate_lemmas`)."""
-    from .validate import validate as tv
-    from .validate_lemmas import Lemmas
+    ``fired``: the rules that matched, proved (usable): they are lemmas (:mod:`.validate_lemmas`).
+    A pair that needs no solver is decided without z3 (:mod:`.validate_terms`: the same verdict);
+    any other goes to the solver path, which imports z3 then."""
+    from .validate_terms import validate_structurally
 
     with _timed(result.times, "validate"):
         try:
-            with _z3_section():
-                v = tv(fn, new_fn, fast_math=fast_math, lemmas=Lemmas(fired, _dtypes_of(fn)))
+            dtypes = _dtypes_of(fn)
+            v = validate_structurally(fn, new_fn, fired, dtypes, fast_math=fast_math)
+            if v is None:
+                from .validate import validate as tv
+                from .validate_lemmas import Lemmas
+
+                with _z3_section():
+                    v = tv(fn, new_fn, fast_math=fast_math, lemmas=Lemmas(fired, dtypes))
         except Exception as e:  # a bug in validation must never let an unchecked program through
             return f"validation raised {type(e).__name__}: {e}"
     result.validation = v
@@ -521,7 +528,7 @@ def _dtypes_of(fn: Function) -> set[Any]:
 
 def __getattr__(name: str) -> Any:
     if name == "Validation":
-        from .validate import Validation
+        from .validate_result import Validation
 
         return Validation
     raise AttributeError(f"module 'eggpu.optimizer' has no attribute {name!r}")

@@ -20,7 +20,6 @@ file or entry is ignored with a warning; no cache problem ever fails verificatio
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -69,13 +68,12 @@ def cache_root() -> Path:
     return cache_dir().parent
 
 
-@functools.lru_cache(maxsize=1)
 def _z3_version() -> str:
-    """The loaded z3 library's version (a ctypes call into libz3: asked once per process, since
-    the library loaded in a process cannot change; ~260 look-ups per compile otherwise)."""
-    import z3
+    """z3's version (:func:`.proof_versions.z3_version`: asked once per process, without
+    importing z3 when its distribution says it)."""
+    from .proof_versions import z3_version
 
-    return z3.get_version_string()
+    return z3_version()
 
 
 def rule_key(egglog_text: str, extra: str = "") -> str:

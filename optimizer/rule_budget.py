@@ -47,24 +47,10 @@ from dataclasses import dataclass
 
 import z3
 
-#: bump when budgets or strategies change meaning (part of the proof-cache key)
-BUDGET_VERSION = "1"
+# part of every proof-cache key; defined z3-free in .proof_versions (bump it there)
+# (as are the units per millisecond: a validation that needs no solver still reports its budget)
+from .proof_versions import BUDGET_VERSION, UNITS_PER_MS, WALL_CAPPED, units  # noqa: F401  (re-exported)
 
-#: z3 resource units per idle-machine CPU millisecond, per strategy (``python -m
-#: eggpu.optimizer.rule_budget`` measures them: the median over the shipped rules' queries)
-UNITS_PER_MS: dict[str, int] = {
-    # measured 2026-12-05, z3 5.4.1 on the shipped rules' queries of >= 20 ms: case-split 5102,
-    # qf_bv 5430, z3 4921, z3-fp 5281 (medians over 113/129/131/44 queries); no real-arithmetic
-    # query takes 20 ms, so z3-real uses the default solver's rate. Rounded to one value: the
-    # strategies spend about the same units per ms on these queries. Single hard queries spread
-    # around it: ~2,400/ms for the default solver on a 64-bit division identity, ~6,200/ms over the
-    # 65 bit-blasted cases of x / 2^k == x >> k at i64.
-    "z3": 5000,  # z3's default solver on bit-vector formulas
-    "z3-fp": 5000,  # the default solver on formulas with floats (bit-blasted FP)
-    "z3-real": 5000,  # the default solver on real arithmetic (fast_math rules)
-    "qf_bv": 5000,  # z3's QF_BV solver (bit-blasting to SAT)
-    "case-split": 5000,  # one case of a case split: simplify, solve-eqs, bit-blast, sat
-}
 #: fixed budgets of the small side checks (vacuity, the range of a case-split variable), in units
 SIDE_CHECK_UNITS = 4_000_000
 #: the wall clock stops a check at this many times its budget ...
@@ -73,7 +59,6 @@ WALL_FACTOR = 20
 WALL_MIN_MS = 2000
 #: the reason of an ``unknown`` the wall-clock cap (not the rlimit) gave: the only verdict that
 #: depends on the machine's load, so the only ``unknown`` the proof cache never stores
-WALL_CAPPED = "stopped by the wall-clock safety cap (the machine is heavily loaded)"
 #: a check stopped by the wall clock is retried once with this many times the cap
 RETRY_FACTOR = 5
 
@@ -96,14 +81,6 @@ def strategy_for(formulas: Iterable[z3.ExprRef], real: bool = False) -> str:
             return "z3-fp"
         stack.extend(e.children())
     return "z3"
-
-
-def units(strategy: str, ms: float) -> int:
-    """The rlimit of ``ms`` idle-machine milliseconds of ``strategy``; never less than one
-    millisecond's worth (a budget of 0 still decides the trivial queries, as z3's smallest
-    timeout did)."""
-    rate = UNITS_PER_MS[strategy]
-    return max(rate, int(rate * ms))
 
 
 class SessionModel:

@@ -72,24 +72,24 @@ from typing import Any
 
 import z3
 
-from eggpu.ir import Block, BlockType, Function, Operation, Value
+from eggpu.ir import BlockType, Function, Operation, Value
 from eggpu.ir.dtypes import DType, i32, round_float
 from eggpu.ir.ops import Trait
 
 from . import z3ops
 from .analyses import loop_iv_facts
-from .decode import MASK_OPERAND
 from .rule_budget import SessionModel
+from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
+from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
+from .validate_skeleton import Mismatch as _Mismatch
+from .validate_skeleton import check_skeleton
+from .validate_skeleton import describe as _describe
+from .validate_skeleton import obligations as _obligations
+from .validate_skeleton import skeleton as _skeleton
 from .validate_solver import Validation, _Checker, abstract_fp_rem
 from .z3ops import Enc
 
 TRUE = z3.BoolVal(True)
-_BLOCK_OPS = {"reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "dot", "gather"}
-_SHAPE_OPS = {"splat", "broadcast", "expand_dims", "reshape", "trans"}
-
-
-class _Mismatch(Exception):
-    pass
 
 
 def _sort(t: BlockType, mode: str = z3ops.EXACT) -> z3.SortRef:
@@ -325,59 +325,6 @@ def _and(xs: list[z3.BoolRef]) -> z3.BoolRef:
     return xs[0] if len(xs) == 1 else z3.And(xs)
 
 
-def _skeleton(fn: Function) -> tuple[dict[int, str], dict[int, int], list[tuple[Operation, Block]]]:
-    """Shared names for opaque values and indices of non-pure ops, in walk order."""
-    names: dict[int, str] = {}
-    keys: dict[int, int] = {}
-    ops: list[tuple[Operation, Block]] = []
-    for i, p in enumerate(fn.params):
-        names[id(p)] = f"param{i}"
-
-    def walk(blk: Block) -> None:
-        for op in blk.ops:
-            if op.opdef.is_pure and not op.regions:
-                continue
-            k = len(ops)
-            keys[id(op)] = k
-            ops.append((op, blk))
-            for j, r in enumerate(op.results):
-                names[id(r)] = f"res{k}_{j}"
-            for ri, reg in enumerate(op.regions):
-                for j, a in enumerate(reg.args):
-                    names[id(a)] = f"arg{k}_{ri}_{j}"
-                walk(reg)
-
-    walk(fn.body)
-    return names, keys, ops
-
-
-def _describe(op: Operation, k: int) -> str:
-    where = f" at {op.loc}" if op.loc is not None else ""
-    return f"{op.op} #{k}{where}"
-
-
-def _obligations(op: Operation, k: int) -> list[tuple[int, str, int | None, bool]]:
-    """(operand index, role, mask operand index, under mask on?) for each checked operand."""
-    n = len(op.operands)
-    name = op.op
-    if name == "load":
-        out = [(0, "address", 1 if n >= 2 else None, True)]
-        if n >= 2:
-            out.append((1, "mask", None, True))
-        if n == 3:
-            out.append((2, "other", 1, False))
-        return out
-    if name == "store" or (name.startswith("atomic_") and name != "atomic_cas"):
-        out = [(0, "address", 2 if n == 3 else None, True), (1, "value", 2 if n == 3 else None, True)]
-        if n == 3:
-            out.append((2, "mask", None, True))
-        return out
-    if name == "atomic_cas":
-        return [(0, "address", None, True), (1, "compare", None, True), (2, "value", None, True)]
-    roles = {"for": ["lo", "hi", "step"], "if": ["condition"]}.get(name, [])
-    return [(j, roles[j] if j < len(roles) else f"operand {j}", None, True) for j in range(n)]
-
-
 def validate(before: Function, after: Function, *, timeout_ms: int = 2000, total_seconds: float = 10.0,
              fast_math: bool = False, lemmas: Sequence[Any] = ()) -> Validation:
     """Check that ``after`` refines ``before`` (see the module docstring). Never raises for a
@@ -430,25 +377,7 @@ def _launch_facts(fn: Function, mode: str) -> list[z3.BoolRef]:
 
 def _validate(before: Function, after: Function, timeout_ms: int, total_seconds: float, t0: float,
               mode: str, lemmas: Sequence[Any] = ()) -> Validation:
-    if [p.type for p in before.params] != [p.type for p in after.params]:
-        raise _Mismatch("parameter types differ")
-    if before.grid_rank != after.grid_rank:
-        raise _Mismatch("grid rank differs")
-    nb, kb, ops_b = _skeleton(before)
-    na, ka, ops_a = _skeleton(after)
-    if len(ops_b) != len(ops_a):
-        raise _Mismatch(f"the functions have {len(ops_b)} and {len(ops_a)} effects/control ops")
-    parent_b = {id(o): _parent_key(o, ops_b) for o, _ in ops_b}
-    parent_a = {id(o): _parent_key(o, ops_a) for o, _ in ops_a}
-    for k, ((ob, _), (oa, _)) in enumerate(zip(ops_b, ops_a)):
-        if (ob.op != oa.op or not _operand_counts_match(ob, oa) or dict(ob.attrs) != dict(oa.attrs)
-                or [r.type for r in ob.results] != [r.type for r in oa.results]
-                or [len(r.args) for r in ob.regions] != [len(r.args) for r in oa.regions]):
-            raise _Mismatch(f"{_describe(ob, k)} does not correspond to {_describe(oa, k)} of the optimized function")
-        if parent_b[id(ob)] != parent_a[id(oa)]:
-            raise _Mismatch(f"{_describe(ob, k)} is nested differently in the optimized function")
-    if before.facts != after.facts:
-        raise _Mismatch("the launch facts differ")
+    nb, kb, ops_b, na, ka, ops_a = check_skeleton(before, after)
     ck = _Checker(timeout_ms, total_seconds, mode, lemmas)
     ck.blocks = _BlockOps(ck)
     for f in _launch_facts(before, mode):
@@ -539,15 +468,6 @@ def _shown_equal(ck: _Checker, xb: Enc, xa: Enc, ctx: z3.BoolRef) -> tuple[bool,
     return ck.refines(cb, ca, ctx), cb, ca
 
 
-def _operand_counts_match(ob: Operation, oa: Operation) -> bool:
-    """Same operand count, or ``oa`` is ``ob`` without its mask (and a load's ``other``): the
-    decoder drops a mask extracted as all-true (:func:`eggpu.optimizer.decode.drop_true_mask`)."""
-    if len(ob.operands) == len(oa.operands):
-        return True
-    j = MASK_OPERAND.get(ob.op)
-    return j is not None and len(oa.operands) == j < len(ob.operands)
-
-
 def _check_dropped_mask(ck: _Checker, m: Any, rng: Any, what: str, unknown: list[str], failures: list[str]) -> None:
     """The original mask ``m`` must be defined and true on every lane (``rng``) for the optimized
     op to go unmasked; a lane where it is not is a counterexample."""
@@ -557,16 +477,6 @@ def _check_dropped_mask(ck: _Checker, m: Any, rng: Any, what: str, unknown: list
         unknown.append(f"{what}: not proved all-true: {ck.last_reason}")
     elif r != z3.unsat:
         failures.append(f"{what}: dropped by the optimizer but not true on every lane")
-
-
-def _parent_key(op: Operation, ops: list[tuple[Operation, Block]]) -> tuple[int, int]:
-    """(index of the owning control op, region index), or (-1, 0) at top level."""
-    blk = next(b for o, b in ops if o is op)
-    for k, (o, _) in enumerate(ops):
-        for ri, r in enumerate(o.regions):
-            if r is blk:
-                return (k, ri)
-    return (-1, 0)
 
 
 def _mentions(e: z3.ExprRef, names: set[str]) -> bool:

@@ -32,17 +32,7 @@ from typing import Any
 
 import z3
 
-from .egglog_i64 import I64_MAX, I64_MIN, PRIMITIVES, I64Undefined, i64_binary
-from .rules_loader import RANGE_FUNCTIONS, Atom, SList, Sx
-from .schema import FAMILY_RELATIONS
-
-_CMP = ("<", "<=", ">", ">=", "!=", "=")
-#: guards decided when the lemma is built for concrete dtypes (:func:`.rule_verifier.assignments`)
-STATIC_GUARDS = frozenset(FAMILY_RELATIONS) | {"Width"}
-
-
-class _NotEstablished(Exception):
-    pass
+from .guard_eval import STATIC_GUARDS, NotEstablished, guards_established
 
 
 def _bv_range(bits: int, signed: bool) -> tuple[int, int]:
@@ -210,80 +200,30 @@ def bound_of(bounds: Bounds, term: z3.ExprRef, signed: bool) -> tuple[int, int]:
         t = bounds.truth(term)
         return (0, 1) if t is None else (int(t), int(t))
     if not z3.is_bv(term):
-        raise _NotEstablished  # float terms have no range bounds
+        raise NotEstablished  # float terms have no range bounds
     return bounds.interval(term, signed)
 
 
 def guards_hold(lemma: Any, binds: Mapping[int, z3.ExprRef], bounds: Bounds) -> bool:
     """Whether every guard of ``lemma`` holds for the instance ``binds`` (lemma variable id ->
-    the validation's term) with the intervals of ``bounds``; False when one cannot be shown."""
+    the validation's term) with the intervals of ``bounds``; False when one cannot be shown
+    (:func:`.guard_eval.guards_established`)."""
     terms: dict[str, tuple[z3.ExprRef, bool]] = {}
     for name, (var, signed) in lemma.term_vars.items():
         t = binds.get(var.get_id())
         if t is not None:
             terms[name] = (t, signed)
-    ints = dict(lemma.int_vars)
     subst = [(var, binds[var.get_id()]) for var in lemma.variables if var.get_id() in binds]
+
+    def define(name: str) -> tuple[z3.ExprRef, bool]:
+        t, signed = lemma.defined_terms[name]
+        return (z3.substitute(t, *subst) if subst else t), signed
+
     try:
-        for g in lemma.guards:
-            if not _guard(g, terms, ints, subst, lemma, bounds):
-                return False
-    except (_NotEstablished, KeyError, ZeroDivisionError, z3.Z3Exception):
+        return guards_established(lemma.guards, terms, dict(lemma.int_vars), lemma.int_names,
+                                  frozenset(lemma.defined_terms), define, lambda t, signed: bound_of(bounds, t, signed))
+    except z3.Z3Exception:
         return False
-    return True
-
-
-def _guard(g: Sx, terms: dict, ints: dict, subst: list, lemma: Any, bounds: Bounds) -> bool:
-    if not isinstance(g, SList):
-        raise _NotEstablished
-    h = g.head
-    if h in STATIC_GUARDS:  # a family relation or Width: decided by the lemma's dtypes
-        return True
-    if h == "=" and isinstance(g.items[1], Atom) and g.items[1].text in lemma.defined_terms:
-        name = g.items[1].text
-        t = z3.substitute(lemma.defined_terms[name][0], *subst) if subst else lemma.defined_terms[name][0]
-        terms[name] = (t, lemma.defined_terms[name][1])
-        return True
-    if h == "=" and isinstance(g.items[1], Atom) and g.items[1].text in lemma.int_names \
-            and g.items[1].text not in ints:
-        ints[g.items[1].text] = _i64(g.items[2], terms, ints, bounds)
-        return True
-    if h not in _CMP:
-        raise _NotEstablished
-    a, b = (_i64(x, terms, ints, bounds) for x in g.items[1:3])
-    return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "!=": a != b, "=": a == b}[h]
-
-
-def _check(v: int) -> int:
-    if not I64_MIN <= v <= I64_MAX:
-        raise _NotEstablished  # egglog's checked i64 arithmetic panics: the rule does not fire
-    return v
-
-
-def _i64(node: Sx, terms: dict, ints: dict, bounds: Bounds) -> int:
-    """An egglog i64 expression, evaluated as :meth:`.rule_encoding._Instance.i64` encodes it."""
-    if isinstance(node, Atom):
-        try:
-            return int(node.text)
-        except ValueError:
-            return ints[node.text]
-    h = node.head
-    if h in RANGE_FUNCTIONS:
-        arg = node.items[1]
-        if not isinstance(arg, Atom) or arg.text not in terms:
-            raise _NotEstablished
-        t, signed = terms[arg.text]
-        lo, hi = bound_of(bounds, t, signed)
-        return _check(lo if h == "LowerBound" else hi)
-    vals = [_i64(x, terms, ints, bounds) for x in node.items[1:]]
-    if h == "not-i64":
-        return ~vals[0]
-    if h not in PRIMITIVES:
-        raise _NotEstablished
-    try:
-        return i64_binary(h, *vals)
-    except I64Undefined:
-        raise _NotEstablished from None  # egglog's checked i64 arithmetic panics: the rule does not fire
 
 
 __all__ = ["STATIC_GUARDS", "Bounds", "bound_of", "guards_hold"]

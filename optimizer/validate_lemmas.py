@@ -37,8 +37,14 @@ from eggpu.ir import DType
 from eggpu.ir.dtypes import bool_
 
 from . import z3ops
-from .rules_loader import RANGE_FUNCTIONS, Atom, Rule, SList, Sx
-from .schema import canonical_int
+from .lemma_rules import NotALemma as _NotALemma
+from .lemma_rules import i64_ok as _i64_ok
+from .lemma_rules import literals_canonical as _literals_canonical
+from .lemma_rules import plain as _plain
+from .lemma_rules import plain_assignments as _plain_assignments
+from .lemma_rules import range_guarded as _range_guarded
+from .lemma_rules import rule_dtype as _dtype
+from .rules_loader import Atom, Rule, SList, Sx
 
 _COMMUTATIVE_KINDS = frozenset({
     z3.Z3_OP_BADD, z3.Z3_OP_BMUL, z3.Z3_OP_BAND, z3.Z3_OP_BOR, z3.Z3_OP_BXOR, z3.Z3_OP_AND, z3.Z3_OP_OR,
@@ -64,10 +70,6 @@ class Lemma:
     int_names: frozenset[str] = frozenset()
     #: Term variables named by a guard ``(= v (Ctor ...))``: name -> (term over ``variables``, signed)
     defined_terms: Mapping[str, tuple[z3.ExprRef, bool]] = field(default_factory=dict)
-
-
-class _NotALemma(Exception):
-    pass
 
 
 def lemma_of(rule: Rule, index: int = 0, env: Mapping[str, DType] | None = None) -> Lemma | None:
@@ -105,7 +107,7 @@ def _guard_parts(rule: Rule, names: dict, prefix: str, env: Mapping[str, DType]
                  ) -> tuple[dict[str, int], dict[str, tuple[z3.ExprRef, bool]]] | None:
     """The i64 variables ``Width`` fixes and the terms ``(= v (Ctor ...))`` names, or None when a
     guard is of a kind :mod:`.validate_guards` cannot re-establish (an analysis, a bare fact)."""
-    from .validate_guards import STATIC_GUARDS
+    from .guard_eval import STATIC_GUARDS
 
     int_vars: dict[str, int] = {}
     defined: dict[str, tuple[z3.ExprRef, bool]] = {}
@@ -131,18 +133,6 @@ def _guard_parts(rule: Rule, names: dict, prefix: str, env: Mapping[str, DType]
             continue
         return None
     return int_vars, defined
-
-
-def _i64_ok(node: Sx, rule: Rule) -> bool:
-    """Whether ``node`` is an i64 expression :func:`.validate_guards.guards_hold` evaluates."""
-    if isinstance(node, Atom):
-        return rule.var_sorts.get(node.text, "i64") == "i64" or node.text.lstrip("-").isdigit()
-    if not isinstance(node.items[0], Atom):
-        return False
-    if node.head in RANGE_FUNCTIONS:
-        return isinstance(node.items[1], Atom) and rule.var_sorts.get(node.items[1].text) == "Term"
-    return node.head in ("+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "min", "max", "not-i64") and all(
-        _i64_ok(x, rule) for x in node.items[1:])
 
 
 def lemmas_of(rules: Iterable[Rule], dtypes: Iterable[DType] | None = None) -> list[Lemma]:
@@ -202,12 +192,6 @@ class Lemmas:
             self._built = built
 
 
-def _range_guarded(rule: Rule) -> bool:
-    from .validate_guards import STATIC_GUARDS
-
-    return any(isinstance(g, SList) and g.head not in STATIC_GUARDS for g in rule.guards)
-
-
 def _proved_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, DType]]:
     """The dtype assignments of a usable rule that the verifier proved: those its relations allow
     (:func:`.rule_verifier.assignments`) that it could encode (an assignment whose pattern cannot
@@ -223,30 +207,6 @@ def _proved_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, 
     return [env for env in assignments(rule, pool) if _verifier_encodes(rule, env)]
 
 
-def _plain_assignments(rule: Rule, pool: list[DType] | None) -> list[dict[str, DType]]:
-    """:func:`.rule_verifier.assignments` of a rule with one dtype variable (its family and
-    ``Width`` guards decide), without importing the prover's ``rule_analysis``."""
-    from eggpu.ir import ALL_DTYPES
-
-    from .schema import FAMILY_RELATIONS
-
-    (v,) = [v for v, s in rule.var_sorts.items() if s == "DT"]
-    out = []
-    for d in (pool if pool is not None else ALL_DTYPES):
-        ok = True
-        for g in rule.guards:
-            if not (isinstance(g, SList) and isinstance(g.items[1], Atom) and g.items[1].text == v):
-                continue
-            if g.head in FAMILY_RELATIONS:
-                ok = ok and FAMILY_RELATIONS[g.head](d)
-            elif g.head == "Width":
-                w = _int_or_none(g.items[2].text) if isinstance(g.items[2], Atom) else None
-                ok = ok and (w is None or d.bits == w)
-        if ok:
-            out.append({v: d})
-    return out
-
-
 def _verifier_encodes(rule: Rule, env: Mapping[str, DType]) -> bool:
     from .rule_analysis import _IllTyped, _Infeasible, _Unsupported
     from .rule_encoding import _build
@@ -257,101 +217,6 @@ def _verifier_encodes(rule: Rule, env: Mapping[str, DType]) -> bool:
     except (_Infeasible, _IllTyped, _Unsupported):
         return False
     return True
-
-
-def _plain(rule: Rule) -> bool:
-    """One dtype variable, and either integer families with no float literal or ``IsFloat`` alone
-    with no integer literal: the verifier's encoding can then fail at an assignment only on a
-    non-canonical literal (:func:`_literals_canonical`) or an ill-typed pattern (no lemma)."""
-    from .validate_guards import STATIC_GUARDS
-
-    dvs = [v for v, s in rule.var_sorts.items() if s == "DT"]
-    if len(dvs) != 1:
-        return False
-    families = {g.head for g in rule.guards if isinstance(g, SList) and g.head in STATIC_GUARDS} - {"Width"}
-    heads = _heads(rule.lhs) | _heads(rule.rhs)
-    for g in rule.guards:
-        heads |= _heads(g)
-    if families & {"IsInt", "IsSigned", "IsUnsigned"}:
-        return "ConstF" not in heads
-    return families == {"IsFloat"} and "Const" not in heads
-
-
-def _heads(node: Sx | None) -> set[str]:
-    if not isinstance(node, SList):
-        return set()
-    out = {node.head} if isinstance(node.items[0], Atom) else set()
-    for x in node.items[1:]:
-        out |= _heads(x)
-    return out
-
-
-def _literals_canonical(rule: Rule, env: Mapping[str, DType]) -> bool:
-    """Every ``(Const t c)`` of the rule's sides and guards has a canonical ``c`` at its dtype
-    (the verifier's ``_Infeasible("... not a canonical ... constant")`` otherwise; the test of
-    this module's callers compares with the verifier on every shipped rule)."""
-    def ok(node: Sx, pattern: bool) -> bool:
-        if not isinstance(node, SList):
-            return True
-        if node.head in ("Const", "ConstF") and len(node.items) == 3 and isinstance(node.items[2], Atom):
-            v = _int_or_none(node.items[2].text)
-            try:
-                t = _dtype(node.items[1], env)
-            except (_NotALemma, KeyError):
-                return False
-            if v is None:
-                pass
-            elif node.head == "Const" and not canonical_int(v, t):
-                return False
-            elif node.head == "ConstF" and pattern:  # a right-hand side's float literal is rounded
-                (f,) = struct.unpack("<d", struct.pack("<q", v))
-                if not _exact_float(f, t):
-                    return False
-        return all(ok(x, pattern) for x in node.items[1:])
-
-    return (ok(rule.lhs, True) if rule.lhs is not None else True) and \
-        (ok(rule.rhs, False) if rule.rhs is not None else True) and all(ok(g, True) for g in rule.guards)
-
-
-def _exact_float(v: float, t: DType) -> bool:
-    """Whether ``v`` is a value of float dtype ``t`` (rule_analysis._exact_in, without numpy):
-    NaN counts, and the sign of zero must survive."""
-    import math
-
-    if math.isnan(v) or t.bits == 64:
-        return True
-    try:
-        if t.name == "f32":
-            r = struct.unpack("<f", struct.pack("<f", v))[0]
-        elif t.name == "f16":
-            r = struct.unpack("<e", struct.pack("<e", v))[0]
-        elif t.name == "bf16":
-            b = struct.pack("<f", v)
-            if b[:2] != b"\0\0":  # the low half of the f32 bits: bf16 keeps only the high half
-                return False
-            r = struct.unpack("<f", b)[0]
-        else:
-            return False
-    except OverflowError:
-        return False
-    return r == v and math.copysign(1, r) == math.copysign(1, v)
-
-
-def _int_or_none(text: str) -> int | None:
-    try:
-        return int(text)
-    except ValueError:
-        return None
-
-
-def _dtype(x: Sx, env: Mapping[str, DType] | None = None) -> DType:
-    from .schema import CONSTRUCTOR_DTYPES
-
-    if isinstance(x, Atom) and env and x.text in env:
-        return env[x.text]
-    if not (isinstance(x, SList) and len(x.items) == 1 and isinstance(x.items[0], Atom)):
-        raise _NotALemma
-    return CONSTRUCTOR_DTYPES[x.items[0].text]
 
 
 def _encode(node: Sx, want: DType | None, names: dict[str, tuple[z3.ExprRef, DType]], prefix: str,

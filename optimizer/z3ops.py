@@ -65,12 +65,11 @@ from eggpu.ir.dtypes import BY_NAME, bool_, i32, round_float
 from eggpu.ir.ops import Trait, transcendental_ops
 
 from . import z3_bits, z3_libdevice
-from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
-#: Version of the meaning of these encodings. Part of every proof-cache key: bump it whenever an
-#: encoding changes what it says (version 2: the IR's total semantics for div/rem by zero,
-#: INT_MIN / -1 and out-of-range shifts; version 1 treated them as undefined behaviour).
-SEMANTICS_VERSION = "2"
+# SEMANTICS_VERSION: the version of the meaning of these encodings, defined z3-free in
+# .proof_versions (bump it there whenever an encoding changes what it says)
+from .proof_versions import SEMANTICS_VERSION
+from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 EXACT = "exact"
 REAL = "real"

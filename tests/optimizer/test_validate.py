@@ -204,13 +204,19 @@ def test_optimize_falls_back_when_an_unsound_rule_slips_through(tmp_path, monkey
     assert res.cost_after == res.cost_before
 
 
-def test_optimize_falls_back_when_validation_raises(monkeypatch):
+@pytest.mark.parametrize("path", ["solver", "z3-free"])
+def test_optimize_falls_back_when_validation_raises(monkeypatch, path):
     import eggpu.optimizer.validate as vmod
+    import eggpu.optimizer.validate_terms as tmod
 
     def boom(*a, **k):
         raise RuntimeError("solver exploded")
 
-    monkeypatch.setattr(vmod, "validate", boom)
+    if path == "solver":  # the z3-free path leaves the pair to the solver path, which raises
+        monkeypatch.setattr(tmod, "validate_structurally", lambda *a, **k: None)
+        monkeypatch.setattr(vmod, "validate", boom)
+    else:
+        monkeypatch.setattr(tmod, "validate_structurally", boom)
     fn = kernel(lambda b, x, y: b.op("mul", x, c(b, 8, i32, x)), i32)
     res = optimize(fn)
     assert res.fell_back and "solver exploded" in res.reason
