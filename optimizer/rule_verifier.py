@@ -167,7 +167,7 @@ def _cache_key(rule: Rule, timeout_ms: int) -> str:
 
     # the semantics version: a verdict proved under other op encodings is never reused; the budget
     # version: nor one reached under other budgets (wall-clock, other rlimit rates)
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}"
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.semantics_tag(rule.egglog)}"
                                  f"|budget={BUDGET_VERSION}")
 
 
@@ -177,7 +177,7 @@ def _unknown_key(rule: Rule, timeout_ms: int) -> str:
     every run with the same z3) does not pay for the same ``unknown`` in every fresh process."""
     from .proof_cache import rule_key
 
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.SEMANTICS_VERSION}"
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={z3ops.semantics_tag(rule.egglog)}"
                                  f"|budget={BUDGET_VERSION}|unknown-at={timeout_ms}")
 
 
