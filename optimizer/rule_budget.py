@@ -51,6 +51,8 @@ import z3
 # (as are the units per millisecond: a validation that needs no solver still reports its budget)
 from .proof_versions import BUDGET_VERSION, UNITS_PER_MS, WALL_CAPPED, units  # noqa: F401  (re-exported)
 
+#: the tactic pipeline of the ``fp-bv`` strategy
+FP_BV_TACTIC = ("simplify", "propagate-values", "solve-eqs", "simplify", "fpa2bv", "simplify", "bit-blast", "sat")
 #: fixed budgets of the small side checks (vacuity, the range of a case-split variable), in units
 SIDE_CHECK_UNITS = 4_000_000
 #: the wall clock stops a check at this many times its budget ...
@@ -146,6 +148,8 @@ class Session:
             return z3.SolverFor("QF_BV", ctx=self.ctx)
         if strategy == "case-split":
             return z3.Then(*tactics, ctx=self.ctx).solver()
+        if strategy == "fp-bv":
+            return z3.Then(*FP_BV_TACTIC, ctx=self.ctx).solver()
         return z3.Solver(ctx=self.ctx)
 
     def check(self, strategy: str, budget: int, assertions: Iterable[z3.ExprRef],
@@ -212,7 +216,8 @@ def calibrate(*, cap_ms: int = 1000, min_ms: float = 20.0, limit: int | None = N
     rates: dict[str, list[float]] = {}
     for _name, formula, mode in _query_formulas(limit):
         first = _first_strategy(formula, mode)
-        for strategy in (first, "qf_bv", "case-split") if first == "z3" else (first,):
+        seconds = {"z3": ("qf_bv", "case-split"), "z3-fp": ("fp-bv",)}.get(first, ())
+        for strategy in (first, *seconds):
             sess = Session()
             s = sess.solver(strategy, _CASE_TACTIC)
             s.set("timeout", cap_ms)

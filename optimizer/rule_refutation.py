@@ -7,7 +7,7 @@ import time
 
 import z3
 
-from . import cex_check, z3ops
+from . import cex_check, ref_search, z3ops
 from .rule_analysis import Ptr, Ty
 from .rule_encoding import _Instance, _Query
 from .rule_verdicts import REFUTED, UNKNOWN, DtypeResult
@@ -77,15 +77,24 @@ def _refutation(q: _Query, value_of: cex_check.ValueOf, key: str, t0: float, fou
             detail += f"; uninterpreted values chosen by z3, not computed: {chosen}"
         return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
     try:
-        lv, lty = cex_check.evaluate(inst, rule.lhs, value_of)
-        rv, rty = cex_check.evaluate(inst, rule.rhs, value_of)
-    except (cex_check.NotEvaluable, KeyError, ValueError, AttributeError, z3.Z3Exception) as e:
-        detail = _z3_detail(q, value_of) + f" (z3 model, not re-evaluated: {e})"
+        lv, lty, rv, rty, differs = ref_search.compare(inst, rule, value_of)
+    except (cex_check.NotEvaluable, KeyError, ValueError, AttributeError, TypeError, z3.Z3Exception) as e:
+        # never a refutation on the z3 encoding's word alone: the reference must confirm it
+        detail = ("not decided: the counterexample could not be re-evaluated with the reference "
+                  f"semantics ({e}); unconfirmed: {_z3_detail(q, value_of)} at "
+                  + ", ".join(f"{k} = {v}" for k, v in cex.items()))
+        return DtypeResult(key, UNKNOWN, None, detail, time.perf_counter() - t0)
+    if differs:
+        tol = (f"; robust to {ref_search.TOLERANCE_ULPS} ulps of error in every transcendental result"
+               if ref_search.transcendental(rule) else "")
+        detail = (f"lhs = {cex_check.fmt(lv, lty)}, rhs = {cex_check.fmt(rv, rty)} "
+                  f"(computed with the reference semantics{tol})")
         return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
     if not cex_check.same(lv, rv):
-        detail = (f"lhs = {cex_check.fmt(lv, lty)}, rhs = {cex_check.fmt(rv, rty)} "
-                  f"(computed with the reference semantics)")
-        return DtypeResult(key, REFUTED, cex, detail + suffix, time.perf_counter() - t0)
+        detail = (f"not decided: at {', '.join(f'{k} = {v}' for k, v in cex.items())} the reference gives "
+                  f"lhs = {cex_check.fmt(lv, lty)}, rhs = {cex_check.fmt(rv, rty)}, a difference within "
+                  f"the {ref_search.TOLERANCE_ULPS}-ulp tolerance of transcendental ops")
+        return DtypeResult(key, UNKNOWN, None, detail, time.perf_counter() - t0)
     if chosen:
         detail = ("not proved: z3's counterexample needs values of uninterpreted functions "
                   f"({chosen}; chosen by z3, not computed); at these inputs the reference gives both "

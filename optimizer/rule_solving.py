@@ -18,7 +18,7 @@ import z3
 from eggpu.ir import DType
 from eggpu.ir.dtypes import BY_NAME
 
-from . import cex_check, z3ops
+from . import cex_check, ref_search, z3ops
 from .rule_analysis import _IllTyped, _Infeasible, _NoMatch, _Unsupported
 from .rule_budget import SIDE_CHECK_UNITS, WALL_CAPPED, Check, Session, units
 from .rule_encoding import _build, _env_key, _Instance, _Query
@@ -57,19 +57,21 @@ def _first_strategy(formula: z3.ExprRef, mode: str) -> str:
 
 def _solve(sess: Session, formula: z3.BoolRef, mode: str, timeout_ms: float) -> Check:
     """Check ``formula`` with a budget of ``timeout_ms`` idle-machine milliseconds. Bit-vector
-    formulas get a small portfolio (half the budget with z3's default solver, half with its QF_BV
-    solver: their costs vary a lot between problems); formulas over floats and reals use the
-    default solver throughout. An ``unknown`` of both reports the units of both."""
+    and float formulas get a small portfolio, half the budget each: z3's default solver, then its
+    QF_BV solver (bit-vectors) or the ``fp-bv`` tactic pipeline (floats lowered to bit-vectors and
+    bit-blasted, which proves e.g. ``(-a) / (-b) => a / b`` at f64 where the default solver runs
+    out): their costs vary a lot between problems. Real arithmetic uses the default solver
+    throughout. An ``unknown`` of both reports the units of both."""
     first = _first_strategy(formula, mode)
-    bv_only = first == "z3"
-    first_ms = timeout_ms / 2 if bv_only else timeout_ms
+    second = {"z3": "qf_bv", "z3-fp": "fp-bv"}.get(first)
+    first_ms = timeout_ms / 2 if second else timeout_ms
     axioms = z3ops.real_axioms(formula) if mode == z3ops.REAL else []
     c = sess.check(first, units(first, first_ms), [*axioms, formula])
-    if c.result != z3.unknown or not bv_only:
+    if c.result != z3.unknown or second is None:
         return c
-    c2 = sess.check("qf_bv", units("qf_bv", timeout_ms - first_ms), [formula])
+    c2 = sess.check(second, units(second, timeout_ms - first_ms), [formula])
     if c2.result == z3.unknown:
-        return Check(z3.unknown, c.solver, "z3+qf_bv", c.units + c2.units, c.wall_capped or c2.wall_capped)
+        return Check(z3.unknown, c.solver, f"{first}+{second}", c.units + c2.units, c.wall_capped or c2.wall_capped)
     return c2
 
 
@@ -225,10 +227,32 @@ def _decide(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q:
                                   "their operands differ", time.perf_counter() - t0), c.strategy, sess)
     if c.result == z3.sat and not rem_abstracted:
         model = sess.model(c)
-        return _stamp(_refutation(q, lambda e: model.eval(e, model_completion=True), key, t0, ""), c.strategy, sess)
+        r = _refutation(q, lambda e: model.eval(e, model_completion=True), key, t0, "")
+        if r.status == UNKNOWN and cex_check.uninterpreted_apps(q.solver_formula):
+            # z3 chose the values of exp, log, ...: search with the reference semantics instead,
+            # the model's inputs first
+            wide = cex_check.free_constants(q.solver_formula)
+            hit = _reference_search(q, key, t0, sess, [cex_check.lift(model, wide, wide, {})])
+            if isinstance(hit, DtypeResult):
+                return hit
+            r.detail += f"; {hit}"
+        return _stamp(r, c.strategy, sess)
     reason = ("z3's model needs values of the uninterpreted stand-in for fp.rem" if c.result == z3.sat
               else c.reason)
     return _after_budget(rule, env, mode, timeout_ms, q, key, t0, reason, sess, formula)
+
+
+def _reference_search(q: _Query, key: str, t0: float, sess: Session, seeds: list[list]) -> DtypeResult | str:
+    """A refutation found by evaluating both sides with the reference semantics (for formulas
+    over uninterpreted functions, which the formula-level search cannot evaluate), re-checked by
+    :func:`_refutation`; else a note on what the search tried."""
+    subs, compared = ref_search.search(q, seeds=seeds)
+    if subs is not None:
+        r = _refutation(q, cex_check.substitution(subs), key, t0, "a concrete search with the reference semantics")
+        if r.status == REFUTED:
+            return _stamp(r, SEARCH, sess)
+    tol = f" beyond the {ref_search.TOLERANCE_ULPS}-ulp tolerance" if ref_search.transcendental(q.inst.rule) else ""
+    return f"no difference{tol} in {compared} cases evaluated with the reference semantics"
 
 
 def _after_budget(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: int, q: _Query, key: str,
@@ -270,6 +294,11 @@ def _after_budget(rule: Rule, env: Mapping[str, DType], mode: str, timeout_ms: i
     if subs is not None:
         return _stamp(_refutation(q, cex_check.substitution(subs), key, t0, "a concrete search at full width"),
                       SEARCH, sess)
+    if not holds and cex_check.uninterpreted_apps(q.solver_formula):
+        hit = _reference_search(q, key, t0, sess, [])
+        if isinstance(hit, DtypeResult):
+            return hit
+        notes.append(hit)
     if widths and len(proved_at) == len(widths) and holds >= 50:
         return _stamp(DtypeResult(key, PROVED_REDUCED, None,
                                   f"full width not decided ({reason}); proved at {'/'.join(map(str, proved_at))} "

@@ -59,7 +59,7 @@ from eggpu.ir.errors import RuleError, VerificationError
 
 # z3-free: looking verdicts up in the proof caches must not import z3 (see .proof_versions);
 # z3ops and the solving modules are imported where a rule is really proved
-from .proof_versions import BUDGET_VERSION, SEMANTICS_VERSION, WALL_CAPPED
+from .proof_versions import BUDGET_VERSION, WALL_CAPPED, semantics_tag
 from .rule_verdicts import (
     ENCODING,
     PROVED,
@@ -170,7 +170,7 @@ def _cache_key(rule: Rule, timeout_ms: int) -> str:
 
     # the semantics version: a verdict proved under other op encodings is never reused; the budget
     # version: nor one reached under other budgets (wall-clock, other rlimit rates)
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={SEMANTICS_VERSION}"
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={semantics_tag(rule.egglog)}"
                                  f"|budget={BUDGET_VERSION}")
 
 
@@ -180,7 +180,7 @@ def _unknown_key(rule: Rule, timeout_ms: int) -> str:
     every run with the same z3) does not pay for the same ``unknown`` in every fresh process."""
     from .proof_cache import rule_key
 
-    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={SEMANTICS_VERSION}"
+    return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={semantics_tag(rule.egglog)}"
                                  f"|budget={BUDGET_VERSION}|unknown-at={timeout_ms}")
 
 

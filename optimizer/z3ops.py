@@ -53,6 +53,7 @@ axioms of :func:`real_axioms`; other transcendental ops are uninterpreted.
 
 from __future__ import annotations
 
+import hashlib
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -66,9 +67,9 @@ from eggpu.ir.ops import Trait, transcendental_ops
 
 from . import z3_bits, z3_libdevice
 
-# SEMANTICS_VERSION: the version of the meaning of these encodings, defined z3-free in
-# .proof_versions (bump it there whenever an encoding changes what it says)
-from .proof_versions import SEMANTICS_VERSION
+# SEMANTICS_VERSION / semantics_tag: the version of the meaning of these encodings, defined z3-free
+# in .proof_versions (bump it there whenever an encoding changes what it says)
+from .proof_versions import BITCAST_VERSION, SEMANTICS_VERSION, semantics_tag  # noqa: F401  (re-exported)
 from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 EXACT = "exact"
@@ -489,8 +490,45 @@ def _cast(dtype, attrs, args, mode):
     return Enc(cast_value(a, dtype, attrs["dtype"], mode), TRUE)
 
 
+def _nan_pattern(x: z3.ExprRef) -> z3.ExprRef:
+    """Some NaN bit pattern for the float expression ``x`` (any sign, any non-zero significand):
+    fresh bit-vector constants named after ``x``'s structure, so one expression has one pattern on
+    both sides of a rule (the hardware is deterministic) while different expressions (two NaN
+    inputs, a computed NaN) are independent: a proof holds for every payload."""
+    s = x.sort()
+    e, m = s.ebits(), s.sbits() - 1
+    tag = hashlib.sha256(x.sexpr().encode()).hexdigest()[:16]
+    sign = z3.BitVec(f"nan_sign!{tag}", 1, x.ctx)
+    frac = z3.BitVec(f"nan_frac!{tag}", m, x.ctx)
+    frac = z3.If(frac == 0, z3.BitVecVal(1, m, x.ctx), frac)
+    return z3.Concat(sign, z3.BitVecVal((1 << e) - 1, e, x.ctx), frac)
+
+
+def float_bits(x: z3.ExprRef) -> z3.ExprRef:
+    """The IEEE bits of float expression ``x`` as the IR's semantics give them (docs/ir.md: ``neg``
+    flips and ``abs`` clears the sign bit, also of a NaN; ``bitcast`` keeps every bit). z3 has a
+    single NaN, so these are followed through the expression: ``bits(-a) = bits(a) ^ sign``,
+    ``bits(|a|) = bits(a) & ~sign``, ``bits(bitcast(i)) = i``, ``bits(where(c, a, b))`` picks;
+    any other NaN (an input, a computed NaN) has an unspecified payload (:func:`_nan_pattern`)."""
+    w = x.sort().ebits() + x.sort().sbits()
+    sign = z3.BitVecVal(1 << (w - 1), w, x.ctx)
+    k = x.decl().kind() if z3.is_app(x) else None
+    if k == z3.Z3_OP_FPA_NEG:
+        return float_bits(x.arg(0)) ^ sign
+    if k == z3.Z3_OP_FPA_ABS:
+        return float_bits(x.arg(0)) & ~sign
+    if k == z3.Z3_OP_FPA_TO_FP and x.num_args() == 1 and z3.is_bv(x.arg(0)):
+        return x.arg(0)
+    if k == z3.Z3_OP_ITE:
+        return z3.If(x.arg(0), float_bits(x.arg(1)), float_bits(x.arg(2)))
+    if z3.is_fp_value(x) and not x.isNaN():
+        return z3.simplify(z3.fpToIEEEBV(x))
+    return z3.If(z3.fpIsNaN(x), _nan_pattern(x), z3.fpToIEEEBV(x))
+
+
 def bitcast_value(x: z3.ExprRef, src: DType, dst: DType, mode: str = EXACT) -> z3.ExprRef:
-    """Reinterpret bits. Float->int of a NaN is any NaN pattern (z3 has one NaN): unspecified."""
+    """Reinterpret bits. A float's bits are :func:`float_bits` (NaN payloads followed through
+    ``neg``/``abs``/``bitcast``/``where``, otherwise unspecified)."""
     if src == dst:
         return x
     if mode == REAL and (src.is_float or dst.is_float):
@@ -498,11 +536,11 @@ def bitcast_value(x: z3.ExprRef, src: DType, dst: DType, mode: str = EXACT) -> z
     if src.is_int and dst.is_int:
         return x
     if src.is_float and dst.is_int:
-        return z3.fpToIEEEBV(x)
+        return float_bits(x)
     if src.is_int and dst.is_float:
         return z3.fpBVToFP(x, fp_sort(dst))
     # float <-> float of one width (f16 <-> bf16)
-    return z3.fpBVToFP(z3.fpToIEEEBV(x), fp_sort(dst))
+    return z3.fpBVToFP(float_bits(x), fp_sort(dst))
 
 
 def _bitcast(dtype, attrs, args, mode):
@@ -792,7 +830,7 @@ def eval_concrete(op: str, dtype: DType, attrs: Mapping[str, Any], *values: Any,
 
 
 __all__ = [
-    "BLOCK_OPS", "EXACT", "LANE_IDENTITY_OPS", "MODES", "NOT_ENCODED", "REAL", "SEMANTICS_VERSION", "UF_OPS",
+    "BLOCK_OPS", "EXACT", "LANE_IDENTITY_OPS", "MODES", "NOT_ENCODED", "REAL", "SEMANTICS_VERSION", "semantics_tag", "float_bits", "UF_OPS",
     "Z3_OPS", "Enc",
     "bitcast_value", "cast_value", "const", "encode", "eval_concrete", "fp_sort", "fp_value", "from_python",
     "leaf_facts", "real_axioms", "result_dtype", "sort_of", "to_python", "uf", "var",

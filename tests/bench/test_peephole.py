@@ -108,9 +108,6 @@ def test_corpus_no_false_verdicts(corpus_summary):
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="issue #14 goal not met yet: 97.15 % decided (1294 of 1332); the 38 "
-                   "undecided are bit-vector division at 16-64 bits, fma/fdiv at f16-f64, NaN payloads "
-                   "through bitcast, and transcendental rules (docs/rules.md, 'Real peephole rules')")
 def test_corpus_meets_the_goal(corpus_summary):
     s = corpus_summary
     assert s["decided"] >= 0.98 * s["instances"]

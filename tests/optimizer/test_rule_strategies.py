@@ -91,7 +91,7 @@ def test_the_wall_clock_only_caps_a_runaway_check_and_retries_once(monkeypatch):
 
 
 def test_budgets_convert_per_strategy():
-    assert set(rb.UNITS_PER_MS) == {"z3", "z3-fp", "z3-real", "qf_bv", "case-split"}
+    assert set(rb.UNITS_PER_MS) == {"z3", "z3-fp", "z3-real", "qf_bv", "case-split", "fp-bv"}
     assert rb.units("qf_bv", 10) == 10 * rb.UNITS_PER_MS["qf_bv"]
     assert rb.units("z3", 0) == rb.UNITS_PER_MS["z3"]  # at least a millisecond's worth
 
