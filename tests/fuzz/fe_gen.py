@@ -126,6 +126,7 @@ class FeProgram:
     approx_out: list[bool]            # per output: compared with a tolerance
     features: set[str] = field(default_factory=set)
     out_sizes: dict[int, int] = field(default_factory=dict)  # output index -> its length
+    loop_dt: str | None = None        # the ``for`` variable's dtype (the bounds' promotion)
 
     def grid(self) -> tuple[int]:
         step = self.constexprs["ROWS"] if self.tiled else self.constexprs["BLOCK"]
@@ -197,6 +198,7 @@ class Gen:
         self.vals: list[Val] = []
         self.tmp = 0
         self.features: set[str] = set()
+        self.loop_dt: str | None = None
         self.indent = "    "
 
     # -- helpers ---------------------------------------------------------------------------
@@ -234,7 +236,7 @@ class Gen:
             assert v is not None
             return v
         choice = r.choice(["arith", "arith", "arith", "divmod", "shift", "bit", "where", "cast",
-                           "cast", "math", "minmax", "truediv"])
+                           "cast", "math", "minmax", "truediv", "unary", "compare"])
         v = getattr(self, "e_" + choice)(depth - 1)
         if v.dt == "bf16":  # see the module docstring
             return Val(f"{v.text}.to(tl.float32)", "f32", v.block, False, v.approx)
@@ -278,7 +280,10 @@ class Gen:
         if self.r.random() < 0.3 and ct in ("f32", "f64") and wide and not (a.approx or b.approx):
             self.features.add("fmod")
             return Val(f"({a.text} % {b.text})", ct, a.block or b.block)
-        return self.binop("/", a, b, True) or a
+        v = self.binop("/", a, b, True)
+        if v is not None and not is_float(v.dt):
+            v.dt = "f32"  # integers are divided in f32 (semantic.truediv)
+        return v or a
 
     def e_divmod(self, d: int) -> Val:
         a = self.operand(d, lambda v: is_int(v.dt), exact=True)
@@ -382,6 +387,25 @@ class Gen:
         approx = a.approx or fn in ("exp", "log")
         return Val(f"tl.{fn}({a.text})", a.dt, a.block, False, approx)
 
+    def e_unary(self, d: int) -> Val:
+        a = self.expr(d)
+        if a.lit or a.dt == "bool":
+            return a
+        op = self.r.choice(["-", "~", "abs"]) if is_int(a.dt) else self.r.choice(["-", "abs"])
+        self.features.add("unary")
+        text = f"tl.abs({a.text})" if op == "abs" else f"({op}{a.text})"
+        return Val(text, a.dt, a.block, False, a.approx)
+
+    def e_compare(self, d: int) -> Val:
+        """A comparison used as a number: ``(a < b) + k`` is i32 (Triton: an int literal takes
+        part in the promotion with a bool), ``.to(dt)`` any dtype."""
+        c = self.cond(d)
+        self.features.add("compare")
+        if self.r.random() < 0.5:
+            return Val(f"({c.text} + {self.r.choice([0, 1, 5])})", "i32", c.block)
+        to = self.r.choice(CONV_DTYPES)
+        return Val(f"{c.text}.to({TL[to]})", to, c.block)
+
     def e_minmax(self, d: int) -> Val:
         a, b = self.expr(d), self.expr(d)
         if a.lit and b.lit:
@@ -419,6 +443,7 @@ class Gen:
         acc_dt = self.r.choice(CONV_DTYPES)
         acc = self.bind(self.convert(self.block_expr(depth), acc_dt), "acc")
         iv_dt = int_promote(lo.dt, hi.dt)
+        self.loop_dt = iv_dt
         if self.r.random() < 0.5:
             self.emit(f"for i in range({lo.text}, {hi.text}):")
             self.features.add("for")
@@ -566,7 +591,7 @@ def generate(seed: int, *, n: int | None = None) -> FeProgram:
     sig = ", ".join(params + [f"{c}: tl.constexpr" for c in consts])
     src = f"@jit\ndef fe_kernel_{seed}({sig}):\n" + "\n".join(g.lines) + "\n"
     return FeProgram(seed, src, f"fe_kernel_{seed}", params, kinds, scalars, consts, n, tiled,
-                     approx_out, g.features, out_sizes)
+                     approx_out, g.features, out_sizes, g.loop_dt)
 
 
 def _reduce(g: Gen, v: Val, consts: dict, n: int):

@@ -2,7 +2,8 @@
 
 * Triton's own interpreter (the reference; ``TRITON_INTERPRET=1``'s ``InterpretedFunction``,
   fed numpy arrays through :class:`_NumpyTensor`, a minimal stand-in for the torch tensor it
-  expects, and typed scalars as 0-d interpreter tensors of the numpy scalar's dtype);
+  expects, and typed scalars as 0-d interpreter tensors of the numpy scalar's dtype, a Python
+  float as f32 as compiled Triton takes it);
 * ``@eggpu.jit`` launched ``kernel[grid](...)`` with ``EGGPU_JIT_DEVICE=cpu`` (the compiled
   lowering on the CPU, ``run_cpu``) and ``EGGPU_JIT_DEVICE=interpret`` (eggpu's interpreter).
 
@@ -23,6 +24,7 @@ import contextlib
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import tempfile
 import traceback
@@ -32,7 +34,7 @@ from pathlib import Path
 
 import ml_dtypes
 import numpy as np
-from fe_gen import NP, FeProgram, generate
+from fe_gen import NP, TL, FeProgram, generate
 from fuzzrun import same
 
 _DIR = Path(tempfile.gettempdir()) / f"eggpu-fefuzz-{os.getuid()}"
@@ -107,7 +109,15 @@ def _module(prog: FeProgram, flavour: str):
     header = {"triton": "import triton.language as tl\n"
                         "from triton.runtime.interpreter import InterpretedFunction as jit\n",
               "eggpu": "import eggpu.language as tl\nfrom eggpu import jit\n"}[flavour]
-    text = header + "\n\n" + prog.source
+    source = prog.source
+    if flavour == "triton" and prog.loop_dt is not None:
+        # Triton's interpreter iterates ``range(lo, hi)`` over Python ints, so the loop variable
+        # would be a weakly typed Python number (``%`` with Python's floor semantics, literal
+        # promotion); compiled Triton's is a tensor of the bounds' dtype: make it one
+        source = re.sub(r"^( *)for (\w+) in range\((.*)\):\n",
+                        lambda m: f"{m[0]}{m[1]}    {m[2]} = tl.full((), {m[2]}, {TL[prog.loop_dt]})\n",
+                        source, flags=re.M)
+    text = header + "\n\n" + source
     digest = hashlib.sha1(text.encode()).hexdigest()[:12]
     _DIR.mkdir(exist_ok=True)
     path = _DIR / f"fe_{flavour}_{prog.seed}_{digest}.py"
@@ -243,7 +253,9 @@ def _run_triton_here(prog: FeProgram, args: list) -> list[np.ndarray]:
     for (k, dt), a in zip(prog.arg_kinds, args):
         if k in ("in", "out"):
             targs.append(_NumpyTensor(a, dt))
-        elif isinstance(a, np.generic):
+        elif isinstance(a, np.generic) or isinstance(a, float):
+            # a Python float is an f32 runtime scalar in compiled Triton (and eggpu); the
+            # interpreter would leave it a weakly typed Python number
             tdt = getattr(tl, _TORCH_NAMES[dt])
             bits = np.array([a]).view(np.uint16) if dt == "bf16" else np.array([a], NP[dt])
             targs.append(tl.tensor(TensorHandle(bits, tdt), tdt))
@@ -328,11 +340,15 @@ def run_program(prog: FeProgram, devices=("cpu", "interpret")) -> Outcome:
     return Outcome(prog, status, details)
 
 
-def campaign(seeds, devices=("cpu", "interpret")) -> tuple[list[Outcome], dict[str, int]]:
+def campaign(seeds, devices=("cpu", "interpret"), *, cpu_every: int = 1) -> tuple[list[Outcome], dict[str, int]]:
+    """Run each seed's program; ``cpu`` (compiling, the slow part) only for every
+    ``cpu_every``-th seed. Returns the failing outcomes and counters."""
     failed, stats = [], {"programs": 0, "ok": 0, "triton_refused": 0, "triton_error": 0,
-                         "mismatch": 0, "eggpu_error": 0}
+                         "mismatch": 0, "eggpu_error": 0, "cpu_runs": 0}
     for seed in seeds:
-        out = run_program(generate(seed), devices)
+        devs = tuple(d for d in devices if d != "cpu" or seed % cpu_every == 0)
+        out = run_program(generate(seed), devs)
+        stats["cpu_runs"] += "cpu" in devs and out.status != "triton_refused"
         stats["programs"] += 1
         stats[out.status] += 1
         if out.status in ("mismatch", "eggpu_error"):
@@ -352,6 +368,8 @@ def main(argv: list[str] | None = None) -> int:
         for o in f:
             print(o.report(), flush=True)
             failed.append(o)
+        if stats["programs"] % 50 == 0:
+            print("progress", seed, stats, file=sys.stderr, flush=True)
     print(stats, flush=True)
     return 1 if failed else 0
 

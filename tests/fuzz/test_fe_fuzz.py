@@ -2,7 +2,7 @@
 own interpreter and by ``@eggpu.jit`` (``run_cpu`` and ``interpret``), compared as ``fe_run``'s
 docstring says.
 
-* the default suite runs :data:`CI_PROGRAMS` seeds (one test);
+* the default suite runs :data:`CI_PROGRAMS` seeds (one test; ``run_cpu`` on every third);
 * ``-m slow`` runs ``EGGPU_FE_FUZZ_PROGRAMS`` programs (default 3,000) from seed
   ``EGGPU_FE_FUZZ_SEED`` (default 200,000) in chunks of :data:`CHUNK`;
 * a seed reproduces a program and its inputs: ``python tests/fuzz/fe_run.py SEED 1``.
@@ -30,9 +30,11 @@ def _assert_no_mismatch(failed: list, stats: dict) -> None:
 
 
 def test_bounded_campaign():
-    failed, stats = fe_run.campaign(range(CI_PROGRAMS))
+    # eggpu's interpreter on every program, the compiled CPU lowering on every third
+    failed, stats = fe_run.campaign(range(CI_PROGRAMS), cpu_every=3)
     _assert_no_mismatch(failed, stats)
     assert stats["programs"] == CI_PROGRAMS
+    assert stats["cpu_runs"] >= 4, stats
     # most programs are valid Triton and are compared (the generator's promotion model keeps
     # Triton's refusals rare)
     assert stats["ok"] >= CI_PROGRAMS * 2 // 3, stats
@@ -59,7 +61,7 @@ def test_generation_is_deterministic_and_covers_the_features():
         compile(p.source, f"fe_{seed}", "exec")  # valid Python
     for f in ("divmod", "shift", "where", "cast", "bitcast", "f2i", "exp", "log", "sqrt", "minmax",
               "for", "while", "if", "other", "sum", "max", "min", "argmax", "argmin", "cumsum",
-              "bf16", "fmod"):
+              "bf16", "fmod", "unary", "compare"):
         assert feats[f] > 0, (f, feats)
     assert sizes == set(fe_gen.RAGGED)
     assert scalar_dtypes >= {"i32", "i64", "u32", "f16", "bf16", "f32", "f64"}
