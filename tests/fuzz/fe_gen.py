@@ -209,7 +209,9 @@ class Gen:
         name = f"{prefix}{self.tmp}"
         self.tmp += 1
         self.emit(f"{name} = {v.text}")
-        nv = Val(name, v.dt, v.block, False, v.approx)
+        if not v.lit:  # the dtype model checked by both frontends (a literal stays a Python number)
+            self.emit(f"tl.static_assert({name}.dtype == {TL[v.dt]}, \"dtype model\")")
+        nv = Val(name, v.dt, v.block, v.lit, v.approx)
         if scope:
             self.vals.append(nv)
         return nv

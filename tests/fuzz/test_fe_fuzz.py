@@ -78,19 +78,23 @@ def test_the_comparison_can_fail():
 
 def test_triton_interpreter_workarounds():
     """The reference's patches of Triton's interpreter (``fe_run._patch_interpreter``): bf16
-    conversions round to nearest even; a signed ``>>`` promoted to unsigned keeps unsigned bits."""
+    conversions round to nearest even; a signed ``>>`` promoted to unsigned keeps unsigned bits;
+    ``tl.maximum`` orders -0.0 < +0.0."""
     src = '''@jit
-def probe(x_ptr, s_ptr, b_ptr, f_ptr, BLOCK: tl.constexpr):
+def probe(x_ptr, s_ptr, b_ptr, f_ptr, m_ptr, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
     tl.store(b_ptr + offs, x.to(tl.bfloat16))
     tl.store(f_ptr + offs, ((offs - 8) >> tl.load(s_ptr + offs)).to(tl.float32))
+    tl.store(m_ptr + offs, tl.maximum(x * 0.0, -(x * 0.0)))
 '''
-    kinds = [("in", "f32"), ("in", "u32"), ("out", "bf16"), ("out", "f32")]
-    prog = fe_gen.FeProgram(0, src, "probe", ["x_ptr", "s_ptr", "b_ptr", "f_ptr"], kinds, {},
-                            {"BLOCK": 4}, 4, False, [False, False])
+    kinds = [("in", "f32"), ("in", "u32"), ("out", "bf16"), ("out", "f32"), ("out", "f32")]
+    prog = fe_gen.FeProgram(0, src, "probe", ["x_ptr", "s_ptr", "b_ptr", "f_ptr", "m_ptr"], kinds, {},
+                            {"BLOCK": 4}, 4, False, [False, False, False])
     x = np.array([1 + 2**-8 + 2**-20, 1 + 2**-8, 3.0, -1 - 2**-7 - 2**-9], np.float32)
-    args = [x, np.ones(4, np.uint32), np.zeros(4, fe_gen.NP["bf16"]), np.zeros(4, np.float32)]
-    b, f = fe_run.run_triton(prog, args)
+    args = [x, np.ones(4, np.uint32), np.zeros(4, fe_gen.NP["bf16"]), np.zeros(4, np.float32),
+            np.ones(4, np.float32)]
+    b, f, m = fe_run.run_triton(prog, args)
     np.testing.assert_array_equal(b, x.astype(fe_gen.NP["bf16"]))
     np.testing.assert_array_equal(f, (np.arange(4, dtype=np.int64) - 8 >> 1 & 0xFFFFFFFF).astype(np.float32))
+    assert not np.signbit(m).any() and not m.any()  # max(+-0.0, -+0.0) is +0.0
