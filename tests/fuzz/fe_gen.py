@@ -417,6 +417,10 @@ class Gen:
             return a
         fn = self.r.choice(["maximum", "minimum"])
         self.features.add("minmax")
+        if is_float(ct) and self.r.random() < 0.3:
+            self.features.add("propagate_nan")
+            return Val(f"tl.{fn}({a.text}, {b.text}, propagate_nan=tl.PropagateNan.ALL)", ct,
+                       a.block or b.block, False, a.approx or b.approx)
         return Val(f"tl.{fn}({a.text}, {b.text})", ct, a.block or b.block, False, a.approx or b.approx)
 
     # -- conversions and statements ----------------------------------------------------------

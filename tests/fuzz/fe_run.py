@@ -16,7 +16,9 @@ A program Triton refuses (a TypeError in its frontend: our promotion model is de
 loose) is counted as ``triton_refused`` and not run further; eggpu refusing a program Triton
 accepts is a mismatch.
 
-``python tests/fuzz/fe_run.py SEED [COUNT]`` runs seeds and prints each mismatch with its source.
+``python tests/fuzz/fe_run.py SEED [COUNT [DEVICES [CPU_EVERY]]]`` runs seeds (``DEVICES``:
+``cpu,interpret``; ``run_cpu`` on every ``CPU_EVERY``-th seed) and prints each failure with its
+source, and the counters every 50 programs on stderr.
 """
 
 from __future__ import annotations
@@ -258,6 +260,9 @@ def _patch_interpreter() -> None:
     fmax, fmin = zero_aware(np.fmax, False), zero_aware(np.fmin, True)
     InterpreterBuilder.create_maxnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, fmax)
     InterpreterBuilder.create_minnumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, fmin)
+    pmax, pmin = zero_aware(np.maximum, False), zero_aware(np.minimum, True)  # PropagateNan.ALL
+    InterpreterBuilder.create_maximumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, pmax)
+    InterpreterBuilder.create_minimumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, pmin)
     _PATCHED = True
 
 
@@ -380,9 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     start, count = int(argv[0]), int(argv[1]) if len(argv) > 1 else 1
     devices = tuple(argv[2].split(",")) if len(argv) > 2 else ("cpu", "interpret")
+    cpu_every = int(argv[3]) if len(argv) > 3 else 1
     failed, stats = [], {}
     for seed in range(start, start + count):
-        f, s = campaign([seed], devices)
+        f, s = campaign([seed], devices, cpu_every=cpu_every)
         for k, v in s.items():
             stats[k] = stats.get(k, 0) + v
         for o in f:
