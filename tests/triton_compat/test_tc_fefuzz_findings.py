@@ -106,3 +106,38 @@ def test_bfloat16_scalar_launches(run_both, n):
 
 def test_python_float_is_still_f32():
     assert axpy_scalar.specialize(np.zeros(1), np.zeros(1), 0.1, 4, BLOCK=BLOCK).arg_types[2] == tl.f32
+
+
+@eggpu.jit
+def row_max_min(x_ptr, mx_ptr, mn_ptr, ix_ptr, n, COLS: tl.constexpr, WIDE: tl.constexpr):
+    rows = tl.program_id(0) * 16 + tl.arange(0, 16)
+    offs = rows[:, None] * COLS + tl.arange(0, COLS)[None, :]
+    x = tl.load(x_ptr + offs, mask=rows[:, None] < n, other=0)
+    mx = tl.max(x, axis=1)
+    mn = tl.min(x, axis=1)
+    tl.static_assert(mx.dtype == WIDE and mn.dtype == WIDE, "max/min widen below 32 bits")
+    v, i = tl.max(x, axis=1, return_indices=True)
+    tl.static_assert(v.dtype == x.dtype, "return_indices keeps the dtype")
+    # in the wide dtype, * 1000 neither overflows f16 nor wraps i16
+    tl.store(mx_ptr + rows, mx * 1000, mask=rows < n)
+    tl.store(mn_ptr + rows, mn * 1000, mask=rows < n)
+    tl.store(ix_ptr + rows, i, mask=rows < n)
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("dt,wide,out", [
+    (np.float16, tl.f32, np.float32), (ml_dtypes.bfloat16, tl.f32, np.float32),
+    (np.int16, tl.i32, np.int32), (np.uint8, tl.i32, np.int32), (np.int8, tl.i32, np.int32),
+], ids=lambda d: getattr(d, "__name__", str(d)))
+def test_max_min_of_narrow_dtypes_widen(run_both, n, dt, wide, out):
+    rng = np.random.default_rng(n)
+    hi = 60000 if dt in (np.float16, ml_dtypes.bfloat16) else np.iinfo(dt).max
+    lo = -hi if dt not in (np.uint8,) else 0
+    x = rng.integers(lo, hi, (n, 8), endpoint=True).astype(np.float64).astype(dt)
+    got = run_both(row_max_min, -(-n // 16), x, np.zeros(n, out), np.zeros(n, out),
+                   np.zeros(n, np.int32), n, COLS=8, WIDE=wide)
+    wide_x = x.astype(out)
+    for mx, mn, ix in (r[1:] for r in got.values()):
+        np.testing.assert_array_equal(mx, wide_x.max(axis=1) * out(1000))
+        np.testing.assert_array_equal(mn, wide_x.min(axis=1) * out(1000))
+        np.testing.assert_array_equal(ix, x.astype(np.float64).argmax(axis=1))
