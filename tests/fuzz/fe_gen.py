@@ -557,14 +557,17 @@ def generate(seed: int, *, n: int | None = None) -> FeProgram:
     g.vals += [Val("offs", "i32"), Val("pid", "i32", False)] + scal
     for i, p in enumerate(ins):
         dt = kinds[params.index(p)][1]
+        at = "offs.to(tl.int64)" if r.random() < 0.2 else "offs"  # 64-bit offsets too
+        if at != "offs":
+            g.features.add("i64_offsets")
         if tiled or r.random() < 0.6:
             other = "0" if is_int(dt) else r.choice(["0.0", "-1.5", "float('nan')" if dt in ("f32", "f64") else "2.0"])
             if is_int(dt) and dt != "u32" and r.random() < 0.4:
                 other = "-3"
-            g.emit(f"v{i} = tl.load({p} + offs, mask=mask, other={other})")
+            g.emit(f"v{i} = tl.load({p} + {at}, mask=mask, other={other})")
             g.features.add("other")
         else:
-            g.emit(f"v{i} = tl.load({p} + offs, mask=mask)")
+            g.emit(f"v{i} = tl.load({p} + {at}, mask=mask)")
         if dt == "bf16":
             g.emit(f"v{i} = v{i}.to(tl.float32)")
             dt = "f32"
@@ -611,7 +614,10 @@ def _reduce(g: Gen, v: Val, consts: dict, n: int):
     if fn == "cumsum":
         dt = "i32" if v.dt in ("i16", "bool") else v.dt
         approx = v.approx or is_float(dt)
-        out = Val(f"tl.cumsum({v.text}, axis={axis})", dt, True, False, approx)
+        rev = ", reverse=True" if r.random() < 0.3 else ""
+        if rev:
+            g.features.add("reverse")
+        out = Val(f"tl.cumsum({v.text}, axis={axis}{rev})", dt, True, False, approx)
         return out, "offs", "mask", n * cols
     if fn == "sum":
         dt = "i32" if v.dt in ("i16", "bool") else v.dt
@@ -625,7 +631,14 @@ def _reduce(g: Gen, v: Val, consts: dict, n: int):
             fn = "max"
             dt = ("f32" if is_float(v.dt) else "i32") if BITS[v.dt] < 32 else v.dt
             approx = True
-    out = Val(f"tl.{fn}({v.text}, axis={axis})", dt, True, False, approx)
+    shape = r.choice(["axis", "axis", "keep_dims", "none"])
+    if shape == "none":  # every axis: one value per program (masked rows take part via other=)
+        g.features.add("axis_none")
+        return Val(f"tl.{fn}({v.text})", dt, False, False, approx), "pid", "pid < n", grid
+    keep = ", keep_dims=True" if shape == "keep_dims" else ""
+    if keep:
+        g.features.add("keep_dims")
+    out = Val(f"tl.{fn}({v.text}, axis={axis}{keep})", dt, True, False, approx)
     if axis == 1:
-        return out, "rows", "rows < n", n
-    return out, "pid * COLS + cols", "cols < COLS", grid * cols
+        return out, "rows[:, None]" if keep else "rows", "rows[:, None] < n" if keep else "rows < n", n
+    return out, "pid * COLS + cols[None, :]" if keep else "pid * COLS + cols", "cols[None, :] < COLS" if keep else "cols < COLS", grid * cols

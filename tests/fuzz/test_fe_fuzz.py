@@ -61,7 +61,8 @@ def test_generation_is_deterministic_and_covers_the_features():
         compile(p.source, f"fe_{seed}", "exec")  # valid Python
     for f in ("divmod", "shift", "where", "cast", "bitcast", "f2i", "exp", "log", "sqrt", "minmax",
               "for", "while", "if", "other", "sum", "max", "min", "argmax", "argmin", "cumsum",
-              "bf16", "fmod", "unary", "compare", "propagate_nan"):
+              "bf16", "fmod", "unary", "compare", "propagate_nan",
+              "reverse", "axis_none", "keep_dims", "i64_offsets"):
         assert feats[f] > 0, (f, feats)
     assert sizes == set(fe_gen.RAGGED)
     assert scalar_dtypes >= {"i32", "i64", "u32", "f16", "bf16", "f32", "f64"}
