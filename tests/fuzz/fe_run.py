@@ -18,7 +18,8 @@ accepts is a mismatch.
 
 ``python tests/fuzz/fe_run.py SEED [COUNT [DEVICES [CPU_EVERY]]]`` runs seeds (``DEVICES``:
 ``cpu,interpret``; ``run_cpu`` on every ``CPU_EVERY``-th seed) and prints each failure with its
-source, and the counters every 50 programs on stderr.
+source, and the counters every 50 programs on stderr; ``fe_run.py --min SEED [DEVICES]`` prints
+a minimized version of a failing seed's program (:func:`minimize`).
 """
 
 from __future__ import annotations
@@ -381,8 +382,45 @@ def campaign(seeds, devices=("cpu", "interpret"), *, cpu_every: int = 1) -> tupl
     return failed, stats
 
 
+def minimize(prog: FeProgram, devices=("interpret",)) -> FeProgram:
+    """A smaller program failing the same way (greedy: drop one statement, with the
+    ``static_assert`` under it, or a whole ``if``/loop, while the status stays the same). The
+    stores stay; the inputs are the seed's."""
+    import dataclasses
+
+    want = run_program(prog, devices).status
+    if want not in ("mismatch", "eggpu_error"):
+        return prog
+    lines = prog.source.splitlines()
+    header, body = lines[:2], lines[2:]
+    changed = True
+    while changed:
+        changed = False
+        i = len(body) - 1
+        while i >= 0:
+            line = body[i]
+            indent = len(line) - len(line.lstrip())
+            end = i + 1
+            while end < len(body) and (len(body[end]) - len(body[end].lstrip()) > indent
+                                       or body[end].lstrip().startswith(("tl.static_assert", "else:"))):
+                end += 1
+            keep = line.lstrip().startswith(("tl.store", "pid =", "offs =", "mask =", "rows =", "cols =",
+                                             "else:", "j += 1"))
+            if not keep:
+                trial = body[:i] + body[end:]
+                cand = dataclasses.replace(prog, source="\n".join(header + trial) + "\n")
+                if run_program(cand, devices).status == want:
+                    body, changed = trial, True
+            i -= 1
+    return dataclasses.replace(prog, source="\n".join(header + body) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "--min":  # fe_run.py --min SEED [DEVICES]: the smallest failing program
+        devs = tuple(argv[2].split(",")) if len(argv) > 2 else ("interpret",)
+        print(minimize(generate(int(argv[1])), devs).source)
+        return 0
     start, count = int(argv[0]), int(argv[1]) if len(argv) > 1 else 1
     devices = tuple(argv[2].split(",")) if len(argv) > 2 else ("cpu", "interpret")
     cpu_every = int(argv[3]) if len(argv) > 3 else 1

@@ -99,3 +99,24 @@ def probe(x_ptr, s_ptr, b_ptr, f_ptr, m_ptr, BLOCK: tl.constexpr):
     np.testing.assert_array_equal(b, x.astype(fe_gen.NP["bf16"]))
     np.testing.assert_array_equal(f, (np.arange(4, dtype=np.int64) - 8 >> 1 & 0xFFFFFFFF).astype(np.float32))
     assert not np.signbit(m).any() and not m.any()  # max(+-0.0, -+0.0) is +0.0
+
+
+def test_minimize_keeps_the_failure(monkeypatch):
+    """A fake eggpu bug (outputs off by one whenever the program loads ``x0_ptr`` into ``v0``
+    and computes ``t1``): the minimized program still fails and is smaller."""
+    prog = next(p for p in map(fe_gen.generate, range(100))
+                if " t1 = " in p.source and p.source.count("\n") > 14 and not p.tiled
+                and fe_run.run_program(p, ("interpret",)).status == "ok")
+    real = fe_run.run_eggpu
+
+    def buggy(p, args, device):
+        outs = real(p, args, device)
+        if " t1 = " in p.source:
+            outs[0][...] = outs[0] + np.ones((), outs[0].dtype)
+        return outs
+
+    monkeypatch.setattr(fe_run, "run_eggpu", buggy)
+    small = fe_run.minimize(prog)
+    assert fe_run.run_program(small, ("interpret",)).status == "mismatch"
+    assert " t1 = " in small.source
+    assert small.source.count("\n") < prog.source.count("\n")
