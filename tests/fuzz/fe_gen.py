@@ -451,7 +451,8 @@ class Gen:
         iv_dt = int_promote(lo.dt, hi.dt)
         self.loop_dt = iv_dt
         if self.r.random() < 0.5:
-            self.emit(f"for i in range({lo.text}, {hi.text}):")
+            step_txt = self.r.choice(["", "", ", 2", ", 3"])
+            self.emit(f"for i in range({lo.text}, {hi.text}{step_txt}):")
             self.features.add("for")
             step = None
         else:
