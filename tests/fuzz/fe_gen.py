@@ -460,7 +460,8 @@ class Gen:
             self.emit(f"while j < {hi.text}:")
             self.features.add("while")
             step = "j += 1"
-        iv = Val("i" if step is None else "j", iv_dt, False)
+        # for: the bounds' promotion; while: j = lo keeps lo's dtype (j += 1 too)
+        iv = Val("i", iv_dt, False) if step is None else Val("j", lo.dt, False)
         self.vals.append(iv)
         outer, self.indent = self.indent, self.indent + "    "
         body = self.operand(depth, lambda v: True, exact=not is_float(acc_dt))
