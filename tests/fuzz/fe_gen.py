@@ -299,7 +299,8 @@ class Gen:
             div = f"(({b.text} & 7) + 1)"
         elif self.r.random() < 0.5:
             div = f"((({b.text} & 7) - 4) | 1)"  # odd, negative or positive: never 0
-            a = Val(f"({a.text} & 0xFFFF)", a.dt, a.block)  # no INT_MIN // -1
+            mask = "0x7FFF" if a.dt == "i16" else "0xFFFF"  # a literal must fit the dtype
+            a = Val(f"({a.text} & {mask})", a.dt, a.block)  # no INT_MIN // -1
         else:
             div = f"(({b.text} & 7) + 1)"
         op = self.r.choice(["//", "%"])
