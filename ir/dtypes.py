@@ -310,7 +310,9 @@ def float_of_width(bits: int) -> DType:
 def promote(a: DType, b: DType) -> DType:
     """Result dtype of a binary arithmetic op on two tensors, following Triton's rules.
 
-    - float beats int/bool; two floats: the wider wins; f16 with bf16 gives f32.
+    - float beats int/bool, except that bf16 with an integer or bool gives f32 (Triton: bf16
+      only with bf16); two floats: the wider wins; f16 with bf16 gives f16 (Triton 3.9's
+      ``computation_type_impl`` checks for fp16 before bf16: ``bf16 1e30 + f16 x`` is inf).
     - two integers of equal signedness: the wider; mixed signedness: the wider, and unsigned
       when the unsigned operand is at least as wide (C's usual arithmetic conversions).
     - bool with an integer gives the integer; bool with bool stays bool.
@@ -324,10 +326,13 @@ def promote(a: DType, b: DType) -> DType:
         return _promote_fp8(a, b)
     if a.is_float or b.is_float:
         if a.is_float and b.is_float:
-            if a.bits == b.bits:  # f16 vs bf16
-                return f32
+            if a.bits == b.bits:  # f16 vs bf16: Triton converts to f16 before it looks at bf16
+                return a if a.name == "f16" else b
             return a if a.bits > b.bits else b
-        return a if a.is_float else b
+        fl = a if a.is_float else b
+        # Triton's computation_type_impl: bf16 survives only with bf16; with an integer or bool
+        # tensor it computes in f32 (f16 with an integer stays f16)
+        return f32 if fl.name == "bf16" else fl
     if a.is_bool:
         return b
     if b.is_bool:

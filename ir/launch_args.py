@@ -20,7 +20,8 @@ raise: the interpreter passes ``InterpreterError``, the compiled paths ``LaunchE
 * :func:`convert_scalar`: a scalar parameter's value as a numpy scalar of the parameter dtype.
   A 0-d array counts as its element. ``bool`` parameters take bools or the ints 0 and 1.
   Integer parameters take ints and bools (never floats, even integral ones) within the dtype's
-  range. Float parameters take bools, ints and floats, rounded once (round-to-nearest-even, as
+  range. Float parameters take bools, ints and floats (numpy's and ml_dtypes' float scalars such
+  as ``ml_dtypes.bfloat16`` included), rounded once (round-to-nearest-even, as
   :func:`eggpu.ir.semantics.cast`); a finite value that rounds to an infinity is rejected,
   while inf and NaN pass through.
 
@@ -196,6 +197,18 @@ def check_host_array(kernel: str, name: str, ptr_type: BlockType, value: Any, er
 # ------------------------------------------------------------------ scalars
 
 
+def _is_ml_float(v: Any) -> bool:
+    """A scalar of one of ml_dtypes' floats (``ml_dtypes.bfloat16``, the FP8 formats): numpy
+    scalars that are not ``np.floating``, yet specialize an unannotated parameter to their float
+    dtype (so a launch must take them back)."""
+    if not isinstance(v, np.generic) or isinstance(v, np.number | np.bool_):
+        return False
+    try:
+        return from_numpy(v.dtype).is_float
+    except EggpuError:
+        return False
+
+
 def convert_scalar(kernel: str, name: str, dt: DType, value: Any, error: ErrorClass) -> np.generic:
     """``value`` as a numpy scalar of ``dt`` (``np.bool_`` for bool); the rules are in the module
     docstring. Integers convert to floats exactly as the IR's ``cast`` (one rounding, also for
@@ -208,7 +221,7 @@ def convert_scalar(kernel: str, name: str, dt: DType, value: Any, error: ErrorCl
         v = v[()]
     is_bool = isinstance(v, bool | np.bool_)
     is_int = isinstance(v, int | np.integer) and not is_bool
-    is_float = isinstance(v, float | np.floating)
+    is_float = isinstance(v, float | np.floating) or _is_ml_float(v)
     if dt.is_bool:
         if is_bool or (is_int and int(v) in (0, 1)):
             return np.bool_(bool(v))

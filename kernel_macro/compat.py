@@ -456,7 +456,7 @@ def reduce_with_indices(name: str):
         ri, left = a["return_indices"], a["return_indices_tie_break_left"]
         if not isinstance(ri, bool):
             raise SemanticError(f"return_indices must be a compile-time bool, got {describe(ri)}", arg="return_indices")
-        values = s.reduce(kind, a["input"], a["axis"], a["keep_dims"])
+        values = s.reduce(kind, a["input"], a["axis"], a["keep_dims"], widen=not ri)
         if not ri:
             return values
         _tie_break(left, "return_indices_tie_break_left")

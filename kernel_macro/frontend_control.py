@@ -217,10 +217,15 @@ class ControlFlow:
         what = "the return value" if n == _RET else n
         if isinstance(a, Tensor) and isinstance(c, Tensor):
             if a.type != c.type:
+                v = n if n != _RET else 'x'
+                if a.type.shape != c.type.shape:  # a .to() cannot help: broadcast the other side
+                    shape = a.type.shape or c.type.shape
+                    hint = (f"give both branches one shape (e.g. {v} = tl.broadcast_to({v}, {list(shape)}) "
+                            f"in the branch where it is {'a scalar' if not (a.type.shape and c.type.shape) else 'smaller'})")
+                else:
+                    hint = f"convert one side (e.g. {v}.to(tl.{promote(a.dtype, c.dtype)})) so both branches produce one type"
                 raise self.error(
-                    node, f"{what} has type {a.type} in the then branch but {c.type} in the else branch",
-                    f"convert one side (e.g. {n if n != _RET else 'x'}.to(tl.{promote(a.dtype, c.dtype)})) "
-                    f"so both branches produce one type")
+                    node, f"{what} has type {a.type} in the then branch but {c.type} in the else branch", hint)
             return a.type
         if isinstance(a, Tensor) and is_number(c):
             return a.type

@@ -593,8 +593,10 @@ class Semantic(Memory):
     # ------------------------------------------------------------ reductions
 
     def reduce(self, kind: str, x: Any, axis: Any, keep_dims: Any, widen: bool = True) -> Tensor:
-        """``tl.sum/max/min/argmax/argmin``. ``widen=False`` (``tl.sum(dtype=...)``) sums narrow
-        integers in their own dtype instead of 32 bits."""
+        """``tl.sum/max/min/argmax/argmin``. As Triton, ``sum`` of integers narrower than 32 bits
+        (and bool) is i32/u32, ``max``/``min`` of dtypes narrower than 32 bits are f32 (floats) or
+        i32 (integers, bool); ``widen=False`` (``tl.sum(dtype=...)``, ``return_indices=True``)
+        reduces in the input's own dtype."""
         name = {"reduce_sum": "sum", "reduce_max": "max", "reduce_min": "min",
                 "reduce_argmax": "argmax", "reduce_argmin": "argmin"}[kind]
         if not isinstance(x, Tensor) or not x.is_block or x.is_pointer:
@@ -604,6 +606,10 @@ class Semantic(Memory):
                                 arg="keep_dims")
         if widen and kind == "reduce_sum" and (x.dtype.is_bool or (x.dtype.is_int and x.dtype.bits < 32)):
             x = self.cast(x, u32 if x.dtype.is_unsigned else i32)
+        if widen and kind in ("reduce_max", "reduce_min") and x.dtype.bits < 32:
+            # Triton's tl.max/tl.min (without return_indices): narrower floats reduce in f32,
+            # narrower integers (unsigned and bool too) in i32, so the result has that dtype
+            x = self.cast(x, f32 if x.dtype.is_float or x.dtype.is_fp8 else i32)
         if x.dtype.is_bool:
             raise SemanticError(f"tl.{name} needs a numeric block, got {x.type}",
                                 "convert first: x.to(tl.i32)", arg="input")

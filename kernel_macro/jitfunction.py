@@ -254,6 +254,8 @@ class JITFunction:
                 raise LaunchError(f"{name}: parameter {p.name}: eggpu.reinterpret(..., {v.dtype}) needs an array of "
                                   f"{v.dtype.bits}-bit elements, got {_describe(v.base)}")
             return POINTER, v.dtype, base.view(v.dtype.np) if isinstance(base, np.ndarray) else base
+        if isinstance(v, np.generic):  # before float: np.float64 is a float subclass
+            return SCALAR, self._numpy_dtype(p, v.dtype, v), v
         if isinstance(v, bool):
             return SCALAR, bool_, v
         if isinstance(v, int):
@@ -262,8 +264,6 @@ class JITFunction:
             return SCALAR, _int_dtype(v), v
         if isinstance(v, float):
             return SCALAR, f32, v
-        if isinstance(v, np.generic):
-            return SCALAR, self._numpy_dtype(p, v.dtype, v), v
         if isinstance(v, np.ndarray):
             return POINTER, self._numpy_dtype(p, v.dtype, v), v
         # a CUDA tensor, read through data_ptr() (PyTorch's protocol) before __cuda_array_interface__,

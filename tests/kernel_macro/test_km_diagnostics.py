@@ -284,6 +284,15 @@ def branch_types_differ(x_ptr: tl.Pointer[tl.f32], n: tl.i32):
     tl.store(x_ptr, y)
 
 
+@eggpu.kernel
+def branch_shapes_differ(x_ptr: tl.Pointer[tl.f32], n: tl.i32):
+    offs = tl.arange(0, 8)
+    y = tl.load(x_ptr + offs)
+    if n > 3:
+        y = tl.load(x_ptr)
+    tl.store(x_ptr + offs, y)
+
+
 # ---------------------------------------------------------------- checking helper
 
 
@@ -570,6 +579,12 @@ def test_helper_without_a_return_on_every_path():
 def test_branches_assign_different_types():
     check(branch_types_differ, "if n > 0", "y has type i32 in the then branch but f32 in the else branch",
           "convert one side (e.g. y.to(tl.f32)) so both branches produce one type")
+
+
+def test_branches_assign_different_shapes():
+    # found by the frontend fuzzer: the hint suggested a .to() that cannot make a scalar a block
+    check(branch_shapes_differ, "if n > 3", "y has type f32 in the then branch but f32[8] in the else branch",
+          "give both branches one shape (e.g. y = tl.broadcast_to(y, [8]) in the branch where it is a scalar)")
 
 
 def test_compile_errors_pickle():

@@ -108,7 +108,12 @@ def _vals(dt, seed):
     (0, tl.i8, tl.i32, tl.i32),      # wider int wins
     (1, tl.u8, tl.i8, tl.u8),        # mixed signedness, same width: the unsigned one (C rules)
     (2, tl.i32, tl.f16, tl.f16),     # float beats int
-    (0, tl.f16, tl.bf16, tl.f32),    # f16 with bf16 -> f32
+    (0, tl.f16, tl.bf16, tl.f16),    # f16 with bf16 -> f16 (Triton checks fp16 before bf16)
+    (2, tl.bf16, tl.f16, tl.f16),
+    (0, tl.bf16, tl.i32, tl.f32),    # bf16 with an integer -> f32 (Triton: bf16 only with bf16)
+    (2, tl.i16, tl.bf16, tl.f32),
+    (1, tl.bf16, tl.bool, tl.f32),
+    (2, tl.bf16, tl.bf16, tl.bf16),
     (2, tl.f32, tl.f64, tl.f64),
     (3, tl.i32, tl.i32, tl.f32),     # int / int -> f32
     (3, tl.f16, tl.f16, tl.f16),

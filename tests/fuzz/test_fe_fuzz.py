@@ -1,0 +1,122 @@
+"""Frontend differential fuzzing: generated Triton-language kernels (``fe_gen``) run by Triton's
+own interpreter and by ``@eggpu.jit`` (``run_cpu`` and ``interpret``), compared as ``fe_run``'s
+docstring says.
+
+* the default suite runs :data:`CI_PROGRAMS` seeds (one test; ``run_cpu`` on every third);
+* ``-m slow`` runs ``EGGPU_FE_FUZZ_PROGRAMS`` programs (default 3,000) from seed
+  ``EGGPU_FE_FUZZ_SEED`` (default 200,000) in chunks of :data:`CHUNK`;
+* a seed reproduces a program and its inputs: ``python tests/fuzz/fe_run.py SEED 1``.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+
+import fe_gen
+import fe_run
+import numpy as np
+import pytest
+
+CI_PROGRAMS = 24
+CHUNK = 100
+SLOW_PROGRAMS = int(os.environ.get("EGGPU_FE_FUZZ_PROGRAMS", "3000"))
+SLOW_SEED = int(os.environ.get("EGGPU_FE_FUZZ_SEED", "200000"))
+
+
+def _assert_no_mismatch(failed: list, stats: dict) -> None:
+    assert not failed, f"{len(failed)} failing program(s) of {stats['programs']}:\n\n" + \
+        "\n\n".join(f.report() for f in failed[:3])
+
+
+def test_bounded_campaign():
+    # eggpu's interpreter on every program, the compiled CPU lowering on every third
+    failed, stats = fe_run.campaign(range(CI_PROGRAMS), cpu_every=3)
+    _assert_no_mismatch(failed, stats)
+    assert stats["programs"] == CI_PROGRAMS
+    assert stats["cpu_runs"] >= 4, stats
+    # most programs are valid Triton and are compared (the generator's promotion model keeps
+    # Triton's refusals rare)
+    assert stats["ok"] >= CI_PROGRAMS * 2 // 3, stats
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS, CHUNK))
+def test_long_campaign(start):
+    failed, stats = fe_run.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS)))
+    _assert_no_mismatch(failed, stats)
+
+
+def test_generation_is_deterministic_and_covers_the_features():
+    assert fe_gen.generate(5).source == fe_gen.generate(5).source
+    a1, a2 = fe_gen.generate(5).make_args(), fe_gen.generate(5).make_args()
+    assert [np.asarray(x).tobytes() for x in a1] == [np.asarray(x).tobytes() for x in a2]
+    feats: collections.Counter = collections.Counter()
+    sizes, scalar_dtypes = set(), set()
+    for seed in range(200):
+        p = fe_gen.generate(seed)
+        feats.update(p.features)
+        sizes.add(p.n)
+        scalar_dtypes.update(dt for k, dt in p.arg_kinds if k == "scalar")
+        compile(p.source, f"fe_{seed}", "exec")  # valid Python
+    for f in ("divmod", "shift", "where", "cast", "bitcast", "f2i", "exp", "log", "sqrt", "minmax",
+              "for", "while", "if", "other", "sum", "max", "min", "argmax", "argmin", "cumsum",
+              "bf16", "fmod", "unary", "compare", "propagate_nan",
+              "reverse", "axis_none", "keep_dims", "i64_offsets"):
+        assert feats[f] > 0, (f, feats)
+    assert sizes == set(fe_gen.RAGGED)
+    assert scalar_dtypes >= {"i32", "i64", "u32", "f16", "bf16", "f32", "f64"}
+
+
+def test_the_comparison_can_fail():
+    """A wrong eggpu result is reported: the reference of one program against a corrupted run."""
+    prog = next(p for p in map(fe_gen.generate, range(100)) if fe_run.run_program(p).status == "ok")
+    want = fe_run.run_triton(prog, prog.make_args())
+    got = [w.copy() for w in want]
+    got[0][...] = got[0] + np.ones((), got[0].dtype)
+    assert fe_run.compare(prog, want, got, "corrupted")
+
+
+def test_triton_interpreter_workarounds():
+    """The reference's patches of Triton's interpreter (``fe_run._patch_interpreter``): bf16
+    conversions round to nearest even; a signed ``>>`` promoted to unsigned keeps unsigned bits;
+    ``tl.maximum`` orders -0.0 < +0.0."""
+    src = '''@jit
+def probe(x_ptr, s_ptr, b_ptr, f_ptr, m_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(b_ptr + offs, x.to(tl.bfloat16))
+    tl.store(f_ptr + offs, ((offs - 8) >> tl.load(s_ptr + offs)).to(tl.float32))
+    tl.store(m_ptr + offs, tl.maximum(x * 0.0, -(x * 0.0)))
+'''
+    kinds = [("in", "f32"), ("in", "u32"), ("out", "bf16"), ("out", "f32"), ("out", "f32")]
+    prog = fe_gen.FeProgram(0, src, "probe", ["x_ptr", "s_ptr", "b_ptr", "f_ptr", "m_ptr"], kinds, {},
+                            {"BLOCK": 4}, 4, False, [False, False, False])
+    x = np.array([1 + 2**-8 + 2**-20, 1 + 2**-8, 3.0, -1 - 2**-7 - 2**-9], np.float32)
+    args = [x, np.ones(4, np.uint32), np.zeros(4, fe_gen.NP["bf16"]), np.zeros(4, np.float32),
+            np.ones(4, np.float32)]
+    b, f, m = fe_run.run_triton(prog, args)
+    np.testing.assert_array_equal(b, x.astype(fe_gen.NP["bf16"]))
+    np.testing.assert_array_equal(f, (np.arange(4, dtype=np.int64) - 8 >> 1 & 0xFFFFFFFF).astype(np.float32))
+    assert not np.signbit(m).any() and not m.any()  # max(+-0.0, -+0.0) is +0.0
+
+
+def test_minimize_keeps_the_failure(monkeypatch):
+    """A fake eggpu bug (outputs off by one whenever the program loads ``x0_ptr`` into ``v0``
+    and computes ``t1``): the minimized program still fails and is smaller."""
+    prog = next(p for p in map(fe_gen.generate, range(100))
+                if " t1 = " in p.source and p.source.count("\n") > 14 and not p.tiled
+                and fe_run.run_program(p, ("interpret",)).status == "ok")
+    real = fe_run.run_eggpu
+
+    def buggy(p, args, device):
+        outs = real(p, args, device)
+        if " t1 = " in p.source:
+            outs[0][...] = outs[0] + np.ones((), outs[0].dtype)
+        return outs
+
+    monkeypatch.setattr(fe_run, "run_eggpu", buggy)
+    small = fe_run.minimize(prog)
+    assert fe_run.run_program(small, ("interpret",)).status == "mismatch"
+    assert " t1 = " in small.source
+    assert small.source.count("\n") < prog.source.count("\n")
