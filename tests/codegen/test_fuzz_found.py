@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from eggpu.ir import Builder, i32, i64, pointer, u32
+from eggpu.ir import Builder, f32, f64, i32, i64, pointer, scalar, u32
 from eggpu.ir.dtypes import u64
 
 from .conftest import run_compare
@@ -39,3 +39,17 @@ def test_gather_clamps_large_unsigned_indices_high(n, idx_dt):
     got = run_compare(_gather_kernel(n, idx_dt), (1,), [x, idx, out])[2]
     want = x[np.clip(np.array([int(v) for v in idx], dtype=object), 0, n - 1).astype(np.int64)]
     np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("symbol, src, dst, value", [
+    ("__nv_float_as_int", f32, i32, -0.0), ("__nv_float_as_uint", f32, i32, float("inf")),
+    ("__nv_uint_as_float", u32, f32, 2**32 - 1), ("__nv_double_as_longlong", f64, i64, 2.5),
+    ("__nv_longlong_as_double", i64, f64, 1)])
+def test_libdevice_bit_reinterpretation_of_a_scalar(symbol, src, dst, value):
+    # fuzz seed 242: the interpreter's reference of a bitcast-kind libdevice function made a scalar
+    # operand 1-d (np.ascontiguousarray), and the interpreter refused its own result
+    b = Builder(f"as_bits_{symbol}", [("x", scalar(src)), ("out", pointer(dst))])
+    b.effect("store", b.param("out"), b.op("libdevice", b.param("x"), symbol=symbol))
+    out = np.zeros(1, dst.np)
+    got = run_compare(b.finish(), (1,), [value, out])[1]
+    assert got.tobytes() == np.array([value], src.np).tobytes()
