@@ -120,7 +120,11 @@ def run_program(prog: FuzzProgram, args: list, *, optimize_too: bool = True) -> 
     out_index = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)][n_in:]
     ref = _fresh(args)
     with undefined_lanes() as hits:
-        interpret(prog.fn, prog.grid, *ref)
+        try:
+            interpret(prog.fn, prog.grid, *ref)
+        except eggpu.EggpuError as e:  # a well-typed program the reference refuses: a bug too
+            res.mismatches.append(f"interpreter: {type(e).__name__}: {e}")
+            return res
     res.undefined = sorted(set(hits))
     n = args[len(prog.in_dtypes) + len(prog.scalar_dtypes)]
     if prog.load_without_other and n < prog.total:
