@@ -107,7 +107,6 @@ def _seen(seeds) -> collections.Counter:
 
 def test_the_generator_draws_every_drawn_op_and_the_new_features():
     from eggpu.ir.dtypes import FP8_DTYPES
-
     from eggpu.ir.ops import transcendental_ops
 
     seen = _seen(range(500))  # generation only (no compile): a few seconds
