@@ -62,6 +62,10 @@ _COMPARE = [d.name for d in OPS_LIST if "comparison" in d.traits]
 _FAMILY = {d.name: d.family for d in OPS_LIST}
 _ARITY = {d.name: d.arity[0] for d in OPS_LIST}
 _UB_OPS = ("div", "rem", "shl", "shr")
+#: the generator's step kinds, by weight (a kind listed twice is drawn twice as often)
+_BASE_KINDS = ["unary", "binary", "binary", "binary", "ub", "ub", "compare", "fma", "where", "cast", "cast",
+               "bitcast", "splat", "const", "reduce", "shape", "pid"]
+_NEW_KINDS = ["libdevice", "libdevice", "gather", "dot", "fp8", "composite", "composite"]
 FLOATS = [d for d in ALL_DTYPES if d.is_float]
 #: the libdevice symbols the interpreter and run_cpu can run (the GPU-only ones are refused there)
 LIBDEVICE_SYMBOLS = sorted(s for s in SYMBOLS if gpu_only_reason(s) is None)
@@ -121,6 +125,7 @@ class FuzzProgram:
     tolerances: dict[int, tuple[float, float]] = field(default_factory=dict)
     load_without_other: bool = False
     composites: list[str] = field(default_factory=list)
+    focus: bool = False
 
     @property
     def total(self) -> int:
@@ -173,8 +178,9 @@ def scalar_value(dt: DType, rng: np.random.Generator):
 
 
 class _Gen:
-    def __init__(self, seed: int, max_ops: int):
+    def __init__(self, seed: int, max_ops: int, focus: bool = False):
         self.seed = seed
+        self.focus = focus
         self.rng = np.random.default_rng(seed)
         self.max_ops = max_ops
 
@@ -293,13 +299,11 @@ class _Gen:
                 b.effect("store", g.at(out, g.global_offsets(v.type.shape)), v)
         fn = b.finish()
         return FuzzProgram(self.seed, fn, grid, numel, in_dts, sc_dts, out_dts, sizes, tolerances, no_other,
-                           self.composites)
+                           self.composites, self.focus)
 
     def step(self, shape: tuple[int, ...]) -> None:
         g, b = self, self.b
-        kind = g.choice(["unary", "binary", "binary", "binary", "ub", "ub", "compare", "fma", "where", "cast",
-                         "cast", "bitcast", "splat", "const", "reduce", "shape", "pid", "libdevice", "libdevice",
-                         "gather", "dot", "fp8", "composite", "composite"])
+        kind = g.choice(_BASE_KINDS + _NEW_KINDS * (4 if self.focus else 1))
         if kind in ("libdevice", "gather", "dot", "fp8"):
             getattr(g, f"step_{kind}")()
             return
@@ -503,9 +507,10 @@ class _Gen:
             self.fp8.append(b.op("broadcast", b.op("expand_dims", x, axis=0), shape=(2, x.type.shape[0])))
 
 
-def generate(seed: int, max_ops: int = 16) -> FuzzProgram:
-    """The program of ``seed`` (deterministic)."""
-    return _Gen(seed, max_ops).build()
+def generate(seed: int, max_ops: int = 16, focus: bool = False) -> FuzzProgram:
+    """The program of ``seed`` (deterministic); ``focus`` draws the ops with attributes, FP8 and the
+    composites four times as often (a campaign aimed at them: ``fuzzrun.py START COUNT focus``)."""
+    return _Gen(seed, max_ops, focus).build()
 
 
 def make_args(prog: FuzzProgram, seed: int) -> list:

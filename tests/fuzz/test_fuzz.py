@@ -6,7 +6,8 @@ tolerance (``fuzzrun``'s docstring has the rules).
 * the default suite runs a bounded, seeded campaign (:data:`CI_PROGRAMS` programs);
 * ``-m slow`` runs ``EGGPU_FUZZ_PROGRAMS`` programs (default 10,000) from seed
   ``EGGPU_FUZZ_SEED`` (default 100,000) in chunks of :data:`CHUNK` (one test per chunk, so
-  progress shows);
+  progress shows), and a quarter as many in the generator's focused mode (ops with attributes,
+  FP8, composites four times as often);
 * a seed reproduces a program and its inputs: ``python tests/fuzz/fuzzrun.py SEED 1``.
 """
 
@@ -45,6 +46,14 @@ def test_bounded_campaign():
 @pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS, CHUNK))
 def test_long_campaign(start):
     failed, stats = fuzzrun.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS)))
+    _assert_no_mismatch(failed, stats)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS // 4, CHUNK))
+def test_long_focused_campaign(start):
+    """A quarter as many programs again, focused on the ops with attributes, FP8 and the composites."""
+    failed, stats = fuzzrun.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS // 4)), focus=True)
     _assert_no_mismatch(failed, stats)
 
 
