@@ -22,7 +22,9 @@ Every program has
   clamp), ``dot`` (ints wrap; float operands are small integers so f32 accumulation is exact; an
   accumulator and ``precision="tf32"`` sometimes), volatile loads, and FP8 storage: FP8 pointer
   inputs and outputs (every byte code drawn: NaN, inf, subnormals), conversions to and from FP8,
-  FP8 ``where``/``bitcast``/shape ops/``gather``;
+  FP8 ``where``/``bitcast``/shape ops/``gather``; atomics (every ``atomic_*``, ``sem``/``scope``
+  sometimes) on an output filled with edge values, each lane of each program updating only its
+  own element, once (race-free: the result does not depend on the grid's order), old values to the pool;
 * the language's composite functions (:mod:`fuzzcomposites`: scans, sort/topk, flip,
   join/split/interleave, cat, histogram, ``fp_downcast_rounding="rtz"``) through the frontend's
   own expansion into IR ops;
@@ -48,6 +50,7 @@ from fuzzcomposites import COMPOSITES
 from eggpu.ir import ALL_DTYPES, Builder, DType, Function, Value, bool_, f32, i8, i32, pointer, scalar
 from eggpu.ir.dtypes import BY_NAME, FP8_DTYPES, u8
 from eggpu.ir.libdevice_table import SYMBOLS, gpu_only_reason
+from eggpu.ir.op_types import ATOMIC_SCOPES, ATOMIC_SEMS
 from eggpu.ir.ops import DOT_PRECISIONS, ELEMENTWISE, OPS, OPS_LIST, TRANSCENDENTAL
 
 SHAPES: tuple[tuple[int, ...], ...] = ((4,), (8,), (3,), (5,), (16,), (2, 4), (3, 2), (4, 4), (1, 3))
@@ -78,10 +81,9 @@ _DRAWN_OTHERS = ("const", "program_id", "num_programs", "arange", "splat", "broa
                  "reshape", "trans", "addptr", "where", "fma", "cast", "bitcast", "libdevice", "load", "store",
                  "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "gather", "dot")
 DRAWN_OPS = frozenset(_UNARY + _BINARY + _COMPARE + _TRANSCENDENTAL + list(_DRAWN_OTHERS))
-_ATOMIC_WHY = ("an atomic's old value depends on the order of the grid's programs; fuzzing needs a race-free "
-               "address plan the generator does not make (tests/codegen and tests/facade cover atomics)")
+ATOMICS = tuple(name for name in OPS if name.startswith("atomic_"))
+DRAWN_OPS |= frozenset(ATOMICS)  # race-free: each lane of each program updates its own element once
 EXCLUDED_OPS: dict[str, str] = {
-    **{name: _ATOMIC_WHY for name in OPS if name.startswith("atomic_")},
     "int_to_ptr": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
     "ptr_to_int": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
     "inline_asm": "GPU only: the interpreter and the host lowering refuse it",
@@ -126,6 +128,7 @@ class FuzzProgram:
     load_without_other: bool = False
     composites: list[str] = field(default_factory=list)
     focus: bool = False
+    atomic_outputs: list[int] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -263,11 +266,21 @@ class _Gen:
             self.pool.append(b.param(f"s{i}"))
         if not self.pool:  # only FP8 inputs: compute on one of them widened
             self.pool.append(b.op("cast", self.fp8[0], dtype=g.choice(FLOATS)))
-        for _ in range(int(g.rng.integers(1, self.max_ops + 1))):
+        # an output updated by an atomic instead of stored: each lane its own element, once, so the
+        # result is race-free; the old values join the pool (make_args fills the output with edge values)
+        atomic_outs = [i for i, dt in enumerate(out_dts) if not dt.is_fp8 and g.coin(0.15 * (1 + 2 * self.focus))]
+        steps = int(g.rng.integers(1, self.max_ops + 1))
+        for k in range(steps):
             g.step(shape)
+            if atomic_outs and k == steps // 2:
+                for i in atomic_outs:
+                    g.atomic(f"out{i}", out_dts[i], gofs, mask)
         tolerances: dict[int, tuple[float, float]] = {}
         sizes = []
         for i, dt in enumerate(out_dts):
+            if i in atomic_outs:
+                sizes.append(grid * numel)
+                continue
             # mostly one of the newest values: the deepest computations
             v = g.choice(self.pool[-4:]) if g.coin(0.7) else g.pick()
             if (dt.is_fp8 or g.coin(0.1)) and self.fp8 and g.coin(0.6):
@@ -299,7 +312,7 @@ class _Gen:
                 b.effect("store", g.at(out, g.global_offsets(v.type.shape)), v)
         fn = b.finish()
         return FuzzProgram(self.seed, fn, grid, numel, in_dts, sc_dts, out_dts, sizes, tolerances, no_other,
-                           self.composites, self.focus)
+                           self.composites, self.focus, atomic_outs)
 
     def step(self, shape: tuple[int, ...]) -> None:
         g, b = self, self.b
@@ -393,6 +406,25 @@ class _Gen:
 
 
     # ------------------------------------------------ the ops with attributes or dtypes of their own
+
+    def atomic(self, out: str, dt: DType, gofs: Value, mask: Value) -> None:
+        """An atomic read-modify-write of ``out`` at this program's own elements (``gofs``), masked
+        with ``offset < n`` or not (``atomic_cas`` has no mask); its old values join the pool."""
+        shape = gofs.type.shape
+        ops = [a for a in ATOMICS if accepts(a, dt)]
+        name = self.choice(ops)
+        extra = {}
+        if self.coin(0.3):
+            extra["sem"] = self.choice(ATOMIC_SEMS)
+        if self.coin(0.3):
+            extra["scope"] = self.choice(ATOMIC_SCOPES)
+        ptr = self.at(out, gofs)
+        if name == "atomic_cas":
+            old = self.b.op(name, ptr, self.operand(dt, shape), self.operand(dt, shape), **extra)
+        else:
+            args = [ptr, self.operand(dt, shape)] + ([mask] if self.coin(0.7) else [])
+            old = self.b.op(name, *args, **extra)
+        self.pool.append(old)
 
     def convert(self, v: Value, dt: DType) -> Value:
         """``v`` converted to ``dt`` by ``cast`` (through f32 where the IR has no direct conversion:
@@ -522,6 +554,6 @@ def make_args(prog: FuzzProgram, seed: int) -> list:
     args: list = [values(dt, prog.total, rng) for dt in prog.in_dtypes]
     args += [scalar_value(dt, rng) for dt in prog.scalar_dtypes]
     args.append(prog.total if rng.random() < 0.5 else int(rng.integers(0, prog.total)))
-    for dt, size in zip(prog.out_dtypes, prog.out_sizes):
-        args.append(np.full(size, 1 if dt.is_bool else 7, dt.np))
+    for k, (dt, size) in enumerate(zip(prog.out_dtypes, prog.out_sizes)):
+        args.append(values(dt, size, rng) if k in prog.atomic_outputs else np.full(size, 1 if dt.is_bool else 7, dt.np))
     return args

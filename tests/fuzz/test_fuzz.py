@@ -145,7 +145,7 @@ def covering_seeds(start: int, features: set[str]) -> list[int]:
     return seeds
 
 
-NEW_DRAWS = ({"libdevice", "gather", "dot", "num_programs", "volatile"}
+NEW_DRAWS = ({"libdevice", "gather", "dot", "num_programs", "volatile", "atomic_add", "atomic_cas", "atomic_max"}
              | {f"fp8:{d}" for d in ("fp8e4nv", "fp8e5", "fp8e4b15")}
              | {f"composite:{c}" for c in fuzzgen.COMPOSITES})
 
