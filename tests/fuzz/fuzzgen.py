@@ -80,9 +80,9 @@ FP8_CONSTS = (0.0, -0.0, 1.0, -1.5, 0.1, 448.0, 464.0, 500.0, -57344.0, 1e5, 2.0
 _DRAWN_OTHERS = ("const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
                  "reshape", "trans", "addptr", "where", "fma", "cast", "bitcast", "libdevice", "load", "store",
                  "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "gather", "dot")
-DRAWN_OPS = frozenset(_UNARY + _BINARY + _COMPARE + _TRANSCENDENTAL + list(_DRAWN_OTHERS))
+#: every atomic, race-free: each lane of each program updates its own element once (``_Gen.atomic``)
 ATOMICS = tuple(name for name in OPS if name.startswith("atomic_"))
-DRAWN_OPS |= frozenset(ATOMICS)  # race-free: each lane of each program updates its own element once
+DRAWN_OPS = frozenset(_UNARY + _BINARY + _COMPARE + _TRANSCENDENTAL + list(_DRAWN_OTHERS) + list(ATOMICS))
 EXCLUDED_OPS: dict[str, str] = {
     "int_to_ptr": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
     "ptr_to_int": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
