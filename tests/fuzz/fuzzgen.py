@@ -22,7 +22,9 @@ Every program has
   clamp), ``dot`` (ints wrap; float operands are small integers so f32 accumulation is exact; an
   accumulator and ``precision="tf32"`` sometimes), volatile loads, and FP8 storage: FP8 pointer
   inputs and outputs (every byte code drawn: NaN, inf, subnormals), conversions to and from FP8,
-  FP8 ``where``/``bitcast``/shape ops/``gather``; atomics (every ``atomic_*``, ``sem``/``scope``
+  FP8 ``where``/``bitcast``/shape ops/``gather``; loads through integer addresses
+  (``int_to_ptr(ptr_to_int(p) + offset * size)``: the addresses themselves never reach an output,
+  they differ between the interpreter and run_cpu); atomics (every ``atomic_*``, ``sem``/``scope``
   sometimes) on an output filled with edge values, each lane of each program updating only its
   own element, once (race-free: the result does not depend on the grid's order), old values to the pool;
 * the language's composite functions (:mod:`fuzzcomposites`: scans, sort/topk, flip,
@@ -48,7 +50,7 @@ import numpy as np
 from fuzzcomposites import COMPOSITES
 
 from eggpu.ir import ALL_DTYPES, Builder, DType, Function, Value, bool_, f32, i8, i32, pointer, scalar
-from eggpu.ir.dtypes import BY_NAME, FP8_DTYPES, u8
+from eggpu.ir.dtypes import BY_NAME, FP8_DTYPES, i64, u8, u64
 from eggpu.ir.libdevice_table import SYMBOLS, gpu_only_reason
 from eggpu.ir.op_types import ATOMIC_SCOPES, ATOMIC_SEMS
 from eggpu.ir.ops import DOT_PRECISIONS, ELEMENTWISE, OPS, OPS_LIST, TRANSCENDENTAL
@@ -79,13 +81,12 @@ FP8_CONSTS = (0.0, -0.0, 1.0, -1.5, 0.1, 448.0, 464.0, 500.0, -57344.0, 1e5, 2.0
 #: in :data:`EXCLUDED_OPS`; tests/fuzz/test_fuzz.py checks both and that each drawn op does occur)
 _DRAWN_OTHERS = ("const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
                  "reshape", "trans", "addptr", "where", "fma", "cast", "bitcast", "libdevice", "load", "store",
-                 "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "gather", "dot")
+                 "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "gather", "dot",
+                 "ptr_to_int", "int_to_ptr")
 #: every atomic, race-free: each lane of each program updates its own element once (``_Gen.atomic``)
 ATOMICS = tuple(name for name in OPS if name.startswith("atomic_"))
 DRAWN_OPS = frozenset(_UNARY + _BINARY + _COMPARE + _TRANSCENDENTAL + list(_DRAWN_OTHERS) + list(ATOMICS))
 EXCLUDED_OPS: dict[str, str] = {
-    "int_to_ptr": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
-    "ptr_to_int": "integer addresses differ between the interpreter's arrays and run_cpu's buffers",
     "inline_asm": "GPU only: the interpreter and the host lowering refuse it",
     "device_print": "prints instead of computing a value (no output to compare)",
     "device_assert": "removed before optimization unless debug=True; it computes no value",
@@ -254,7 +255,7 @@ class _Gen:
         mask = b.op("lt", gofs, b.op("splat", b.param("n"), shape=shape))
         no_other = False
         for i, dt in enumerate(in_dts):
-            p = g.at(f"in{i}", gofs)
+            p = g.at(f"in{i}", gofs) if g.coin(0.9) else g.through_address(f"in{i}", dt, gofs)
             extra = {"volatile": True} if g.coin(0.1) else {}
             if g.coin(0.9):
                 v = b.op("load", p, mask, b.op("splat", g.const(dt), shape=shape), **extra)
@@ -406,6 +407,16 @@ class _Gen:
 
 
     # ------------------------------------------------ the ops with attributes or dtypes of their own
+
+    def through_address(self, ptr: str, dt: DType, offs: Value) -> Value:
+        """``ptr + offs`` computed on its integer address: ``int_to_ptr(ptr_to_int(ptr) + offs *
+        sizeof(dt))`` (i64 or u64 addresses, a const pointer sometimes)."""
+        b = self.b
+        adt = self.choice([i64, u64])
+        base = b.op("ptr_to_int", b.param(ptr), dtype=adt)
+        step = b.op("mul", b.op("cast", offs, dtype=adt), self.like(offs, b.const(dt.bits // 8, adt)))
+        addr = b.op("add", self.like(offs, base), step)
+        return b.op("int_to_ptr", addr, dtype=dt, **({"const": 1} if self.coin() else {}))
 
     def atomic(self, out: str, dt: DType, gofs: Value, mask: Value) -> None:
         """An atomic read-modify-write of ``out`` at this program's own elements (``gofs``), masked
