@@ -180,8 +180,11 @@ def lower_gather(lw, op: Operation) -> list[LV]:
 
     def source_coords(j: int) -> Coords:
         k = cast(em, idt, i64, index[j])  # sign- or zero-extended by the index's signedness
-        k = b.select(b.icmp_signed("<", k, em.k(k, 0)), em.k(k, 0), k)
-        k = b.select(b.icmp_signed(">", k, em.k(k, n - 1)), em.k(k, n - 1), k)
+        if idt.is_unsigned:  # a u64 index >= 2**63 is large, not negative: clamp high only
+            k = b.select(b.icmp_unsigned(">", k, em.k(k, n - 1)), em.k(k, n - 1), k)
+        else:
+            k = b.select(b.icmp_signed("<", k, em.k(k, 0)), em.k(k, 0), k)
+            k = b.select(b.icmp_signed(">", k, em.k(k, n - 1)), em.k(k, n - 1), k)
         c = list(dst.coords(em, j))
         c[axis] = b.trunc(k, em.like_type(k, I32))
         return c

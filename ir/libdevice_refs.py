@@ -467,7 +467,8 @@ def reference(attrs: dict[str, Any], *operands: np.ndarray, dtype: Any = None) -
     name, _, res = SYMBOLS[symbol]
     out_dt = BY_NAME[res].np
     if host_kind(name) == "bitcast":
-        return np.ascontiguousarray(operands[0]).view(out_dt).copy()
+        # np.array, not np.ascontiguousarray: that one makes a scalar (0-d) operand 1-d
+        return np.array(operands[0], copy=True, order="C").view(out_dt)
     fn = scalar(symbol)
     arrays = [np.asarray(x) for x in operands]
     out = np.empty(arrays[0].shape, dtype=out_dt)

@@ -15,11 +15,28 @@ Every program has
   table (integer ``div``/``rem``/``shl``/``shr`` raw, so they meet 0 divisors, ``INT_MIN / -1``
   and out-of-range shift amounts, or guarded into their defined range), comparisons, ``fma``,
   ``where``, ``cast``, ``bitcast`` (from integer or bool sources only: a NaN's payload is not
-  specified), ``splat``, ``const`` (edge values), reductions, ``program_id`` and shape ops;
+  specified), ``splat``, ``const`` (edge values), reductions, ``program_id``/``num_programs`` and
+  shape ops;
+* the ops with attributes or dtypes of their own: ``libdevice`` (every symbol the host runs, with
+  operands of its dtypes: converted pool values or edge constants), ``gather`` (raw indices, which
+  clamp), ``dot`` (ints wrap; float operands are small integers so f32 accumulation is exact; an
+  accumulator and ``precision="tf32"`` sometimes), volatile loads, and FP8 storage: FP8 pointer
+  inputs and outputs (every byte code drawn: NaN, inf, subnormals), conversions to and from FP8,
+  FP8 ``where``/``bitcast``/shape ops/``gather``; loads through integer addresses
+  (``int_to_ptr(ptr_to_int(p) + offset * size)``: the addresses themselves never reach an output,
+  they differ between the interpreter and run_cpu); atomics (every ``atomic_*``, ``sem``/``scope``
+  sometimes) on an output filled with edge values, each lane of each program updating only its
+  own element, once (race-free: the result does not depend on the grid's order), old values to the pool;
+* the language's composite functions (:mod:`fuzzcomposites`: scans, sort/topk, flip,
+  join/split/interleave, cat, histogram, ``fp_downcast_rounding="rtz"``) through the frontend's
+  own expansion into IR ops;
 * per output a final ``store`` of one pool value (cast to the pointer's dtype) at that value's
   own element offsets (block-shaped values masked with ``offset < n``); an output may instead
   store a transcendental of a float value or a float ``reduce_sum`` (the order of a float sum is
   unspecified): such outputs are compared with a tolerance (:attr:`FuzzProgram.tolerances`).
+
+:data:`DRAWN_OPS` and :data:`EXCLUDED_OPS` (with the reason) partition the op table; a test fails
+on an op in neither.
 
 Inputs are drawn from edge-value pools (0, ±1, INT_MIN, INT_MAX, shift amounts around the width,
 NaN, ±0.0, ±inf, subnormals, the largest finite value) mixed with random values.
@@ -30,9 +47,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from fuzzcomposites import COMPOSITES
 
-from eggpu.ir import ALL_DTYPES, Builder, DType, Function, Value, bool_, i32, pointer, scalar
-from eggpu.ir.ops import ELEMENTWISE, OPS_LIST, TRANSCENDENTAL
+from eggpu.ir import ALL_DTYPES, Builder, DType, Function, Value, bool_, f32, i8, i32, pointer, scalar
+from eggpu.ir.dtypes import BY_NAME, FP8_DTYPES, i64, u8, u64
+from eggpu.ir.libdevice_table import SYMBOLS, gpu_only_reason
+from eggpu.ir.op_types import ATOMIC_SCOPES, ATOMIC_SEMS
+from eggpu.ir.ops import DOT_PRECISIONS, ELEMENTWISE, OPS, OPS_LIST, TRANSCENDENTAL
 
 SHAPES: tuple[tuple[int, ...], ...] = ((4,), (8,), (3,), (5,), (16,), (2, 4), (3, 2), (4, 4), (1, 3))
 NUMERIC = [d for d in ALL_DTYPES if d != bool_]
@@ -46,6 +67,34 @@ _COMPARE = [d.name for d in OPS_LIST if "comparison" in d.traits]
 _FAMILY = {d.name: d.family for d in OPS_LIST}
 _ARITY = {d.name: d.arity[0] for d in OPS_LIST}
 _UB_OPS = ("div", "rem", "shl", "shr")
+#: the generator's step kinds, by weight (a kind listed twice is drawn twice as often)
+_BASE_KINDS = ["unary", "binary", "binary", "binary", "ub", "ub", "compare", "fma", "where", "cast", "cast",
+               "bitcast", "splat", "const", "reduce", "shape", "pid"]
+_NEW_KINDS = ["libdevice", "libdevice", "gather", "dot", "fp8", "composite", "composite"]
+FLOATS = [d for d in ALL_DTYPES if d.is_float]
+#: the libdevice symbols the interpreter and run_cpu can run (the GPU-only ones are refused there)
+LIBDEVICE_SYMBOLS = sorted(s for s in SYMBOLS if gpu_only_reason(s) is None)
+#: values an FP8 constant is drawn from (f32 constants converted once: rounding, saturation, NaN)
+FP8_CONSTS = (0.0, -0.0, 1.0, -1.5, 0.1, 448.0, 464.0, 500.0, -57344.0, 1e5, 2.0 ** -9, 2.0 ** -16, 1.875,
+              float("nan"), float("inf"), float("-inf"))
+#: ops the generator draws besides the elementwise lists above (every op of the table is drawn or
+#: in :data:`EXCLUDED_OPS`; tests/fuzz/test_fuzz.py checks both and that each drawn op does occur)
+_DRAWN_OTHERS = ("const", "program_id", "num_programs", "arange", "splat", "broadcast", "expand_dims",
+                 "reshape", "trans", "addptr", "where", "fma", "cast", "bitcast", "libdevice", "load", "store",
+                 "reduce_sum", "reduce_max", "reduce_min", "reduce_argmax", "reduce_argmin", "gather", "dot",
+                 "ptr_to_int", "int_to_ptr")
+#: every atomic, race-free: each lane of each program updates its own element once (``_Gen.atomic``)
+ATOMICS = tuple(name for name in OPS if name.startswith("atomic_"))
+DRAWN_OPS = frozenset(_UNARY + _BINARY + _COMPARE + _TRANSCENDENTAL + list(_DRAWN_OTHERS) + list(ATOMICS))
+EXCLUDED_OPS: dict[str, str] = {
+    "inline_asm": "GPU only: the interpreter and the host lowering refuse it",
+    "device_print": "prints instead of computing a value (no output to compare)",
+    "device_assert": "removed before optimization unless debug=True; it computes no value",
+    "for": "the generator is straight-line; loops are fuzzed by test_fuzz_stripmine (strip-mined programs)",
+    "while": "the generator is straight-line (no loops)",
+    "if": "the generator is straight-line (no branches)",
+    "yield": "ends a for/while/if region, which the generator does not build",
+}
 #: relative tolerance of a transcendental output per dtype (libm vs the f64 reference: a few ulp)
 TRANS_RTOL = {"f16": 2e-3, "bf16": 1.6e-2, "f32": 4e-6, "f64": 1e-13}
 
@@ -64,7 +113,8 @@ class FuzzProgram:
     ``grid`` programs of ``numel`` elements each; ``out_sizes[k]`` elements of ``out<k>``;
     ``tolerances`` maps an output index to ``(rtol, atol)`` (absent: bit-exact, NaN == NaN);
     ``load_without_other`` says a masked load has no ``other`` (its masked-off lanes are
-    undefined, so only a full ``n`` makes the program fully defined).
+    undefined, so only a full ``n`` makes the program fully defined); ``composites`` names the
+    language functions drawn (:mod:`fuzzcomposites`).
     """
 
     seed: int
@@ -77,6 +127,9 @@ class FuzzProgram:
     out_sizes: list[int]
     tolerances: dict[int, tuple[float, float]] = field(default_factory=dict)
     load_without_other: bool = False
+    composites: list[str] = field(default_factory=list)
+    focus: bool = False
+    atomic_outputs: list[int] = field(default_factory=list)
 
     @property
     def total(self) -> int:
@@ -107,6 +160,8 @@ def values(dt: DType, n: int, rng: np.random.Generator) -> np.ndarray:
     """``n`` values of ``dt``: about half edge values, half random."""
     if dt.is_bool:
         return rng.integers(0, 2, n).astype(np.bool_)
+    if dt.is_fp8:  # every code is a value: NaN, +-inf (e5), +-0, subnormals, the extremes
+        return rng.integers(0, 256, n, dtype=np.uint8).view(dt.np)
     if dt.is_int:
         edges = np.array(int_edges(dt), dtype=object)
         rand = rng.integers(int(dt.min), int(dt.max), n, endpoint=True, dtype=np.int64 if dt.bits < 64 or dt.is_signed else np.uint64)
@@ -127,8 +182,9 @@ def scalar_value(dt: DType, rng: np.random.Generator):
 
 
 class _Gen:
-    def __init__(self, seed: int, max_ops: int):
+    def __init__(self, seed: int, max_ops: int, focus: bool = False):
         self.seed = seed
+        self.focus = focus
         self.rng = np.random.default_rng(seed)
         self.max_ops = max_ops
 
@@ -139,6 +195,8 @@ class _Gen:
         return bool(self.rng.random() < p)
 
     def const(self, dt: DType) -> Value:
+        if dt.is_fp8:  # an f32 constant converted (the IR has no FP8 constants)
+            return self.b.const(self.choice(FP8_CONSTS), dt)
         if dt.is_bool:
             v: object = self.coin()
         elif dt.is_int:
@@ -182,33 +240,52 @@ class _Gen:
         numel = int(np.prod(shape))
         grid = int(g.rng.integers(1, 4))
         dts = list(ALL_DTYPES)
-        in_dts = [g.choice(dts) for _ in range(int(g.rng.integers(1, 4)))]
+        io_dt = lambda: g.choice(FP8_DTYPES) if g.coin(0.1) else g.choice(dts)  # noqa: E731 (FP8: storage)
+        in_dts = [io_dt() for _ in range(int(g.rng.integers(1, 4)))]
         sc_dts = [g.choice(dts) for _ in range(int(g.rng.integers(0, 3)))]
-        out_dts = [g.choice(dts) for _ in range(int(g.rng.integers(1, 4)))]
+        out_dts = [io_dt() for _ in range(int(g.rng.integers(1, 4)))]
         params = ([(f"in{i}", pointer(d)) for i, d in enumerate(in_dts)]
                   + [(f"s{i}", scalar(d)) for i, d in enumerate(sc_dts)] + [("n", scalar(i32))]
                   + [(f"out{i}", pointer(d)) for i, d in enumerate(out_dts)])
         self.b = b = Builder(f"fuzz_{self.seed}", params)
         self.pool: list[Value] = []
+        self.composites: list[str] = []  # the composite functions drawn (fuzzcomposites), in order
+        self.fp8: list[Value] = []  # FP8 values: storage only (cast, where, bitcast, shape ops, gather)
         gofs = g.global_offsets(shape)
         mask = b.op("lt", gofs, b.op("splat", b.param("n"), shape=shape))
         no_other = False
         for i, dt in enumerate(in_dts):
-            p = g.at(f"in{i}", gofs)
+            p = g.at(f"in{i}", gofs) if g.coin(0.9) else g.through_address(f"in{i}", dt, gofs)
+            extra = {"volatile": True} if g.coin(0.1) else {}
             if g.coin(0.9):
-                self.pool.append(b.op("load", p, mask, b.op("splat", g.const(dt), shape=shape)))
+                v = b.op("load", p, mask, b.op("splat", g.const(dt), shape=shape), **extra)
             else:
                 no_other = True
-                self.pool.append(b.op("load", p, mask))
+                v = b.op("load", p, mask, **extra)
+            (self.fp8 if dt.is_fp8 else self.pool).append(v)
         for i in range(len(sc_dts)):
             self.pool.append(b.param(f"s{i}"))
-        for _ in range(int(g.rng.integers(1, self.max_ops + 1))):
+        if not self.pool:  # only FP8 inputs: compute on one of them widened
+            self.pool.append(b.op("cast", self.fp8[0], dtype=g.choice(FLOATS)))
+        # an output updated by an atomic instead of stored: each lane its own element, once, so the
+        # result is race-free; the old values join the pool (make_args fills the output with edge values)
+        atomic_outs = [i for i, dt in enumerate(out_dts) if not dt.is_fp8 and g.coin(0.15 * (1 + 2 * self.focus))]
+        steps = int(g.rng.integers(1, self.max_ops + 1))
+        for k in range(steps):
             g.step(shape)
+            if atomic_outs and k == steps // 2:
+                for i in atomic_outs:
+                    g.atomic(f"out{i}", out_dts[i], gofs, mask)
         tolerances: dict[int, tuple[float, float]] = {}
         sizes = []
         for i, dt in enumerate(out_dts):
+            if i in atomic_outs:
+                sizes.append(grid * numel)
+                continue
             # mostly one of the newest values: the deepest computations
             v = g.choice(self.pool[-4:]) if g.coin(0.7) else g.pick()
+            if (dt.is_fp8 or g.coin(0.1)) and self.fp8 and g.coin(0.6):
+                v = g.choice(self.fp8)
             if dt.is_float and g.coin(0.25):  # a tolerant output: computed in its own dtype
                 src = g.pick(lambda u: not u.type.is_scalar) if g.coin(0.3) else None
                 if src is not None:
@@ -224,8 +301,7 @@ class _Gen:
                     tiny = float(np.finfo(np.float16 if dt.name == "f16" else np.float32
                                           if dt.name in ("f32", "bf16") else np.float64).tiny)
                     tolerances[i] = (TRANS_RTOL[dt.name], tiny)
-            if v.type.dtype != dt:
-                v = b.op("cast", v, dtype=dt)
+            v = g.convert(v, dt)
             n_el = v.type.numel
             sizes.append(grid * max(n_el, 1))
             out = f"out{i}"
@@ -236,14 +312,21 @@ class _Gen:
             else:
                 b.effect("store", g.at(out, g.global_offsets(v.type.shape)), v)
         fn = b.finish()
-        return FuzzProgram(self.seed, fn, grid, numel, in_dts, sc_dts, out_dts, sizes, tolerances, no_other)
+        return FuzzProgram(self.seed, fn, grid, numel, in_dts, sc_dts, out_dts, sizes, tolerances, no_other,
+                           self.composites, self.focus, atomic_outs)
 
     def step(self, shape: tuple[int, ...]) -> None:
         g, b = self, self.b
-        kind = g.choice(["unary", "binary", "binary", "binary", "ub", "ub", "compare", "fma", "where", "cast",
-                         "cast", "bitcast", "splat", "const", "reduce", "shape", "pid"])
+        kind = g.choice(_BASE_KINDS + _NEW_KINDS * (4 if self.focus else 1))
+        if kind in ("libdevice", "gather", "dot", "fp8"):
+            getattr(g, f"step_{kind}")()
+            return
+        if kind == "composite":  # a language function the frontend expands into IR ops
+            self.composites.append(name := g.choice(sorted(COMPOSITES)))
+            self.pool.extend(COMPOSITES[name](g))
+            return
         if kind == "pid":
-            pid = b.op("program_id", axis=0)
+            pid = b.op("program_id" if g.coin(0.7) else "num_programs", axis=0)
             dt = g.choice(NUMERIC)
             self.pool.append(pid if dt == i32 else b.op("cast", pid, dtype=dt))
             return
@@ -323,9 +406,154 @@ class _Gen:
                 self.pool.append(b.op("trans", v, perm=(1, 0)))
 
 
-def generate(seed: int, max_ops: int = 16) -> FuzzProgram:
-    """The program of ``seed`` (deterministic)."""
-    return _Gen(seed, max_ops).build()
+    # ------------------------------------------------ the ops with attributes or dtypes of their own
+
+    def through_address(self, ptr: str, dt: DType, offs: Value) -> Value:
+        """``ptr + offs`` computed on its integer address: ``int_to_ptr(ptr_to_int(ptr) + offs *
+        sizeof(dt))`` (i64 or u64 addresses, a const pointer sometimes)."""
+        b = self.b
+        adt = self.choice([i64, u64])
+        base = b.op("ptr_to_int", b.param(ptr), dtype=adt)
+        step = b.op("mul", b.op("cast", offs, dtype=adt), self.like(offs, b.const(dt.bits // 8, adt)))
+        addr = b.op("add", self.like(offs, base), step)
+        return b.op("int_to_ptr", addr, dtype=dt, **({"const": 1} if self.coin() else {}))
+
+    def atomic(self, out: str, dt: DType, gofs: Value, mask: Value) -> None:
+        """An atomic read-modify-write of ``out`` at this program's own elements (``gofs``), masked
+        with ``offset < n`` or not (``atomic_cas`` has no mask); its old values join the pool."""
+        shape = gofs.type.shape
+        ops = [a for a in ATOMICS if accepts(a, dt)]
+        name = self.choice(ops)
+        extra = {}
+        if self.coin(0.3):
+            extra["sem"] = self.choice(ATOMIC_SEMS)
+        if self.coin(0.3):
+            extra["scope"] = self.choice(ATOMIC_SCOPES)
+        ptr = self.at(out, gofs)
+        if name == "atomic_cas":
+            old = self.b.op(name, ptr, self.operand(dt, shape), self.operand(dt, shape), **extra)
+        else:
+            args = [ptr, self.operand(dt, shape)] + ([mask] if self.coin(0.7) else [])
+            old = self.b.op(name, *args, **extra)
+        self.pool.append(old)
+
+    def convert(self, v: Value, dt: DType) -> Value:
+        """``v`` converted to ``dt`` by ``cast`` (through f32 where the IR has no direct conversion:
+        int/bool <-> FP8)."""
+        src = v.type.dtype
+        if src == dt:
+            return v
+        if (src.is_fp8 and not (dt.is_float or dt.is_fp8)) or (dt.is_fp8 and not (src.is_float or src.is_fp8)):
+            v = self.b.op("cast", v, dtype=f32)
+        return self.b.op("cast", v, dtype=dt)
+
+    def operand(self, dt: DType, shape: tuple[int, ...]) -> Value:
+        """A value of element dtype ``dt`` and ``shape``: from the pool, converted from a pool value of
+        that shape, or a splatted constant."""
+        same = self.pick(lambda u: u.type.dtype == dt and u.type.shape == shape)
+        if same is not None and self.coin(0.6):
+            return same
+        other = self.pick(lambda u: u.type.shape == shape)
+        if other is not None and self.coin(0.7):
+            return self.convert(other, dt)
+        c = self.const(dt)
+        return c if not shape else self.b.op("splat", c, shape=shape)
+
+    def step_libdevice(self) -> None:
+        """A ``libdevice`` call of a host-runnable symbol with operands of its dtypes."""
+        sym = self.choice(LIBDEVICE_SYMBOLS)
+        name, args, _res = SYMBOLS[sym]
+        shape = self.pick().type.shape
+        ops = [self.operand(BY_NAME[a], shape) for a in args]
+        if name in ("jn", "yn"):  # libm's Bessel recurrence runs |order| steps: keep the order small
+            order = self.b.const(int(self.rng.integers(-40, 41)), i32)
+            ops[0] = order if not shape else self.b.op("splat", order, shape=shape)
+        self.pool.append(self.b.op("libdevice", *ops, symbol=sym))
+
+    def step_gather(self) -> None:
+        """``gather`` of a block (FP8 too) along an axis with an integer index (clamped when out of range)."""
+        blocks8 = [u for u in self.fp8 if not u.type.is_scalar]
+        fp8 = bool(blocks8) and self.coin(0.2)
+        src = self.choice(blocks8) if fp8 else self.pick(lambda u: not u.type.is_scalar)
+        if src is None:
+            return
+        axis = int(self.rng.integers(0, src.type.rank))
+        fits = lambda u: (u.type.dtype.is_int and u.type.rank == src.type.rank  # noqa: E731
+                          and all(d == axis or a == c for d, (a, c) in enumerate(zip(u.type.shape, src.type.shape))))
+        idx = self.pick(fits) if self.coin(0.7) else None
+        if idx is None:  # the source's own values as indices, or lane numbers reversed
+            if src.type.dtype.is_fp8 or self.coin(0.5):
+                n = src.type.shape[axis]
+                lanes = self.b.op("arange", start=0, end=n)
+                if src.type.rank == 2:
+                    lanes = self.b.op("broadcast", self.b.op("expand_dims", lanes, axis=1 - axis), shape=src.type.shape)
+                idx = self.b.op("sub", self.like(lanes, self.b.const(n - 1, i32)), lanes)
+            else:
+                idx = self.convert(src, self.choice([i8, i32, u8]))
+        out = self.b.op("gather", src, idx, axis=axis)
+        (self.fp8 if fp8 else self.pool).append(out)
+
+    def step_dot(self) -> None:
+        """``dot`` of 2-D blocks ``[M,K] x [K,N]`` (optional accumulator). Integers wrap exactly; float
+        operands are small integers (via i8), so every product and sum is exact in f32 and the op
+        table's f32 accumulation is compared bit-exactly (the reference sums in f64)."""
+        a = self.pick(lambda u: u.type.rank == 2 and not u.type.dtype.is_bool)
+        if a is None:
+            return
+        dt = a.type.dtype
+        m, k = a.type.shape
+        rhs = self.pick(lambda u: u.type.dtype == dt and u.type.rank == 2 and u.type.shape[0] == k)
+        if rhs is None:
+            rhs = self.b.op("trans", self.pick(lambda u: u.type == a.type), perm=(1, 0))
+        if dt.is_float:
+            a, rhs = (self.convert(self.convert(x, i8), dt) for x in (a, rhs))
+        ops = [a, rhs]
+        out_dt = f32 if dt.is_float else i32
+        acc = self.pick(lambda u: u.type.dtype == out_dt and u.type.shape == (m, rhs.type.shape[1]))
+        if acc is not None and self.coin(0.5):
+            ops.append(acc)
+        extra = {"precision": self.choice(DOT_PRECISIONS)} if dt == f32 and self.coin(0.6) else {}
+        self.pool.append(self.b.op("dot", *ops, **extra))
+
+    def step_fp8(self) -> None:
+        """FP8 storage: a float (or FP8) value converted to an FP8 dtype, an FP8 value converted to a
+        float, or FP8 ``where`` / ``bitcast`` (to and from 8-bit integers) / shape ops."""
+        b = self.b
+        what = self.choice(["to", "to", "from", "from", "where", "bitcast", "shape"])
+        if what == "to" or not self.fp8:
+            v = self.pick(lambda u: u.type.dtype.is_float) if self.coin(0.7) or not self.fp8 else self.choice(self.fp8)
+            if v is None:
+                v = self.b.op("splat", self.const(self.choice(FP8_DTYPES)), shape=self.pick().type.shape or (4,)) \
+                    if self.coin(0.3) else None
+                if v is None:
+                    return
+                self.fp8.append(v)
+                return
+            self.fp8.append(b.op("cast", v, dtype=self.choice(FP8_DTYPES)))
+            return
+        x = self.choice(self.fp8)
+        if what == "from":
+            self.pool.append(b.op("cast", x, dtype=self.choice(FLOATS)))
+        elif what == "where":
+            c = self.pick(lambda u, s=x.type.shape: u.type.dtype == bool_ and u.type.shape == s)
+            y = self.choice([u for u in self.fp8 if u.type == x.type])
+            if c is not None:
+                self.fp8.append(b.op("where", c, x, y))
+        elif what == "bitcast":
+            self.pool.append(b.op("bitcast", x, dtype=self.choice([i8, u8])))
+            i = self.pick(lambda u: u.type.dtype in (i8, u8))
+            if i is not None:
+                self.fp8.append(b.op("bitcast", i, dtype=self.choice(FP8_DTYPES)))
+        elif x.type.rank == 2:
+            self.fp8.append(b.op("trans", x, perm=(1, 0)) if self.coin() else b.op("reshape", x, shape=(x.type.numel,)))
+        elif x.type.rank == 1:
+            self.fp8.append(b.op("broadcast", b.op("expand_dims", x, axis=0), shape=(2, x.type.shape[0])))
+
+
+def generate(seed: int, max_ops: int = 16, focus: bool = False) -> FuzzProgram:
+    """The program of ``seed`` (deterministic); ``focus`` draws the ops with attributes, FP8 and the
+    composites four times as often (a campaign aimed at them: ``fuzzrun.py START COUNT focus``)."""
+    return _Gen(seed, max_ops, focus).build()
 
 
 def make_args(prog: FuzzProgram, seed: int) -> list:
@@ -337,6 +565,6 @@ def make_args(prog: FuzzProgram, seed: int) -> list:
     args: list = [values(dt, prog.total, rng) for dt in prog.in_dtypes]
     args += [scalar_value(dt, rng) for dt in prog.scalar_dtypes]
     args.append(prog.total if rng.random() < 0.5 else int(rng.integers(0, prog.total)))
-    for dt, size in zip(prog.out_dtypes, prog.out_sizes):
-        args.append(np.full(size, 1 if dt.is_bool else 7, dt.np))
+    for k, (dt, size) in enumerate(zip(prog.out_dtypes, prog.out_sizes)):
+        args.append(values(dt, size, rng) if k in prog.atomic_outputs else np.full(size, 1 if dt.is_bool else 7, dt.np))
     return args

@@ -98,7 +98,8 @@ class Outcome:
 
     def report(self) -> str:
         fn = print_function(self.program.fn)
-        lines = [f"seed {self.program.seed}: grid {self.program.grid}", fn, "inputs:"]
+        focus = " (focus)" if self.program.focus else ""
+        lines = [f"seed {self.program.seed}{focus}: grid {self.program.grid}", fn, "inputs:"]
         lines += [f"  {p.name} = {a!r}" for p, a in zip(self.program.fn.params, self.args)]
         for k, outs in self.results.items():
             lines.append(f"{k}: {outs!r}")
@@ -120,7 +121,11 @@ def run_program(prog: FuzzProgram, args: list, *, optimize_too: bool = True) -> 
     out_index = [i for i, a in enumerate(args) if isinstance(a, np.ndarray)][n_in:]
     ref = _fresh(args)
     with undefined_lanes() as hits:
-        interpret(prog.fn, prog.grid, *ref)
+        try:
+            interpret(prog.fn, prog.grid, *ref)
+        except eggpu.EggpuError as e:  # a well-typed program the reference refuses: a bug too
+            res.mismatches.append(f"interpreter: {type(e).__name__}: {e}")
+            return res
     res.undefined = sorted(set(hits))
     n = args[len(prog.in_dtypes) + len(prog.scalar_dtypes)]
     if prog.load_without_other and n < prog.total:
@@ -145,12 +150,13 @@ def run_program(prog: FuzzProgram, args: list, *, optimize_too: bool = True) -> 
     return res
 
 
-def campaign(seeds, *, max_ops: int = 16, optimize_too: bool = True) -> tuple[list[Outcome], dict[str, int]]:
-    """Run every seed; returns (failed outcomes, counters)."""
+def campaign(seeds, *, max_ops: int = 16, optimize_too: bool = True,
+             focus: bool = False) -> tuple[list[Outcome], dict[str, int]]:
+    """Run every seed (``focus``: see :func:`fuzzgen.generate`); returns (failed outcomes, counters)."""
     failed: list[Outcome] = []
     stats = {"programs": 0, "optimized_compared": 0, "edge_case_runs": 0}
     for seed in seeds:
-        prog = generate(seed, max_ops)
+        prog = generate(seed, max_ops, focus)
         out = run_program(prog, make_args(prog, seed), optimize_too=optimize_too)
         stats["programs"] += 1
         if "optimized" in out.results:
@@ -163,16 +169,18 @@ def campaign(seeds, *, max_ops: int = 16, optimize_too: bool = True) -> tuple[li
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python tests/fuzz/fuzzrun.py START COUNT``: run seeds ``[START, START + COUNT)``, print a
-    progress line every 100 programs and every mismatch in full; exit 1 on any mismatch."""
+    """``python tests/fuzz/fuzzrun.py START COUNT [focus]``: run seeds ``[START, START + COUNT)``
+    (``focus``: the generator's focused mode), print a progress line every 100 programs and every
+    mismatch in full; exit 1 on any mismatch."""
     import sys
     import time
 
     args = sys.argv[1:] if argv is None else argv
     start, count = (int(args[0]), int(args[1])) if len(args) >= 2 else (0, 1000)
+    focus = len(args) >= 3 and args[2] == "focus"
     t0, bad, totals = time.time(), 0, {}
     for lo in range(start, start + count, 100):
-        failed, stats = campaign(range(lo, min(lo + 100, start + count)))
+        failed, stats = campaign(range(lo, min(lo + 100, start + count)), focus=focus)
         totals = {k: totals.get(k, 0) + v for k, v in stats.items()}
         for f in failed:
             bad += 1

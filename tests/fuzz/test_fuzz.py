@@ -6,7 +6,8 @@ tolerance (``fuzzrun``'s docstring has the rules).
 * the default suite runs a bounded, seeded campaign (:data:`CI_PROGRAMS` programs);
 * ``-m slow`` runs ``EGGPU_FUZZ_PROGRAMS`` programs (default 10,000) from seed
   ``EGGPU_FUZZ_SEED`` (default 100,000) in chunks of :data:`CHUNK` (one test per chunk, so
-  progress shows);
+  progress shows), and a quarter as many in the generator's focused mode (ops with attributes,
+  FP8, composites four times as often);
 * a seed reproduces a program and its inputs: ``python tests/fuzz/fuzzrun.py SEED 1``.
 """
 
@@ -48,6 +49,14 @@ def test_long_campaign(start):
     _assert_no_mismatch(failed, stats)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS // 4, CHUNK))
+def test_long_focused_campaign(start):
+    """A quarter as many programs again, focused on the ops with attributes, FP8 and the composites."""
+    failed, stats = fuzzrun.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS // 4)), focus=True)
+    _assert_no_mismatch(failed, stats)
+
+
 def test_generation_is_deterministic_and_covers_the_op_families():
     from eggpu.ir.printer import print_function
 
@@ -67,6 +76,87 @@ def test_generation_is_deterministic_and_covers_the_op_families():
     assert must <= set(ops), must - set(ops)
     assert {"i8", "u64", "f16", "bf16", "f64", "bool"} <= dtypes
     assert tolerant >= 3 and ragged >= CI_PROGRAMS // 4
+
+
+def test_every_op_is_drawn_or_excluded_with_a_reason():
+    """A new op of the table must be drawn by the generator or excluded here with a reason."""
+    from eggpu.ir.ops import OPS
+
+    assert not fuzzgen.DRAWN_OPS & set(fuzzgen.EXCLUDED_OPS), fuzzgen.DRAWN_OPS & set(fuzzgen.EXCLUDED_OPS)
+    missing = set(OPS) - fuzzgen.DRAWN_OPS - set(fuzzgen.EXCLUDED_OPS)
+    assert not missing, f"ops neither drawn by tests/fuzz/fuzzgen.py nor in its EXCLUDED_OPS: {sorted(missing)}"
+    assert not (fuzzgen.DRAWN_OPS | set(fuzzgen.EXCLUDED_OPS)) - set(OPS)  # no stale names
+    assert all(len(why) > 20 for why in fuzzgen.EXCLUDED_OPS.values())
+
+
+def _features(prog) -> set[str]:
+    """What a program exercises beyond the plain elementwise ops: ops with attributes, each
+    libdevice symbol, FP8 dtypes, composites, volatile loads, dot precisions."""
+    feats: set[str] = {f"composite:{c}" for c in prog.composites}
+    for op in prog.fn.walk():
+        feats.add(op.op)
+        if op.op == "libdevice":
+            feats.add(f"symbol:{op.attrs['symbol']}")
+        if op.op == "load" and op.attrs.get("volatile"):
+            feats.add("volatile")
+        if op.op == "dot":
+            feats.add(f"dot:{op.attrs.get('precision', 'ieee')}:{op.operands[0].type.dtype}")
+        for v in (*op.operands, *op.results):
+            if v.type.dtype.is_fp8:
+                feats.add(f"fp8:{v.type.dtype}")
+    return feats
+
+
+def _seen(seeds) -> collections.Counter:
+    seen: collections.Counter = collections.Counter()
+    for seed in seeds:
+        seen.update(_features(fuzzgen.generate(seed)))
+    return seen
+
+
+def test_the_generator_draws_every_drawn_op_and_the_new_features():
+    from eggpu.ir.dtypes import FP8_DTYPES
+    from eggpu.ir.ops import transcendental_ops
+
+    seen = _seen(range(500))  # generation only (no compile): a few seconds
+    # transcendental ops are drawn by name only as tolerant outputs (rarer): checked as a list
+    assert set(fuzzgen._TRANSCENDENTAL) == set(transcendental_ops())
+    assert any(op in seen for op in fuzzgen._TRANSCENDENTAL)
+    unseen = fuzzgen.DRAWN_OPS - set(seen) - set(fuzzgen._TRANSCENDENTAL)
+    assert not unseen, sorted(unseen)
+    assert {f"composite:{c}" for c in fuzzgen.COMPOSITES} <= set(seen)
+    assert {f"fp8:{d}" for d in FP8_DTYPES} | {"volatile", "dot:tf32:f32", "dot:ieee:i8"} <= set(seen)
+    symbols = {f[len("symbol:"):] for f in seen if f.startswith("symbol:")}
+    assert symbols <= set(fuzzgen.LIBDEVICE_SYMBOLS)
+    # about 400 libdevice draws over ~190 symbols: most symbols occur (the campaigns draw them all)
+    assert len(symbols) >= 0.6 * len(fuzzgen.LIBDEVICE_SYMBOLS), sorted(set(fuzzgen.LIBDEVICE_SYMBOLS) - symbols)
+
+
+def covering_seeds(start: int, features: set[str]) -> list[int]:
+    """Seeds from ``start`` on, greedily, until every feature of ``features`` occurs in one."""
+    todo, seeds, seed = set(features), [], start
+    while todo:
+        hit = _features(fuzzgen.generate(seed)) & todo
+        if hit:
+            seeds.append(seed)
+            todo -= hit
+        seed += 1
+        assert seed < start + 5000, f"no seed draws {sorted(todo)}"
+    return seeds
+
+
+NEW_DRAWS = ({"libdevice", "gather", "dot", "num_programs", "volatile", "atomic_add", "atomic_cas", "atomic_max"}
+             | {f"fp8:{d}" for d in ("fp8e4nv", "fp8e5", "fp8e4b15")}
+             | {f"composite:{c}" for c in fuzzgen.COMPOSITES})
+
+
+def test_bounded_campaign_of_the_new_draws():
+    """The ops with attributes, FP8 storage and the composite functions, each in at least one
+    program (about 20 programs: a few seconds)."""
+    seeds = covering_seeds(5000, NEW_DRAWS)
+    assert len(seeds) <= 25, seeds
+    failed, stats = fuzzrun.campaign(seeds)
+    _assert_no_mismatch(failed, stats)
 
 
 def test_edge_values_are_drawn():
