@@ -18,7 +18,7 @@ import sys
 #: behaviour).
 SEMANTICS_VERSION = "2"
 #: The bitcast encoding's own version, in the keys of rules that mention ``Bitcast`` only (so the
-#: shipped rules' keys stay): 1 = NaN payloads followed through neg/abs/bitcast (``z3ops.float_bits``).
+#: shipped rules' keys stay): 1 = NaN payloads followed through neg/abs/bitcast (``z3_floats.float_bits``).
 BITCAST_VERSION = "1"
 
 

@@ -53,7 +53,6 @@ axioms of :func:`real_axioms`; other transcendental ops are uninterpreted.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import struct
 from collections.abc import Callable, Mapping, Sequence
@@ -70,6 +69,7 @@ from . import z3_bits, z3_libdevice
 # SEMANTICS_VERSION / semantics_tag: the version of the meaning of these encodings, defined z3-free
 # in .proof_versions (bump it there whenever an encoding changes what it says)
 from .proof_versions import BITCAST_VERSION, SEMANTICS_VERSION, semantics_tag  # noqa: F401  (re-exported)
+from .z3_floats import float_bits, float_to_int_sat, fp_sort  # noqa: F401  (re-exported)
 from .z3_math import REAL_DOMAIN, REAL_DOMAIN2, ROUNDING, real_round
 
 EXACT = "exact"
@@ -113,14 +113,6 @@ class Enc(NamedTuple):
 
 
 TRUE = z3.BoolVal(True)
-
-_FP_SORTS = {"f16": (5, 11), "bf16": (8, 8), "f32": (8, 24), "f64": (11, 53)}
-
-
-def fp_sort(dtype: DType) -> z3.FPSortRef:
-    e, s = _FP_SORTS[dtype.name]
-    return z3.FPSort(e, s)
-
 
 def sort_of(dtype: DType | None, mode: str = EXACT) -> z3.SortRef:
     """The z3 sort of one lane of ``dtype`` (``None`` = pointer: ``BitVec(64)``)."""
@@ -423,30 +415,6 @@ def _int_to_real(x, src: DType):
     return z3.ToReal(z3.BV2Int(x, is_signed=src.is_signed))
 
 
-def _float_to_int_sat(x: z3.FPRef, src: DType, dst: DType) -> z3.BitVecRef:
-    w = dst.bits
-    s = fp_sort(src)
-    if dst.is_signed:
-        hi_excl = z3.FPVal(float(2 ** (w - 1)), s)
-        lo_incl = z3.FPVal(-float(2 ** (w - 1)), s)
-        maxv, minv = (1 << (w - 1)) - 1, 1 << (w - 1)
-        conv = z3.fpToSBV(z3.RTZ(), x, z3.BitVecSort(w))
-    else:
-        hi_excl = z3.FPVal(float(2**w), s)
-        lo_incl = z3.FPVal(0.0, s)
-        maxv, minv = (1 << w) - 1, 0
-        conv = z3.fpToUBV(z3.RTZ(), x, z3.BitVecSort(w))
-    return z3.If(
-        z3.fpIsNaN(x),
-        z3.BitVecVal(0, w),
-        z3.If(
-            z3.fpGEQ(x, hi_excl),
-            z3.BitVecVal(maxv, w),
-            z3.If(z3.fpLEQ(x, lo_incl), z3.BitVecVal(minv, w), conv),
-        ),
-    )
-
-
 def cast_value(x: z3.ExprRef, src: DType, dst: DType, mode: str = EXACT) -> z3.ExprRef:
     """``cast(x: src) -> dst`` per ir/semantics.py (see module docstring)."""
     if src == dst:
@@ -482,48 +450,12 @@ def cast_value(x: z3.ExprRef, src: DType, dst: DType, mode: str = EXACT) -> z3.E
     # float -> int
     if mode == REAL:
         return uf(f"to_{dst.name}", src, mode, 1, dst)(x)
-    return _float_to_int_sat(x, src, dst)
+    return float_to_int_sat(x, src, dst)
 
 
 def _cast(dtype, attrs, args, mode):
     (a,) = args
     return Enc(cast_value(a, dtype, attrs["dtype"], mode), TRUE)
-
-
-def _nan_pattern(x: z3.ExprRef) -> z3.ExprRef:
-    """Some NaN bit pattern for the float expression ``x`` (any sign, any non-zero significand):
-    fresh bit-vector constants named after ``x``'s structure, so one expression has one pattern on
-    both sides of a rule (the hardware is deterministic) while different expressions (two NaN
-    inputs, a computed NaN) are independent: a proof holds for every payload."""
-    s = x.sort()
-    e, m = s.ebits(), s.sbits() - 1
-    tag = hashlib.sha256(x.sexpr().encode()).hexdigest()[:16]
-    sign = z3.BitVec(f"nan_sign!{tag}", 1, x.ctx)
-    frac = z3.BitVec(f"nan_frac!{tag}", m, x.ctx)
-    frac = z3.If(frac == 0, z3.BitVecVal(1, m, x.ctx), frac)
-    return z3.Concat(sign, z3.BitVecVal((1 << e) - 1, e, x.ctx), frac)
-
-
-def float_bits(x: z3.ExprRef) -> z3.ExprRef:
-    """The IEEE bits of float expression ``x`` as the IR's semantics give them (docs/ir.md: ``neg``
-    flips and ``abs`` clears the sign bit, also of a NaN; ``bitcast`` keeps every bit). z3 has a
-    single NaN, so these are followed through the expression: ``bits(-a) = bits(a) ^ sign``,
-    ``bits(|a|) = bits(a) & ~sign``, ``bits(bitcast(i)) = i``, ``bits(where(c, a, b))`` picks;
-    any other NaN (an input, a computed NaN) has an unspecified payload (:func:`_nan_pattern`)."""
-    w = x.sort().ebits() + x.sort().sbits()
-    sign = z3.BitVecVal(1 << (w - 1), w, x.ctx)
-    k = x.decl().kind() if z3.is_app(x) else None
-    if k == z3.Z3_OP_FPA_NEG:
-        return float_bits(x.arg(0)) ^ sign
-    if k == z3.Z3_OP_FPA_ABS:
-        return float_bits(x.arg(0)) & ~sign
-    if k == z3.Z3_OP_FPA_TO_FP and x.num_args() == 1 and z3.is_bv(x.arg(0)):
-        return x.arg(0)
-    if k == z3.Z3_OP_ITE:
-        return z3.If(x.arg(0), float_bits(x.arg(1)), float_bits(x.arg(2)))
-    if z3.is_fp_value(x) and not x.isNaN():
-        return z3.simplify(z3.fpToIEEEBV(x))
-    return z3.If(z3.fpIsNaN(x), _nan_pattern(x), z3.fpToIEEEBV(x))
 
 
 def bitcast_value(x: z3.ExprRef, src: DType, dst: DType, mode: str = EXACT) -> z3.ExprRef:

@@ -166,8 +166,10 @@ def _interpreter_ready() -> bool:
 _POOL = None
 
 
-def _ref_worker(prog_seed: int, n: int, args: list) -> list[np.ndarray]:
-    return _run_triton_here(generate(prog_seed, n=n), args)
+def _ref_worker(prog: FeProgram, args: list) -> list[np.ndarray]:
+    # the program itself travels (generate(seed, n=n) draws another program than generate(seed):
+    # n given changes the random stream)
+    return _run_triton_here(prog, args)
 
 
 def run_triton(prog: FeProgram, args: list) -> list[np.ndarray]:
@@ -185,7 +187,10 @@ def run_triton(prog: FeProgram, args: list) -> list[np.ndarray]:
             _POOL = concurrent.futures.ProcessPoolExecutor(
                 1, mp_context=multiprocessing.get_context("spawn"))
             _POOL.submit(int).result()  # start it while the variable is set
-    outs = _POOL.submit(_ref_worker, prog.seed, prog.n, args).result()
+        import atexit
+
+        atexit.register(_POOL.shutdown)  # before interpreter teardown (else a noisy weakref callback)
+    outs = _POOL.submit(_ref_worker, prog, args).result()
     it = iter(outs)
     for (k, _), a in zip(prog.arg_kinds, args):
         if k == "out":
