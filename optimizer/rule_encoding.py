@@ -42,6 +42,16 @@ _UB_OPS = frozenset({"div", "rem"})
 # ------------------------------------------------------------------ one instance
 
 
+
+#: ops a rule cannot mention, with the reason (the encoding keys a term's result dtype on its
+#: dtype arguments; these take theirs from another kind of argument)
+_NOT_IN_RULES = {
+    "libdevice": "a libdevice call's dtypes come from its symbol's signature, not the rule's dtype "
+                 "arguments",
+    "ptr_to_int": "its operand is a pointer, not data of the rule's dtype",
+    "int_to_ptr": "its result is a pointer, not data of the rule's dtype",
+}
+
 class _Instance:
     """The z3 encoding of one rule at one dtype assignment."""
 
@@ -120,6 +130,8 @@ class _Instance:
         the last operand's) of ``op`` at dtype ``t``; raises ``bad`` when ``op`` refuses ``t``."""
         if op == "gather":  # a block op over two differently typed blocks: not modelled for rules
             raise _Unsupported("rules over gather are not supported (its index block has its own dtype)")
+        if op in _NOT_IN_RULES:
+            raise _Unsupported(f"rules over {op} are not supported ({_NOT_IN_RULES[op]})")
         if op == "addptr":
             if not dts[1].is_int:
                 raise bad(f"addptr offset dtype {dts[1]} is not an integer")
