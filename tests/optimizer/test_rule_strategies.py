@@ -50,11 +50,13 @@ def test_units_are_the_same_on_every_run_whatever_ran_before():
 def test_a_full_width_proof_that_needs_the_case_split_gets_it_deterministically():
     """At i64 the direct proof of x / 2^k == x >> k runs out of its units (about 1M of them are
     enough at 16 bits, not at 64); the case split on k proves it. Both happen by resource count, so
-    every run on every machine takes this path."""
-    (r,) = rv.verify_rule(_DIV_POW2, dtypes=[i64], timeout_ms=1000).results
+    every run on every machine takes this path. The budget (2000 ms of units) leaves the case
+    split a margin: at 1000 it proved alone but ran out after tests/optimizer/test_reference_search.py
+    in the same process (z3's unit counts follow the order terms were made in the main context)."""
+    (r,) = rv.verify_rule(_DIV_POW2, dtypes=[i64], timeout_ms=2000).results
     assert r.status == rv.PROVED, r
     assert r.strategy == "case-split" and "case split on k (65 cases)" in r.detail, r
-    assert r.rlimit > rb.units("z3", 1000)
+    assert r.rlimit > rb.units("z3", 2000)
 
 
 @pytest.mark.slow
