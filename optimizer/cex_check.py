@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 import z3
@@ -321,19 +321,11 @@ def search(formula: z3.BoolRef, *, tries: int, seed: int = 0,
     random/edge assignments. Returns (assignments where the formula evaluated to false, the
     substitution of a counterexample or None). Returns (0, None) when the formula cannot be
     evaluated concretely (uninterpreted functions, reals)."""
-    consts = free_constants(formula)
     rng = random.Random(seed)
     holds = 0
-    plans = [dict((str(c), v) for c, v in s) for s in seeds] + [{}] * tries
-    for fixed in plans:
-        subs = []
-        for name, c in consts.items():
-            v = fixed.get(name)
-            if v is None:
-                v = _sample_value(c, rng)
-                if v is None:
-                    return 0, None
-            subs.append((c, v))
+    for subs in assignments(free_constants(formula), seeds, tries, lambda c: _sample_value(c, rng)):
+        if subs is None:
+            return 0, None
         r = z3.simplify(z3.substitute(formula, *subs)) if subs else z3.simplify(formula)
         if z3.is_true(r):
             return holds, subs
@@ -343,10 +335,30 @@ def search(formula: z3.BoolRef, *, tries: int, seed: int = 0,
     return holds, None
 
 
+def assignments(consts: dict[str, z3.ExprRef], seeds: Iterable[list[tuple[z3.ExprRef, z3.ExprRef]]], tries: int,
+                sample: Callable[[z3.ExprRef], z3.ExprRef | None]) -> Iterator[list[tuple[z3.ExprRef, z3.ExprRef]] | None]:
+    """Substitutions of ``consts`` (name -> constant) to evaluate on: each seed (a partial
+    substitution; the constants it lacks drawn with ``sample``), then ``tries`` fully sampled
+    ones. Yields None, and stops, when ``sample`` cannot draw a constant (a sort without concrete
+    values)."""
+    plans = [dict((str(c), v) for c, v in s) for s in seeds] + [{}] * tries
+    for fixed in plans:
+        subs = []
+        for name, c in consts.items():
+            v = fixed.get(name)
+            if v is None:
+                v = sample(c)
+            if v is None:
+                yield None
+                return
+            subs.append((c, v))
+        yield subs
+
+
 def substitution(subs: list[tuple[z3.ExprRef, z3.ExprRef]]) -> ValueOf:
     """A ``value_of`` for a substitution (constants not in it stay symbolic)."""
     return lambda e: z3.simplify(z3.substitute(e, *subs)) if subs else z3.simplify(e)
 
 
-__all__ = ["NotEvaluable", "describe_uninterpreted", "evaluate", "fmt", "free_constants", "lift", "rebuild",
+__all__ = ["NotEvaluable", "assignments", "describe_uninterpreted", "evaluate", "fmt", "free_constants", "lift", "rebuild",
            "same", "search", "substitution", "uninterpreted_apps"]

@@ -189,23 +189,18 @@ def search(q: Any, *, tries: int = TRIES, seed: int = 0,
     compared = 0
     if rule.kind == "rule" or rule.lhs is None or rule.rhs is None:
         return None, 0
-    consts = cex_check.free_constants(q.solver_formula)
     rng = random.Random(seed)
     specials: dict[Any, list[z3.ExprRef]] = {}
-    plans = [dict((str(c), v) for c, v in s) for s in seeds] + [{}] * tries
-    for fixed in plans:
-        subs = []
-        for name, c in consts.items():
-            v = fixed.get(name)
-            if v is None:
-                s = c.sort()
-                if s.kind() == z3.Z3_FLOATING_POINT_SORT:
-                    v = _fp_sample(s, specials.setdefault(s, _fp_specials(s)), rng)
-                else:
-                    v = cex_check._sample_value(c, rng)
-                if v is None:
-                    return None, compared
-            subs.append((c, v))
+
+    def sample(c: z3.ExprRef) -> z3.ExprRef | None:
+        s = c.sort()
+        if s.kind() == z3.Z3_FLOATING_POINT_SORT:
+            return _fp_sample(s, specials.setdefault(s, _fp_specials(s)), rng)
+        return cex_check._sample_value(c, rng)
+
+    for subs in cex_check.assignments(cex_check.free_constants(q.solver_formula), seeds, tries, sample):
+        if subs is None:
+            return None, compared
         value_of = cex_check.substitution(subs)
         if not _fires(q, value_of):
             continue

@@ -82,7 +82,7 @@ from .rule_budget import SessionModel
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
 from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
 from .validate_skeleton import Mismatch as _Mismatch
-from .validate_skeleton import check_skeleton
+from .validate_skeleton import check_skeleton, mask_and_other, source_index
 from .validate_skeleton import describe as _describe
 from .validate_skeleton import obligations as _obligations
 from .validate_skeleton import skeleton as _skeleton
@@ -203,14 +203,7 @@ class _Eval:
             twin = self.partner_ops[k]
             return self.partner.at(twin.results[v.index], idx)
         ptr = self.at(op.operands[0], idx)
-        if op.op == "load":
-            mask = self.at(op.operands[1], idx) if len(op.operands) >= 2 else None
-            other = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
-        elif op.op == "atomic_cas":
-            mask, other = None, None
-        else:
-            mask = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
-            other = None
+        mask, other = (None if i is None else self.at(op.operands[i], idx) for i in mask_and_other(op))
         on = Enc(self._symbol(f"mem{k}", v.type, idx), ptr.defined)
         if mask is None:
             return on
@@ -264,24 +257,11 @@ class _Eval:
         return Enc(enc.value, _and(defined + [enc.defined]))
 
     def _source_index(self, op: Operation, idx: tuple) -> tuple:
-        src_t = op.operands[0].type
-        out_t = op.results[0].type
-        name = op.op
-        if name == "splat":
-            return ()
-        if name == "broadcast":
-            return tuple(_bv(0) if s == 1 else i for i, s in zip(idx, src_t.shape))
-        if name == "expand_dims":
-            ax = op.attrs["axis"]
-            return idx[:ax] + idx[ax + 1:]
-        if name == "trans":
-            src: list[Any] = [None] * len(idx)
-            for d, p in enumerate(op.attrs["perm"]):
-                src[p] = idx[d]
-            return tuple(src)
+        src = source_index(op, idx, _bv(0))
+        if src is not None:
+            return src
+        src_t, out_t = op.operands[0].type, op.results[0].type
         # reshape: row-major linearization
-        if src_t.shape == out_t.shape:
-            return idx
         lin = _bv(0)
         stride = 1
         for i, s in reversed(list(zip(idx, out_t.shape))):

@@ -6,6 +6,8 @@ must agree, under which mask). Shared by the solver path and the z3-free one
 
 from __future__ import annotations
 
+from typing import Any
+
 from eggpu.ir import Block, Function, Operation
 
 from .decode import MASK_OPERAND
@@ -120,4 +122,40 @@ def check_skeleton(before: Function, after: Function) -> tuple[dict[int, str], d
     return nb, kb, ops_b, na, ka, ops_a
 
 
-__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton", "describe", "obligations", "skeleton"]
+def mask_and_other(op: Operation) -> tuple[int | None, int | None]:
+    """The operand positions of a load's or atomic's mask and ``other`` (None where it has none):
+    ``load(ptr, mask?, other?)``, ``atomic_*(ptr, val, mask?)``, ``atomic_cas`` unmasked."""
+    n = len(op.operands)
+    if op.op == "load":
+        return (1 if n >= 2 else None), (2 if n == 3 else None)
+    if op.op == "atomic_cas":
+        return None, None
+    return (2 if n == 3 else None), None
+
+
+def source_index(op: Operation, idx: tuple, zero: Any) -> tuple | None:
+    """The index into ``op``'s operand that lane ``idx`` of a shape op reads (``splat``: none,
+    ``broadcast``: ``zero`` on the broadcast axes, ``expand_dims``: the axis dropped, ``trans``:
+    permuted back, a same-shape ``reshape``: itself); None for a reshape that changes the shape
+    (its row-major index map is the caller's: symbolic in the z3 path). ``idx`` holds the caller's
+    index terms and ``zero`` its index 0."""
+    src_t, out_t, name = op.operands[0].type, op.results[0].type, op.op
+    if name == "splat":
+        return ()
+    if name == "broadcast":
+        return tuple(zero if s == 1 else i for i, s in zip(idx, src_t.shape))
+    if name == "expand_dims":
+        ax = op.attrs["axis"]
+        return idx[:ax] + idx[ax + 1:]
+    if name == "trans":
+        src: list[Any] = [None] * len(idx)
+        for d, p in enumerate(op.attrs["perm"]):
+            src[p] = idx[d]
+        return tuple(src)
+    if src_t.shape == out_t.shape:
+        return idx
+    return None
+
+
+__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton", "describe", "obligations", "mask_and_other",
+           "skeleton", "source_index"]

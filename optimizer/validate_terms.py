@@ -51,7 +51,7 @@ from .term_lemmas import Matcher, TermLemma, commutative_ops, term_lemmas
 from .validate_result import Validation
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
 from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
-from .validate_skeleton import Mismatch, check_skeleton
+from .validate_skeleton import Mismatch, check_skeleton, mask_and_other, source_index
 from .validate_skeleton import obligations as _obligations
 
 
@@ -276,14 +276,7 @@ class _Side:
         if self.partner is not None:
             return self.partner.at(self.partner_ops[k].results[v.index], idx)
         ptr = self.at(op.operands[0], idx)
-        if op.op == "load":
-            mask = self.at(op.operands[1], idx) if len(op.operands) >= 2 else None
-            other = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
-        elif op.op == "atomic_cas":
-            mask, other = None, None
-        else:
-            mask = self.at(op.operands[2], idx) if len(op.operands) == 3 else None
-            other = None
+        mask, other = (None if i is None else self.at(op.operands[i], idx) for i in mask_and_other(op))
         on = (self._symbol(f"mem{k}", v.type, idx), ptr[1])
         if mask is None:
             return on
@@ -343,22 +336,10 @@ class _Side:
         return t
 
     def _source_index(self, op: Operation, idx: tuple[int, ...]) -> tuple[int, ...]:
-        src_t, out_t, name = op.operands[0].type, op.results[0].type, op.op
-        if name == "splat":
-            return ()
-        if name == "broadcast":
-            return tuple(self.terms.index(0) if s == 1 else i for i, s in zip(idx, src_t.shape))
-        if name == "expand_dims":
-            ax = op.attrs["axis"]
-            return idx[:ax] + idx[ax + 1:]
-        if name == "trans":
-            src: list[Any] = [None] * len(idx)
-            for d, p in enumerate(op.attrs["perm"]):
-                src[p] = idx[d]
-            return tuple(src)
-        if src_t.shape == out_t.shape:
-            return idx
-        raise NeedsSolver("a reshape's index map is simplified by z3")
+        src = source_index(op, idx, self.terms.index(0))
+        if src is None:
+            raise NeedsSolver("a reshape's index map is simplified by z3")
+        return src
 
     def _block_op(self, op: Operation, v: Value, idx: tuple[int, ...]) -> tuple[int, int]:
         """A reduction/dot as an opaque function of its operand blocks (:meth:`.validate._Eval._block_op`):
