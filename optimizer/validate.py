@@ -80,9 +80,8 @@ from . import z3ops
 from .analyses import loop_iv_facts
 from .rule_budget import SessionModel
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
-from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
+from .validate_skeleton import LaneDispatch, check_skeleton, mask_and_other, source_index
 from .validate_skeleton import Mismatch as _Mismatch
-from .validate_skeleton import check_skeleton, mask_and_other, source_index
 from .validate_skeleton import describe as _describe
 from .validate_skeleton import obligations as _obligations
 from .validate_skeleton import skeleton as _skeleton
@@ -150,7 +149,7 @@ class _BlockOps:
         return name
 
 
-class _Eval:
+class _Eval(LaneDispatch):
     """Lane values of one side's IR values at symbolic indices."""
 
     def __init__(self, checker: _Checker, side: str, leaf_names: dict[int, str], op_keys: dict[int, int]):
@@ -228,10 +227,9 @@ class _Eval:
             return enc
         if name == "arange":
             return Enc(_bv(attrs["start"]) + idx[0], TRUE)
-        if name in _SHAPE_OPS:
-            return self.at(op.operands[0], self._source_index(op, idx))
-        if name in _BLOCK_OPS:
-            return self._block_op(op, v, idx)
+        got = self.structural(op, v, idx)
+        if got is not None:
+            return got
         args = [self.at(o, idx) for o in op.operands]
         if len(args) == 2 and op.opdef.has(Trait.COMMUTATIVE):
             # Canonical operand order (by z3's structural hash, deterministic across runs):

@@ -122,6 +122,22 @@ def check_skeleton(before: Function, after: Function) -> tuple[dict[int, str], d
     return nb, kb, ops_b, na, ka, ops_a
 
 
+class LaneDispatch:
+    """What the two translation validators (:mod:`.validate`'s z3 terms, :mod:`.validate_terms`'
+    z3-free ones) share in evaluating a lane: a shape op reads its operand at
+    :func:`source_index` (the evaluator's ``_source_index``), a block op (reduction, dot, ...) is
+    the evaluator's opaque ``_block_op``. The evaluator provides ``at``, ``_source_index`` and
+    ``_block_op``."""
+
+    def structural(self, op: Operation, v: Any, idx: tuple) -> Any:
+        """The term of lane ``idx`` of ``v`` when ``op`` is a shape or block op, else None."""
+        if op.op in SHAPE_OPS:
+            return self.at(op.operands[0], self._source_index(op, idx))  # type: ignore[attr-defined]
+        if op.op in BLOCK_OPS:
+            return self._block_op(op, v, idx)  # type: ignore[attr-defined]
+        return None
+
+
 def mask_and_other(op: Operation) -> tuple[int | None, int | None]:
     """The operand positions of a load's or atomic's mask and ``other`` (None where it has none):
     ``load(ptr, mask?, other?)``, ``atomic_*(ptr, val, mask?)``, ``atomic_cas`` unmasked."""
@@ -157,5 +173,5 @@ def source_index(op: Operation, idx: tuple, zero: Any) -> tuple | None:
     return None
 
 
-__all__ = ["BLOCK_OPS", "SHAPE_OPS", "Mismatch", "check_skeleton", "describe", "obligations", "mask_and_other",
+__all__ = ["BLOCK_OPS", "SHAPE_OPS", "LaneDispatch", "Mismatch", "check_skeleton", "describe", "obligations", "mask_and_other",
            "skeleton", "source_index"]

@@ -50,8 +50,7 @@ from .term_canon import Canon
 from .term_lemmas import Matcher, TermLemma, commutative_ops, term_lemmas
 from .validate_result import Validation
 from .validate_skeleton import BLOCK_OPS as _BLOCK_OPS
-from .validate_skeleton import SHAPE_OPS as _SHAPE_OPS
-from .validate_skeleton import Mismatch, check_skeleton, mask_and_other, source_index
+from .validate_skeleton import LaneDispatch, Mismatch, check_skeleton, mask_and_other, source_index
 from .validate_skeleton import obligations as _obligations
 
 
@@ -234,7 +233,7 @@ def _identical(xb: tuple[int, int], xa: tuple[int, int]) -> bool:
     return xb[0] == xa[0] and (xb[1] == xa[1] or xa[1] == TRUE)
 
 
-class _Side:
+class _Side(LaneDispatch):
     """Lane values ``(value, defined)`` of one side's IR values at symbolic indices
     (:class:`.validate._Eval` on z3-free terms)."""
 
@@ -298,10 +297,9 @@ class _Side:
             return self._leaf(name, attrs["axis"]), TRUE
         if name == "arange":
             return terms.op("add", "i32", (), (terms.index(attrs["start"]), idx[0]), i32), TRUE
-        if name in _SHAPE_OPS:
-            return self.at(op.operands[0], self._source_index(op, idx))
-        if name in _BLOCK_OPS:
-            return self._block_op(op, v, idx)
+        got = self.structural(op, v, idx)
+        if got is not None:
+            return got
         args = [self.at(o, idx) for o in op.operands]
         if len(args) == 2 and op.opdef.has(Trait.COMMUTATIVE):
             args.sort(key=lambda a: a[0])

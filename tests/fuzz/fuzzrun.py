@@ -195,3 +195,9 @@ if __name__ == "__main__":
 
     sys.path.insert(0, __import__("os").path.dirname(__file__))
     raise SystemExit(main())
+
+
+def assert_no_mismatch(failed: list, stats: dict, what: str = "mismatching") -> None:
+    """Fail a campaign test with the count and the first three programs' reports."""
+    assert not failed, f"{len(failed)} {what} program(s) of {stats['programs']}:\n\n" + \
+        "\n\n".join(f.report() for f in failed[:3])

@@ -21,6 +21,7 @@ pytest.importorskip("triton", reason="the frontend fuzzer's reference is Triton'
 
 import fe_gen  # noqa: E402
 import fe_run  # noqa: E402
+import fuzzrun  # noqa: E402
 
 CI_PROGRAMS = 24
 CHUNK = 100
@@ -28,15 +29,10 @@ SLOW_PROGRAMS = int(os.environ.get("EGGPU_FE_FUZZ_PROGRAMS", "3000"))
 SLOW_SEED = int(os.environ.get("EGGPU_FE_FUZZ_SEED", "200000"))
 
 
-def _assert_no_mismatch(failed: list, stats: dict) -> None:
-    assert not failed, f"{len(failed)} failing program(s) of {stats['programs']}:\n\n" + \
-        "\n\n".join(f.report() for f in failed[:3])
-
-
 def test_bounded_campaign():
     # eggpu's interpreter on every program, the compiled CPU lowering on every third
     failed, stats = fe_run.campaign(range(CI_PROGRAMS), cpu_every=3)
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "failing")
     assert stats["programs"] == CI_PROGRAMS
     assert stats["cpu_runs"] >= 4, stats
     # most programs are valid Triton and are compared (the generator's promotion model keeps
@@ -48,7 +44,7 @@ def test_bounded_campaign():
 @pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS, CHUNK))
 def test_long_campaign(start):
     failed, stats = fe_run.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS)))
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "failing")
 
 
 def test_generation_is_deterministic_and_covers_the_features():

@@ -27,14 +27,9 @@ SLOW_PROGRAMS = int(os.environ.get("EGGPU_FUZZ_PROGRAMS", "10000"))
 SLOW_SEED = int(os.environ.get("EGGPU_FUZZ_SEED", "100000"))
 
 
-def _assert_no_mismatch(failed: list, stats: dict) -> None:
-    assert not failed, f"{len(failed)} mismatching program(s) of {stats['programs']}:\n\n" + \
-        "\n\n".join(f.report() for f in failed[:3])
-
-
 def test_bounded_campaign():
     failed, stats = fuzzrun.campaign(range(CI_PROGRAMS))
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "mismatching")
     assert stats["programs"] == CI_PROGRAMS
     # the optimized kernel is compared on every program, those reaching the total semantics'
     # edge cases (division by zero, out-of-range shifts, ...) included
@@ -46,7 +41,7 @@ def test_bounded_campaign():
 @pytest.mark.parametrize("start", range(SLOW_SEED, SLOW_SEED + SLOW_PROGRAMS, CHUNK))
 def test_long_campaign(start):
     failed, stats = fuzzrun.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS)))
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "mismatching")
 
 
 @pytest.mark.slow
@@ -54,7 +49,7 @@ def test_long_campaign(start):
 def test_long_focused_campaign(start):
     """A quarter as many programs again, focused on the ops with attributes, FP8 and the composites."""
     failed, stats = fuzzrun.campaign(range(start, min(start + CHUNK, SLOW_SEED + SLOW_PROGRAMS // 4)), focus=True)
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "mismatching")
 
 
 def test_generation_is_deterministic_and_covers_the_op_families():
@@ -156,7 +151,7 @@ def test_bounded_campaign_of_the_new_draws():
     seeds = covering_seeds(5000, NEW_DRAWS)
     assert len(seeds) <= 25, seeds
     failed, stats = fuzzrun.campaign(seeds)
-    _assert_no_mismatch(failed, stats)
+    fuzzrun.assert_no_mismatch(failed, stats, "mismatching")
 
 
 def test_edge_values_are_drawn():
