@@ -202,10 +202,10 @@ def _warm_bytecode(e, dirs) -> None:
     """One untimed compile per tool so bytecode and the OS file cache are warm for every timed
     one (eggpu's without the optimizer: an empty proof cache would prove every rule first)."""
     from . import compile_time
-    from .suite import consts_for
+    from .suite import worker_args
 
     _progress("warming bytecode and file caches (untimed) ...")
-    base = {"key": e.key, "consts": consts_for(e), "target": TIMING_TARGET, "num_warps": NUM_WARPS}
+    base = worker_args(e, TIMING_TARGET, NUM_WARPS)
     compile_time.run_worker("compile", {**base, "tool": "eggpu", "optimize": False},
                             compile_time.base_env(EGGPU_CACHE_DIR=str(dirs.new("warmup"))))
     compile_time.run_worker("compile", {**base, "tool": "triton"},

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from .compile_time import Dirs, base_env, run_worker, with_install_caches
-from .suite import BY_KEY, TIMING_TARGET, consts_for
+from .suite import BY_KEY, TIMING_TARGET, worker_args
 
 DEFAULT = ("vector_add", "softmax_forward", "matmul_f16")
 
@@ -36,7 +36,7 @@ def _timed(args: dict[str, Any], env: dict[str, str]) -> tuple[dict[str, Any], f
 
 
 def measure(key: str, reps: int, dirs: Dirs) -> dict[str, Any]:
-    base = {"key": key, "consts": consts_for(BY_KEY[key]), "target": TIMING_TARGET, "num_warps": 4}
+    base = worker_args(BY_KEY[key], TIMING_TARGET, 4)
     eg = {**base, "tool": "eggpu", "instrument": False}
     home = dirs.new("home")
     run_worker("compile", eg, base_env(EGGPU_CACHE_DIR=str(home)))

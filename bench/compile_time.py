@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from .stats import summarize
-from .suite import Entry, consts_for
+from .suite import Entry, consts_for, worker_args
 from .worker import MARK
 
 REPO = Path(__file__).resolve().parent.parent
@@ -114,7 +114,7 @@ def cold_empty(entry: Entry, target: str, reps: int, dirs: Dirs, progress=print
                ) -> tuple[list[tuple[dict[str, Any], float]], Path]:
     """eggpu compiles of ``entry`` from a completely empty ``EGGPU_CACHE_DIR`` (rule proofs
     included); returns the runs and the last cache directory (its ``proofs/`` is then filled)."""
-    base = {"key": entry.key, "consts": consts_for(entry), "target": target, "num_warps": 4, "tool": "eggpu"}
+    base = {**worker_args(entry, target, 4), "tool": "eggpu"}
     runs = []
     home = None
     for _ in range(max(1, reps)):
@@ -174,8 +174,7 @@ def measure(entries: list[Entry], target: str, reps: int, *, optimize: bool = Tr
     :func:`cold_empty`) are reported as the entry's ``cold_empty``."""
     out: dict[str, Any] = {}
     for e in entries:
-        consts = consts_for(e)
-        base = {"key": e.key, "consts": consts, "target": target, "num_warps": 4}
+        base = worker_args(e, target, 4)
         eg_base = {**base, "tool": "eggpu", "optimize": optimize}
         eg_cold, tr_cold = [], []
         eg_empty = (empty_runs or {}).get(e.key, [])
@@ -193,7 +192,7 @@ def measure(entries: list[Entry], target: str, reps: int, *, optimize: bool = Tr
                                      base_env(EGGPU_CACHE_DIR=str(eg_home))))
             tr_hit.append(run_worker("compile", {**base, "tool": "triton"}, base_env(TRITON_CACHE_DIR=str(tr_home))))
         row = {
-            "consts": consts,
+            "consts": base["consts"],
             "eggpu": {"cold": _collect(eg_cold), "hit": _collect(eg_hit)},
             "triton": {"cold": _collect(tr_cold), "hit": _collect(tr_hit)},
         }

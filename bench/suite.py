@@ -101,6 +101,14 @@ TIMING_TARGET = "sm_90"  # compile-time measurements
 NUM_WARPS = 4
 
 
+def worker_args(entry: Entry, target: str, num_warps: int) -> dict:
+    """The arguments of a :mod:`bench.worker` compile of ``entry``: its key, constexprs, and the
+    library kernel name and dtype, so the worker finds the kernel without importing this module
+    (``dataclasses`` imports ``inspect``: ~8 ms a timed fresh process would otherwise count)."""
+    return {"key": entry.key, "kernel": entry.kernel, "dtype": entry.dtype, "consts": consts_for(entry),
+            "target": target, "num_warps": num_warps}
+
+
 def consts_for(entry: Entry) -> list:
     """The constexpr values of ``entry`` as the eggpu library's case builder picks them.
 

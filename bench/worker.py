@@ -49,14 +49,24 @@ def _emit(result: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- eggpu
 
 
-def _eggpu_kernel(entry_key: str, consts: list) -> Any:
-    from eggpu.ir.dtypes import parse_dtype
-    from eggpu.kernels import get
-
+def _kernel_and_dtype(entry_key: str, args: dict[str, Any] | None = None) -> tuple[str, str]:
+    """The library kernel name and dtype of a suite entry: from ``args`` when the parent sent
+    them (:func:`bench.suite.worker_args`; importing bench.suite in a timed process would add
+    its ``dataclasses``/``inspect`` imports to the measurement), else from the suite."""
+    if args is not None and "kernel" in args and "dtype" in args:
+        return args["kernel"], args["dtype"]
     from .suite import BY_KEY
 
     e = BY_KEY[entry_key]
-    return get(e.kernel).kernel(parse_dtype(e.dtype), consts)
+    return e.kernel, e.dtype
+
+
+def _eggpu_kernel(entry_key: str, consts: list, args: dict[str, Any] | None = None) -> Any:
+    from eggpu.ir.dtypes import parse_dtype
+    from eggpu.kernels import get
+
+    kernel, dtype = _kernel_and_dtype(entry_key, args)
+    return get(kernel).kernel(parse_dtype(dtype), consts)
 
 
 _SETUP_HOOKS = (
@@ -105,7 +115,7 @@ def eggpu_compile(args: dict[str, Any]) -> dict[str, Any]:
     instrument = args.get("instrument", True) and args.get("optimize", True)
     setup = _instrument_optimizer_setup() if instrument else {}
     instrument_import_ms = (time.perf_counter() - t) * 1e3
-    inst = _eggpu_kernel(args["key"], args["consts"])
+    inst = _eggpu_kernel(args["key"], args["consts"], args)
     ck = eggpu.compile(inst, target=args["target"], optimize=args.get("optimize", True),
                        num_warps=args.get("num_warps", 4), cache=True)
     total = time.perf_counter() - T0
@@ -185,14 +195,14 @@ def _triton_setup() -> dict[str, float]:
     return stage_ms
 
 
-def _triton_compile(key: str, consts: list, target: str, num_warps: int, launch_args: dict | None = None):
+def _triton_compile(key: str, consts: list, target: str, num_warps: int, launch_args: dict | None = None,
+                    args: dict[str, Any] | None = None):
     import triton
 
     from . import triton_kernels as tk
-    from .suite import BY_KEY
 
-    e = BY_KEY[key]
-    src = tk.ast_source(e.kernel, e.dtype, consts, launch_args)
+    kernel, dtype = _kernel_and_dtype(key, args)
+    src = tk.ast_source(kernel, dtype, consts, launch_args)
     return triton.compile(src, target=tk.gpu_target(int(target.removeprefix("sm_").rstrip("a"))),
                           options=tk.compile_options(num_warps))
 
@@ -205,7 +215,7 @@ def triton_compile(args: dict[str, Any]) -> dict[str, Any]:
 
     t_lib = time.perf_counter() - T0
     stage_ms = _triton_setup()
-    k = _triton_compile(args["key"], args["consts"], args["target"], args.get("num_warps", 4))
+    k = _triton_compile(args["key"], args["consts"], args["target"], args.get("num_warps", 4), args=args)
     total = time.perf_counter() - T0
     ptxas_ms = stage_ms.get("cubin", 0.0)
     del triton
