@@ -262,3 +262,42 @@ def test_down_closed_masks_are_prefixes_on_the_interpreted_values(roff, delta, m
     interpret(fn, 1, out, roff, n, m)
     runs = out.reshape(2, 16, 4)
     assert (np.diff(runs, axis=-1) <= 0).all()
+
+
+# ---------------------------------------------------------------- chunk-constant lazy values
+
+
+def _where_kernel(n_fact: str | None):
+    """``y[c] = where(c < n, x[c]**2, 0)`` over one block of 1024 columns (per_layernorm's
+    ``tl.where(rmask, ...)``): 8 slots a thread, 2 layout chunks of 4."""
+    b = Builder("wk", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    offs = b.op("arange", start=0, end=1024)
+    mask = b.op("lt", offs, b.op("splat", n, shape=(1024,)))
+    zero = b.op("splat", b.const(0.0, f32), shape=(1024,))
+    v = b.op("load", b.op("addptr", b.op("splat", x, shape=(1024,)), offs), mask, zero)
+    b.effect("store", b.op("addptr", b.op("splat", y, shape=(1024,)), offs), b.op("where", mask, b.op("mul", v, v), zero))
+    fn = b.function
+    if n_fact:
+        fn.facts = Facts.make({"n": [n_fact]})
+    return fn
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_a_mask_constant_on_chunks_is_compared_once_per_chunk(target):
+    """With ``n`` divisible by 16 the mask is constant on each chunk of 4: one comparison per
+    chunk (2 a thread) serves the loads and the ``where``; without the fact, one per slot."""
+    ptx = compile_ptx_module(_where_kernel("div16"), get_target(target)).ptx
+    assert len(re.findall(r"setp\.\w+\.s32", ptx)) == 2
+    plain = compile_ptx_module(_where_kernel(None), get_target(target)).ptx
+    assert len(re.findall(r"setp\.\w+\.s32", plain)) == 8
+
+
+@pytest.mark.parametrize("n", [0, 16, 512, 1008, 1024])
+def test_a_chunk_constant_mask_selects_what_the_interpreter_selects(n, compare):
+    """The host build shares the chunk-constant evaluation (same layout): on the CPU, the
+    ``where`` under a ``div16`` mask matches the interpreter bitwise (none, some, all lanes)."""
+    x = np.random.default_rng(n).standard_normal(1024).astype(np.float32)
+    got = compare(_where_kernel("div16"), 1, [x, np.full(1024, 7.0, np.float32), n])[1]
+    np.testing.assert_array_equal(got[:n], x[:n] * x[:n])
+    assert (got[n:] == 0).all()
