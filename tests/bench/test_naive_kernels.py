@@ -209,3 +209,18 @@ def test_red_row_sum_ptx_vector_condition_and_one_barrier(target):
         (rhs,) = re.findall(rf"and\.pred \s*{re.escape(p)}, (%p\d+), (%p\d+);", ptx)
         for q in rhs:  # each side a single comparison, not a further conjunction
             assert re.search(rf"setp\.lt\.s32 \s*{re.escape(q)},", ptx), (p, q)
+
+
+def test_fast_math_variant_is_measured_beside_the_default():
+    """``python -m bench naive --fast-math``: one more variant, ``eggpu_fast`` (fast_math=True),
+    whose PTX differs from the default's where the kernel has an ``exp`` (approximate ``ex2``)."""
+    pytest.importorskip("triton")
+    from bench import naive_bench
+
+    res = naive_bench.measure_naive(("sm_90",), ["poi_silu_mul"], progress=lambda _m: None, fast_math=True)
+    row = res["poi_silu_mul"]["sm_90"]
+    assert set(row) == {"eggpu_noopt", "eggpu", "eggpu_fast", "triton"}
+    assert all("error" not in v for v in row.values())
+    assert row["eggpu_fast"]["ptx_lines"] != row["eggpu"]["ptx_lines"]
+    plain = naive_bench.measure_naive(("sm_90",), ["poi_silu_mul"], progress=lambda _m: None)
+    assert "eggpu_fast" not in plain["poi_silu_mul"]["sm_90"]
