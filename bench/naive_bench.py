@@ -8,7 +8,9 @@ For every naive kernel (:data:`bench.naive.NAIVE`) and every target it records, 
 - ``triton``: Triton's PTX for the SAME source text (``ASTSource`` with the launch's types and
   constexprs, plus the launch-time specialization both launchers would make for the bench case:
   aligned buffers, 16-divisible integers, and eggpu's checked ``offsets_i32``; ``--no-facts``
-  drops it), assembled by the same ptxas.
+  drops it), assembled by the same ptxas;
+- ``eggpu_fast`` (with ``--fast-math``): eggpu optimize=True with ``fast_math=True``, the
+  variant to set beside Triton's ``ex2.approx``/``div.full`` where eggpu's default is IEEE.
 
 For the 17 library kernels (:data:`eggpu.kernels.LIBRARY`, default case of each) it records the
 same eggpu variants, and Triton for the ones :mod:`bench.triton_kernels` mirrors. The summary
@@ -106,10 +108,12 @@ def _row(variants: dict[str, Any]) -> dict[str, Any]:
 
 
 def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, progress=_progress,
-                  facts: bool = True) -> dict[str, Any]:
+                  facts: bool = True, fast_math: bool = False) -> dict[str, Any]:
     """``{kernel: {target: {variant: metrics}}}`` for the naive suite. ``facts``: both compilers
     get the launch-time specialization of the bench case (:func:`bench.naive.launch_facts`);
-    without, only types and constexprs."""
+    without, only types and constexprs. ``fast_math``: one more variant, ``eggpu_fast``
+    (optimize=True, ``fast_math=True``: approximate ``exp``/division as Triton's defaults, FMA
+    contraction, which Triton here does not get: ``TRITON_DEFAULT_FP_FUSION=0``)."""
     from triton.compiler import ASTSource
 
     from .naive import NAIVE, launch_facts, load, param_names, triton_signature
@@ -131,11 +135,14 @@ def measure_naive(targets: tuple[str, ...], names: list[str] | None = None, prog
         src = ASTSource(fn=tfn, signature=sig, constexprs=constexprs, attrs=attrs)
         out[k.name] = {}
         for target in targets:
-            out[k.name][target] = row = _row({
+            variants = {
                 "eggpu_noopt": lambda t=target, i=inst, o=options: _eggpu_variant(i, t, False, o),
                 "eggpu": lambda t=target, i=inst, o=options: _eggpu_variant(i, t, True, o),
-                "triton": lambda t=target, s=src: _triton_variant(s, t),
-            })
+            }
+            if fast_math:
+                variants["eggpu_fast"] = lambda t=target, i=inst, o=options: _eggpu_variant(i, t, True, {**o, "fast_math": True})
+            variants["triton"] = lambda t=target, s=src: _triton_variant(s, t)
+            out[k.name][target] = row = _row(variants)
             progress(f"  naive {k.name} {target}: " + _line(row))
     return out
 
@@ -457,6 +464,8 @@ def _args(argv: list[str]) -> argparse.Namespace:
     ap.add_argument("--no-library", action="store_true", help="only the naive suite")
     ap.add_argument("--no-facts", action="store_true",
                     help="naive suite without launch-time specialization (types and constexprs only)")
+    ap.add_argument("--fast-math", action="store_true",
+                    help="naive suite: also eggpu with fast_math=True (variant eggpu_fast)")
     ap.add_argument("--out", default=DEFAULT_OUT, help="JSON output (default %(default)s)")
     ap.add_argument("--docs", default="docs/performance.md", help="report to update (default %(default)s)")
     ap.add_argument("--no-docs", action="store_true", help="do not update the report")
@@ -476,7 +485,7 @@ def main(argv: list[str]) -> int:
                                     "command": " ".join(["python -m bench naive", *argv]), "targets": list(targets),
                                     "num_warps": NUM_WARPS, "launch_facts": not a.no_facts}}
     _progress("naive kernels ...")
-    res["naive"] = measure_naive(targets, a.kernels, facts=not a.no_facts)
+    res["naive"] = measure_naive(targets, a.kernels, facts=not a.no_facts, fast_math=a.fast_math)
     if not a.no_library:
         _progress("library kernels ...")
         res["library"] = measure_library(targets, a.kernels)

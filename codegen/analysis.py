@@ -625,6 +625,51 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
     return r is not None and r.step == 0
 
 
+def down_closed(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> bool:
+    """Whether the bool block ``v`` is true on a prefix of every run of ``w`` lanes that starts at
+    a multiple of ``w`` along the last dimension (``w`` a power of two dividing it): lane ``i``
+    true implies every earlier lane of its run true, so the run is all true iff its last lane is.
+
+    Proven for: :func:`chunk_uniform` masks; ``a < b`` and ``a <= b`` (and ``b > a``, ``b >= a``)
+    where ``a`` is ``A + i`` on the run, ``A`` a multiple of ``w`` (:func:`run_of`), and ``b``
+    is constant on it (``offs < n`` for any ``n``); ``and`` of such
+    masks; ``or`` of one with a :func:`chunk_uniform` mask; ``broadcast``, ``expand_dims`` and
+    ``reshape`` that keep the last dimension.
+    """
+    if chunk_uniform(v, w, facts):
+        return True
+    shape = v.type.shape
+    if depth > 16 or not shape or shape[-1] % w:
+        return False
+    op = v.owner
+    if not isinstance(op, Operation):
+        return False
+    name = op.op
+    if name == "and":
+        return all(down_closed(o, w, facts, depth + 1) for o in op.operands)
+    if name == "or":
+        a, b = op.operands
+        return ((chunk_uniform(a, w, facts) and down_closed(b, w, facts, depth + 1))
+                or (chunk_uniform(b, w, facts) and down_closed(a, w, facts, depth + 1)))
+    if name in ("broadcast", "expand_dims", "reshape"):
+        src = op.operands[0]
+        sshape = src.type.shape
+        return bool(sshape) and sshape[-1] == shape[-1] and down_closed(src, w, facts, depth + 1)
+    if name in _FLIP:
+        a, b = op.operands
+        if name in ("gt", "ge"):
+            a, b = b, a
+        at = a.type
+        if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape or b.type.shape != shape:
+            return False
+        # a = A + i with A a multiple of w: the run crosses no multiple of w, hence neither the
+        # signed nor the unsigned wrap-around, and a increases along it in either order
+        ra, rb = run_of(a, w, facts), run_of(b, w, facts)
+        return (ra is not None and rb is not None and rb.step == 0
+                and (ra.step == 0 or (ra.step == 1 and ra.start_div >= w)))
+    return False
+
+
 def _run_aligned(v: Value, w: int, facts: AddressAnalysis, step: int) -> bool:
     """``v`` is ``A + i * step`` on each run of ``w`` lanes with ``A`` a multiple of ``w`` (so,
     for step 1 against step 0, ``A + i < B`` iff ``A < B`` on the whole run)."""

@@ -138,7 +138,10 @@ class Emitter:
         self.b: ir.IRBuilder = None  # type: ignore[assignment]
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.smem_bytes = 0
-        self.smem_dirty = False  # a shared-memory read may still be in flight (barrier before writing)
+        # how many times shared memory was touched (a base taken, a reservation, a barrier, a read
+        # marked in flight): a loop whose body leaves it unchanged cannot have left reads in flight
+        self.smem_touches = 0
+        self._smem_dirty = False
         self._tid: ir.Value | None = None
         self._pid: list[ir.Value] = []
         self._nprog: list[ir.Value] = []
@@ -367,15 +370,29 @@ class Emitter:
         hi = shfl32(b.trunc(b.lshr(v, I64(32)), I32))
         return b.or_(b.zext(lo, I64), b.shl(b.zext(hi, I64), I64(32)))
 
+    @property
+    def smem_dirty(self) -> bool:
+        """A shared-memory read may still be in flight: a barrier is due before the next write.
+        Setting it counts as a touch (:attr:`smem_touches`)."""
+        return self._smem_dirty
+
+    @smem_dirty.setter
+    def smem_dirty(self, value: bool) -> None:
+        if value:
+            self.smem_touches += 1
+        self._smem_dirty = value
+
     def barrier(self) -> None:
         """``bar.sync 0`` on the GPU; nothing on the host (lanes run in lock-step)."""
         if self.is_ptx:
             self.intrinsic("llvm.nvvm.barrier.cta.sync.aligned.all", VOID, [I32(0)])
+        self.smem_touches += 1
         self.smem_dirty = False
 
     # ------------------------------------------------------------ shared memory
 
     def smem_reserve(self, nbytes: int) -> None:
+        self.smem_touches += 1
         self.smem_bytes = max(self.smem_bytes, nbytes)
 
     def smem_begin_write(self) -> None:
@@ -385,6 +402,7 @@ class Emitter:
 
     def smem_array(self, byte_offset: int) -> ir.Value:
         """Uniform pointer ``byte_offset`` bytes into the shared buffer."""
+        self.smem_touches += 1
         if self._smem_base is None and self.is_ptx:
             gv = ir.GlobalVariable(self.module, ir.ArrayType(I8, 16), "__eggpu_smem", addrspace=3)
             gv.type = ir.PointerType(addrspace=3)  # opaque pointer; the array type is set in finish()

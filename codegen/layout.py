@@ -235,7 +235,7 @@ class LV:
     per code region (see :class:`eggpu.codegen.lowering.Lowerer`).
     """
 
-    __slots__ = ("type", "u", "fn", "elems", "cache", "rep")
+    __slots__ = ("type", "u", "fn", "elems", "cache", "rep", "src")
 
     def __init__(self, type: BlockType, *, u: ir.Value | None = None, fn: LazyFn | None = None,
                  elems: list[ir.Value] | None = None, rep: bool = False):
@@ -246,6 +246,7 @@ class LV:
         self.elems = elems
         self.rep = rep  # elems of a replicated layout: the copies hold their elements too
         self.cache: dict[int, list[ir.Value]] = {}
+        self.src = None  # the IR value a lazy LV was first bound to (Lowerer.bind): its analyses
 
     @property
     def is_uniform(self) -> bool:

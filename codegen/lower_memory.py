@@ -44,7 +44,7 @@ from eggpu.ir.dtypes import DType
 from eggpu.ir.graph import Operation
 
 from . import scalar_ops as S
-from .analysis import chunk_contiguous, chunk_uniform, run_of, run_vector_width, vector_width
+from .analysis import chunk_contiguous, chunk_uniform, down_closed, run_of, run_vector_width, vector_width
 from .emitter import I1, I32, Emitter, is_const_false, is_const_true
 from .layout import LV, and_masks, replicas_valid, to_i1
 from .predicated import (
@@ -178,8 +178,9 @@ def lower_load(lw, op: Operation) -> list[LV]:
         for j0 in range(0, n, w):
             out.extend(_load_piece(em, range(j0, j0 + w), mt, dt, ptrs, masks[j0], others, pred))
         return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
+    closed = _closed(lw, op, 1, w)
     for g in _groups(n, w, dt):
-        out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others))
+        out.extend(_load_group(em, g, w, mt, dt, ptrs, masks, others, closed))
     return [LV(t, elems=[_loaded(em, dt, v) for v in out])]
 
 
@@ -257,8 +258,9 @@ def lower_store(lw, op: Operation) -> list[LV]:
             with em.b.if_then(m):
                 em.gstore_vector(ptrs[j0], vals[j0:j0 + w], w * _elem_bytes(dt))
         return []
+    closed = _closed(lw, op, 2, w)
     for g in _groups(n, w, dt):
-        _store_group(em, g, w, dt, ptrs, vals, masks)
+        _store_group(em, g, w, dt, ptrs, vals, masks, closed)
     return []
 
 
@@ -312,6 +314,29 @@ def _uniform(lw, op: Operation, mask_index: int, w: int) -> bool:
     if len(op.operands) <= mask_index:
         return True
     return chunk_uniform(op.operands[mask_index], w, lw.facts)
+
+
+def _closed(lw, op: Operation, mask_index: int, w: int) -> bool:
+    """Whether every slot's validity (ownership and mask) is true on a prefix of each piece of
+    ``w`` slots (:func:`~eggpu.codegen.analysis.down_closed`; ownership is ``flat < numel`` over
+    consecutive flat indices), so a piece is all valid iff its last slot is: the vector path's
+    condition is one comparison per piece, not the conjunction of all of them (LLVM folds that
+    conjunction for ``offs < n`` alone, not for ``rmask & xmask``)."""
+    if lw.layout(op.operands[0].type.shape).rep:
+        return False
+    return len(op.operands) <= mask_index or down_closed(op.operands[mask_index], w, lw.facts)
+
+
+def _group_valid(em: Emitter, g: range, w: int, masks: list[ir.Value | None], closed: bool) -> ir.Value | None:
+    """The condition under which every live slot of the group ``g`` is valid (the vector path):
+    with ``closed`` (:func:`_closed`), a group of one piece (32 and 64-bit types) and no slot
+    statically off, its last slot's. A group of several pieces (16 and 8-bit types) keeps the
+    whole conjunction, which LLVM folds for ``offs < n`` (given the pieces' last slots instead,
+    relu_forward[f16] on sm_80 took one SASS instruction more)."""
+    live = [masks[j] for j in g if not is_const_false(masks[j])]
+    if closed and len(g) == w and len(live) == w:
+        return masks[g.stop - 1]
+    return _all(em, live)
 
 
 def _straight_line(lw) -> bool:
@@ -369,8 +394,10 @@ def _groups(n: int, w: int, dt: DType) -> list[range]:
     return [range(g0, min(n, g0 + size)) for g0 in range(0, n, size)]
 
 
-def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, masks, others) -> list[ir.Value]:
-    """Loads of the slots ``g``: vector loads when every live slot is valid, else per element."""
+def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, masks, others,
+                closed: bool = False) -> list[ir.Value]:
+    """Loads of the slots ``g``: vector loads when every live slot is valid, else per element
+    (``closed``: see :func:`_group_valid`)."""
     b = em.b
 
     def vector_path() -> list[ir.Value]:
@@ -383,7 +410,7 @@ def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, mas
                 vals.extend(em.gload_vector(ptrs[j0], mt, w, w * _elem_bytes(dt)))
         return vals
 
-    valid = _all(em, [masks[j] for j in g if not is_const_false(masks[j])])
+    valid = _group_valid(em, g, w, masks, closed)
     if is_const_true(valid):
         return vector_path()
     if not em.is_host and len(ptrs) >= BRANCH_FREE_SLOTS and _predicable(mt, w):
@@ -410,8 +437,9 @@ def _load_group(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType, ptrs, mas
     return out
 
 
-def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) -> None:
-    """Stores of the slots ``g``: vector stores when every live slot is valid, else per element."""
+def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks, closed: bool = False) -> None:
+    """Stores of the slots ``g``: vector stores when every live slot is valid, else per element
+    (``closed``: see :func:`_group_valid`)."""
     b = em.b
     align = w * _elem_bytes(dt)
 
@@ -420,7 +448,7 @@ def _store_group(em: Emitter, g: range, w: int, dt: DType, ptrs, vals, masks) ->
             if not all(is_const_false(masks[j]) for j in range(j0, j0 + w)):
                 em.gstore_vector(ptrs[j0], vals[j0:j0 + w], align)
 
-    valid = _all(em, [masks[j] for j in g if not is_const_false(masks[j])])
+    valid = _group_valid(em, g, w, masks, closed)
     if is_const_true(valid):
         vector_path()
         return
@@ -464,7 +492,9 @@ def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType
     """:func:`_load_group` without branches (same values): each piece is ``@valid ld.v{w}``
     (else its ``other`` values), then each element ``@(mask & !valid) ld`` keeping the vector's
     value otherwise. One basic block however large the group: branches per group made LLVM's
-    back end take seconds on 256-element-per-thread blocks."""
+    back end take seconds on 256-element-per-thread blocks. ``valid`` implies every live slot's
+    mask, so ``mask & !valid`` is emitted as ``mask ^ valid``: ptxas fuses it into the mask's
+    comparison (``ISETP.LT.XOR``), where ``!valid`` would be a comparison of its own."""
     b = em.b
     inv = b.not_(valid)
     out: list[ir.Value] = []
@@ -481,7 +511,7 @@ def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType
             if is_const_false(m):  # the branchy form: the vector's element where valid, else other
                 out.append(b.select(valid, v, d))
             else:
-                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.and_(m, inv), v,
+                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.xor(m, valid), v,
                                     (j - j0) * _elem_bytes(dt))
                 assert r is not None  # _predicable
                 out.append(r)
@@ -501,7 +531,7 @@ def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals
         m = masks[j]
         if not is_const_false(m):
             j0 = j - (j - g.start) % w  # the piece's first slot: its elements are contiguous
-            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.and_(m, inv),
+            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.xor(m, valid),
                                   (j - j0) * _elem_bytes(dt))
             assert ok  # _predicable
 

@@ -43,7 +43,7 @@ from eggpu.ir.ops import ELEMENTWISE, OPS
 from eggpu.ir.types import BlockType
 
 from . import schedule
-from .analysis import AddressAnalysis
+from .analysis import AddressAnalysis, chunk_uniform, run_of
 from .emitter import HOST, I8, I32, I64, PTX, VOID, Emitter
 from .layout import LV, Layout, replicas_valid
 from .loop_form import stepped_step
@@ -138,6 +138,8 @@ class Lowerer:
             raise CodegenError(f"{self.fn.name}: internal: value {v!r} used before it was lowered") from None
 
     def bind(self, v: Value, lv: LV) -> None:
+        if lv.fn is not None and lv.src is None and v.type.shape == lv.type.shape:
+            lv.src = v
         self.env[id(v)] = lv
 
     def layout(self, shape: tuple[int, ...]) -> Layout:
@@ -170,9 +172,31 @@ class Lowerer:
             v = self.em.spread(lv.u)
             out = [v] * lay.per
         else:
-            out = [lv.fn(lay.coords(self.em, j)) for j in range(lay.per)]  # type: ignore[misc]
+            run = self._chunk_constant(lv, lay)
+            out = [lv.fn(lay.coords(self.em, j - j % run)) for j in range(lay.per)]  # type: ignore[misc]
         lv.cache[self._scopes[-1]] = out
         return out
+
+    def _chunk_constant(self, lv: LV, lay: Layout) -> int:
+        """``lay.vec`` when the lazy value is proven constant on each layout chunk (a mask
+        :func:`~eggpu.codegen.analysis.chunk_uniform` proves so, an index whose run has step 0:
+        ``rindex < rnumel`` with ``rnumel`` divisible by 16, ``x // 768``), else 1. Such a value is
+        computed once per chunk (its first slot) and shared by the chunk's slots, rather than
+        once per slot (LLVM cannot tell ``4t + 1 < n`` from ``4t < n`` without the fact). A
+        chunk lies in one row when ``vec`` divides the last dimension; unowned slots take
+        don't-care values either way."""
+        v, V = lv.src, lay.vec
+        if v is None or V == 1 or lay.rep or not v.type.shape or v.type.shape[-1] % V:
+            return 1
+        elem = v.type.elem
+        if not isinstance(elem, DType):
+            return 1
+        if elem.is_bool:
+            return V if chunk_uniform(v, V, self.facts) else 1
+        if elem.is_int:
+            r = run_of(v, V, self.facts)
+            return V if r is not None and r.step == 0 else 1
+        return 1
 
     def elem(self, lv: LV, j: int) -> ir.Value:
         return self.elems(lv)[j]
@@ -310,7 +334,9 @@ class Lowerer:
         else:
             b.cbranch(b.icmp_signed("<", k, hi), body, done)
         b.position_at_end(body)
-        em.smem_dirty = True
+        dirty_before = em.smem_dirty
+        em.smem_dirty = True  # iteration k+1 may write while iteration k's reads are in flight
+        touches = em.smem_touches
         region = op.regions[0]
         iv = b.add(lo, b.mul(k, step)) if stepped is None else k
         self.bind(region.args[0], LV(region.args[0].type, u=iv))
@@ -338,7 +364,7 @@ class Lowerer:
             new_lists.append(ahead)
         self._close_loop(head, k, b.add(k, I32(1 if stepped is None else stepped)), phi_lists, new_lists)
         b.position_at_end(done)
-        em.smem_dirty = True
+        em.smem_dirty = dirty_before if em.smem_touches == touches and pipe is None else True
         if pipe is not None:
             pipe.finish(self)
         for i, (r, t, phis) in enumerate(zip(op.results, types, phi_lists)):
@@ -432,7 +458,9 @@ class Lowerer:
             p = b.phi(v.type)
             p.add_incoming(v, pre)
             phis.append(p)
-        em.smem_dirty = True
+        dirty_before = em.smem_dirty
+        em.smem_dirty = True  # the next iteration may write while this one's reads are in flight
+        touches = em.smem_touches
         cond_region, body_region = op.regions
         for a, lv in zip(cond_region.args, self._rebuild(types, list(phis))):
             self.bind(a, lv)
@@ -461,7 +489,7 @@ class Lowerer:
                 raise self.error(f"internal: carried value type {v.type} != {p.type}")
             p.add_incoming(v, latch)
         b.position_at_end(done)
-        em.smem_dirty = True
+        em.smem_dirty = dirty_before if em.smem_touches == touches else True
         for r, lv in zip(op.results, self._rebuild(types, list(phis))):
             self.bind(r, lv)
 
@@ -475,6 +503,7 @@ class Lowerer:
         types = [r.type for r in op.results]
         incoming = []
         dirty = em.smem_dirty
+        ends: list[bool] = []
         for region, bb in zip(op.regions, (then_bb, else_bb)):
             b.position_at_end(bb)
             em.smem_dirty = dirty
@@ -484,9 +513,10 @@ class Lowerer:
             vals = self._flatten(yields)
             self._pop_scope()
             incoming.append((vals, b.block))
+            ends.append(em.smem_dirty)
             b.branch(merge)
         b.position_at_end(merge)
-        em.smem_dirty = True
+        em.smem_dirty = any(ends)  # reads in flight after either branch
         merged = []
         for i, v in enumerate(incoming[0][0]):
             p = b.phi(v.type)

@@ -180,3 +180,47 @@ def test_library_beside_triton_counts_the_division_slow_path(tmp_path):
     assert "| div_kernel | sm_90 | 300 (120) | 200 | 210 | 1.50 | 0.90 | precision only |" in text
     assert "| plain | sm_90 | 90 (0) | 100 | 110 | 0.90 | 0.90 | met |" in text
     assert "| slow | sm_90 | 150 (0) | 100 | – | 1.50 | 1.50 | **missed** |" in text
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_red_row_sum_ptx_vector_condition_and_one_barrier(target):
+    """The looped row sum's GPU code (bench facts): each piece's vector load runs under one
+    comparison of its last column AND the row mask (``rmask & xmask`` is true on a prefix of
+    every piece: codegen.analysis.down_closed), not the conjunction of all four columns; and
+    the loop, which touches no shared memory, leaves no barrier before the reduction's first
+    shared-memory write (one ``bar.sync`` in all, between the partials' stores and loads)."""
+    import re
+
+    import eggpu
+    from bench.naive import launch_facts, param_names
+    from bench.suite import NUM_WARPS
+
+    k = BY_NAME["red_row_sum"]
+    case = k.make(k.bench_size, np.random.default_rng(0))
+    fn = getattr(load("eggpu"), k.name)
+    options, _, _ = launch_facts(case, param_names(fn), k.consts)
+    ck = eggpu.compile(fn.specialize(*case.args, **k.consts), target=target, cache=False,
+                       num_warps=NUM_WARPS, **options)
+    ptx = ck.ptx
+    assert ptx.count("bar.sync") == 1
+    preds = re.findall(r"@(%p\d+) ld\.global\.v4\.b32", ptx)
+    assert len(preds) == 2  # two rows of 4 columns per thread
+    for p in preds:
+        (rhs,) = re.findall(rf"and\.pred \s*{re.escape(p)}, (%p\d+), (%p\d+);", ptx)
+        for q in rhs:  # each side a single comparison, not a further conjunction
+            assert re.search(rf"setp\.lt\.s32 \s*{re.escape(q)},", ptx), (p, q)
+
+
+def test_fast_math_variant_is_measured_beside_the_default():
+    """``python -m bench naive --fast-math``: one more variant, ``eggpu_fast`` (fast_math=True),
+    whose PTX differs from the default's where the kernel has an ``exp`` (approximate ``ex2``)."""
+    pytest.importorskip("triton")
+    from bench import naive_bench
+
+    res = naive_bench.measure_naive(("sm_90",), ["poi_silu_mul"], progress=lambda _m: None, fast_math=True)
+    row = res["poi_silu_mul"]["sm_90"]
+    assert set(row) == {"eggpu_noopt", "eggpu", "eggpu_fast", "triton"}
+    assert all("error" not in v for v in row.values())
+    assert row["eggpu_fast"]["ptx_lines"] != row["eggpu"]["ptx_lines"]
+    plain = naive_bench.measure_naive(("sm_90",), ["poi_silu_mul"], progress=lambda _m: None)
+    assert "eggpu_fast" not in plain["poi_silu_mul"]["sm_90"]

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from eggpu.codegen import compile_ptx_module
 from eggpu.codegen.analysis import AddressAnalysis, chunk_uniform
@@ -185,3 +188,116 @@ def test_uniform_masked_vectors_are_predicated_outside_loops_only():
     loop.facts = Facts.make({"n": ["div16"]})
     ptx = compile_ptx_module(loop, get_target("sm_90")).ptx
     assert re.search(r"ld\.global\.v4\.b32", ptx) and not re.search(r"@%p\d+ ld\.global\.v4", ptx)
+
+
+# ---------------------------------------------------------------- down-closed masks
+
+
+def _rows_kernel(cmp: str, flip: bool = False, rows: int = 2, cols: int = 512, step: int = 1):
+    """``out[r, c] = cmp(roff*512 + c*step, n) & (row0 + r < m)`` as 0/1 over a ``[rows, cols]``
+    block (``flip``: ``cmp(n, ...)``): a looped reduction's ``rmask & xmask``."""
+    b = Builder("dk", [("out", pointer(i32)), ("roff", scalar(i32)), ("n", scalar(i32)), ("m", scalar(i32))])
+    out, roff, n, m = b.params
+    shape = (rows, cols)
+    col = b.op("mul", b.op("arange", start=0, end=cols), b.op("splat", b.const(step, i32), shape=(cols,)))
+    base = b.op("mul", roff, b.const(512, i32))  # a loop's offset: a multiple of the run length
+    r = b.op("add", b.op("splat", base, shape=(cols,)), col)
+    nn = b.op("splat", n, shape=(cols,))
+    rmask = b.op(cmp, *((nn, r) if flip else (r, nn)))
+    rmask = b.op("broadcast", b.op("expand_dims", rmask, axis=0), shape=shape)
+    row = b.op("add", b.op("splat", b.op("mul", b.op("program_id", axis=0), b.const(rows, i32)), shape=(rows,)),
+               b.op("arange", start=0, end=rows))
+    xmask = b.op("broadcast", b.op("expand_dims", b.op("lt", row, b.op("splat", m, shape=(rows,))), axis=1),
+                 shape=shape)
+    mask = b.op("and", rmask, xmask)
+    flat = b.op("add", b.op("mul", b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=rows), axis=1),
+                                                     shape=shape), b.op("splat", b.const(cols, i32), shape=shape)),
+                b.op("broadcast", b.op("expand_dims", b.op("arange", start=0, end=cols), axis=0), shape=shape))
+    one, zero = (b.op("splat", b.const(v, i32), shape=shape) for v in (1, 0))
+    b.effect("store", b.op("addptr", b.op("splat", out, shape=shape), flat), b.op("where", mask, one, zero))
+    return b.function, mask
+
+
+@pytest.mark.parametrize("cmp, flip, step, closed", [
+    ("lt", False, 1, True),    # roff*512 + c < n: true on a prefix of each run, for any n
+    ("le", False, 1, True),
+    ("gt", True, 1, True),     # n > roff*512 + c
+    ("ge", True, 1, True),
+    ("gt", False, 1, False),   # roff*512 + c > n: true on a suffix
+    ("lt", False, 2, False),   # runs of stride 2 are not proven (no such claim is made)
+])
+def test_down_closed_claims(cmp, flip, step, closed):
+    from eggpu.codegen.analysis import down_closed
+
+    fn, mask = _rows_kernel(cmp, flip, step=step)
+    assert down_closed(mask, 4, AddressAnalysis(fn)) is closed
+
+
+def test_down_closed_or_with_a_uniform_mask():
+    from eggpu.codegen.analysis import down_closed
+
+    fn, mask = _rows_kernel("lt")
+    b = Builder("t", [("q", scalar(i32))])
+    flag = b.op("splat", b.op("lt", b.params[0], b.const(3, i32)), shape=(2, 512))
+    facts = AddressAnalysis(fn)
+    assert down_closed(b.op("or", mask, flag), 4, facts)
+    assert not down_closed(b.op("or", mask, b.op("not", mask)), 4, facts)  # neither side uniform
+
+
+@settings(max_examples=60, deadline=None)
+@given(roff=st.integers(-2**31, 2**31 - 1), delta=st.integers(-8, 72), m=st.integers(0, 5),
+       cmp=st.sampled_from([("lt", False), ("le", False), ("gt", True), ("ge", True)]))
+def test_down_closed_masks_are_prefixes_on_the_interpreted_values(roff, delta, m, cmp):
+    """What down_closed claims holds lane by lane on the interpreter's values, wrap-around
+    of ``roff*512 + c`` included: on every aligned run of 4, no true lane after a false one.
+    ``n`` is near the block's offsets (``roff*512 + delta``, wrapped), where runs split."""
+    from eggpu.codegen.analysis import down_closed
+    from eggpu.ir.interp import interpret
+
+    n = (roff * 512 + delta + 2**31) % 2**32 - 2**31
+
+    fn, mask = _rows_kernel(*cmp, cols=64)
+    assert down_closed(mask, 4, AddressAnalysis(fn))
+    out = np.zeros((2, 64), np.int32)
+    interpret(fn, 1, out, roff, n, m)
+    runs = out.reshape(2, 16, 4)
+    assert (np.diff(runs, axis=-1) <= 0).all()
+
+
+# ---------------------------------------------------------------- chunk-constant lazy values
+
+
+def _where_kernel(n_fact: str | None):
+    """``y[c] = where(c < n, x[c]**2, 0)`` over one block of 1024 columns (per_layernorm's
+    ``tl.where(rmask, ...)``): 8 slots a thread, 2 layout chunks of 4."""
+    b = Builder("wk", [("x", pointer(f32)), ("y", pointer(f32)), ("n", scalar(i32))])
+    x, y, n = b.params
+    offs = b.op("arange", start=0, end=1024)
+    mask = b.op("lt", offs, b.op("splat", n, shape=(1024,)))
+    zero = b.op("splat", b.const(0.0, f32), shape=(1024,))
+    v = b.op("load", b.op("addptr", b.op("splat", x, shape=(1024,)), offs), mask, zero)
+    b.effect("store", b.op("addptr", b.op("splat", y, shape=(1024,)), offs), b.op("where", mask, b.op("mul", v, v), zero))
+    fn = b.function
+    if n_fact:
+        fn.facts = Facts.make({"n": [n_fact]})
+    return fn
+
+
+@pytest.mark.parametrize("target", ["sm_80", "sm_90"])
+def test_a_mask_constant_on_chunks_is_compared_once_per_chunk(target):
+    """With ``n`` divisible by 16 the mask is constant on each chunk of 4: one comparison per
+    chunk (2 a thread) serves the loads and the ``where``; without the fact, one per slot."""
+    ptx = compile_ptx_module(_where_kernel("div16"), get_target(target)).ptx
+    assert len(re.findall(r"setp\.\w+\.s32", ptx)) == 2
+    plain = compile_ptx_module(_where_kernel(None), get_target(target)).ptx
+    assert len(re.findall(r"setp\.\w+\.s32", plain)) == 8
+
+
+@pytest.mark.parametrize("n", [0, 16, 512, 1008, 1024])
+def test_a_chunk_constant_mask_selects_what_the_interpreter_selects(n, compare):
+    """The host build shares the chunk-constant evaluation (same layout): on the CPU, the
+    ``where`` under a ``div16`` mask matches the interpreter bitwise (none, some, all lanes)."""
+    x = np.random.default_rng(n).standard_normal(1024).astype(np.float32)
+    got = compare(_where_kernel("div16"), 1, [x, np.full(1024, 7.0, np.float32), n])[1]
+    np.testing.assert_array_equal(got[:n], x[:n] * x[:n])
+    assert (got[n:] == 0).all()
