@@ -305,6 +305,16 @@ class Emitter:
         """The thread index (thread-level i32)."""
         return self._tid  # type: ignore[return-value]
 
+    def tid_here(self) -> ir.Value:
+        """:meth:`tid`, read again at this point on the GPU (a ``volatile`` ``mov.u32 %tid.x``,
+        which LLVM neither merges with another read nor hoists), so that a value made from it
+        (a shared-memory address: 64 bits, two registers) is recomputed where it is used rather
+        than kept live across the loops between two uses. The host's is :meth:`tid`."""
+        if not self.is_ptx:
+            return self.tid()
+        asm = ir.InlineAsm(ir.FunctionType(I32, []), "mov.u32 $0, %tid.x;", "=r", side_effect=True)
+        return self.b.call(asm, [])
+
     def program_id(self, axis: int) -> ir.Value:
         return self._pid[axis]
 
