@@ -139,6 +139,7 @@ class Emitter:
         self.fn: ir.Function = None  # type: ignore[assignment]
         self.smem_bytes = 0
         self.smem_dirty = False  # a shared-memory read may still be in flight (barrier before writing)
+        self.exchanges = 0  # whole-block reductions' shared-memory exchanges lowered so far
         self._tid: ir.Value | None = None
         self._pid: list[ir.Value] = []
         self._nprog: list[ir.Value] = []

@@ -365,10 +365,13 @@ def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
         offsets.append(off)
         off += slots * 8 if need else 0
     em.smem_reserve(off)
-    # the exchange's addresses from a tid read here: a rows kernel with two reductions kept
-    # both 64-bit addresses live across the loop between them (layer_norm_forward with launch
-    # facts: 32 registers against 30 with the load-all-partials exchange, 29 this way)
-    tid = em.tid_here()
+    # a later exchange's addresses from a tid read here: LLVM otherwise reuses the first
+    # exchange's 64-bit addresses and keeps them live across the loop between two reductions
+    # (layer_norm_forward with launch facts: 32 registers, 29 this way; 30 before the
+    # butterfly). The first exchange keeps tid: a fresh read there cost registers elsewhere
+    # (row_argmax f16 19 -> 21, cross_entropy_forward f64 on sm_90 32 -> 38)
+    tid = em.tid_here() if em.exchanges else em.tid()
+    em.exchanges += 1
     if small:
         writer, slot = b.icmp_unsigned("==", tid, em.k(tid, 0)), em.k(tid, 0)
     else:
