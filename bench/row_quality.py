@@ -198,8 +198,12 @@ contraction); `triton` gets only the constexprs (what eggpu gets), `triton_launc
 specialization, and `eggpu*_launch` the same launch facts for eggpu. Triton's defaults are approximate: `div.full.f32` and a bare `ex2.approx`, so the
 like-for-like comparison with `triton` is `eggpu_fast_math`. In the default column the IEEE
 division's slow path (a called subroutine of ~100 SASS instructions, outside the loops) and
-libdevice's range reduction are the difference. ptxas unrolls layer norm's first (sum) loop 4x in
-eggpu's code (counted loop) and not in Triton's, which inflates the static count, not the work."""
+libdevice's range reduction are the difference. ptxas unrolls some loops 4x, which inflates the
+static count, not the work per element: on sm_80 the sum loops in both codes and no store loop
+(it unrolled eggpu's store loops while eggpu's cross-warp combine was uniform loads rather than
+Triton's shuffle butterfly); on sm_90 it unrolls loops below a size threshold, which eggpu's
+leaner layer-norm store loop is and Triton's is not (docs/codegen.md, "Cross-warp combine and
+ptxas unrolling")."""
 
 
 def markdown(results: dict[str, Any], command: str) -> str:

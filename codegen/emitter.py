@@ -142,6 +142,7 @@ class Emitter:
         # marked in flight): a loop whose body leaves it unchanged cannot have left reads in flight
         self.smem_touches = 0
         self._smem_dirty = False
+        self.exchanges = 0  # whole-block reductions' shared-memory exchanges lowered so far
         self._tid: ir.Value | None = None
         self._pid: list[ir.Value] = []
         self._nprog: list[ir.Value] = []
@@ -307,6 +308,16 @@ class Emitter:
     def tid(self) -> ir.Value:
         """The thread index (thread-level i32)."""
         return self._tid  # type: ignore[return-value]
+
+    def tid_here(self) -> ir.Value:
+        """:meth:`tid`, read again at this point on the GPU (a ``volatile`` ``mov.u32 %tid.x``,
+        which LLVM neither merges with another read nor hoists), so that a value made from it
+        (a shared-memory address: 64 bits, two registers) is recomputed where it is used rather
+        than kept live across the loops between two uses. The host's is :meth:`tid`."""
+        if not self.is_ptx:
+            return self.tid()
+        asm = ir.InlineAsm(ir.FunctionType(I32, []), "mov.u32 $0, %tid.x;", "=r", side_effect=True)
+        return self.b.call(asm, [])
 
     def program_id(self, axis: int) -> ir.Value:
         return self._pid[axis]

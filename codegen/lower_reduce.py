@@ -28,9 +28,9 @@ Three strategies:
   warp, every lane writes the warp's partial to shared memory (each combine is symmetric, so
   after a whole-warp butterfly all lanes hold the same bits, but for the value of a float
   arg-reduction's "nothing", which is never read: no branch around the store), and
-  after a barrier every thread folds the ``num_warps`` partials in order, or, with an
-  arg-reduction in the tree, reads partial ``tid % num_warps`` and butterflies over
-  ``num_warps`` lanes. The result is a uniform value.
+  after a barrier every thread reads partial ``tid % num_warps`` and butterflies over
+  ``num_warps`` lanes (Triton's form, for every combine: after it ptxas leaves a following
+  loop rolled as it does Triton's, see :func:`reduce_all`). The result is a uniform value.
 * **rows** (last axis, every layout chunk inside one row and rows tiling one repetition of
   ``NT*V`` elements, ``G = row / V`` lanes per row a power of two): per-chunk fold, butterfly
   over the ``min(G, 32)`` lanes of the row in one warp, then those lanes (holding the same
@@ -365,7 +365,13 @@ def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
         offsets.append(off)
         off += slots * 8 if need else 0
     em.smem_reserve(off)
-    tid = em.tid()
+    # a later exchange's addresses from a tid read here: LLVM otherwise reuses the first
+    # exchange's 64-bit addresses and keeps them live across the loop between two reductions
+    # (layer_norm_forward with launch facts: 32 registers, 29 this way; 30 before the
+    # butterfly). The first exchange keeps tid: a fresh read there cost registers elsewhere
+    # (row_argmax f16 19 -> 21, cross_entropy_forward f64 on sm_90 32 -> 38)
+    tid = em.tid_here() if em.exchanges else em.tid()
+    em.exchanges += 1
     if small:
         writer, slot = b.icmp_unsigned("==", tid, em.k(tid, 0)), em.k(tid, 0)
     else:
@@ -377,20 +383,23 @@ def reduce_all(lw, fused: Fused, srcs: Sequence[LV]) -> list[ir.Value]:
         if base is not None:
             em.smem_store(base, t, slot, x, writer)
     em.barrier()
-    if not small and fused.exact and any(m.is_arg for m in fused.members):
-        # as Triton: thread t reads partial t % nw and a butterfly over nw lanes combines them,
-        # one load per component instead of nw and log2(nw) combines instead of nw - 1. Exact
-        # combines only (a float sum keeps its warp-order fold), and only with an arg-reduction,
-        # whose combine is dear: for a lone max the nw broadcast loads are as cheap (SASS on
-        # sm_80, cross_entropy_forward at BLOCK_SIZE 256: 154 with it, 151 without)
+    if not small:
+        # as Triton: thread t reads partial t % nw and a butterfly over nw lanes combines them
+        # (each combine is symmetric, so every lane ends with the same bits, a float sum too:
+        # lane 0 computes (p0+p2)+(p1+p3), lane 1 (p1+p3)+(p0+p2)). Not the nw uniform loads
+        # and an in-order fold: with those ptxas (CUDA 13.0, sm_80) unrolls the loop that follows 4x,
+        # the normalize-and-store loop of rms_norm / layer_norm (SASS 441 against 310 with the
+        # butterfly, Triton 212), which it does not do after a shuffle (docs/codegen.md,
+        # "Cross-warp combine and ptxas unrolling")
         w = b.and_(tid, em.k(tid, nw - 1))
         mine = tuple(em.smem_load(base, t, w) for base, t in zip(bases, types))
         em.smem_dirty = True
         return fused.finish(tuple(em.lane0(x) for x in _butterfly(fused, mine, nw)))
-    parts = [tuple(em.smem_load_uniform(base, t, I32(w)) if base is not None else em.lane0(x)
-                   for base, t, x in zip(bases, types, s)) for w in range(slots)]
+    # small: thread 0's result, in slot 0
+    one = tuple(em.smem_load_uniform(base, t, I32(0)) if base is not None else em.lane0(x)
+                for base, t, x in zip(bases, types, s))
     em.smem_dirty = True
-    return fused.finish(_fold(fused, parts))
+    return fused.finish(one)
 
 
 def _reduce_uniform(lw, comb: Combiner, src: LV, count: int) -> ir.Value:
