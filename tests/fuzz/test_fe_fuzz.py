@@ -120,3 +120,31 @@ def test_minimize_keeps_the_failure(monkeypatch):
     assert fe_run.run_program(small, ("interpret",)).status == "mismatch"
     assert " t1 = " in small.source
     assert small.source.count("\n") < prog.source.count("\n")
+
+
+def test_float_sums_add_bounded_values(monkeypatch):
+    """Seed 731117: an f16 ``tl.cumsum`` of 5.9e4, 1.3e4, -3.3e4... is inf in Triton's interpreter
+    (a sequential sum) and 3.9e4 in eggpu (a Hillis-Steele tree): a float sum's order is
+    unspecified, so the generator clamps its summands to ``SUM_BOUND`` (no partial sum of a
+    16x16 tile can overflow); unclamped, the program is a mismatch."""
+    prog = fe_gen.generate(731117)
+    assert "tl.cumsum(tl.minimum(tl.maximum(" in prog.source and ", 128.0, propagate_nan" in prog.source
+    assert fe_run.run_program(prog, ("interpret",)).status == "ok"
+    with monkeypatch.context() as m:
+        m.setattr(fe_gen, "_bounded_summand", lambda v: v)
+        raw = fe_gen.generate(731117)
+    assert "tl.cumsum(tl.where(" in raw.source
+    assert fe_run.run_program(raw, ("interpret",)).status == "mismatch"
+    for seed in range(200):  # every float sum of the generator's programs is clamped
+        src = fe_gen.generate(seed).source
+        for call in ("tl.sum(", "tl.cumsum("):
+            for part in src.split(call)[1:]:
+                line = part.split("\n")[0]
+                assert line.startswith("tl.minimum(tl.maximum(") or not _float_sum(src, line), (seed, line)
+
+
+def _float_sum(src: str, line: str) -> bool:
+    """Whether the reduction on ``line`` (the text after ``tl.sum(``) is of a float (its result's
+    static_assert on the next source line names the dtype)."""
+    after = src[src.index(line) + len(line):].split("\n")[1]
+    return any(f"tl.{t}" in after for t in ("float16", "bfloat16", "float32", "float64"))
