@@ -127,8 +127,8 @@ def _check_order(lw, op: Operation) -> None:
         if owned is not None:
             bad = b.and_(bad, owned)
         flat = lay.flat(em, j)
-        key = b.or_(b.shl(b.zext(flat, em.kt(flat, I64, 0).type), em.kt(flat, I64, 32)),
-                    b.zext(n, em.kt(n, I64, 0).type))
+        wide = em.kt(flat, I64, 0).type  # i64, or a vector of i64 across the threads
+        key = b.or_(b.shl(b.zext(flat, wide), em.kt(flat, I64, 32)), b.zext(n, wide))
         cand = b.select(bad, key, em.kt(flat, I64, none))
         best = cand if best is None else b.select(b.icmp_unsigned("<", cand, best), cand, best)
     if isinstance(best.type, ir.VectorType):
