@@ -121,12 +121,13 @@ class BoundsChecker:
             lane = I64(-1)
         self._fail_when(code, failed, lane, lambda: diff if names == (RAW_ORIGIN,) else b.sdiv(diff, I64(elem_bytes)))
 
-    def report(self, check: object, failed: ir.Value, lane: ir.Value) -> None:
+    def report(self, check: object, failed: ir.Value, lane: ir.Value, value: ir.Value | None = None) -> None:
         """Register ``check`` (a failure kind of its own, e.g. a device assertion: the host runner
-        turns its code back into it) and return from the CTA with the error record filled
-        (offset 0) when the i1 ``failed`` holds; ``lane`` is the i64 flat index of the failing lane."""
+        turns its code back into it) and return from the CTA with the error record filled when the
+        i1 ``failed`` holds; ``lane`` is the i64 flat index of the failing lane, ``value`` an i64
+        stored in the offset slot (default 0; a ``jn`` order for codegen/lower_libdevice.py)."""
         self.checks.append(check)  # type: ignore[arg-type]
-        self._fail_when(len(self.checks), failed, lane, lambda: I64(0))
+        self._fail_when(len(self.checks), failed, lane, lambda: I64(0) if value is None else value)
 
     def _fail_when(self, code: int, failed: ir.Value, lane: ir.Value, offset) -> None:
         em, b = self.em, self.em.b

@@ -30,14 +30,16 @@ import numpy as np
 from eggpu.ir import launch_args
 from eggpu.ir.debug_ops import assertion_error
 from eggpu.ir.effects import written_params
-from eggpu.ir.errors import CodegenError, LaunchError, OutOfBoundsError
+from eggpu.ir.errors import CodegenError, InterpreterError, LaunchError, OutOfBoundsError
 from eggpu.ir.facts import loop_bound_message
 from eggpu.ir.graph import Function
+from eggpu.ir.libdevice_table import order_limit_message
 from eggpu.ir.raw_memory import check_buffers
 
 from .bounds import RAW_TABLE_SLOT, RECORD_SLOTS
 from .bounds import message as bounds_message
 from .host_debug import AssertCheck, PrintRun, register_print_symbol
+from .lower_libdevice import OrderCheck
 from .lowering import LoweredModule, lower_function
 
 HOST_IR_OPT = 1
@@ -145,6 +147,13 @@ class HostKernel:
         del smem, table, bufs
         if record[0]:
             chk = self.lowered.bounds_checks[int(record[0]) - 1]
+            if isinstance(chk, OrderCheck):
+                pid = tuple(int(x) for x in record[3:6])[:rank]
+                where = f" at {chk.loc}" if chk.loc is not None else ""
+                flat = int(record[1])
+                lane = tuple(int(i) for i in np.unravel_index(flat, chk.shape)) if chk.shape and flat >= 0 else None
+                head = f"{self.fn.name}: libdevice{where} in program {pid[0] if len(pid) == 1 else pid}"
+                raise InterpreterError(order_limit_message(head, chk.symbol, int(record[2]), lane, chk.loc))
             if isinstance(chk, AssertCheck):
                 raise assertion_error(self.fn.name, chk.msg, chk.src, [int(x) for x in record[3:6]], rank,
                                       _lane(int(record[1]), chk.shape))

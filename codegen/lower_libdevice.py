@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from dataclasses import dataclass
 from typing import Any
 
 from llvmlite import ir
@@ -22,11 +23,12 @@ from llvmlite import ir
 from eggpu.ir.dtypes import BY_NAME
 from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
-from eggpu.ir.libdevice_table import SYMBOLS, host_kind
+from eggpu.ir.libdevice_table import ORDER_LIMIT, SYMBOLS, host_kind, order_bounded
 
 from .lanewise import lanewise_function
 
 I32 = ir.IntType(32)
+I64 = ir.IntType(64)
 _CTYPES = {"f32": ctypes.c_float, "f64": ctypes.c_double, "i32": ctypes.c_int32, "u32": ctypes.c_uint32,
            "i64": ctypes.c_int64, "u64": ctypes.c_uint64}
 _LOCK = threading.Lock()
@@ -71,8 +73,13 @@ def lower_libdevice(lw, op: Operation) -> list[Any]:
         return elementwise(lw, op, lambda v: em.b.bitcast(v, em.like_type(v, ret_type)))
     callee = symbol[len("__nv_"):] if kind == "libm" else callback_symbol(symbol)
     scalar_fn = em.declare(callee, ret_type, arg_types)
+    bounded = order_bounded(symbol)
+    if bounded:
+        _check_order(lw, op)
 
     def call(*vs: ir.Value) -> ir.Value:
+        if bounded:  # lanes past the check are padding (no element): a small order keeps them fast
+            vs = (em.b.select(_beyond(em, vs[0]), em.k(vs[0], 0), vs[0]), *vs[1:])
         if not isinstance(vs[0].type, ir.VectorType):
             return em.b.call(scalar_fn, list(vs))
         n = vs[0].type.count
@@ -81,6 +88,53 @@ def lower_libdevice(lw, op: Operation) -> list[Any]:
         return em.b.call(helper, list(vs))
 
     return elementwise(lw, op, call)
+
+
+@dataclass(frozen=True)
+class OrderCheck:
+    """A ``jn``/``yn`` op of a host module (an entry of ``LoweredModule.bounds_checks``): the
+    error record holds the first lane whose order is beyond ``ORDER_LIMIT`` and that order."""
+
+    symbol: str
+    loc: Any
+    shape: tuple[int, ...]
+
+
+def _beyond(em, n: ir.Value) -> ir.Value:
+    """i1 (per thread): ``|n| > ORDER_LIMIT`` for the i32 order ``n``."""
+    b = em.b
+    return b.or_(b.icmp_signed(">", n, em.k(n, ORDER_LIMIT)), b.icmp_signed("<", n, em.k(n, -ORDER_LIMIT)))
+
+
+def _check_order(lw, op: Operation) -> None:
+    """Leave the CTA with an :class:`OrderCheck` failure when an element's order is beyond
+    ``ORDER_LIMIT`` (the interpreter's check, interp.py ``_order_checked``): the first such
+    element in row-major order, its flat index and order packed in one key ``flat << 32 | order``
+    so one unsigned-min reduction finds both."""
+    em, b = lw.em, lw.em.b
+    shape = tuple(op.operands[0].type.shape)
+    check = OrderCheck(op.attrs["symbol"], op.loc, shape)
+    lv = lw.get(op.operands[0])
+    if lv.u is not None:  # one order for the whole block: the first lane names it
+        lw.bounds.report(check, _beyond(em, lv.u), I64(0 if shape else -1), value=b.sext(lv.u, I64))
+        return
+    lay = lw.layout(shape)
+    none = (1 << 64) - 1
+    best = None
+    for j, n in enumerate(lw.elems(lv)):
+        bad = _beyond(em, n)
+        owned = lay.owned(em, j)
+        if owned is not None:
+            bad = b.and_(bad, owned)
+        flat = lay.flat(em, j)
+        wide = em.kt(flat, I64, 0).type  # i64, or a vector of i64 across the threads
+        key = b.or_(b.shl(b.zext(flat, wide), em.kt(flat, I64, 32)), b.zext(n, wide))
+        cand = b.select(bad, key, em.kt(flat, I64, none))
+        best = cand if best is None else b.select(b.icmp_unsigned("<", cand, best), cand, best)
+    if isinstance(best.type, ir.VectorType):
+        best = em.intrinsic("llvm.vector.reduce.umin", I64, [best], overload=[best.type])
+    lane = b.lshr(best, I64(32))
+    lw.bounds.report(check, b.icmp_unsigned("!=", best, I64(none)), lane, value=b.sext(b.trunc(best, I32), I64))
 
 
 HANDLERS = {"libdevice": lower_libdevice}

@@ -57,7 +57,7 @@ from .dtypes import bool_, i64
 from .errors import InterpreterError, gpu_only_message
 from .facts import check_launch
 from .graph import Block, Function, Operation, Value
-from .libdevice_table import gpu_only_reason
+from .libdevice_table import ORDER_LIMIT, gpu_only_reason, order_bounded, order_limit_message
 from .mixed_pointers import MixedPointer, addresses, out_of_bounds, resolve, same_address, select
 from .ops import OPS
 from .raw_memory import AddressSpace, RawPointer, address_of, check_buffers, oob
@@ -304,7 +304,27 @@ class _Program:
             raise InterpreterError(f"{self.fn.name}: the interpreter has no rule for op {name!r}")
         if any(v.type.is_pointer for v in op.operands):
             return self._pointer_op(op)
+        if name == "libdevice" and order_bounded(op.attrs["symbol"]):
+            return self._order_checked(op, self._reference(op))
         return self._reference(op)
+
+    def _order_checked(self, op: Operation, run: Handler) -> Handler:
+        """``jn``/``yn``: refuse an order beyond ORDER_LIMIT (libdevice_table) before any lane is
+        computed; the first such lane in row-major order is named."""
+        io = self._in(op, op.operands[0])
+        shape = op.operands[0].type.shape
+
+        def check(env: list) -> None:
+            n = np.asarray(env[io])
+            bad = np.abs(n.astype(np.int64)) > ORDER_LIMIT
+            if bad.any():
+                flat = int(np.argmax(bad.reshape(-1)))
+                lane = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else None
+                order = int(np.broadcast_to(n, shape).reshape(-1)[flat]) if shape else int(n)
+                raise InterpreterError(order_limit_message(self._where(op), op.attrs["symbol"], order, lane, op.loc))
+            run(env)
+
+        return check
 
     def _const(self, op: Operation) -> np.ndarray:
         value, dt = op.attrs["value"], op.attrs["dtype"]

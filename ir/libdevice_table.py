@@ -212,6 +212,39 @@ SYMBOLS: dict[str, tuple[str, tuple[str, ...], str]] = {
 LIBM = frozenset({"nextafter", "remainder", "ilogb", "ldexp", "scalbn", "logb", "j0", "j1", "y0", "y1", "jn", "yn"})
 """Functions the C library has under the symbol's name without ``__nv_``."""
 
+ORDER_LIMIT = 100_000
+"""Largest ``|n|`` of ``jn(n, x)``/``yn(n, x)`` the interpreter and run_cpu compute. The C
+library's ``jnf``/``jn``/``ynf``/``yn`` (glibc's, from fdlibm) run a recurrence of about ``|n|``
+steps, ~20 ns each: at 100,000 an element costs ~2 ms, at 2**31 - 1 about 40 s. libdevice's own
+``__nv_jn*``/``__nv_yn*`` recur ``n`` steps too (forward, or backward from about ``n + sqrt(40 n)``,
+whose ``n * 40`` (``n * 60`` in f64) overflows i32 beyond ~5.4e7 (3.6e7)), so there is no
+shortcut to the same results. Beyond the limit both refuse the call with
+:func:`order_limit_message` (interp.py, codegen/lower_libdevice.py); the GPU lowering is unaffected."""
+
+ORDER_BOUNDED = frozenset({"jn", "yn"})
+"""Functions whose first operand (the order) :data:`ORDER_LIMIT` bounds on the host."""
+
+
+def order_bounded(symbol: str) -> bool:
+    """Whether the host refuses ``symbol`` (an ``__nv_*`` name) for orders beyond :data:`ORDER_LIMIT`."""
+    return SYMBOLS[symbol][0] in ORDER_BOUNDED
+
+
+def order_limit_message(head: str, symbol: str, order: int, lane: tuple[int, ...] | None, loc: object = None) -> str:
+    """The error of a ``jn``/``yn`` call whose order ``order`` (at ``lane`` of its block, None for
+    a scalar) is beyond :data:`ORDER_LIMIT`: ``head`` locates the op (``kernel: libdevice at
+    file:line:col in program 0``), then the source line and a caret when ``loc`` (the op's
+    :class:`~eggpu.ir.graph.Loc`) can show them; the interpreter and run_cpu say the same words."""
+    name = SYMBOLS[symbol][0]
+    at = f"lane {lane}: " if lane is not None else ""
+    text = (f"{head}: {at}libdevice.{name}(n, x) ({symbol}) with the order n = {order}: the interpreter "
+            f"and run_cpu compute |n| <= {ORDER_LIMIT} only (the C library's {symbol[len('__nv_'):]} takes "
+            "time proportional to |n|, about 40 s per element at 2**31 - 1); keep the order within the "
+            "limit or launch the kernel on a CUDA GPU")
+    excerpt = loc.excerpt() if loc is not None else ""  # type: ignore[attr-defined]
+    return f"{text}\n{excerpt}" if excerpt else text
+
+
 BITCAST = frozenset({"float_as_int", "int_as_float", "uint_as_float", "float_as_uint", "longlong_as_double",
                      "double_as_longlong"})
 

@@ -22,6 +22,8 @@ below 32 bits is f32, ...) only to stay inside what Triton defines:
 * values derived from transcendentals (``exp``, ``log``) or float sums/cumsums are *approximate*:
   no discontinuous operation (comparison, conversion to an integer, ``//``, ``%``, bitcast)
   consumes them, and an output computed from one is compared with a tolerance;
+* a float ``sum``/``cumsum`` adds values clamped to ``SUM_BOUND`` (its order is unspecified,
+  and so is whether a partial sum beyond that bound overflows);
 * bf16 is a storage dtype here: Triton 3.9's interpreter keeps bf16 as uint16 bits and runs
   its arithmetic on those integers (``fe_run`` patches its conversions only), so a bf16 value
   (a loaded array, a scalar argument, ``x.to(tl.bfloat16)``) is converted to f32 at once, and
@@ -606,6 +608,21 @@ def generate(seed: int, *, n: int | None = None) -> FeProgram:
                      approx_out, g.features, out_sizes, g.loop_dt)
 
 
+SUM_BOUND = {"f16": "128.0", "f32": "8.307674973655724e+34", "f64": "1.0715086071862673e+301"}
+"""Per float dtype, 2**7 / 2**116 / 2**1000: at most 256 summands (a 16x16 tile) of at most this
+magnitude never overflow, whatever the order. A float sum's order is unspecified (eggpu's scans
+are Hillis-Steele trees, its reductions pairwise trees, Triton's interpreter sums in sequence;
+docs/language.md), and so is, beyond that bound, whether a partial sum overflows: f16 values of
+5.9e4, 1.3e4 and -3.3e4 give inf in sequence and 3.9e4 in a tree (seed 731117)."""
+
+
+def _bounded_summand(v: Val) -> Val:
+    """``v`` clamped into [-SUM_BOUND, SUM_BOUND] (continuous, so an approximate ``v`` may be
+    clamped too; a NaN stays NaN; an infinity becomes the bound)."""
+    b, nan = SUM_BOUND[v.dt], "propagate_nan=tl.PropagateNan.ALL"
+    return Val(f"tl.minimum(tl.maximum({v.text}, -{b}, {nan}), {b}, {nan})", v.dt, v.block, False, v.approx)
+
+
 def _reduce(g: Gen, v: Val, consts: dict, n: int):
     """A reduction or scan of the 2-D value ``v``: (value, store offsets, store mask, out size)."""
     r = g.r
@@ -614,6 +631,8 @@ def _reduce(g: Gen, v: Val, consts: dict, n: int):
     axis = r.choice([0, 1])
     fn = r.choice(["sum", "max", "min", "argmax", "argmin", "cumsum"])
     g.features.add(fn)
+    if fn in ("sum", "cumsum") and v.dt in SUM_BOUND:
+        v = _bounded_summand(v)
     if fn == "cumsum":
         dt = "i32" if v.dt in ("i16", "bool") else v.dt
         approx = v.approx or is_float(dt)

@@ -212,7 +212,7 @@ def _patch_interpreter() -> None:
         return
     import triton.language as tl
     from triton._C.libtriton import ir as _ir
-    from triton.runtime.interpreter import InterpreterBuilder, TensorHandle
+    from triton.runtime.interpreter import InterpreterBuilder, ReduceOps, TensorHandle
 
     orig = InterpreterBuilder.create_ashr
 
@@ -254,6 +254,7 @@ def _patch_interpreter() -> None:
     # max(-0.0, +0.0); eggpu (docs/language.md) and PTX's max.f32/min.f32 order -0.0 < +0.0
     def zero_aware(np_op, neg_if_any: bool):
         def op(a, b):
+            a, b = _quiet_nans(a), _quiet_nans(b)
             r = np_op(a, b)
             if r.dtype.kind != "f":
                 return r
@@ -269,7 +270,27 @@ def _patch_interpreter() -> None:
     pmax, pmin = zero_aware(np.maximum, False), zero_aware(np.minimum, True)  # PropagateNan.ALL
     InterpreterBuilder.create_maximumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, pmax)
     InterpreterBuilder.create_minimumf = lambda self, lhs, rhs: self.binary_op(lhs, rhs, pmin)
+
+    # tl.max/tl.min/tl.argmax/tl.argmin values: np.nanmax/np.nanmin reduce through
+    # np.fmax/np.fmin.reduce, which (numpy 2.5, x86 SIMD) do not ignore a *signaling* NaN: 64
+    # f32 lanes with 1.0 at 61 and 0x7FA00000 at 62 reduce to 0.0 (seed 731657: an f16 bitcast
+    # of 0x7CA8); compiled Triton's max.f32 ignores every NaN (eggpu: ir/semantics.quiet_nans)
+    orig_min_max = ReduceOps.min_max
+
+    def min_max(self, input, val_reduce_op, idx_reduce_op=None):
+        quiet = None if val_reduce_op is None else (lambda x, **kw: val_reduce_op(_quiet_nans(x), **kw))
+        return orig_min_max(self, input, quiet, idx_reduce_op)
+
+    ReduceOps.min_max = min_max
     _PATCHED = True
+
+
+def _quiet_nans(x):
+    """``x`` with every NaN the quiet NaN of its dtype (numpy's fmax/fmin mishandle signaling ones)."""
+    if not isinstance(x, np.ndarray) or x.dtype.kind != "f":
+        return x
+    nan = np.isnan(x)
+    return np.where(nan, x.dtype.type(np.nan), x) if nan.any() else x
 
 
 def _run_triton_here(prog: FeProgram, args: list) -> list[np.ndarray]:

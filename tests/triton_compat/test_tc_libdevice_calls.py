@@ -129,3 +129,92 @@ def test_the_libdevice_call_stubs_are_made_on_first_use_only():
             "assert not hasattr(libdevice, 'frexp')\nprint('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+@eggpu.jit
+def _bessel(k_ptr, x_ptr, j_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    k = tl.load(k_ptr + offs, mask=m)
+    x = tl.load(x_ptr + offs, mask=m)
+    tl.store(j_ptr + offs, libdevice.jn(k, x), mask=m)
+    tl.store(y_ptr + offs, libdevice.yn(k, x.to(tl.float64)), mask=m)
+
+
+@eggpu.jit
+def _bessel_scalar_order(x_ptr, y_ptr, order):
+    tl.store(y_ptr, libdevice.yn(order, tl.load(x_ptr)))
+
+
+def _libm(name: str, ctype):
+    import ctypes
+    import ctypes.util
+
+    f = getattr(ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6"), name)
+    f.argtypes, f.restype = [ctypes.c_int32, ctype], ctype
+    return f
+
+
+@pytest.mark.parametrize("n", (1, 1000, 1001))
+def test_bessel_orders_up_to_the_limit_are_the_c_librarys(run_both, n):
+    """jn/yn compute every order |k| <= ORDER_LIMIT with libm's bits, the limit itself included."""
+    import ctypes
+
+    from eggpu.ir.libdevice_table import ORDER_LIMIT
+
+    rng = np.random.default_rng(n)
+    k = rng.integers(-60, 61, n).astype(np.int32)
+    k[: min(n, 3)] = [ORDER_LIMIT, -ORDER_LIMIT, 0][: min(n, 3)]
+    x = (rng.standard_normal(n) * 30).astype(np.float32)
+    x[1:4] = [0.0, -7.5, 2e5][: len(x[1:4])]
+    jnf, yn = _libm("jnf", ctypes.c_float), _libm("yn", ctypes.c_double)
+    want_j = np.array([jnf(int(a), float(b)) for a, b in zip(k, x)], np.float32)
+    want_y = np.array([yn(int(a), float(b)) for a, b in zip(k, x)], np.float64)
+    args = (k, x, np.zeros(n, np.float32), np.zeros(n), n)
+    for device, (_, _, j, y) in run_both(_bessel, (eggpu.cdiv(n, 256),), *args, BLOCK=256).items():
+        np.testing.assert_array_equal(j, want_j, err_msg=f"jn on {device}")
+        np.testing.assert_array_equal(y, want_y, err_msg=f"yn on {device}")
+
+
+@pytest.mark.parametrize("n", (1000, 1001))
+def test_a_bessel_order_beyond_the_limit_is_a_located_error(monkeypatch, n):
+    """An order beyond ORDER_LIMIT (libm would take ~40 s per element at 2**31 - 1) is refused at
+    once, by the interpreter and run_cpu in the same words: the kernel, the program, the first
+    such lane, the function, the order, the source line with a caret."""
+    from eggpu.ir.libdevice_table import ORDER_LIMIT
+
+    k = np.arange(n, dtype=np.int32) % 7
+    k[300], k[700], k[n - 1] = -ORDER_LIMIT - 1, 2**31 - 1, ORDER_LIMIT + 3  # program 1 meets 300 first
+    x = np.full(n, 1.5, np.float32)
+    messages = {}
+    for device in ("interpret", "cpu"):
+        monkeypatch.setenv("EGGPU_JIT_DEVICE", device)
+        with pytest.raises(eggpu.EggpuError) as ei:
+            _bessel[(eggpu.cdiv(n, 256),)](k, x, np.zeros(n, np.float32), np.zeros(n), n, BLOCK=256)
+        messages[device] = str(ei.value)
+    assert messages["interpret"] == messages["cpu"], messages
+    lines = messages["cpu"].splitlines()
+    assert lines[0].startswith("_bessel: libdevice at ") and " in program 1: lane (44,): " in lines[0], lines
+    assert f"libdevice.jn(n, x) (__nv_jnf) with the order n = {-ORDER_LIMIT - 1}: " in lines[0], lines
+    assert f"compute |n| <= {ORDER_LIMIT} only" in lines[0] and "launch the kernel on a CUDA GPU" in lines[0]
+    assert "libdevice.jn(k, x)" in lines[1] and lines[2] == " " * lines[1].index("libdevice.jn") + "^", lines
+    # the last program meets only ORDER_LIMIT + 3 (lanes past n are masked: their order is 0)
+    k[300] = k[700] = 0
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", "cpu")
+    with pytest.raises(eggpu.EggpuError, match=rf"in program 3: lane \({(n - 1) % 256},\): libdevice.jn\(n, x\) "
+                                               rf"\(__nv_jnf\) with the order n = {ORDER_LIMIT + 3}: "):
+        _bessel[(eggpu.cdiv(n, 256),)](k, x, np.zeros(n, np.float32), np.zeros(n), n, BLOCK=256)
+
+
+@pytest.mark.parametrize("order", (-2**31, 2**31 - 1, 100_001))
+def test_a_scalar_bessel_order_beyond_the_limit_names_no_lane(monkeypatch, order):
+    for device in ("interpret", "cpu"):
+        monkeypatch.setenv("EGGPU_JIT_DEVICE", device)
+        with pytest.raises(eggpu.EggpuError) as ei:
+            _bessel_scalar_order[(1,)](np.ones(1), np.zeros(1), order)
+        first = str(ei.value).splitlines()[0]
+        assert " in program 0: libdevice.yn(n, x) (__nv_yn) with the order n = " f"{order}: " in first, first
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", "cpu")
+    y = np.zeros(1)
+    _bessel_scalar_order[(1,)](np.full(1, 1e-3), y, 100_000)  # the limit itself: libm's -inf
+    assert y[0] == _libm("yn", __import__("ctypes").c_double)(100_000, 1e-3)
