@@ -511,7 +511,7 @@ def _load_group_predicated(em: Emitter, g: range, w: int, mt: ir.Type, dt: DType
             if is_const_false(m):  # the branchy form: the vector's element where valid, else other
                 out.append(b.select(valid, v, d))
             else:
-                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.xor(m, valid), v,
+                r = predicated_load(b, ptrs[j0], mt, inv if m is None else b.xor(valid, m), v,
                                     (j - j0) * _elem_bytes(dt))
                 assert r is not None  # _predicable
                 out.append(r)
@@ -531,7 +531,7 @@ def _store_group_predicated(em: Emitter, g: range, w: int, dt: DType, ptrs, vals
         m = masks[j]
         if not is_const_false(m):
             j0 = j - (j - g.start) % w  # the piece's first slot: its elements are contiguous
-            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.xor(m, valid),
+            ok = predicated_store(b, ptrs[j0], [vals[j]], inv if m is None else b.xor(valid, m),
                                   (j - j0) * _elem_bytes(dt))
             assert ok  # _predicable
 
