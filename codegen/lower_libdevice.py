@@ -23,7 +23,7 @@ from llvmlite import ir
 from eggpu.ir.dtypes import BY_NAME
 from eggpu.ir.errors import CodegenError, gpu_only_message
 from eggpu.ir.graph import Operation
-from eggpu.ir.libdevice_table import ORDER_LIMIT, SYMBOLS, host_kind, order_bounded
+from eggpu.ir.libdevice_table import NEGATIVE_ORDER_NAN, ORDER_LIMIT, SYMBOLS, host_kind, order_bounded
 
 from .lanewise import lanewise_function
 
@@ -77,15 +77,26 @@ def lower_libdevice(lw, op: Operation) -> list[Any]:
     if bounded:
         _check_order(lw, op)
 
-    def call(*vs: ir.Value) -> ir.Value:
-        if bounded:  # lanes past the check are padding (no element): a small order keeps them fast
-            vs = (em.b.select(_beyond(em, vs[0]), em.k(vs[0], 0), vs[0]), *vs[1:])
+    def libm_call(*vs: ir.Value) -> ir.Value:
         if not isinstance(vs[0].type, ir.VectorType):
             return em.b.call(scalar_fn, list(vs))
         n = vs[0].type.count
         helper = lanewise_function(em.module, f"{callee}_v{n}", scalar_fn, [v.type for v in vs],
                                   ir.VectorType(ret_type, n))
         return em.b.call(helper, list(vs))
+
+    def call(*vs: ir.Value) -> ir.Value:
+        if not bounded:
+            return libm_call(*vs)
+        b, order = em.b, vs[0]
+        # libdevice's NaN for a negative order (the C library would reflect); lanes past the
+        # check are padding (no element): order 0 keeps them and the negative ones fast
+        negative = b.icmp_signed("<", order, em.k(order, 0))
+        safe = b.select(b.or_(negative, _beyond(em, order)), em.k(order, 0), order)
+        result = libm_call(safe, *vs[1:])
+        bits = ir.IntType(BY_NAME[res].bits)
+        nan = b.bitcast(em.kt(result, bits, NEGATIVE_ORDER_NAN[symbol]), result.type)
+        return b.select(negative, nan, result)
 
     return elementwise(lw, op, call)
 
@@ -101,9 +112,8 @@ class OrderCheck:
 
 
 def _beyond(em, n: ir.Value) -> ir.Value:
-    """i1 (per thread): ``|n| > ORDER_LIMIT`` for the i32 order ``n``."""
-    b = em.b
-    return b.or_(b.icmp_signed(">", n, em.k(n, ORDER_LIMIT)), b.icmp_signed("<", n, em.k(n, -ORDER_LIMIT)))
+    """i1 (per thread): ``n > ORDER_LIMIT`` for the i32 order ``n`` (a negative order is NaN)."""
+    return em.b.icmp_signed(">", n, em.k(n, ORDER_LIMIT))
 
 
 def _check_order(lw, op: Operation) -> None:

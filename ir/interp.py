@@ -310,13 +310,14 @@ class _Program:
 
     def _order_checked(self, op: Operation, run: Handler) -> Handler:
         """``jn``/``yn``: refuse an order beyond ORDER_LIMIT (libdevice_table) before any lane is
-        computed; the first such lane in row-major order is named."""
+        computed; the first such lane in row-major order is named. A negative order is not
+        refused: its lane is libdevice's NaN (libdevice_refs)."""
         io = self._in(op, op.operands[0])
         shape = op.operands[0].type.shape
 
         def check(env: list) -> None:
             n = np.asarray(env[io])
-            bad = np.abs(n.astype(np.int64)) > ORDER_LIMIT
+            bad = n.astype(np.int64) > ORDER_LIMIT  # a negative order is NaN (libdevice_refs)
             if bad.any():
                 flat = int(np.argmax(bad.reshape(-1)))
                 lane = tuple(int(i) for i in np.unravel_index(flat, shape)) if shape else None

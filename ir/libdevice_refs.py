@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from .dtypes import BY_NAME
-from .libdevice_table import SYMBOLS, host_kind
+from .libdevice_table import NEGATIVE_ORDER_NAN, SYMBOLS, host_kind
 
 _FORMATS = {"f32": (24, -126, 127), "f64": (53, -1022, 1023)}  # precision, emin, emax
 _MODES = ("rn", "rz", "rd", "ru")
@@ -419,6 +419,10 @@ def _libm_function(symbol: str) -> Callable[..., Any]:
     f = getattr(_LIBM[0], symbol[len("__nv_"):])
     f.argtypes = [_CTYPES[a] for a in args]
     f.restype = _CTYPES[res]
+    nan_bits = NEGATIVE_ORDER_NAN.get(symbol)
+    if nan_bits is not None:  # jn/yn: libdevice's NaN for a negative order (the C library reflects)
+        nan = np.array(nan_bits, dtype=np.uint32 if res == "f32" else np.uint64).view(BY_NAME[res].np).item()
+        return lambda dt, n, x: nan if n < 0 else f(n, x)
     return lambda dt, *xs: f(*xs)
 
 

@@ -213,20 +213,29 @@ LIBM = frozenset({"nextafter", "remainder", "ilogb", "ldexp", "scalbn", "logb", 
 """Functions the C library has under the symbol's name without ``__nv_``."""
 
 ORDER_LIMIT = 100_000
-"""Largest ``|n|`` of ``jn(n, x)``/``yn(n, x)`` the interpreter and run_cpu compute. The C
+"""Largest order ``n`` of ``jn(n, x)``/``yn(n, x)`` the interpreter and run_cpu compute. The C
 library's ``jnf``/``jn``/``ynf``/``yn`` (glibc's, from fdlibm) run a recurrence of about ``|n|``
 steps, ~20 ns each: at 100,000 an element costs ~2 ms, at 2**31 - 1 about 40 s. libdevice's own
 ``__nv_jn*``/``__nv_yn*`` recur ``n`` steps too (forward, or backward from about ``n + sqrt(40 n)``,
 whose ``n * 40`` (``n * 60`` in f64) overflows i32 beyond ~5.4e7 (3.6e7)), so there is no
 shortcut to the same results. Beyond the limit both refuse the call with
-:func:`order_limit_message` (interp.py, codegen/lower_libdevice.py); the GPU lowering is unaffected."""
+:func:`order_limit_message` (interp.py, codegen/lower_libdevice.py); the GPU lowering is unaffected.
+A negative order is not refused: it is NaN (:data:`NEGATIVE_ORDER_NAN`)."""
+
+NEGATIVE_ORDER_NAN = {"__nv_jnf": 0x7FFFFFFF, "__nv_ynf": 0x7FFFFFFF,
+                      "__nv_jn": 0xFFF8000000000000, "__nv_yn": 0xFFF8000000000000}
+"""The bits libdevice's ``jn``/``yn`` return for every order ``n < 0``, whatever ``x`` (libdevice
+tests ``n == 0``, ``n == 1``, then returns this NaN for ``n < 0``), where the C library reflects
+(``jn(-n, x) = (-1)**n jn(n, x)``): the host references return these bits instead of calling
+the C library, so interpret and run_cpu give the GPU's result."""
 
 ORDER_BOUNDED = frozenset({"jn", "yn"})
 """Functions whose first operand (the order) :data:`ORDER_LIMIT` bounds on the host."""
 
 
 def order_bounded(symbol: str) -> bool:
-    """Whether the host refuses ``symbol`` (an ``__nv_*`` name) for orders beyond :data:`ORDER_LIMIT`."""
+    """Whether the host refuses ``symbol`` (an ``__nv_*`` name) for orders beyond :data:`ORDER_LIMIT`
+    (and returns :data:`NEGATIVE_ORDER_NAN` for negative orders)."""
     return SYMBOLS[symbol][0] in ORDER_BOUNDED
 
 
@@ -238,7 +247,7 @@ def order_limit_message(head: str, symbol: str, order: int, lane: tuple[int, ...
     name = SYMBOLS[symbol][0]
     at = f"lane {lane}: " if lane is not None else ""
     text = (f"{head}: {at}libdevice.{name}(n, x) ({symbol}) with the order n = {order}: the interpreter "
-            f"and run_cpu compute |n| <= {ORDER_LIMIT} only (the C library's {symbol[len('__nv_'):]} takes "
+            f"and run_cpu compute n <= {ORDER_LIMIT} only (the C library's {symbol[len('__nv_'):]} takes "
             "time proportional to |n|, about 40 s per element at 2**31 - 1); keep the order within the "
             "limit or launch the kernel on a CUDA GPU")
     excerpt = loc.excerpt() if loc is not None else ""  # type: ignore[attr-defined]
