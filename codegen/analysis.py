@@ -612,12 +612,10 @@ def chunk_uniform(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> b
         # copies whole rows; expand_dims and reshape keep the flat order)
         return bool(sshape) and sshape[-1] == shape[-1] and chunk_uniform(src, w, facts, depth + 1)
     if name in _FLIP:
-        a, b = op.operands
-        if name in ("gt", "le"):
-            a, b = b, a
-        at = a.type
-        if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape:
+        pair = _int_compare(op, shape, ("gt", "le"))  # as a < b or a >= b
+        if pair is None:
             return False
+        a, b = pair
         if _chunk_aligned(facts.get(a), shape, w, 1) and _chunk_aligned(facts.get(b), b.type.shape or shape, w, 0):
             return True
         return _run_aligned(a, w, facts, 1) and _run_aligned(b, w, facts, 0)
@@ -656,18 +654,28 @@ def down_closed(v: Value, w: int, facts: AddressAnalysis, depth: int = 0) -> boo
         sshape = src.type.shape
         return bool(sshape) and sshape[-1] == shape[-1] and down_closed(src, w, facts, depth + 1)
     if name in _FLIP:
-        a, b = op.operands
-        if name in ("gt", "ge"):
-            a, b = b, a
-        at = a.type
-        if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape or b.type.shape != shape:
+        pair = _int_compare(op, shape, ("gt", "ge"))  # as a < b or a <= b
+        if pair is None or pair[1].type.shape != shape:
             return False
+        a, b = pair
         # a = A + i with A a multiple of w: the run crosses no multiple of w, hence neither the
         # signed nor the unsigned wrap-around, and a increases along it in either order
         ra, rb = run_of(a, w, facts), run_of(b, w, facts)
         return (ra is not None and rb is not None and rb.step == 0
                 and (ra.step == 0 or (ra.step == 1 and ra.start_div >= w)))
     return False
+
+
+def _int_compare(op: Operation, shape: tuple[int, ...], flip: tuple[str, ...]) -> tuple[Value, Value] | None:
+    """The operands ``(a, b)`` of the comparison ``op`` (result shape ``shape``), swapped when its
+    op is in ``flip``; None unless ``a`` is an integer block of that shape."""
+    a, b = op.operands
+    if op.op in flip:
+        a, b = b, a
+    at = a.type
+    if not isinstance(at.elem, DType) or not at.elem.is_int or at.shape != shape:
+        return None
+    return a, b
 
 
 def _run_aligned(v: Value, w: int, facts: AddressAnalysis, step: int) -> bool:
