@@ -715,7 +715,9 @@ METHOD = """## Method
 - **Compile time**: one fresh `python -m bench.worker` process per measurement with a new temporary cache
   directory (`EGGPU_CACHE_DIR`, `TRITON_CACHE_DIR`); eggpu and Triton interleaved rep by rep; one untimed
   warm-up process per tool first so Python bytecode and the OS file cache are warm. A cache hit is a new
-  process compiling the same kernel against the cache a cold run filled. Warm recompiles run in one process
+  process compiling the same kernel against the cache a cold run filled; its clock starts before `import eggpu`
+  (`import triton`) and stops at the compiled kernel, and the worker imports nothing of the harness in between
+  (the parent sends the kernel name, dtype and constexprs). Warm recompiles run in one process
   per tool (eggpu: `cache=False`, a new kernel instance, ptxas's in-memory memo cleared; Triton:
   `knobs.compilation.always_compile`).
 - **Optimizer**: `eggpu.optimizer.optimize` timed in-process after a warm-up. **Rule proofs**:
