@@ -21,7 +21,14 @@ it prints why and exits 0 with ``{"skipped": reason}``. With one, for each suite
   ``input_precision="ieee"``); each matmul row records eggpu's ``ck.report["dot"]`` (the
   strategy and why) as ``eggpu_dot``;
 - on an sm_90 device, when the suite includes a matmul: the opt-in ``wgmma`` dot beside
-  ``mma_sync`` and Triton at two tile configurations (:mod:`bench.gpu_wgmma`), as ``"wgmma"``.
+  ``mma_sync`` and Triton at two tile configurations (:mod:`bench.gpu_wgmma`), as ``"wgmma"``;
+- for the row kernels, two more eggpu builds timed the same way (``"eggpu_variants"``), the
+  decisions issue #10 left to a GPU: ``nounroll`` is the same PTX with ``.pragma "nounroll"`` on
+  its loops (what ``PtxOptions(ptxas_unroll=False)`` emits, :func:`eggpu.codegen.ptx_loops.no_unroll`:
+  fewer static SASS instructions on sm_90, fewer loads in flight), ``fast_math`` is
+  ``fast_math=True`` (``div.full.f32`` and ``ex2.approx``, Triton's own precision: the share of
+  the time gap that the IEEE division and libdevice ``expf`` cost). Each carries its time over
+  the default build's (``over_default``) and over Triton's (``over_triton``).
 """
 
 from __future__ import annotations
@@ -38,6 +45,10 @@ from .suite import SUITE, Entry, consts_for
 
 FLUSH_BYTES = 256 << 20
 EPS = 1e-5
+VARIANTS = ("nounroll", "fast_math")
+"""The extra eggpu builds timed for the row kernels (see the module docs)."""
+VARIANT_OPTIONS = {"nounroll": {}, "fast_math": {"fast_math": True}}
+"""The compile options of each variant (``nounroll`` rewrites the default build's PTX)."""
 
 
 def gpu_available() -> tuple[bool, str]:
@@ -60,8 +71,10 @@ def prepare(directory: str, target: str = "sm_90", entries: list[Entry] | None =
     from eggpu.kernels import get
 
     for e in entries or SUITE:
-        ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts_for(e)), target=target, cache=directory)
-        print(f"prepared {e.key}: {ck.report.get('cache')} -> {ck.cache_path}")
+        for options in [{}] + [VARIANT_OPTIONS[v] for v in VARIANTS if e.family == "rows" and VARIANT_OPTIONS[v]]:
+            ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts_for(e)), target=target,
+                               cache=directory, **options)
+            print(f"prepared {e.key} {options or ''}: {ck.report.get('cache')} -> {ck.cache_path}")
     if target == "sm_90" and any(e.family == "matmul" for e in entries or SUITE):
         from . import gpu_wgmma
 
@@ -253,6 +266,8 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
                 row["eggpu"] = _timing(times, host, e)
             except Exception as exc:  # noqa: BLE001
                 row["eggpu"] = {"error": f"{type(exc).__name__}: {exc}"}
+            if e.family == "rows":
+                row["eggpu_variants"] = _variants(e, p, want, target, reps, warmup, flush)
             # Triton
             try:
                 spec = tk.SPECS[e.kernel]
@@ -277,6 +292,7 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
                     r["fraction_of_copy"] = r["gbps"] / out["copy"]["gbps"]
             if "median_ms" in row.get("eggpu", {}) and "median_ms" in row.get("triton", {}):
                 row["eggpu_over_triton_time"] = row["eggpu"]["median_ms"] / row["triton"]["median_ms"]
+            _variant_ratios(row)
             del p
         except Exception as exc:  # noqa: BLE001
             row["error"] = f"{type(exc).__name__}: {exc}"
@@ -294,6 +310,54 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
         except Exception as exc:  # noqa: BLE001 - keep the suite's results
             out["wgmma"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
+
+
+def variant_kernel(ck: Any, variant: str) -> Any:
+    """The compiled kernel of ``variant`` made from ``ck`` (compiled with the variant's options):
+    ``nounroll`` swaps in the same PTX with its loops marked ``nounroll`` (a new launch plan)."""
+    if variant == "nounroll":
+        from eggpu.codegen.ptx_loops import no_unroll
+
+        return ck._replace(ptx=no_unroll(ck.ptx), _plan=None)
+    return ck
+
+
+def _variants(e: Entry, p: dict[str, Any], want: list[Any], target: str, reps: int, warmup: int,
+              flush: Any) -> dict[str, Any]:
+    """Each of :data:`VARIANTS` of entry ``e`` (a row kernel): max error and timing."""
+    import torch
+
+    import eggpu
+    from eggpu.ir.dtypes import parse_dtype
+    from eggpu.kernels import get
+
+    out: dict[str, Any] = {}
+    for v in VARIANTS:
+        try:
+            ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts_for(e)), target=target,
+                               **VARIANT_OPTIONS[v])
+            ck = variant_kernel(ck, v)
+            eargs = _eggpu_args(p)
+            for o in p["outputs"]:
+                o.zero_()
+
+            def launch(ck=ck, eargs=eargs, grid=p["grid"]):
+                ck.launch(grid, *eargs, synchronize=False)
+            launch()
+            torch.cuda.synchronize()
+            times, host = _time_gpu(launch, reps, warmup, flush)
+            out[v] = _timing(times, host, e) | {"max_err": _max_err(p["outputs"], want)}
+        except Exception as exc:  # noqa: BLE001 - keep the other variants and the suite
+            out[v] = {"error": f"{type(exc).__name__}: {exc}"}
+    return out
+
+
+def _variant_ratios(row: dict[str, Any]) -> None:
+    """Each timed variant's median over the default build's and over Triton's."""
+    for r in row.get("eggpu_variants", {}).values():
+        for key, ref in (("over_default", row.get("eggpu", {})), ("over_triton", row.get("triton", {}))):
+            if "median_ms" in r and "median_ms" in ref:
+                r[key] = r["median_ms"] / ref["median_ms"]
 
 
 def _timing(times: list[float], host_ms: float, e: Entry) -> dict[str, Any]:

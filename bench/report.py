@@ -569,6 +569,7 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
         errs = [(k, t, v[t]["error"]) for k, v in gpu["kernels"].items() for t in ("eggpu", "triton")
                 if "error" in v.get(t, {})]
         L += [f"- {k} {t}: `{e[:300]}`" for k, t, e in errs]
+        L += _gpu_variants(gpu["kernels"])
     else:
         reason = gpu.get("skipped") if isinstance(gpu, dict) else "the GPU section was not run"
         L.append(f"Not measured in this run: {reason}. `bench/gpu_run.sh` runs this part alone (< 8 minutes).\n")
@@ -585,6 +586,26 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
         L.append(rowq_markdown(doc["results"], doc["command"]) + "\n")
     L.append(METHOD)
     return "\n".join(L) + "\n"
+
+
+def _gpu_variants(kernels: dict[str, Any]) -> list[str]:
+    """The row kernels' extra eggpu builds (``bench.gpu.VARIANTS``): the decisions issue #10 left
+    to a GPU (``.pragma "nounroll"`` on the loops; fast_math's precision)."""
+    rows_ = []
+    for k, v in kernels.items():
+        for name, r in v.get("eggpu_variants", {}).items():
+            if "error" in r:
+                rows_.append([k, name, "ERROR: " + r["error"][:120], "–", "–", "–"])
+                continue
+            rows_.append([k, name, _f(r.get("median_ms"), "{:.3f}"), _f(r.get("over_default"), "{:.2f}"),
+                          _f(r.get("over_triton"), "{:.2f}"), _f(r.get("max_err"), "{:.2g}")])
+    if not rows_:
+        return []
+    return ["\nRow kernels, other eggpu builds: `nounroll` is the default build's PTX with "
+            "`.pragma \"nounroll\"` on its loops (`PtxOptions(ptxas_unroll=False)`: fewer static SASS "
+            "instructions, fewer loads in flight), `fast_math` is `fast_math=True` (`div.full.f32`, "
+            "`ex2.approx`: Triton's precision). Below 1 in `/ default` means faster than the default build.\n",
+            _table(["kernel", "variant", "ms", "/ default", "/ Triton", "max err"], rows_) + "\n"]
 
 
 def _ldst(d: dict[str, Any]) -> str:

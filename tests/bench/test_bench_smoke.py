@@ -93,7 +93,12 @@ def test_report_regenerates_from_saved_json(tmp_path: Path) -> None:
     }
     gpu = {"device": "Test GPU", "capability": [9, 0], "copy": {"gbps": 4000.0}, "reps": 100,
            "kernels": {"vector_add": {"eggpu": {"median_ms": 0.05, "gbps": 3700.0, "fraction_of_copy": 0.925},
-                                      "triton": {"median_ms": 0.05, "gbps": 3800.0}}}}
+                                      "triton": {"median_ms": 0.05, "gbps": 3800.0}},
+                       "layer_norm_forward": {"eggpu": {"median_ms": 0.056}, "triton": {"median_ms": 0.055},
+                                              "eggpu_variants": {
+                                                  "nounroll": {"median_ms": 0.051, "over_default": 0.91,
+                                                               "over_triton": 0.93, "max_err": 2e-6},
+                                                  "fast_math": {"error": "CompileError: boom"}}}}}
     jpath, gpath = tmp_path / "r.json", tmp_path / "gpu.json"
     jpath.write_text(json.dumps(res))
     gpath.write_text(json.dumps(gpu))
@@ -107,3 +112,5 @@ def test_report_regenerates_from_saved_json(tmp_path: Path) -> None:
     assert "fresh-process cache hit" in md and "**NOT MET**" in md
     assert "GPU: vector add ≥ 90% of copy bandwidth | vector_add | 3700 GB/s of 4000 GB/s | 0.93 | met" in md
     assert json.loads(jpath.read_text())["gpu"]["device"] == "Test GPU"
+    assert "| layer_norm_forward | nounroll | 0.051 | 0.91 | 0.93 | 2e-06 |" in md
+    assert "| layer_norm_forward | fast_math | ERROR: CompileError: boom |" in md

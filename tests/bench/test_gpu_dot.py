@@ -58,3 +58,30 @@ def test_gpu_wgmma_bench_compiles_its_variants():
         ck = eggpu.compile(gpu_wgmma.instance("f16", gpu_wgmma.TILES[0]), optimize=False, cache=False,
                            num_warps=4, **opts)
         assert [d["strategy"] for d in ck.report["dot"]] == [name]
+
+
+def test_gpu_row_variants_build_and_rate(tmp_path):
+    """bench.gpu's row-kernel variants (issue #10's GPU decisions): ``nounroll`` is the default
+    build's PTX with every loop marked (ptxas accepts it and unrolls less), a new launch plan, the
+    rest of the kernel unchanged; ratios are over the default build and over Triton."""
+    from bench import gpu
+    from bench.suite import SUITE, consts_for
+    from eggpu.codegen.ptx_loops import no_unroll
+    from eggpu.codegen.ptxas import run_ptxas
+    from eggpu.ir.dtypes import parse_dtype
+    from eggpu.kernels import get
+
+    e = next(e for e in SUITE if e.kernel == "layer_norm_forward")
+    ck = eggpu.compile(get(e.kernel).kernel(parse_dtype(e.dtype), consts_for(e)), target="sm_90", cache=False)
+    v = gpu.variant_kernel(ck, "nounroll")
+    assert v is not ck and v.ptx == no_unroll(ck.ptx) != ck.ptx and v._plan is None
+    assert v.ptx.count('.pragma "nounroll"') >= 3 and v.params == ck.params and v.entry_point == ck.entry_point
+    assert gpu.variant_kernel(ck, "fast_math") is ck  # compiled with the option itself
+    assert run_ptxas(v.ptx, "sm_90").cubin
+    row = {"eggpu": {"median_ms": 0.05}, "triton": {"median_ms": 0.04},
+           "eggpu_variants": {"nounroll": {"median_ms": 0.045}, "fast_math": {"error": "x"}}}
+    gpu._variant_ratios(row)
+    nu = row["eggpu_variants"]["nounroll"]
+    assert abs(nu["over_default"] - 0.9) < 1e-12 and abs(nu["over_triton"] - 1.125) < 1e-12
+    assert row["eggpu_variants"]["fast_math"] == {"error": "x"}
+    assert set(gpu.VARIANTS) == set(gpu.VARIANT_OPTIONS)
