@@ -22,6 +22,8 @@ it prints why and exits 0 with ``{"skipped": reason}``. With one, for each suite
   strategy and why) as ``eggpu_dot``;
 - on an sm_90 device, when the suite includes a matmul: the opt-in ``wgmma`` dot beside
   ``mma_sync`` and Triton at two tile configurations (:mod:`bench.gpu_wgmma`), as ``"wgmma"``;
+- with the whole suite, the naive (Inductor-style) kernels with eggpu's optimizer off and on
+  beside Triton (:mod:`bench.gpu_naive`), as ``"naive"``;
 - for the row kernels, two more eggpu builds timed the same way (``"eggpu_variants"``), the
   decisions issue #10 left to a GPU: ``nounroll`` is the same PTX with ``.pragma "nounroll"`` on
   its loops (what ``PtxOptions(ptxas_unroll=False)`` emits, :func:`eggpu.codegen.ptx_loops.no_unroll`:
@@ -62,9 +64,9 @@ def gpu_available() -> tuple[bool, str]:
     return True, torch.cuda.get_device_name(0)
 
 
-def prepare(directory: str, target: str = "sm_90", entries: list[Entry] | None = None) -> None:
+def prepare(directory: str, target: str = "sm_90", entries: list[Entry] | None = None, naive: bool = True) -> None:
     """Compile every suite entry with eggpu into the cache ``directory`` (for a GPU machine that
-    lacks egglog/z3: its compiles are then cache hits)."""
+    lacks egglog/z3: its compiles are then cache hits); ``naive``: the naive suite's too."""
     os.environ["EGGPU_CACHE_DIR"] = directory
     import eggpu
     from eggpu.ir.dtypes import parse_dtype
@@ -79,6 +81,10 @@ def prepare(directory: str, target: str = "sm_90", entries: list[Entry] | None =
         from . import gpu_wgmma
 
         gpu_wgmma.prepare(directory)
+    if naive:
+        from . import gpu_naive
+
+        gpu_naive.prepare(directory, target)
     from .prepared_cache import record
 
     record(directory)
@@ -213,7 +219,7 @@ def _eggpu_args(p: dict[str, Any]) -> list[Any]:
 
 
 def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, target: str | None = None,
-        progress=print) -> dict[str, Any]:
+        progress=print, naive: bool = True) -> dict[str, Any]:
     """The GPU part of the benchmark; ``{"skipped": reason}`` without a GPU."""
     ok, name = gpu_available()
     if not ok:
@@ -309,6 +315,13 @@ def run(entries: list[Entry] | None = None, reps: int = 100, warmup: int = 10, t
             out["wgmma"] = gpu_wgmma.run(torch, _time_gpu, flush, reps, warmup, progress)
         except Exception as exc:  # noqa: BLE001 - keep the suite's results
             out["wgmma"] = {"error": f"{type(exc).__name__}: {exc}"}
+    if naive:
+        from . import gpu_naive
+
+        try:
+            out["naive"] = gpu_naive.run(torch, _time_gpu, flush, reps, warmup, target, progress)
+        except Exception as exc:  # noqa: BLE001 - keep the suite's results
+            out["naive"] = {"error": f"{type(exc).__name__}: {exc}"}
     return out
 
 
@@ -380,11 +393,13 @@ def main(argv: list[str] | None = None) -> int:
     from .suite import select
 
     entries = select(a.kernels)
+    naive = not a.kernels  # the naive suite (bench.gpu_naive) runs with the whole suite only
     if a.prepare:
-        prepare(a.prepare, a.target or "sm_90", entries)
+        prepare(a.prepare, a.target or "sm_90", entries, naive=naive)
         return 0
     t = time.perf_counter()
-    res = run(entries, a.reps, target=a.target, progress=lambda s: print(s, file=sys.stderr, flush=True))
+    res = run(entries, a.reps, target=a.target, progress=lambda s: print(s, file=sys.stderr, flush=True),
+              naive=naive)
     res["seconds"] = time.perf_counter() - t
     text = json.dumps(res, indent=1, default=str)
     if a.out:

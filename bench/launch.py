@@ -16,8 +16,8 @@ Both launch paths run up to the driver's launch call, in one process, in interle
 Also measured: eggpu's general path (``ck._launch_checked``, what every launch did before the
 launch plan) and ``@eggpu.jit`` without its launch cache (``JITFunction._launch_general``).
 ``ck.launch`` is timed asynchronous (``synchronize=False``; Triton never synchronizes);
-``@eggpu.jit`` launches synchronize after each launch (their default), which the fake driver
-answers at once. Results: CPU µs per launch (median and minimum over batches), written to
+``@eggpu.jit`` launches are asynchronous, as Triton's (their stream is looked up from the
+arguments as on a GPU: no PyTorch here, so the legacy default stream). Results: CPU µs per launch (median and minimum over batches), written to
 ``bench/results/launch.json`` with the ratios to Triton's median.
 
     python -m bench launch [--batches 15] [--per-batch 2000] [--out bench/results/launch.json]

@@ -570,6 +570,7 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
                 if "error" in v.get(t, {})]
         L += [f"- {k} {t}: `{e[:300]}`" for k, t, e in errs]
         L += _gpu_variants(gpu["kernels"])
+        L += _gpu_naive(gpu.get("naive"))
     else:
         reason = gpu.get("skipped") if isinstance(gpu, dict) else "the GPU section was not run"
         L.append(f"Not measured in this run: {reason}. `bench/gpu_run.sh` runs this part alone (< 8 minutes).\n")
@@ -606,6 +607,26 @@ def _gpu_variants(kernels: dict[str, Any]) -> list[str]:
             "instructions, fewer loads in flight), `fast_math` is `fast_math=True` (`div.full.f32`, "
             "`ex2.approx`: Triton's precision). Below 1 in `/ default` means faster than the default build.\n",
             _table(["kernel", "variant", "ms", "/ default", "/ Triton", "max err"], rows_) + "\n"]
+
+
+def _gpu_naive(naive: Any) -> list[str]:
+    """The naive suite's GPU times (:mod:`bench.gpu_naive`): optimizer off / on and Triton."""
+    if not isinstance(naive, dict) or not naive:
+        return []
+    if "error" in naive:
+        return [f"\nNaive suite on the GPU: ERROR `{naive['error'][:300]}`\n"]
+    rows_ = []
+    for k, v in naive.get("kernels", {}).items():
+        cells = [_f(v[t].get("median_ms"), "{:.3f}") if "error" not in v.get(t, {"error": ""}) else "ERROR"
+                 for t in ("eggpu_noopt", "eggpu", "triton")]
+        rows_.append([k, *cells, _f(v.get("eggpu_over_noopt_time"), "{:.2f}"),
+                      _f(v.get("eggpu_over_triton_time"), "{:.2f}")])
+    errs = [f"- naive {k} {t}: `{v[t]['error'][:300]}`" for k, v in naive.get("kernels", {}).items()
+            for t in ("eggpu_noopt", "eggpu", "triton") if "error" in v.get(t, {})]
+    return ["\nNaive (Inductor-style) kernels, same source for both compilers (`bench/gpu_naive.py`: "
+            "launch facts on both sides, outputs checked against numpy before timing):\n",
+            _table(["kernel", "eggpu -O0 ms", "eggpu ms", "Triton ms", "eggpu / -O0", "eggpu / Triton"], rows_)
+            + "\n", *errs]
 
 
 def _ldst(d: dict[str, Any]) -> str:

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from eggpu.ir.device_buffers import device_tensor
 from eggpu.ir.facts import I32_SPAN, assumed_max, parse_fact
 from eggpu.runtime import CudaRuntime, _c_contiguous, convert_scalar
+from eggpu.streams import stream_handle
 
 if TYPE_CHECKING:
     from eggpu.pipeline import CompiledKernel
@@ -112,19 +113,24 @@ class LaunchPlan:
 
     # ------------------------------------------------------------------ per call
 
-    def launch(self, grid: Any, args: Sequence[Any], synchronize: bool = True) -> None:
-        """Launch ``args`` on ``grid`` (the semantics of ``CompiledKernel.launch``)."""
+    def stream(self, stream: Any, args: Sequence[Any]) -> int:
+        """The raw stream handle of a launch (:func:`eggpu.streams.stream_handle`)."""
+        return stream_handle(self.ck.name, stream, args)
+
+    def launch(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0) -> None:
+        """Launch ``args`` on ``grid`` on the raw CUDA ``stream`` (the semantics of
+        ``CompiledKernel.launch``)."""
         g = _grid(grid)
         if g is None or len(args) != self.nargs:
-            return self.ck._launch_checked(grid, args, synchronize)
+            return self.ck._launch_checked(grid, args, synchronize, stream)
         mp = self.max_programs
         if mp is not None and (g[0] > mp or g[1] > mp or g[2] > mp):
-            return self.ck._launch_checked(grid, args, synchronize)
+            return self.ck._launch_checked(grid, args, synchronize, stream)
         values = []
         for s, a in zip(self.slots, args):
             v = self._pointer(s, a) if s.pointer else self._scalar(s, a)
             if v is _SLOW:
-                return self.ck._launch_checked(grid, args, synchronize)
+                return self.ck._launch_checked(grid, args, synchronize, stream)
             values.append(v)
         rt = CudaRuntime.get()
         if rt is not self._rt:
@@ -137,7 +143,7 @@ class LaunchPlan:
             packed, params = self._local.buffer = self._new_buffer()
         packed.__init__(*values)
         cu = rt.cu
-        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, 0, params, 0)
+        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, stream, params, 0)
         if (r[0] if type(r) is tuple else r) != 0:
             rt._check(r, "cuLaunchKernel")
         if synchronize:

@@ -199,9 +199,16 @@ class CompiledKernel(Record):
                                     num_stages=self.options.num_stages, dot_strategy=self.options.dot_strategy)
         self._host.run(grid, *args, buffers=buffers)
 
-    def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, **kwargs: Any) -> None:
+    def launch(self, grid: int | Sequence[int], *args: Any, synchronize: bool = True, stream: Any = None,
+               **kwargs: Any) -> None:
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).
         Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError).
+
+        ``stream``: the CUDA stream (:mod:`eggpu.streams`): None is the current stream of the
+        arguments' framework (PyTorch's current stream for CUDA tensors, as Triton launches;
+        CuPy's for CuPy arrays; else the legacy default stream 0), or a raw handle (int), a
+        ``torch.cuda.Stream`` or a ``cupy.cuda.Stream``. ``synchronize``: wait for the device
+        after the launch (a launch with host arrays always does, to copy them back).
 
         The per-call work goes through this kernel's :class:`~eggpu.launch_plan.LaunchPlan`
         (built on the first launch); a launch it does not take at once (host arrays, anything
@@ -213,9 +220,9 @@ class CompiledKernel(Record):
             from eggpu.launch_plan import LaunchPlan
 
             plan = self._plan = LaunchPlan(self)
-        plan.launch(grid, args, synchronize)
+        plan.launch(grid, args, synchronize, plan.stream(stream, args))
 
-    def _launch_checked(self, grid: Any, args: Sequence[Any], synchronize: bool = True) -> None:
+    def _launch_checked(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0) -> None:
         """The general launch path: grid, arguments, specialization facts and alignment
         assumptions checked in that order (LaunchError naming the kernel and argument), then
         :meth:`CudaRuntime.launch <eggpu.runtime.CudaRuntime.launch>`."""
@@ -226,7 +233,7 @@ class CompiledKernel(Record):
         self._check_facts(g, [{"device": a.value, "host": None}.get(a.kind, v) for a, v in zip(checked, args)])
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
-                                 synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes)
+                                 synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes, stream=stream)
 
     def __getstate__(self) -> dict[str, Any]:
         # the launch plan holds ctypes classes and a driver handle: rebuilt where it is launched

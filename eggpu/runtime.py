@@ -233,8 +233,10 @@ class CudaRuntime:
         self._dynamic_opt_in[key] = nbytes
 
     def launch(self, ptx: str, entry: str, grid: tuple[int, int, int], num_threads: int,
-               checked: list[CheckedArg], *, synchronize: bool = True, shared_bytes: int = 0) -> None:
-        """Launch; numpy arrays are copied in before and out after (which synchronizes).
+               checked: list[CheckedArg], *, synchronize: bool = True, shared_bytes: int = 0,
+               stream: int = 0) -> None:
+        """Launch on the raw CUDA ``stream`` (0: the legacy default stream); numpy arrays are
+        copied in before (synchronous copies) and out after (which synchronizes the device).
 
         ``shared_bytes``: the dynamic shared memory the kernel needs (the compiled kernel's
         ``dynamic_shared_bytes``; 0 when its shared memory is static): the function is opted in
@@ -269,7 +271,7 @@ class CudaRuntime:
                 else:
                     holders.append(np.array([a.value], dtype=a.param.type.dtype.np))
             params = np.array([h.ctypes.data for h in holders], dtype=np.uint64)
-            self._check(cu.cuLaunchKernel(fn, *grid, num_threads, 1, 1, shared_bytes, 0, params.ctypes.data, 0),
+            self._check(cu.cuLaunchKernel(fn, *grid, num_threads, 1, 1, shared_bytes, stream, params.ctypes.data, 0),
                         "cuLaunchKernel")
             if copies or synchronize:
                 self._check(cu.cuCtxSynchronize(), "cuCtxSynchronize")

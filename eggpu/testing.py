@@ -261,18 +261,22 @@ _CU_ERRORS = {1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 3: "
 
 class FakeLaunch:
     """One recorded ``cuLaunchKernel``: ``entry`` (the PTX symbol), ``grid`` and ``block`` (3-tuples),
-    ``shared`` (dynamic shared memory bytes) and ``args``: each kernel parameter decoded by its
+    ``shared`` (dynamic shared memory bytes), ``args``: each kernel parameter decoded by its
     PTX type (``.u64`` pointers and unsigned integers as ints, ``.sNN`` as signed ints, ``.f32`` /
-    ``.f64`` as floats, ``.b16`` (f16/bf16) and ``.b8``/``.u8`` as unsigned ints)."""
+    ``.f64`` as floats, ``.b16`` (f16/bf16) and ``.b8``/``.u8`` as unsigned ints), ``stream`` (the
+    raw stream handle, 0 the legacy default stream) and ``synchronized``: the number of
+    ``cuCtxSynchronize`` calls made after it (``FakeCudaDriver`` counts them per launch)."""
 
-    __slots__ = ("entry", "grid", "block", "shared", "args")
+    __slots__ = ("entry", "grid", "block", "shared", "args", "stream", "synchronized")
 
     def __init__(self, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                 args: tuple[Any, ...]):
+                 args: tuple[Any, ...], stream: int = 0):
         self.entry, self.grid, self.block, self.shared, self.args = entry, grid, block, shared, args
+        self.stream, self.synchronized = stream, 0
 
     def __repr__(self) -> str:
-        return f"FakeLaunch({self.entry}, grid={self.grid}, block={self.block}, shared={self.shared}, args={self.args})"
+        return (f"FakeLaunch({self.entry}, grid={self.grid}, block={self.block}, shared={self.shared}, "
+                f"args={self.args}, stream={self.stream})")
 
 
 class FakeCudaDriver:
@@ -331,6 +335,8 @@ class FakeCudaDriver:
         return self._status("cuCtxSetCurrent")
 
     def cuCtxSynchronize(self) -> tuple[Any, ...]:  # noqa: N802
+        if self.launches:
+            self.launches[-1].synchronized += 1
         return self._status("cuCtxSynchronize")
 
     def cuDeviceGetAttribute(self, attr: Any, device: Any) -> tuple[Any, ...]:  # noqa: N802
@@ -364,7 +370,7 @@ class FakeCudaDriver:
             return (code,)
         self.launch_count += 1
         if self.record or self.on_launch is not None:
-            launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params))
+            launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params), int(stream))
             if self.record:
                 self.launches.append(launch)
             if self.on_launch is not None:

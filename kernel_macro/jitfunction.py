@@ -432,9 +432,9 @@ class JITFunction:
                 if mode == "gpu":
                     plan = ck._plan
                     if plan is None:
-                        ck.launch(grid, *runtime)
-                    else:
-                        plan.launch(grid, runtime)  # what ck.launch does, without re-packing the arguments
+                        _launch_async(ck, grid, runtime)
+                    else:  # what ck.launch does, without re-packing the arguments
+                        plan.launch(grid, runtime, bool(ck.options.debug), plan.stream(None, runtime))
                 else:
                     ck.run_cpu(grid, *runtime, **_buffers_kw(buffers))
                 return ck
@@ -537,7 +537,7 @@ class JITFunction:
         compile_options.update(self._facts(kernel, runtime, grid, mode))
         ck = self._compile(kernel, compile_options)
         if mode == "gpu":
-            ck.launch(grid, *runtime)
+            _launch_async(ck, grid, runtime)
         else:
             import numpy as np
 
@@ -689,3 +689,10 @@ def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
                                          f"parameter name or position (parameters: {', '.join(params)})")
     return frozenset(out)
 
+
+def _launch_async(ck: Any, grid: Any, runtime: list[Any]) -> None:
+    """A GPU launch as Triton's: on the arguments' current stream (PyTorch's for CUDA tensors,
+    :mod:`eggpu.streams`), not waited for; a kernel compiled with ``debug`` (device asserts) is
+    waited for, so a failed assert is reported at its launch. Host (numpy) arrays are copied back,
+    which waits anyway."""
+    ck.launch(grid, *runtime, synchronize=bool(ck.options.debug))

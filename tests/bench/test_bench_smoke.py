@@ -98,7 +98,10 @@ def test_report_regenerates_from_saved_json(tmp_path: Path) -> None:
                                               "eggpu_variants": {
                                                   "nounroll": {"median_ms": 0.051, "over_default": 0.91,
                                                                "over_triton": 0.93, "max_err": 2e-6},
-                                                  "fast_math": {"error": "CompileError: boom"}}}}}
+                                                  "fast_math": {"error": "CompileError: boom"}}}},
+           "naive": {"kernels": {"poi_gelu": {"eggpu_noopt": {"median_ms": 0.21}, "eggpu": {"median_ms": 0.2},
+                                              "triton": {"error": "RuntimeError: bad"},
+                                              "eggpu_over_noopt_time": 0.952}}}}
     jpath, gpath = tmp_path / "r.json", tmp_path / "gpu.json"
     jpath.write_text(json.dumps(res))
     gpath.write_text(json.dumps(gpu))
@@ -114,3 +117,4 @@ def test_report_regenerates_from_saved_json(tmp_path: Path) -> None:
     assert json.loads(jpath.read_text())["gpu"]["device"] == "Test GPU"
     assert "| layer_norm_forward | nounroll | 0.051 | 0.91 | 0.93 | 2e-06 |" in md
     assert "| layer_norm_forward | fast_math | ERROR: CompileError: boom |" in md
+    assert "| poi_gelu | 0.210 | 0.200 | ERROR | 0.95 | – |" in md and "- naive poi_gelu triton: `RuntimeError: bad`" in md

@@ -85,3 +85,29 @@ def test_gpu_row_variants_build_and_rate(tmp_path):
     assert abs(nu["over_default"] - 0.9) < 1e-12 and abs(nu["over_triton"] - 1.125) < 1e-12
     assert row["eggpu_variants"]["fast_math"] == {"error": "x"}
     assert set(gpu.VARIANTS) == set(gpu.VARIANT_OPTIONS)
+
+
+def test_gpu_naive_suite_is_ready_for_a_gpu():
+    """bench.gpu_naive (the naive suite on a GPU): every naive kernel has a GPU size, its eggpu
+    variants compile at that size with the launch facts, and the output check and ratios work."""
+    import numpy as np
+
+    from bench import gpu_naive
+    from bench.naive import NAIVE, Case
+
+    assert set(gpu_naive.GPU_SIZES) == {k.name for k in NAIVE}
+    for name in ("poi_bias_relu", "per_softmax"):
+        case = gpu_naive._case(name)
+        for optimize in (False, True):
+            ck = gpu_naive.compile_variant(name, case, optimize, "sm_90", cache=False)
+            assert ck.report["specialization"] and ck.options.optimize == optimize
+    c = Case([], (1,), {}, rtol=1e-5, atol=0.0)
+    want = np.array([1.0, 2.0, np.nan], np.float32)
+    assert gpu_naive._close(want.copy(), want, c) is None
+    got = want.copy()
+    got[1] = 2.001
+    assert gpu_naive._close(got, want, c) == "1 elements off, first at 1: 2.000999927520752 vs 2.0"
+    assert gpu_naive._close(np.array([1, 3]), np.array([1, 2]), c) == "1 elements differ"
+    row = {"eggpu_noopt": {"median_ms": 2.0}, "eggpu": {"median_ms": 1.0}, "triton": {"error": "x"}}
+    gpu_naive.ratios(row)
+    assert row["eggpu_over_noopt_time"] == 0.5 and "eggpu_over_triton_time" not in row

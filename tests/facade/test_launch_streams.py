@@ -1,0 +1,155 @@
+"""Launches go to the arguments' current CUDA stream, and ``@eggpu.jit`` launches are asynchronous,
+as Triton's (issue 16 item 4; :mod:`eggpu.streams`). Checked without a GPU through
+:class:`eggpu.testing.FakeCudaDriver` (each recorded launch carries its stream and the number of
+``cuCtxSynchronize`` calls made after it) and stand-ins for PyTorch's and CuPy's modules."""
+
+from __future__ import annotations
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import eggpu
+import eggpu.language as tl
+from eggpu.ir.errors import LaunchError
+from eggpu.streams import current_stream, stream_handle
+from eggpu.testing import fake_cuda
+
+
+@eggpu.kernel
+def scale(x_ptr: tl.Pointer[tl.f32], out_ptr: tl.Pointer[tl.f32], n: tl.i32, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
+@eggpu.jit
+def jit_scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2.0, mask=m)
+
+
+class Dtype:
+    def __init__(self, name: str):
+        self.name = name
+
+    def __str__(self) -> str:
+        return f"torch.{self.name}"
+
+
+class TorchTensor:
+    """A CUDA tensor as PyTorch presents one (``is_cuda``, ``data_ptr()``)."""
+
+    is_cuda = True
+
+    def __init__(self, address: int, n: int = 64):
+        self.address, self.shape, self.dtype = address, (n,), Dtype("float32")
+
+    def data_ptr(self) -> int:
+        return self.address
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    def stride(self) -> tuple[int, ...]:
+        return (1,)
+
+    def dim(self) -> int:
+        return 1
+
+
+CupyArray = type("ndarray", (), {"__module__": "cupy._core.core"})
+
+
+def cupy_array(address: int, n: int = 64):
+    a = CupyArray()
+    a.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (address, False), "strides": None,
+                                  "version": 3}
+    return a
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    """A ``torch`` module whose current stream on device d is 0x7000 + d (current device 1)."""
+    torch = types.ModuleType("torch")
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 0x7000 + d)
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 1)
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    return torch
+
+
+@pytest.fixture
+def fake_cupy(monkeypatch):
+    cupy = types.ModuleType("cupy")
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0x9100))
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    return cupy
+
+
+@pytest.fixture(scope="module")
+def ck(tmp_path_factory):
+    return eggpu.compile(scale.Kernel(64), cache=tmp_path_factory.mktemp("streams"))
+
+
+def test_stream_argument_forms():
+    assert stream_handle("k", None, [1, 2]) == 0
+    assert stream_handle("k", 0x1234, []) == 0x1234
+    assert stream_handle("k", types.SimpleNamespace(cuda_stream=0x55), []) == 0x55  # torch.cuda.Stream
+    assert stream_handle("k", types.SimpleNamespace(ptr=0x66), []) == 0x66  # cupy.cuda.Stream
+    with pytest.raises(LaunchError, match=r"^scale: stream must be None, a raw CUstream handle \(int\), a "
+                                          r"torch.cuda.Stream or a cupy.cuda.Stream, got str$"):
+        stream_handle("scale", "s1", [])
+    with pytest.raises(LaunchError, match=r"^softmax: stream handle -3 is not a CUstream \(0 .. 2\*\*64-1\)$"):
+        stream_handle("softmax", -3, [])
+
+
+def test_current_stream_follows_the_arguments_framework(fake_torch, fake_cupy):
+    assert current_stream([np.zeros(4), 3]) == 0
+    assert current_stream([cupy_array(0x1000), 3]) == 0x9100
+    assert current_stream([cupy_array(0x1000), TorchTensor(0x2000)]) == 0x7001  # a CUDA tensor decides
+    del sys.modules["torch"]
+    assert current_stream([TorchTensor(0x2000)]) == 0  # no PyTorch loaded: a look-alike has no stream
+
+
+def test_ck_launch_goes_to_torchs_current_stream_and_synchronizes_by_default(ck, fake_torch):
+    with fake_cuda() as cu:
+        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
+        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64, stream=0x4242, synchronize=False)
+        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64, stream=0)
+    default, explicit, legacy = cu.launches
+    assert (default.stream, default.synchronized) == (0x7001, 1)
+    assert (explicit.stream, explicit.synchronized) == (0x4242, 0)
+    assert legacy.stream == 0
+
+
+def test_a_launch_with_host_arrays_uses_the_stream_and_copies_back(ck):
+    x, out = np.arange(64, dtype=np.float32), np.zeros(64, np.float32)
+    with fake_cuda() as cu:
+        ck.launch(1, x, out, 64, stream=0x31, synchronize=False)
+    (launch,) = cu.launches
+    assert launch.stream == 0x31 and launch.synchronized == 1  # the copy back waits for the kernel
+    assert "cuMemcpyDtoH" in cu.calls
+
+
+def test_cupy_arrays_launch_on_cupys_current_stream(ck, fake_cupy):
+    with fake_cuda() as cu:
+        ck.launch(1, cupy_array(0x10000), cupy_array(0x20000), 64)
+    assert cu.launches[0].stream == 0x9100
+
+
+def test_jit_launches_are_asynchronous_on_the_current_stream(fake_torch):
+    with fake_cuda() as cu:
+        for _ in range(3):  # the first goes through the general path, the others through the launch cache
+            jit_scale[(1,)](TorchTensor(0x10000), TorchTensor(0x20000), 64, BLOCK=64)
+    assert [(la.stream, la.synchronized) for la in cu.launches] == [(0x7001, 0)] * 3
+    assert "cuCtxSynchronize" not in cu.calls
+
+
+def test_jit_launches_with_debug_wait_for_the_kernel(fake_torch):
+    with fake_cuda() as cu:
+        for _ in range(2):
+            jit_scale[(1,)](TorchTensor(0x10000), TorchTensor(0x20000), 64, BLOCK=64, debug=True)
+    assert [(la.stream, la.synchronized) for la in cu.launches] == [(0x7001, 1)] * 2
