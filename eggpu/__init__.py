@@ -37,6 +37,15 @@ def _gpu_available() -> bool:
 _hooks.GPU_AVAILABLE_HOOK = _gpu_available
 
 
+def _gpu_synchronize() -> None:
+    from eggpu.runtime import synchronize
+
+    synchronize()
+
+
+_hooks.GPU_SYNCHRONIZE_HOOK = _gpu_synchronize
+
+
 #: names that load their module on first use: a cache hit in a fresh process pays for none of
 #: them (``@eggpu.jit`` loads the launcher itself; ``@eggpu.kernel`` needs none of them)
 _LAZY = {

@@ -299,6 +299,13 @@ def _import_driver() -> Any:
     return driver
 
 
+def synchronize() -> None:
+    """Wait until the GPU has finished every launch made so far (``cuCtxSynchronize``); a fault
+    of an asynchronous launch is raised here as a LaunchError."""
+    rt = CudaRuntime.get()
+    rt._check(rt.cu.cuCtxSynchronize(), "cuCtxSynchronize")
+
+
 def gpu_available() -> bool:
     """True when cuda-python imports and a CUDA device can be opened."""
     try:

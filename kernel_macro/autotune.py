@@ -15,8 +15,8 @@ Triton) and picks a :class:`Config` for it, once per key:
 
 * where the kernel runs on a GPU (``EGGPU_JIT_DEVICE`` unset or ``gpu`` on a machine with a CUDA
   GPU), every config (after ``prune_configs_by``) is benchmarked and the fastest is kept: each
-  config is launched once to compile and warm up, then timed over ``rep`` launches (wall clock;
-  a launch synchronizes), or by ``do_bench(kernel_call)`` when given (Triton's hook; it returns
+  config is launched once to compile and warm up, then timed over ``rep`` launches (wall clock
+  from an idle GPU until the last launch has finished), or by ``do_bench(kernel_call)`` when given (Triton's hook; it returns
   milliseconds, or a tuple whose first entry is). Benchmark launches write the arguments, so
   arrays (numpy, CuPy, torch; also those of tensor descriptor arguments) are restored after each
   (``reset_to_zero`` names are zeroed before each, as Triton);
@@ -45,7 +45,7 @@ from typing import Any
 
 from eggpu.ir.errors import LaunchError
 
-from . import descriptors
+from . import descriptors, hooks
 from .errors import DecoratorArgumentError
 from .jitfunction import JITFunction, _device, _Launcher
 
@@ -175,11 +175,16 @@ def _restore(v: Any, saved: Any) -> None:
 
 
 def _default_bench(kernel_call: Callable[[], Any], rep: int) -> float:
-    """Milliseconds per launch of ``kernel_call`` (after one warm-up launch that compiles)."""
+    """Milliseconds per launch of ``kernel_call`` (after one warm-up launch that compiles): wall
+    clock from an idle GPU to the end of the last launch (launches are asynchronous, so the
+    device is waited for before and after, :data:`hooks.GPU_SYNCHRONIZE_HOOK`)."""
+    sync = hooks.GPU_SYNCHRONIZE_HOOK or (lambda: None)
     kernel_call()
+    sync()
     t0 = time.perf_counter()
     for _ in range(rep):
         kernel_call()
+    sync()
     return (time.perf_counter() - t0) * 1e3 / rep
 
 

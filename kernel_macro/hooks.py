@@ -9,6 +9,10 @@ facade assigns it when its compile module is imported; ``Kernel.compile`` and
 ``GPU_AVAILABLE_HOOK()`` says whether a CUDA GPU can be used (the facade's
 ``eggpu.runtime.gpu_available``); a ``@eggpu.jit`` launch (``fn[grid](...)``) runs on the GPU when
 it returns True and on the CPU otherwise (also while it is ``None``).
+
+``GPU_SYNCHRONIZE_HOOK()`` waits until the GPU has finished everything launched so far (the
+facade's ``eggpu.runtime.synchronize``): ``@eggpu.jit`` launches are asynchronous, so the
+autotuner's wall-clock timing brackets its launches with it.
 """
 
 from __future__ import annotations
@@ -21,3 +25,4 @@ if TYPE_CHECKING:
 
 COMPILE_HOOK: Callable[..., Any] | None = None
 GPU_AVAILABLE_HOOK: Callable[[], bool] | None = None
+GPU_SYNCHRONIZE_HOOK: Callable[[], None] | None = None

@@ -195,3 +195,52 @@ def test_tuning_restores_the_arrays_of_descriptor_arguments(monkeypatch):
     bump[lambda meta: (triton.cdiv(37, meta["B"]),)](desc, 37)
     np.testing.assert_array_equal(x, np.ones(37, np.float32))
     assert desc.block_shape == [8]  # the first config, as all timings are equal
+
+
+class _CudaTensor:
+    """A CUDA tensor as PyTorch presents one (``is_cuda``, ``data_ptr()``; ``clone``/``copy_`` for
+    the tuner's save and restore)."""
+
+    is_cuda = True
+
+    def __init__(self, address, n=1024):
+        self.address, self.shape, self.dtype = address, (n,), type("Dtype", (), {"__str__": lambda s: "torch.float32",
+                                                                                   "name": "float32"})()
+
+    def data_ptr(self):
+        return self.address
+
+    def is_contiguous(self):
+        return True
+
+    def stride(self):
+        return (1,)
+
+    def dim(self):
+        return 1
+
+    def clone(self):
+        return self
+
+    def copy_(self, other):
+        return self
+
+
+def test_gpu_tuning_times_from_an_idle_gpu_to_the_end_of_the_last_launch(monkeypatch):
+    """@eggpu.jit launches are asynchronous: the default benchmark waits for the GPU before its
+    clock starts and before it stops, for each config (FakeCudaDriver counts each wait on the
+    launch it follows)."""
+    from eggpu.testing import fake_cuda
+
+    monkeypatch.delenv("EGGPU_JIT_DEVICE", raising=False)
+    k = _tuned(CONFIGS[:2], rep=3)
+    x, y, out = _CudaTensor(0x100000), _CudaTensor(0x200000), _CudaTensor(0x300000)
+    with fake_cuda() as cu:
+        k[lambda meta: (triton.cdiv(1024, meta["BLOCK_SIZE"]),)](x, y, out, 1024)
+    assert k.best_config in CONFIGS[:2]
+    per_config = 1 + k.rep  # the warm-up launch, then the timed ones
+    timed = cu.launches[:2 * per_config]
+    for c in range(2):
+        launches = timed[c * per_config:(c + 1) * per_config]
+        assert [la.synchronized for la in launches] == [1] + [0] * (k.rep - 1) + [1]
+    assert all(la.synchronized == 0 for la in cu.launches[2 * per_config:])  # the chosen config's launch
