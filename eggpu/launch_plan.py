@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from eggpu.ir.device_buffers import device_tensor
 from eggpu.ir.facts import I32_SPAN, assumed_max, parse_fact
 from eggpu.runtime import CudaRuntime, _c_contiguous, convert_scalar
-from eggpu.streams import stream_handle
+from eggpu.streams import launch_target
 
 if TYPE_CHECKING:
     from eggpu.pipeline import CompiledKernel
@@ -109,41 +109,46 @@ class LaunchPlan:
         self.num_threads = ck.num_threads
         self.shared = ck.dynamic_shared_bytes
         self._rt: Any = None
-        self._fn: Any = None
+        self._fns: dict[int, Any] = {}  # device ordinal -> the loaded function
 
     # ------------------------------------------------------------------ per call
 
-    def stream(self, stream: Any, args: Sequence[Any]) -> int:
-        """The raw stream handle of a launch (:func:`eggpu.streams.stream_handle`)."""
-        return stream_handle(self.ck.name, stream, args)
+    def target(self, stream: Any, args: Sequence[Any]) -> tuple[int, int]:
+        """``(device, raw stream)`` of a launch (:func:`eggpu.streams.launch_target`)."""
+        return launch_target(self.ck.name, stream, args)
 
-    def launch(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0) -> None:
-        """Launch ``args`` on ``grid`` on the raw CUDA ``stream`` (the semantics of
-        ``CompiledKernel.launch``)."""
+    def launch(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0,
+               device: int = 0) -> None:
+        """Launch ``args`` on ``grid`` on device ``device``, on its raw CUDA ``stream`` (the
+        semantics of ``CompiledKernel.launch``)."""
         g = _grid(grid)
         if g is None or len(args) != self.nargs:
-            return self.ck._launch_checked(grid, args, synchronize, stream)
+            return self.ck._launch_checked(grid, args, synchronize, stream, device)
         mp = self.max_programs
         if mp is not None and (g[0] > mp or g[1] > mp or g[2] > mp):
-            return self.ck._launch_checked(grid, args, synchronize, stream)
+            return self.ck._launch_checked(grid, args, synchronize, stream, device)
         values = []
         for s, a in zip(self.slots, args):
             v = self._pointer(s, a) if s.pointer else self._scalar(s, a)
             if v is _SLOW:
-                return self.ck._launch_checked(grid, args, synchronize, stream)
+                return self.ck._launch_checked(grid, args, synchronize, stream, device)
             values.append(v)
         rt = CudaRuntime.get()
         if rt is not self._rt:
-            self._bind(rt)
+            self._rt, self._fns = rt, {}
         if not (g[0] and g[1] and g[2]):
             return None  # a 0 axis runs no program
+        rt.use_device(device)
+        fn = self._fns.get(device)
+        if fn is None:
+            fn = self._bind(rt, device)
         try:
             packed, params = self._local.buffer
         except AttributeError:
             packed, params = self._local.buffer = self._new_buffer()
         packed.__init__(*values)
         cu = rt.cu
-        r = cu.cuLaunchKernel(self._fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, stream, params, 0)
+        r = cu.cuLaunchKernel(fn, g[0], g[1], g[2], self.num_threads, 1, 1, self.shared, stream, params, 0)
         if (r[0] if type(r) is tuple else r) != 0:
             rt._check(r, "cuLaunchKernel")
         if synchronize:
@@ -159,13 +164,15 @@ class LaunchPlan:
         buf.ptrs = self.pointers(*[base + o for o in self.offsets])
         return buf.args, base + type(buf).ptrs.offset
 
-    def _bind(self, rt: Any) -> None:
-        """Load the function on ``rt`` (and opt in to its dynamic shared memory) once."""
+    def _bind(self, rt: Any, device: int) -> Any:
+        """Load the function on ``rt``'s ``device`` (its context current) and opt in to its
+        dynamic shared memory, once per device; the function."""
         ck = self.ck
-        fn = rt.function(ck.ptx, ck.entry_point)
+        fn = rt.function(ck.ptx, ck.entry_point, device)
         if self.shared:
-            rt.opt_in_shared(ck.ptx, ck.entry_point, fn, self.shared)
-        self._fn, self._rt = fn, rt
+            rt.opt_in_shared(ck.ptx, ck.entry_point, fn, self.shared, device)
+        self._fns[device] = fn
+        return fn
 
     @staticmethod
     def _pointer(s: _Slot, a: Any) -> Any:

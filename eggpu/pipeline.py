@@ -204,11 +204,11 @@ class CompiledKernel(Record):
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).
         Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError).
 
-        ``stream``: the CUDA stream (:mod:`eggpu.streams`): None is the current stream of the
-        arguments' framework (PyTorch's current stream for CUDA tensors, as Triton launches;
-        CuPy's for CuPy arrays; else the legacy default stream 0), or a raw handle (int), a
-        ``torch.cuda.Stream`` or a ``cupy.cuda.Stream``. ``synchronize``: wait for the device
-        after the launch (a launch with host arrays always does, to copy them back).
+        ``stream`` (:mod:`eggpu.streams`): None launches on the current device and stream of the
+        arguments' framework (PyTorch's for CUDA tensors, as Triton does; CuPy's for CuPy arrays;
+        else device 0 and the legacy default stream 0); or a raw stream handle (int), a
+        ``torch.cuda.Stream`` or a ``cupy.cuda.Stream`` (on its own device). ``synchronize``: wait
+        for the device after the launch (a launch with host arrays always does, to copy them back).
 
         The per-call work goes through this kernel's :class:`~eggpu.launch_plan.LaunchPlan`
         (built on the first launch); a launch it does not take at once (host arrays, anything
@@ -220,9 +220,11 @@ class CompiledKernel(Record):
             from eggpu.launch_plan import LaunchPlan
 
             plan = self._plan = LaunchPlan(self)
-        plan.launch(grid, args, synchronize, plan.stream(stream, args))
+        device, raw = plan.target(stream, args)
+        plan.launch(grid, args, synchronize, raw, device)
 
-    def _launch_checked(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0) -> None:
+    def _launch_checked(self, grid: Any, args: Sequence[Any], synchronize: bool = True, stream: int = 0,
+                        device: int = 0) -> None:
         """The general launch path: grid, arguments, specialization facts and alignment
         assumptions checked in that order (LaunchError naming the kernel and argument), then
         :meth:`CudaRuntime.launch <eggpu.runtime.CudaRuntime.launch>`."""
@@ -233,7 +235,8 @@ class CompiledKernel(Record):
         self._check_facts(g, [{"device": a.value, "host": None}.get(a.kind, v) for a, v in zip(checked, args)])
         _check_assumptions(self.name, self.report.get("assumptions", {}), checked)
         CudaRuntime.get().launch(self.ptx, self.entry_point, g, self.num_threads, checked,
-                                 synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes, stream=stream)
+                                 synchronize=synchronize, shared_bytes=self.dynamic_shared_bytes, stream=stream,
+                                 device=device)
 
     def __getstate__(self) -> dict[str, Any]:
         # the launch plan holds ctypes classes and a driver handle: rebuilt where it is launched

@@ -151,32 +151,59 @@ def convert_scalar(kernel: str, name: str, dt: DType, value: Any) -> np.generic:
 
 
 class CudaRuntime:
-    """A CUDA context on device 0 via cuda-python's driver API (created on first use)."""
+    """The CUDA driver through cuda-python (opened on first use): the primary context of each
+    device a launch goes to, and the modules loaded in each.
+
+    A launch names its device (an ordinal; :mod:`eggpu.streams` takes it from the arguments'
+    framework, PyTorch's current device for CUDA tensors, as Triton does) and :meth:`use_device`
+    makes that device's primary context (the one PyTorch and CuPy use) current in the calling
+    thread before anything is loaded or launched: the current context is per thread and PyTorch
+    changes it (``torch.cuda.set_device``), so it is checked at every launch, not assumed."""
 
     _instance: CudaRuntime | None = None
 
     def __init__(self, driver: Any = None) -> None:
-        """Open device 0 through ``driver`` (cuda-python's driver module, imported when None;
-        tests and benchmarks pass :class:`eggpu.testing.FakeCudaDriver`). Every failure, a
-        missing cuda-python, a missing or broken libcuda, no device, is a LaunchError."""
+        """Open the driver through ``driver`` (cuda-python's driver module, imported when None;
+        tests and benchmarks pass :class:`eggpu.testing.FakeCudaDriver`) and device 0. Every
+        failure, a missing cuda-python, a missing or broken libcuda, no device, is a LaunchError."""
         if driver is None:
             driver = _import_driver()
         self.cu = driver
+        self._contexts: dict[int, tuple[Any, Any, int]] = {}  # ordinal -> (device, context, its handle)
         try:
             self._check(driver.cuInit(0), "cuInit")
-            count = self._check(driver.cuDeviceGetCount(), "cuDeviceGetCount")
-            if not count:
+            self.device_count = int(self._check(driver.cuDeviceGetCount(), "cuDeviceGetCount"))
+            if not self.device_count:
                 raise LaunchError("no CUDA device found (use ck.run_cpu(...) to run the same lowering on the CPU)")
-            self.device = self._check(driver.cuDeviceGet(0), "cuDeviceGet")
-            self.context = self._check(driver.cuDevicePrimaryCtxRetain(self.device), "cuDevicePrimaryCtxRetain")
-            self._check(driver.cuCtxSetCurrent(self.context), "cuCtxSetCurrent")
+            self.device, self.context, _ = self._primary(0)
+            self.use_device(0)
         except LaunchError:
             raise
         except Exception as e:  # cuda-python raises when libcuda.so cannot be loaded or is too old
             raise LaunchError(f"the CUDA driver cannot be used: {type(e).__name__}: {e} (is an NVIDIA driver "
                               f"installed? use ck.run_cpu(...) to run the same lowering on the CPU)") from None
-        self._modules: dict[tuple[str, str], Any] = {}
-        self._dynamic_opt_in: dict[tuple[str, str], int] = {}
+        self._modules: dict[tuple[int, str, str], Any] = {}
+        self._dynamic_opt_in: dict[tuple[int, str, str], int] = {}
+
+    def _primary(self, ordinal: int) -> tuple[Any, Any, int]:
+        """(device, primary context, the context's handle) of device ``ordinal``, retained once."""
+        got = self._contexts.get(ordinal)
+        if got is None:
+            if not 0 <= ordinal < self.device_count:
+                raise LaunchError(f"CUDA device {ordinal} does not exist: this machine has {self.device_count} "
+                                  f"(0 .. {self.device_count - 1})")
+            device = self._check(self.cu.cuDeviceGet(ordinal), "cuDeviceGet")
+            context = self._check(self.cu.cuDevicePrimaryCtxRetain(device), "cuDevicePrimaryCtxRetain")
+            got = self._contexts[ordinal] = (device, context, int(context))
+        return got
+
+    def use_device(self, ordinal: int) -> None:
+        """Make device ``ordinal``'s primary context current in this thread, unless it is."""
+        _, context, handle = self._contexts.get(ordinal) or self._primary(ordinal)
+        cu = self.cu
+        r = cu.cuCtxGetCurrent()
+        if r[0] != 0 or int(r[1]) != handle:
+            self._check(cu.cuCtxSetCurrent(context), "cuCtxSetCurrent")
 
     @classmethod
     def get(cls) -> CudaRuntime:
@@ -201,10 +228,12 @@ class CudaRuntime:
             return None
         return rest[0] if len(rest) == 1 else tuple(rest)
 
-    def function(self, ptx: str, entry: str) -> Any:
+    def function(self, ptx: str, entry: str, device: int = 0) -> Any:
+        """The kernel ``entry`` of ``ptx`` loaded on device ``device`` (once per device; that
+        device's context must be current, :meth:`use_device`)."""
         import numpy as np
 
-        key = (ptx, entry)
+        key = (device, ptx, entry)
         if key not in self._modules:
             image = np.frombuffer(ptx.encode() + b"\0", dtype=np.uint8)  # NUL-terminated PTX text
             module = self._check(self.cu.cuModuleLoadData(image.ctypes.data), "cuModuleLoadData")
@@ -212,17 +241,17 @@ class CudaRuntime:
             self._modules[key] = (module, fn)
         return self._modules[key][1]
 
-    def opt_in_shared(self, ptx: str, entry: str, fn: Any, nbytes: int) -> None:
-        """Allow ``fn`` ``nbytes`` of dynamic shared memory (needed beyond 48 KiB):
-        ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``, once per
+    def opt_in_shared(self, ptx: str, entry: str, fn: Any, nbytes: int, device: int = 0) -> None:
+        """Allow ``fn`` (loaded on ``device``) ``nbytes`` of dynamic shared memory (needed beyond
+        48 KiB): ``cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)``, once per
         function. LaunchError naming ``entry`` when the device allows less
         (``CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN``)."""
-        key = (ptx, entry)
+        key = (device, ptx, entry)
         if self._dynamic_opt_in.get(key, 0) >= nbytes:
             return
         cu = self.cu
         limit = self._check(cu.cuDeviceGetAttribute(
-            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self.device),
+            cu.CUdevice_attribute.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, self._primary(device)[0]),
             "cuDeviceGetAttribute")
         if nbytes > int(limit):
             raise LaunchError(f"{entry}: needs {nbytes} bytes of shared memory, but this device allows at most "
@@ -234,9 +263,10 @@ class CudaRuntime:
 
     def launch(self, ptx: str, entry: str, grid: tuple[int, int, int], num_threads: int,
                checked: list[CheckedArg], *, synchronize: bool = True, shared_bytes: int = 0,
-               stream: int = 0) -> None:
-        """Launch on the raw CUDA ``stream`` (0: the legacy default stream); numpy arrays are
-        copied in before (synchronous copies) and out after (which synchronizes the device).
+               stream: int = 0, device: int = 0) -> None:
+        """Launch on device ``device``, on its raw CUDA ``stream`` (0: the legacy default stream);
+        numpy arrays are copied in before (synchronous copies) and out after (which synchronizes
+        the device).
 
         ``shared_bytes``: the dynamic shared memory the kernel needs (the compiled kernel's
         ``dynamic_shared_bytes``; 0 when its shared memory is static): the function is opted in
@@ -249,9 +279,10 @@ class CudaRuntime:
         if 0 in grid:
             return
         cu = self.cu
-        fn = self.function(ptx, entry)
+        self.use_device(device)
+        fn = self.function(ptx, entry, device)
         if shared_bytes:
-            self.opt_in_shared(ptx, entry, fn, shared_bytes)
+            self.opt_in_shared(ptx, entry, fn, shared_bytes, device)
         holders: list[np.ndarray] = []
         copies: list[tuple[np.ndarray, Any]] = []
         allocs: list[Any] = []

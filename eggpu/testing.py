@@ -255,7 +255,8 @@ def assert_rule_does_not_fire(rule: Any, before: Any, after: str | None = None, 
 #   use one (tests of the launch path, and ``python -m bench launch``).
 
 _CU_ERRORS = {1: "CUDA_ERROR_INVALID_VALUE", 2: "CUDA_ERROR_OUT_OF_MEMORY", 3: "CUDA_ERROR_NOT_INITIALIZED",
-              35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 100: "CUDA_ERROR_NO_DEVICE", 218: "CUDA_ERROR_INVALID_PTX",
+              35: "CUDA_ERROR_INSUFFICIENT_DRIVER", 100: "CUDA_ERROR_NO_DEVICE", 101: "CUDA_ERROR_INVALID_DEVICE",
+              201: "CUDA_ERROR_INVALID_CONTEXT", 218: "CUDA_ERROR_INVALID_PTX", 400: "CUDA_ERROR_INVALID_HANDLE",
               500: "CUDA_ERROR_NOT_FOUND", 701: "CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES", 999: "CUDA_ERROR_UNKNOWN"}
 
 
@@ -264,19 +265,20 @@ class FakeLaunch:
     ``shared`` (dynamic shared memory bytes), ``args``: each kernel parameter decoded by its
     PTX type (``.u64`` pointers and unsigned integers as ints, ``.sNN`` as signed ints, ``.f32`` /
     ``.f64`` as floats, ``.b16`` (f16/bf16) and ``.b8``/``.u8`` as unsigned ints), ``stream`` (the
-    raw stream handle, 0 the legacy default stream) and ``synchronized``: the number of
-    ``cuCtxSynchronize`` calls made after it (``FakeCudaDriver`` counts them per launch)."""
+    raw stream handle, 0 the legacy default stream), ``device`` (the ordinal of the context that was
+    current) and ``synchronized``: the number of ``cuCtxSynchronize`` calls made after it
+    (``FakeCudaDriver`` counts them per launch)."""
 
-    __slots__ = ("entry", "grid", "block", "shared", "args", "stream", "synchronized")
+    __slots__ = ("entry", "grid", "block", "shared", "args", "stream", "device", "synchronized")
 
     def __init__(self, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                 args: tuple[Any, ...], stream: int = 0):
+                 args: tuple[Any, ...], stream: int = 0, device: int = 0):
         self.entry, self.grid, self.block, self.shared, self.args = entry, grid, block, shared, args
-        self.stream, self.synchronized = stream, 0
+        self.stream, self.device, self.synchronized = stream, device, 0
 
     def __repr__(self) -> str:
         return (f"FakeLaunch({self.entry}, grid={self.grid}, block={self.block}, shared={self.shared}, "
-                f"args={self.args}, stream={self.stream})")
+                f"args={self.args}, stream={self.stream}, device={self.device})")
 
 
 class FakeCudaDriver:
@@ -292,6 +294,12 @@ class FakeCudaDriver:
     ``fail`` maps a call name (``"cuInit"``, ``"cuLaunchKernel"``, ...) to the CUDA error code it
     returns (100 is ``CUDA_ERROR_NO_DEVICE``); ``devices`` is what ``cuDeviceGetCount`` reports;
     ``shared_optin`` the ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` attribute.
+
+    Contexts are as the driver's: device ``d``'s primary context is the handle ``0xC000 + d``, the
+    current context is per thread (none at first; :meth:`set_current` is what another library,
+    e.g. ``torch.cuda.set_device``, would do), a module belongs to the context current when it was
+    loaded, and launching a function of another context's module fails with
+    ``CUDA_ERROR_INVALID_HANDLE`` (400), as on a GPU.
     """
 
     class CUdevice_attribute:  # noqa: N801 - cuda-python's names
@@ -311,6 +319,8 @@ class FakeCudaDriver:
         self.launch_count = 0
         self.calls: list[str] = []  # every call but cuLaunchKernel, by name (with ``record``)
         self.modules: list[str] = []  # PTX texts loaded
+        self.module_devices: list[int | None] = []  # the device of the context each was loaded in
+        self._current: dict[int, int] = {}  # thread id -> current context handle
         self._buffers: dict[int, Any] = {}
 
     def _status(self, name: str, *values: Any) -> tuple[Any, ...]:
@@ -326,13 +336,36 @@ class FakeCudaDriver:
         return self._status("cuDeviceGetCount", self.devices)
 
     def cuDeviceGet(self, ordinal: int) -> tuple[Any, ...]:  # noqa: N802
-        return self._status("cuDeviceGet", f"device{ordinal}")
+        if not 0 <= ordinal < self.devices:
+            return (101, None)  # CUDA_ERROR_INVALID_DEVICE
+        return self._status("cuDeviceGet", ordinal)
 
     def cuDevicePrimaryCtxRetain(self, device: Any) -> tuple[Any, ...]:  # noqa: N802
-        return self._status("cuDevicePrimaryCtxRetain", f"context({device})")
+        return self._status("cuDevicePrimaryCtxRetain", 0xC000 + int(device))
 
     def cuCtxSetCurrent(self, context: Any) -> tuple[Any, ...]:  # noqa: N802
+        self.set_current(int(context))
         return self._status("cuCtxSetCurrent")
+
+    def cuCtxGetCurrent(self) -> tuple[Any, ...]:  # noqa: N802
+        from threading import get_ident  # (a C function: this call costs about what cuda-python's does)
+
+        if self.record:
+            self.calls.append("cuCtxGetCurrent")
+        return self.fail.get("cuCtxGetCurrent", 0), self._current.get(get_ident(), 0)
+
+    def set_current(self, context: int) -> None:
+        """Make ``context`` current in the calling thread (what ``cuCtxSetCurrent`` does)."""
+        import threading
+
+        self._current[threading.get_ident()] = context
+
+    def current_device(self) -> int | None:
+        """The ordinal of the calling thread's current context (None: no context)."""
+        import threading
+
+        c = self._current.get(threading.get_ident(), 0)
+        return c - 0xC000 if c else None
 
     def cuCtxSynchronize(self) -> tuple[Any, ...]:  # noqa: N802
         if self.launches:
@@ -349,7 +382,10 @@ class FakeCudaDriver:
     def cuModuleLoadData(self, image: int) -> tuple[Any, ...]:  # noqa: N802
         import ctypes
 
+        if self.current_device() is None:
+            return (201, None)  # CUDA_ERROR_INVALID_CONTEXT
         self.modules.append(ctypes.string_at(image).decode())
+        self.module_devices.append(self.current_device())
         return self._status("cuModuleLoadData", len(self.modules) - 1)
 
     def cuModuleGetFunction(self, module: int, name: bytes) -> tuple[Any, ...]:  # noqa: N802
@@ -358,7 +394,7 @@ class FakeCudaDriver:
         if params is None:
             self.calls.append("cuModuleGetFunction")
             return 500, None  # CUDA_ERROR_NOT_FOUND
-        return self._status("cuModuleGetFunction", (entry, params))
+        return self._status("cuModuleGetFunction", (entry, params, self.module_devices[module]))
 
     def cuFuncSetAttribute(self, fn: Any, attr: Any, value: int) -> tuple[Any, ...]:  # noqa: N802
         return self._status("cuFuncSetAttribute")
@@ -368,9 +404,12 @@ class FakeCudaDriver:
         code = self.fail.get("cuLaunchKernel", 0)
         if code:
             return (code,)
+        if fn[2] != self.current_device():
+            return (400,)  # CUDA_ERROR_INVALID_HANDLE: the function's module is another context's
         self.launch_count += 1
         if self.record or self.on_launch is not None:
-            launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params), int(stream))
+            launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params), int(stream),
+                                fn[2])
             if self.record:
                 self.launches.append(launch)
             if self.on_launch is not None:

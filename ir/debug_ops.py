@@ -26,9 +26,9 @@ numpy is imported where it is used: compiling with the ``debug`` option (a cache
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Sequence
 
+from .envvars import getenv
 from .errors import DeviceAssertionError
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cache hit
@@ -140,7 +140,7 @@ def first_failing_lane(cond: np.ndarray, mask: np.ndarray | None) -> tuple[int, 
 def debug_default() -> bool:
     """The default of the ``debug`` option: Triton's ``TRITON_DEBUG`` environment variable (set and
     not ``0``)."""
-    return os.environ.get("TRITON_DEBUG", "0").strip() not in ("", "0")
+    return getenv("TRITON_DEBUG", "0").strip() not in ("", "0")
 
 
 def resolve_debug(debug: object, what: str, error: type[Exception]) -> bool:

@@ -58,12 +58,12 @@ kernel's ``tl.device_assert``s, default ``TRITON_DEBUG``) and ``num_ctas``, ``ma
 from __future__ import annotations
 
 import functools
-import os
 from collections.abc import Callable
 
 from eggpu.ir.debug_ops import debug_default, resolve_debug
 from eggpu.ir.device_buffers import device_tensor, tensor_key
 from eggpu.ir.dtypes import BY_NAME, DType, bool_, f32, from_numpy, i32, i64, u64
+from eggpu.ir.envvars import getenv
 from eggpu.ir.errors import IRError, LaunchError
 from eggpu.ir.facts import I32_SPAN
 
@@ -104,7 +104,7 @@ _MODES: dict[str, str] = {}  # EGGPU_JIT_DEVICE values -> device modes, as read 
 
 
 def _device() -> str:
-    raw = os.environ.get("EGGPU_JIT_DEVICE", "auto")
+    raw = getenv("EGGPU_JIT_DEVICE", "auto")
     mode = _MODES.get(raw)
     if mode is None:
         mode = raw.strip().lower() or "auto"
@@ -434,7 +434,8 @@ class JITFunction:
                     if plan is None:
                         _launch_async(ck, grid, runtime)
                     else:  # what ck.launch does, without re-packing the arguments
-                        plan.launch(grid, runtime, bool(ck.options.debug), plan.stream(None, runtime))
+                        device, stream = plan.target(None, runtime)
+                        plan.launch(grid, runtime, bool(ck.options.debug), stream, device)
                 else:
                     ck.run_cpu(grid, *runtime, **_buffers_kw(buffers))
                 return ck
@@ -691,8 +692,8 @@ def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
 
 
 def _launch_async(ck: Any, grid: Any, runtime: list[Any]) -> None:
-    """A GPU launch as Triton's: on the arguments' current stream (PyTorch's for CUDA tensors,
-    :mod:`eggpu.streams`), not waited for; a kernel compiled with ``debug`` (device asserts) is
+    """A GPU launch as Triton's: on the arguments' current device and stream (PyTorch's for CUDA
+    tensors, :mod:`eggpu.streams`), not waited for; a kernel compiled with ``debug`` (device asserts) is
     waited for, so a failed assert is reported at its launch. Host (numpy) arrays are copied back,
     which waits anyway."""
     ck.launch(grid, *runtime, synchronize=bool(ck.options.debug))

@@ -231,6 +231,9 @@ class _FakeDriver:
     def cuCtxSynchronize(self):  # noqa: N802
         return (0,)
 
+    def cuCtxGetCurrent(self):  # noqa: N802
+        return 0, 1  # device 0's context (handle 1, see _fake_runtime) is current
+
 
 class _DeviceArray:
     def __init__(self, shape):
@@ -244,6 +247,8 @@ def _fake_runtime(monkeypatch, optin: int):
     rt = object.__new__(CudaRuntime)
     rt.cu = _FakeDriver(optin)
     rt.device = "dev0"
+    rt.device_count = 1
+    rt._contexts = {0: ("dev0", "ctx0", 1)}
     rt._modules = {}
     rt._dynamic_opt_in = {}
     monkeypatch.setattr(CudaRuntime, "get", classmethod(lambda cls: rt))

@@ -1,11 +1,14 @@
-"""Launches go to the arguments' current CUDA stream, and ``@eggpu.jit`` launches are asynchronous,
-as Triton's (issue 16 item 4; :mod:`eggpu.streams`). Checked without a GPU through
-:class:`eggpu.testing.FakeCudaDriver` (each recorded launch carries its stream and the number of
-``cuCtxSynchronize`` calls made after it) and stand-ins for PyTorch's and CuPy's modules."""
+"""Launches go to the arguments' current CUDA device and stream, and ``@eggpu.jit`` launches are
+asynchronous, as Triton's (issue 16 item 4; :mod:`eggpu.streams`). Checked without a GPU through
+:class:`eggpu.testing.FakeCudaDriver` (each recorded launch carries its stream, the device of the
+context that was current, and the number of ``cuCtxSynchronize`` calls made after it; a function
+launched in another context than its module's fails as on a GPU) and stand-ins for PyTorch's and
+CuPy's modules."""
 
 from __future__ import annotations
 
 import sys
+import threading
 import types
 
 import numpy as np
@@ -14,8 +17,8 @@ import pytest
 import eggpu
 import eggpu.language as tl
 from eggpu.ir.errors import LaunchError
-from eggpu.streams import current_stream, stream_handle
-from eggpu.testing import fake_cuda
+from eggpu.streams import current_target, launch_target
+from eggpu.testing import FakeCudaDriver, fake_cuda
 
 
 @eggpu.kernel
@@ -73,18 +76,22 @@ def cupy_array(address: int, n: int = 64):
 
 @pytest.fixture
 def fake_torch(monkeypatch):
-    """A ``torch`` module whose current stream on device d is 0x7000 + d (current device 1)."""
+    """A ``torch`` module whose current stream on device d is 0x7000 + d; its current device is
+    ``torch.device_now`` (1 at first)."""
     torch = types.ModuleType("torch")
+    torch.device_now = 1
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 0x7000 + d)
-    torch.cuda = types.SimpleNamespace(current_device=lambda: 1)
+    torch.cuda = types.SimpleNamespace(current_device=lambda: torch.device_now)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch
 
 
 @pytest.fixture
 def fake_cupy(monkeypatch):
+    """A ``cupy`` module on device 1 whose current stream is 0x9100."""
     cupy = types.ModuleType("cupy")
-    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0x9100))
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0x9100),
+                                      runtime=types.SimpleNamespace(getDevice=lambda: 1))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     return cupy
 
@@ -95,34 +102,78 @@ def ck(tmp_path_factory):
 
 
 def test_stream_argument_forms():
-    assert stream_handle("k", None, [1, 2]) == 0
-    assert stream_handle("k", 0x1234, []) == 0x1234
-    assert stream_handle("k", types.SimpleNamespace(cuda_stream=0x55), []) == 0x55  # torch.cuda.Stream
-    assert stream_handle("k", types.SimpleNamespace(ptr=0x66), []) == 0x66  # cupy.cuda.Stream
+    assert launch_target("k", None, [1, 2]) == (0, 0)
+    assert launch_target("k", 0x1234, []) == (0, 0x1234)
+    torch_stream = types.SimpleNamespace(cuda_stream=0x55, device_index=1)
+    assert launch_target("k", torch_stream, []) == (1, 0x55)
+    assert launch_target("k", types.SimpleNamespace(ptr=0x66, device_id=2), []) == (2, 0x66)  # cupy.cuda.Stream
     with pytest.raises(LaunchError, match=r"^scale: stream must be None, a raw CUstream handle \(int\), a "
                                           r"torch.cuda.Stream or a cupy.cuda.Stream, got str$"):
-        stream_handle("scale", "s1", [])
+        launch_target("scale", "s1", [])
     with pytest.raises(LaunchError, match=r"^softmax: stream handle -3 is not a CUstream \(0 .. 2\*\*64-1\)$"):
-        stream_handle("softmax", -3, [])
+        launch_target("softmax", -3, [])
 
 
-def test_current_stream_follows_the_arguments_framework(fake_torch, fake_cupy):
-    assert current_stream([np.zeros(4), 3]) == 0
-    assert current_stream([cupy_array(0x1000), 3]) == 0x9100
-    assert current_stream([cupy_array(0x1000), TorchTensor(0x2000)]) == 0x7001  # a CUDA tensor decides
+def test_current_target_follows_the_arguments_framework(fake_torch, fake_cupy):
+    assert current_target([np.zeros(4), 3]) == (0, 0)
+    assert current_target([cupy_array(0x1000), 3]) == (1, 0x9100)
+    fake_torch.device_now = 0
+    assert current_target([cupy_array(0x1000), TorchTensor(0x2000)]) == (0, 0x7000)  # a CUDA tensor decides
+    assert launch_target("k", 0x42, [TorchTensor(0x2000)]) == (0, 0x42)  # a raw handle: the framework's device
     del sys.modules["torch"]
-    assert current_stream([TorchTensor(0x2000)]) == 0  # no PyTorch loaded: a look-alike has no stream
+    assert current_target([TorchTensor(0x2000)]) == (0, 0)  # no PyTorch loaded: a look-alike has no stream
 
 
 def test_ck_launch_goes_to_torchs_current_stream_and_synchronizes_by_default(ck, fake_torch):
-    with fake_cuda() as cu:
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
         ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64, stream=0x4242, synchronize=False)
         ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64, stream=0)
     default, explicit, legacy = cu.launches
-    assert (default.stream, default.synchronized) == (0x7001, 1)
-    assert (explicit.stream, explicit.synchronized) == (0x4242, 0)
-    assert legacy.stream == 0
+    assert (default.device, default.stream, default.synchronized) == (1, 0x7001, 1)
+    assert (explicit.device, explicit.stream, explicit.synchronized) == (1, 0x4242, 0)
+    assert (legacy.device, legacy.stream) == (1, 0)
+
+
+def test_launches_follow_the_current_device_and_load_the_module_there(ck, fake_torch):
+    """A multi-GPU process (``torch.cuda.set_device``) launches on the device its tensors are on:
+    the module is loaded once per device, in that device's primary context, and the context is
+    made current again when another library changed it in between."""
+    args = (TorchTensor(0x10000), TorchTensor(0x20000), 64)
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
+        ck.launch(1, *args)
+        fake_torch.device_now = 0
+        ck.launch(1, *args)
+        fake_torch.device_now = 1
+        cu.set_current(0xC000)  # what torch.cuda.set_device(0) would do to this thread's context
+        ck.launch(1, *args)
+        ck._launch_checked(1, list(args), True, 0x7001, 1)  # the general path does the same
+    assert [la.device for la in cu.launches] == [1, 0, 1, 1]
+    assert cu.module_devices == [1, 0]
+
+
+def test_a_device_that_does_not_exist_is_a_launch_error(ck, fake_torch):
+    fake_torch.device_now = 3
+    with fake_cuda(FakeCudaDriver(devices=2)), \
+            pytest.raises(LaunchError, match=r"^CUDA device 3 does not exist: this machine has 2 \(0 .. 1\)$"):
+        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
+
+
+def test_a_launch_from_a_thread_without_a_context_makes_the_context_current(ck, fake_torch):
+    errors = []
+
+    def worker():
+        try:
+            ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
+        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
+        t = threading.Thread(target=worker)
+        t.start()
+        t.join()
+    assert not errors and [la.device for la in cu.launches] == [1, 1]
 
 
 def test_a_launch_with_host_arrays_uses_the_stream_and_copies_back(ck):
@@ -134,22 +185,22 @@ def test_a_launch_with_host_arrays_uses_the_stream_and_copies_back(ck):
     assert "cuMemcpyDtoH" in cu.calls
 
 
-def test_cupy_arrays_launch_on_cupys_current_stream(ck, fake_cupy):
-    with fake_cuda() as cu:
+def test_cupy_arrays_launch_on_cupys_current_device_and_stream(ck, fake_cupy):
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         ck.launch(1, cupy_array(0x10000), cupy_array(0x20000), 64)
-    assert cu.launches[0].stream == 0x9100
+    assert (cu.launches[0].device, cu.launches[0].stream) == (1, 0x9100)
 
 
 def test_jit_launches_are_asynchronous_on_the_current_stream(fake_torch):
-    with fake_cuda() as cu:
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         for _ in range(3):  # the first goes through the general path, the others through the launch cache
             jit_scale[(1,)](TorchTensor(0x10000), TorchTensor(0x20000), 64, BLOCK=64)
-    assert [(la.stream, la.synchronized) for la in cu.launches] == [(0x7001, 0)] * 3
+    assert [(la.device, la.stream, la.synchronized) for la in cu.launches] == [(1, 0x7001, 0)] * 3
     assert "cuCtxSynchronize" not in cu.calls
 
 
 def test_jit_launches_with_debug_wait_for_the_kernel(fake_torch):
-    with fake_cuda() as cu:
+    with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         for _ in range(2):
             jit_scale[(1,)](TorchTensor(0x10000), TorchTensor(0x20000), 64, BLOCK=64, debug=True)
     assert [(la.stream, la.synchronized) for la in cu.launches] == [(0x7001, 1)] * 2
