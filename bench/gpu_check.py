@@ -9,7 +9,8 @@ out) and compared with the numpy reference at the library's tolerances. Then the
 :mod:`bench.gpu_dot`: ``tl.dot`` on every strategy (f16/bf16 tensor cores, f32 exact; ragged
 shapes, three tile configurations; GPU vs numpy and vs ``run_cpu``, the strategy from
 ``ck.report["dot"]`` recorded) and float min/max on NaN/±0/inf pairs and rows, bit for bit
-against the interpreter; the opt-in ``wgmma`` dot (sm_90a) on sm_90 devices. Without a device it prints why and exits 0. Prints one line per
+against the interpreter; the opt-in ``wgmma`` dot (sm_90a) on sm_90 devices; with PyTorch, that
+launches follow its current stream and device (:mod:`bench.gpu_streams`). Without a device it prints why and exits 0. Prints one line per
 kernel/dtype (and per extra case) and a closing ``N passed, N failed``.
 """
 
@@ -48,8 +49,10 @@ def prepare(directory: str, target: str) -> None:
         if runs_on(c, target):
             eggpu.compile(c.instance, **({"target": target} | c.options), cache=directory)
             n += 1
+    from .gpu_streams import prepare as prepare_streams
     from .prepared_cache import record
 
+    n += prepare_streams(directory, target)
     record(directory)
     print(f"prepared {n} compiles in {directory}")
 
@@ -81,6 +84,9 @@ def check(target: str) -> dict[str, Any]:
         results.append(row)
         print(f"{row['result']:4s} {lk.name}[{dt}] {row.get('error', '')[:300]}", flush=True)
     results += _extra_checks(target)
+    from .gpu_streams import checks as stream_checks
+
+    results += stream_checks(target)  # launches follow PyTorch's current stream and device
     passed = sum(r["result"] == "ok" for r in results)
     failed = len(results) - passed
     print(f"{passed} passed, {failed} failed")

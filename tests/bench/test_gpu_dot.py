@@ -111,3 +111,20 @@ def test_gpu_naive_suite_is_ready_for_a_gpu():
     row = {"eggpu_noopt": {"median_ms": 2.0}, "eggpu": {"median_ms": 1.0}, "triton": {"error": "x"}}
     gpu_naive.ratios(row)
     assert row["eggpu_over_noopt_time"] == 0.5 and "eggpu_over_triton_time" not in row
+
+
+def test_gpu_stream_checks_are_ready_for_a_gpu(tmp_path):
+    """bench.gpu_streams: no rows without PyTorch/CUDA (here), its kernel compiles into a prepared
+    cache, and computes what its check expects (2 * 3.0) on run_cpu."""
+    import numpy as np
+
+    from bench import gpu_streams
+
+    assert gpu_streams.checks("sm_90") == []
+    assert gpu_streams.prepare(str(tmp_path), "sm_90") == 1
+    ck = eggpu.compile(gpu_streams.kernel_instance(), target="sm_90", cache=str(tmp_path))
+    assert ck.report["cache"] == "hit"
+    x = np.full(4099, 3.0, np.float32)
+    y = np.zeros_like(x)
+    ck.run_cpu((-(-x.size // gpu_streams.BLOCK),), x, y, x.size)
+    assert (y == 6.0).all()
