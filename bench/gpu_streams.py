@@ -9,7 +9,9 @@ With PyTorch on a CUDA device:
 - ``explicit stream``: the same with ``stream=s`` given and the launch made outside the
   ``with`` block;
 - ``current device``: with two or more devices, ``torch.cuda.set_device(1)`` and tensors on
-  device 1: the kernel must run there (on device 0 it would fault on device 1's addresses).
+  device 1: the kernel must run there (on device 0 it would fault on device 1's addresses);
+- ``tensors' device``: tensors on device 1 while the current device is 0: the kernel follows
+  the tensors (and PyTorch's current stream on device 1).
 
 Each returns a row as ``bench.gpu_check``'s (``result`` "ok" or "FAIL" with ``error``).
 """
@@ -99,6 +101,7 @@ def checks(target: str) -> list[dict[str, Any]]:
             finally:
                 torch.cuda.set_device(before)
         rows.append(_case("current device (torch.cuda.set_device(1))", on_device_1))
+        rows.append(_case("tensors' device (on device 1, current device 0)", lambda: produce_and_launch(1, False)))
     else:
         print("skip current device: one CUDA device", flush=True)
     return rows

@@ -204,9 +204,9 @@ class CompiledKernel(Record):
         """Run on the CUDA GPU (numpy arrays are copied in and out; device arrays are not).
         Arguments are positional, in the kernel's parameter order (a keyword is a LaunchError).
 
-        ``stream`` (:mod:`eggpu.streams`): None launches on the current device and stream of the
-        arguments' framework (PyTorch's for CUDA tensors, as Triton does; CuPy's for CuPy arrays;
-        else device 0 and the legacy default stream 0); or a raw stream handle (int), a
+        ``stream`` (:mod:`eggpu.streams`): None launches on the arrays' device and their
+        framework's current stream there (PyTorch's for CUDA tensors, as Triton does; CuPy's for
+        CuPy arrays; else device 0 and the legacy default stream 0); or a raw stream handle (int), a
         ``torch.cuda.Stream`` or a ``cupy.cuda.Stream`` (on its own device). ``synchronize``: wait
         for the device after the launch (a launch with host arrays always does, to copy them back).
 

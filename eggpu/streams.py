@@ -10,11 +10,15 @@ around it, and runs where its tensors live:
 * a process that works on GPU 1 (``torch.cuda.set_device(1)``, as each rank of a multi-GPU job
   does) has its tensors there: a launch on device 0 would fault on their addresses.
 
+The device is the first device array's own (a tensor's ``get_device()``, a CuPy array's
+``device.id``), so a kernel also runs where its tensors are when they are not on the current
+device (Triton launches on the current device whatever its arguments).
+
 :func:`launch_target` answers ``(device ordinal, raw CUstream)`` for a ``stream=`` argument:
 
-* ``None``: the arguments' framework decides (:func:`current_target`): PyTorch's current device
-  and its current stream when an argument is a CUDA tensor (``is_cuda``); CuPy's current device
-  and stream when one is a CuPy array; else device 0 and the legacy default stream 0;
+* ``None``: the arguments decide (:func:`current_target`): the first CUDA tensor's (``is_cuda``)
+  device and PyTorch's current stream on it; else the first CuPy array's device and CuPy's
+  current stream; else device 0 and the legacy default stream 0;
 * an int: that raw stream handle (0 is the legacy default stream), on the device the arguments'
   framework says;
 * a ``torch.cuda.Stream`` (``cuda_stream``, ``device_index``) or a ``cupy.cuda.Stream`` (``ptr``,
@@ -60,24 +64,25 @@ def launch_target(kernel: str, stream: Any, args: Sequence[Any]) -> tuple[int, i
 
 
 def current_target(args: Sequence[Any]) -> tuple[int, int]:
-    """``(device, raw stream)``: PyTorch's current ones when an argument is a CUDA tensor, else
-    CuPy's when one is a CuPy array, else ``(0, 0)`` (device 0, the legacy default stream)."""
-    cupy_seen = False
+    """``(device, raw stream)``: the first CUDA tensor's device and PyTorch's current stream
+    there; else the first CuPy array's device and CuPy's current stream; else ``(0, 0)``
+    (device 0, the legacy default stream)."""
+    cupy_array = None
     for a in args:
         if getattr(a, "is_cuda", None) is True:
-            return _torch_target()
-        if not cupy_seen and type(a).__module__.startswith("cupy"):
-            cupy_seen = True
-    return _cupy_target() if cupy_seen else (0, 0)
+            return _torch_target(a)
+        if cupy_array is None and type(a).__module__.startswith("cupy"):
+            cupy_array = a
+    return (0, 0) if cupy_array is None else _cupy_target(cupy_array)
 
 
-def _torch_target() -> tuple[int, int]:
+def _torch_target(tensor: Any) -> tuple[int, int]:
     torch = sys.modules.get("torch")
     if torch is None:  # a tensor-like object that is not PyTorch's: nothing to follow
         return 0, 0
     raw = getattr(getattr(torch, "_C", None), "_cuda_getCurrentRawStream", None)
     try:
-        device = int(torch.cuda.current_device())
+        device = int(tensor.get_device())
         if raw is not None:  # what Triton's launcher calls (no Stream object built)
             return device, int(raw(device))
         return device, int(torch.cuda.current_stream(device).cuda_stream)
@@ -85,8 +90,13 @@ def _torch_target() -> tuple[int, int]:
         return 0, 0
 
 
-def _cupy_target() -> tuple[int, int]:
+def _cupy_target(array: Any) -> tuple[int, int]:
     cupy = sys.modules.get("cupy")
     if cupy is None:
         return 0, 0
-    return int(cupy.cuda.runtime.getDevice()), int(cupy.cuda.get_current_stream().ptr)
+    device = int(array.device.id)
+    try:  # the current stream is per device in CuPy
+        stream = cupy.cuda.get_current_stream(device)
+    except TypeError:  # a CuPy whose get_current_stream takes no device
+        stream = cupy.cuda.get_current_stream()
+    return device, int(stream.ptr)

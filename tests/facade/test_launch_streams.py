@@ -44,12 +44,16 @@ class Dtype:
 
 
 class TorchTensor:
-    """A CUDA tensor as PyTorch presents one (``is_cuda``, ``data_ptr()``)."""
+    """A CUDA tensor as PyTorch presents one (``is_cuda``, ``data_ptr()``, ``get_device()``); on
+    device 1 unless told."""
 
     is_cuda = True
 
-    def __init__(self, address: int, n: int = 64):
-        self.address, self.shape, self.dtype = address, (n,), Dtype("float32")
+    def __init__(self, address: int, n: int = 64, device: int = 1):
+        self.address, self.shape, self.dtype, self.device_index = address, (n,), Dtype("float32"), device
+
+    def get_device(self) -> int:
+        return self.device_index
 
     def data_ptr(self) -> int:
         return self.address
@@ -67,8 +71,9 @@ class TorchTensor:
 CupyArray = type("ndarray", (), {"__module__": "cupy._core.core"})
 
 
-def cupy_array(address: int, n: int = 64):
+def cupy_array(address: int, n: int = 64, device: int = 1):
     a = CupyArray()
+    a.device = types.SimpleNamespace(id=device)
     a.__cuda_array_interface__ = {"shape": (n,), "typestr": "<f4", "data": (address, False), "strides": None,
                                   "version": 3}
     return a
@@ -76,22 +81,20 @@ def cupy_array(address: int, n: int = 64):
 
 @pytest.fixture
 def fake_torch(monkeypatch):
-    """A ``torch`` module whose current stream on device d is 0x7000 + d; its current device is
-    ``torch.device_now`` (1 at first)."""
+    """A ``torch`` module whose current stream on device d is 0x7000 + d (its current device is 0:
+    a launch follows its tensors' device, not the current one)."""
     torch = types.ModuleType("torch")
-    torch.device_now = 1
     torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 0x7000 + d)
-    torch.cuda = types.SimpleNamespace(current_device=lambda: torch.device_now)
+    torch.cuda = types.SimpleNamespace(current_device=lambda: 0)
     monkeypatch.setitem(sys.modules, "torch", torch)
     return torch
 
 
 @pytest.fixture
 def fake_cupy(monkeypatch):
-    """A ``cupy`` module on device 1 whose current stream is 0x9100."""
+    """A ``cupy`` module whose current stream on device d is 0x9100 + d."""
     cupy = types.ModuleType("cupy")
-    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: types.SimpleNamespace(ptr=0x9100),
-                                      runtime=types.SimpleNamespace(getDevice=lambda: 1))
+    cupy.cuda = types.SimpleNamespace(get_current_stream=lambda d: types.SimpleNamespace(ptr=0x9100 + d))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     return cupy
 
@@ -116,10 +119,9 @@ def test_stream_argument_forms():
 
 def test_current_target_follows_the_arguments_framework(fake_torch, fake_cupy):
     assert current_target([np.zeros(4), 3]) == (0, 0)
-    assert current_target([cupy_array(0x1000), 3]) == (1, 0x9100)
-    fake_torch.device_now = 0
-    assert current_target([cupy_array(0x1000), TorchTensor(0x2000)]) == (0, 0x7000)  # a CUDA tensor decides
-    assert launch_target("k", 0x42, [TorchTensor(0x2000)]) == (0, 0x42)  # a raw handle: the framework's device
+    assert current_target([cupy_array(0x1000), 3]) == (1, 0x9101)
+    assert current_target([cupy_array(0x1000), TorchTensor(0x2000, device=0)]) == (0, 0x7000)  # a tensor decides
+    assert launch_target("k", 0x42, [TorchTensor(0x2000)]) == (1, 0x42)  # a raw handle: the arrays' device
     del sys.modules["torch"]
     assert current_target([TorchTensor(0x2000)]) == (0, 0)  # no PyTorch loaded: a look-alike has no stream
 
@@ -135,16 +137,14 @@ def test_ck_launch_goes_to_torchs_current_stream_and_synchronizes_by_default(ck,
     assert (legacy.device, legacy.stream) == (1, 0)
 
 
-def test_launches_follow_the_current_device_and_load_the_module_there(ck, fake_torch):
-    """A multi-GPU process (``torch.cuda.set_device``) launches on the device its tensors are on:
-    the module is loaded once per device, in that device's primary context, and the context is
-    made current again when another library changed it in between."""
+def test_launches_follow_their_tensors_device_and_load_the_module_there(ck, fake_torch):
+    """A multi-GPU process launches on the device its tensors are on: the module is loaded once
+    per device, in that device's primary context, and the context is made current again when
+    another library changed it in between."""
     args = (TorchTensor(0x10000), TorchTensor(0x20000), 64)
     with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         ck.launch(1, *args)
-        fake_torch.device_now = 0
-        ck.launch(1, *args)
-        fake_torch.device_now = 1
+        ck.launch(1, TorchTensor(0x10000, device=0), TorchTensor(0x20000, device=0), 64)
         cu.set_current(0xC000)  # what torch.cuda.set_device(0) would do to this thread's context
         ck.launch(1, *args)
         ck._launch_checked(1, list(args), True, 0x7001, 1)  # the general path does the same
@@ -153,10 +153,9 @@ def test_launches_follow_the_current_device_and_load_the_module_there(ck, fake_t
 
 
 def test_a_device_that_does_not_exist_is_a_launch_error(ck, fake_torch):
-    fake_torch.device_now = 3
     with fake_cuda(FakeCudaDriver(devices=2)), \
             pytest.raises(LaunchError, match=r"^CUDA device 3 does not exist: this machine has 2 \(0 .. 1\)$"):
-        ck.launch(1, TorchTensor(0x10000), TorchTensor(0x20000), 64)
+        ck.launch(1, TorchTensor(0x10000, device=3), TorchTensor(0x20000, device=3), 64)
 
 
 def test_a_launch_from_a_thread_without_a_context_makes_the_context_current(ck, fake_torch):
@@ -188,7 +187,7 @@ def test_a_launch_with_host_arrays_uses_the_stream_and_copies_back(ck):
 def test_cupy_arrays_launch_on_cupys_current_device_and_stream(ck, fake_cupy):
     with fake_cuda(FakeCudaDriver(devices=2)) as cu:
         ck.launch(1, cupy_array(0x10000), cupy_array(0x20000), 64)
-    assert (cu.launches[0].device, cu.launches[0].stream) == (1, 0x9100)
+    assert (cu.launches[0].device, cu.launches[0].stream) == (1, 0x9101)
 
 
 def test_jit_launches_are_asynchronous_on_the_current_stream(fake_torch):
