@@ -13,6 +13,8 @@ import types
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import eggpu
 import eggpu.language as tl
@@ -203,3 +205,61 @@ def test_jit_launches_with_debug_wait_for_the_kernel(fake_torch):
         for _ in range(2):
             jit_scale[(1,)](TorchTensor(0x10000), TorchTensor(0x20000), 64, BLOCK=64, debug=True)
     assert [(la.stream, la.synchronized) for la in cu.launches] == [(0x7001, 1)] * 2
+
+
+_LAUNCH = st.fixed_dictionaries({
+    "api": st.sampled_from(["ck", "jit"]),
+    "device": st.integers(0, 2),
+    "stream": st.one_of(st.none(), st.integers(1, 2**40), st.sampled_from(["torch", "cupy_stream"])),
+    "foreign_context": st.one_of(st.none(), st.integers(0, 2)),
+    "thread": st.booleans(),
+    "debug": st.booleans(),
+})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(launches=st.lists(_LAUNCH, min_size=1, max_size=8))
+def test_any_sequence_of_launches_goes_where_its_tensors_and_stream_say(ck, fake_torch, launches):
+    """Interleaved ck.launch / jit launches on three devices, with and without ``stream=``, after
+    another library switched the thread's context, from other threads: each launch runs on its
+    tensors' device (its module loaded there), on the stream it names or PyTorch's current stream
+    of that device, and waits exactly when it should."""
+    expected, errors = [], []
+
+    def one(spec):
+        if spec["foreign_context"] is not None:
+            cu.set_current(0xC000 + spec["foreign_context"])
+        d = spec["device"]
+        args = (TorchTensor(0x10000, device=d), TorchTensor(0x20000, device=d), 64)
+        stream = spec["stream"]
+        if stream == "torch":
+            stream = types.SimpleNamespace(cuda_stream=0x5000 + d, device_index=d)
+        elif stream == "cupy_stream":
+            stream = types.SimpleNamespace(ptr=0x6000 + d, device_id=d)
+        raw = {None: 0x7000 + d}.get(spec["stream"], None)
+        if raw is None:
+            raw = stream if isinstance(stream, int) else getattr(stream, "cuda_stream", None) or stream.ptr
+        if spec["api"] == "ck":
+            ck.launch(1, *args, stream=stream)
+            expected.append((d, raw, 1))
+        else:  # jit takes no stream=: always the current stream, waits only under debug
+            jit_scale[(1,)](*args, BLOCK=64, debug=spec["debug"])
+            expected.append((d, 0x7000 + d, int(spec["debug"])))
+
+    def guarded(spec):
+        try:
+            one(spec)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    with fake_cuda(FakeCudaDriver(devices=3)) as cu:
+        for spec in launches:
+            if spec["thread"]:
+                t = threading.Thread(target=guarded, args=(spec,))
+                t.start()
+                t.join()
+            else:
+                one(spec)
+    assert not errors
+    assert [(la.device, la.stream, la.synchronized) for la in cu.launches] == expected
+    assert all(dev in (0, 1, 2) for dev in cu.module_devices)
