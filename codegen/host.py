@@ -39,6 +39,7 @@ from eggpu.ir.raw_memory import check_buffers
 from .bounds import RAW_TABLE_SLOT, RECORD_SLOTS
 from .bounds import message as bounds_message
 from .host_debug import AssertCheck, PrintRun, register_print_symbol
+from .libdevice_host import link_host_libdevice
 from .lower_libdevice import OrderCheck
 from .lowering import LoweredModule, lower_function
 
@@ -345,6 +346,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
             raise CodegenError(f"{fn.name}: the host lowering produced invalid LLVM IR: {str(exc).strip()}") from exc
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
+        link_host_libdevice(mod, sm)  # the __nv_* functions the lowering declared (libdevice_host)
         if HOST_IR_OPT > 0 and count <= HOST_IR_OPT_MAX_INSTRUCTIONS:
             _run_host_pipeline(mod, tm)
         engine = llvm.create_mcjit_compiler(mod, tm)
