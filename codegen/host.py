@@ -11,10 +11,13 @@ written in place. Every load, store and atomic is bounds-checked before it happe
 (:mod:`eggpu.codegen.bounds`): an active lane outside its array raises the interpreter's
 OutOfBoundsError.
 
-Math functions come from the C library (libm): ``expf``, ``erff``, ``tanhf``... are correctly
-rounded or within 1-2 ulp depending on the libm; libdevice (the GPU) documents up to 2 ulp for
-``__nv_expf``/``__nv_erff`` and 1-4 ulp for the others. ``rsqrt`` on the host is ``1/sqrt``
-(two correctly rounded operations), on the GPU ``__nv_rsqrtf`` (<= 2 ulp).
+Math functions: libdevice's own code built for the host where libdevice computes them with
+exactly specified arithmetic only (``__nv_sinf``, ``__nv_exp``...: the GPU's bits,
+:mod:`.libdevice_host`, linked by :func:`build_host`); the others come from the C library (libm):
+``expf``, ``erff``, ``tanhf``... are correctly rounded or within 1-2 ulp depending on the libm;
+libdevice (the GPU) documents up to 2 ulp for ``__nv_expf``/``__nv_erff`` and 1-4 ulp for the
+others. ``rsqrt`` on the host is ``1/sqrt`` (two correctly rounded operations), on the GPU
+``__nv_rsqrtf`` (<= 2 ulp).
 """
 
 from __future__ import annotations
