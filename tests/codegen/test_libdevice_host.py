@@ -395,3 +395,66 @@ def test_sinpi_cospi_disagreement():
     for sym in ("__nv_sinpi", "__nv_cospi"):
         assert worst[sym][0] <= 1.5 and worst[sym][0] < worst[sym][1] <= 3, worst
     assert all(w[2] > 0 for w in worst.values())  # they do disagree: test_libdevice_calls allows it
+
+
+def test_non_qualifying_functions_keep_the_c_library():
+    from eggpu.codegen import build_host
+
+    ir = build_host(_op_kernel("exp", f32, 1)).llvm_ir
+    assert '"expf"' in ir and "__nv_expf" not in ir
+    ir = build_host(_op_kernel("exp", f64, 1)).llvm_ir
+    assert "__nv_exp" in ir and '"exp"' not in ir
+
+
+def test_a_symbol_reaching_an_approximation_is_refused():
+    """host_build re-checks what it folds: a symbol (as a libdevice release could make a listed
+    one) reaching an intrinsic without an exact host definition is an error naming both, not a
+    silent difference from the GPU."""
+    from eggpu.ir.errors import CodegenError
+
+    with pytest.raises(CodegenError, match=r"libdevice's __nv_expf reach .*llvm\.nvvm\.ex2\.approx\.ftz\.f32.*"
+                                           r"no exact host definition"):
+        H.host_build(("__nv_expf",))
+
+
+@pytest.mark.slow
+def test_generic_symbols_agree_with_the_reference_on_random_bits():
+    """20k random bit patterns (and half dense values) per generic symbol run from libdevice:
+    bit for bit with eggpu's reference, but sinpi/cospi within HOST_ULPS."""
+    from eggpu.codegen import build_host
+    from eggpu.ir import BY_NAME
+    from eggpu.ir.interp import interpret
+
+    from .test_libdevice_calls import HOST_ULPS, call_kernel, edge_values, ulp_distance
+
+    math = {n for names in _MATH.values() for n in names[:2]}
+    for sym in sorted(H.HOST_SYMBOLS - math):
+        name, args, res = SYMBOLS[sym]
+        n, rng = 20000, np.random.default_rng(7)
+        ins = []
+        for i, a in enumerate(args):
+            d = BY_NAME[a]
+            if d.is_float:
+                bits = np.uint32 if d.bits == 32 else np.uint64
+                v = rng.integers(0, np.iinfo(bits).max, n, dtype=bits, endpoint=True).view(d.np)
+                v[n // 2:] = (rng.standard_normal(n - n // 2) * rng.choice([1.0, 1e2, 1e6, 1e12], n - n // 2))
+            else:
+                v = rng.integers(np.iinfo(d.np).min, np.iinfo(d.np).max, n, dtype=d.np, endpoint=True)
+                if name in ("ldexp", "scalbn"):
+                    v[n // 2:] = rng.integers(-1200, 1200, n - n // 2)
+            v[:40] = np.roll(edge_values(a, 40, rng), 3 * i)
+            ins.append(v)
+        want = np.zeros(n, BY_NAME[res].np)
+        got = want.copy()
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        with np.errstate(all="ignore"):
+            interpret(call_kernel(sym), grid, *ins, want, n)
+        build_host(call_kernel(sym)).run(grid, *ins, got, n)
+        if sym in HOST_ULPS:
+            assert ulp_distance(want, got).max() <= HOST_ULPS[sym], sym
+            continue
+        if want.dtype.kind == "f":
+            same = (want.view(f"u{want.itemsize}") == got.view(f"u{got.itemsize}")) | (np.isnan(want) & np.isnan(got))
+        else:
+            same = want == got
+        assert same.all(), f"{sym}: {[v[~same][:3] for v in ins]} reference {want[~same][:3]} libdevice {got[~same][:3]}"
