@@ -14,18 +14,21 @@ libdevice uses only arithmetic whose result PTX defines exactly (``fma.rn``, ``m
    not taken are folded away;
 3. ``addrspace(1)`` (libdevice's constant tables) becomes the host's only address space;
 4. every ``llvm.nvvm.*`` intrinsic still reached is replaced by its host definition of
-   :data:`INTRINSICS` (same result bits; NaN payloads aside), and any other ``llvm.*`` intrinsic
-   must be in :data:`GENERIC` (target-independent LLVM semantics, the same on both targets).
+   :data:`INTRINSICS` and every inline PTX ``asm`` by its definition of :data:`ASM` (same result
+   bits; NaN payloads aside); any other ``llvm.*`` intrinsic must be in :data:`GENERIC`
+   (target-independent LLVM semantics, the same on both targets).
 
-A symbol *qualifies* when everything it reaches after step 2 is in those two tables:
+A symbol *qualifies* when everything it reaches after step 2 is in those tables:
 :data:`HOST_SYMBOLS` lists the ones the lowering may call (the ops' math functions and the
 generic ``libdevice`` op's ``libm``/``exact`` symbols); a test recomputes the list from the
 installed libdevice, so a new release that reaches an intrinsic without a host definition fails
-it instead of silently changing run_cpu. Symbols not listed (``*.approx*``, directed rounding,
-``sqrt.approx`` through the precise-sqrt flag) keep the C library path.
+it instead of silently changing run_cpu (at run time such a symbol keeps today's path:
+:func:`host_symbol`). Symbols not listed (``*.approx*``, directed rounding, ``sqrt.approx``
+through the precise-sqrt flag) keep today's path: the C library, or eggpu's reference for the
+generic op's ``exact`` symbols.
 
 Costs: libdevice is read once per process (as the PTX path does); a host build is made once per
-process and set of names (a few ms) and kept as bitcode; the kernel links only the names it
+process, set of names and SM (3-40 ms) and kept as bitcode; the kernel links only the names it
 declares (:func:`link_host_libdevice`). Under ``fast_math`` the GPU takes libdevice's flush-to-zero
 branches (f32 operations inside f64 functions too), so a host build with ``fast_math`` keeps the
 C library (:func:`host_symbol`; run_cpu itself builds without it).
@@ -237,7 +240,8 @@ def _generic_base(name: str) -> str:
 
 
 _LOCK = threading.Lock()
-_builds: dict[tuple, bytes] = {}  # (libdevice file key, names) -> bitcode of the host build
+_LOCK_TM = threading.Lock()
+_builds: dict[tuple, bytes] = {}  # (libdevice file key, names, __CUDA_ARCH) -> bitcode of the host build
 _state: dict[str, Any] = {}
 
 _REFLECT_CALL = re.compile(r"(%[\w.]+) = (?:tail )?call i32 @__nvvm_reflect\(ptr (@[\w.]+)\)[^\n]*")
@@ -250,10 +254,26 @@ definition (libdevice's directed-rounding subtractions are ``asm("sub.rz.f32 ...
 
 
 def host_symbol(name: str, *, fast_math: bool = False) -> bool:
-    """Whether run_cpu calls libdevice's own ``name`` (``__nv_*``) rather than the C library:
-    ``name`` is in :data:`HOST_SYMBOLS`, libdevice is installed, and not ``fast_math`` (the GPU
-    then takes libdevice's flush-to-zero branches, which the host build does not have)."""
-    return name in HOST_SYMBOLS and not fast_math and _available()
+    """Whether run_cpu calls libdevice's own ``name`` (``__nv_*``) rather than today's path (the
+    C library, or eggpu's reference for the generic op's exact symbols): ``name`` is in
+    :data:`HOST_SYMBOLS`, not ``fast_math`` (the GPU then takes libdevice's flush-to-zero
+    branches, which the host build does not have), libdevice is installed and its ``name``
+    qualifies (:func:`host_build` succeeds; checked once per process: another libdevice release
+    whose ``name`` reaches an intrinsic without a host definition falls back to today's path)."""
+    return name in HOST_SYMBOLS and not fast_math and _available() and _qualifies(name)
+
+
+def _qualifies(name: str) -> bool:
+    from .libdevice import file_key
+
+    key = ("qualifies", file_key(), name)
+    if key not in _state:
+        try:
+            host_build((name,))
+            _state[key] = True
+        except CodegenError:
+            _state[key] = False
+    return _state[key]
 
 
 def _available() -> bool:
@@ -396,16 +416,13 @@ def _target_machine():
         return _state["tm"]
 
 
-_LOCK_TM = threading.Lock()
-
-
 def host_build(names: Sequence[str], sm: int | None = None) -> bytes:
     """Bitcode of libdevice's ``names`` (sorted ``__nv_*`` of :data:`HOST_SYMBOLS`) and all they
     reach, made for the host (the module docstring's steps), ``names`` external, the rest
     internal; ``sm``: the kernel's GPU target (its ``__CUDA_ARCH``; None: :data:`DEFAULT_SM`).
     Made once per process, set of names and SM. CodegenError when a name reaches an
     intrinsic without an exact host definition (a libdevice this module was not checked
-    against); ToolchainError when libdevice is not installed."""
+    against: :func:`host_symbol` then says no); ToolchainError when libdevice is not installed."""
     from .libdevice import file_key, libdevice_subset
 
     names = tuple(names)

@@ -406,6 +406,17 @@ def test_non_qualifying_functions_keep_the_c_library():
     assert "__nv_exp" in ir and '"exp"' not in ir
 
 
+def test_a_listed_symbol_that_does_not_qualify_keeps_the_c_library(monkeypatch):
+    """As with a libdevice release whose listed function reaches a new intrinsic: run_cpu falls
+    back to libm for it (the tests above fail instead)."""
+    from eggpu.codegen import build_host
+
+    monkeypatch.setattr(H, "HOST_SYMBOLS", H.HOST_SYMBOLS | {"__nv_expf"})
+    assert not H.host_symbol("__nv_expf") and H.host_symbol("__nv_logf")
+    ir = build_host(_op_kernel("exp", f32, 1)).llvm_ir
+    assert '"expf"' in ir and "__nv_expf" not in ir
+
+
 def test_a_symbol_reaching_an_approximation_is_refused():
     """host_build re-checks what it folds: a symbol (as a libdevice release could make a listed
     one) reaching an intrinsic without an exact host definition is an error naming both, not a
