@@ -338,17 +338,18 @@ def _definition(name: str, ret: str, args: tuple[str, ...], body: str) -> str:
     return f"define internal {ret} @{name}({params}) alwaysinline {{\n{lines}  %res = {last}\n  ret {ret} %res\n}}\n"
 
 
-def fold(text: str, keep: Sequence[str] | None) -> Any:
+def fold(text: str, keep: Sequence[str] | None, context: Any = None) -> Any:
     """Parse :func:`host_text`'s output and fold the branches the reflect answers decided
     (SCCP, CFG simplification), then drop what nothing reaches. ``keep``: the names to keep
     external (the rest is internalized first, so dead-code elimination may drop it); None keeps
-    every definition (the whole-library scan of the tests)."""
+    every definition (the whole-library scan of the tests). ``context``: the LLVM context to
+    parse into (None: the global one)."""
     import llvmlite.binding as llvm
 
     from .libdevice import internalize
 
     try:
-        mod = llvm.parse_assembly(text)
+        mod = llvm.parse_assembly(text, context=context)
     except RuntimeError as exc:
         raise CodegenError(f"run_cpu's libdevice build produced invalid LLVM IR: {str(exc).strip()}") from exc
     if keep is not None:
@@ -432,18 +433,28 @@ def host_build(names: Sequence[str], sm: int | None = None) -> bytes:
         data = _builds.get(key)
         if data is not None:
             return data
+    import llvmlite.binding as llvm
+
     tm = _target_machine()
-    subset = libdevice_subset(names, tm.triple, str(tm.target_data), _pass_builder)
+    # a context of its own: this runs while lowering, outside build_host's lock on the global one
+    context = llvm.create_context()
     try:
-        text = str(subset)
+        subset = libdevice_subset(names, tm.triple, str(tm.target_data), _pass_builder, context=context)
+        try:
+            text = str(subset)
+        finally:
+            subset.close()
+        mod = fold(host_text(text, {**REFLECT, "__CUDA_ARCH": arch}), names, context)
+        try:
+            bad = sorted({d for n in names for d in reached(mod).get(n, ()) if unsupported(d)})
+            data = mod.as_bitcode()
+        finally:
+            mod.close()  # the module before its context
     finally:
-        subset.close()
-    mod = fold(host_text(text, {**REFLECT, "__CUDA_ARCH": arch}), names)
-    bad = sorted({d for n in names for d in reached(mod).get(n, ()) if unsupported(d)})
+        context.close()
     if bad:
         raise CodegenError(f"run_cpu: libdevice's {', '.join(names)} reach {', '.join(bad)}, which have no "
                            "exact host definition (eggpu.codegen.libdevice_host.INTRINSICS)")
-    data = mod.as_bitcode()
     with _LOCK:
         _builds[key] = data
     return data
