@@ -13,7 +13,8 @@ this class; only the primitives differ between the modes:
     value is an LLVM vector ``<NT x T>`` (lane ``t`` = thread ``t``). ``tid()`` is the constant
     ``<0, 1, ..., NT-1>``, shuffles are ``shufflevector`` permutes inside each warp of 32 lanes,
     shared memory is a buffer passed in by the grid loop (per-thread accesses are gathers and
-    scatters), barriers are no-ops and math functions are libm calls made lane by lane.
+    scatters), barriers are no-ops and math functions are calls made lane by lane (libdevice's own
+    code built for the host where it is exact, else libm: :mod:`.libdevice_host`).
 
 *Uniform* values (scalars of the IR: program ids, loop counters, reduction results) are plain
 LLVM scalars in both modes. ``spread`` turns a uniform value into a thread-level one;
@@ -39,6 +40,7 @@ from eggpu.ir.errors import CodegenError
 
 from .fp_flags import FlaggedBuilder, fp_flags
 from .lanewise import lanewise_function
+from .libdevice_host import host_symbol
 from .llvm_values import (  # noqa: F401 - re-exported: the lowering modules import them from here
     _FLOAT_DTYPE,
     BF16,
@@ -705,7 +707,9 @@ class Emitter:
         (``more``: the further operands of a binary function, ``atan2(x, y)`` of the same type).
 
         GPU: libdevice ``__nv_*`` (the ``__nv_fast_*`` variants under ``fast_math`` for f32).
-        Host: libm, one call per lane; ``rsqrt`` is ``1 / sqrt`` (correctly rounded twice).
+        Host, one call per lane: libdevice's own ``__nv_*`` where it reaches only exactly specified
+        arithmetic (:func:`.libdevice_host.host_symbol`: the GPU's bits), else libm; ``rsqrt`` is
+        ``1 / sqrt`` (correctly rounded twice).
         """
         b = self.b
         t = elem_type(x.type)
@@ -722,6 +726,8 @@ class Emitter:
             s = self.intrinsic("llvm.sqrt", x.type, [x], [x.type])
             return b.fdiv(self.k(x, 1.0), s)
         name = names[3] if is64 else names[2]
+        if host_symbol(names[1] if is64 else names[0], fast_math=self.fast_math):
+            name = names[1] if is64 else names[0]  # libdevice's own code, built for the host
         fn = self.declare(name, t, [t] * len(args))
         if not isinstance(x.type, ir.VectorType):
             return b.call(fn, args)

@@ -11,10 +11,13 @@ written in place. Every load, store and atomic is bounds-checked before it happe
 (:mod:`eggpu.codegen.bounds`): an active lane outside its array raises the interpreter's
 OutOfBoundsError.
 
-Math functions come from the C library (libm): ``expf``, ``erff``, ``tanhf``... are correctly
-rounded or within 1-2 ulp depending on the libm; libdevice (the GPU) documents up to 2 ulp for
-``__nv_expf``/``__nv_erff`` and 1-4 ulp for the others. ``rsqrt`` on the host is ``1/sqrt``
-(two correctly rounded operations), on the GPU ``__nv_rsqrtf`` (<= 2 ulp).
+Math functions: libdevice's own code built for the host where libdevice computes them with
+exactly specified arithmetic only (``__nv_sinf``, ``__nv_exp``...: the GPU's bits,
+:mod:`.libdevice_host`, linked by :func:`build_host`); the others come from the C library (libm):
+``expf``, ``erff``, ``tanhf``... are correctly rounded or within 1-2 ulp depending on the libm;
+libdevice (the GPU) documents up to 2 ulp for ``__nv_expf``/``__nv_erff`` and 1-4 ulp for the
+others. ``rsqrt`` on the host is ``1/sqrt`` (two correctly rounded operations), on the GPU
+``__nv_rsqrtf`` (<= 2 ulp).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from eggpu.ir.raw_memory import check_buffers
 from .bounds import RAW_TABLE_SLOT, RECORD_SLOTS
 from .bounds import message as bounds_message
 from .host_debug import AssertCheck, PrintRun, register_print_symbol
+from .libdevice_host import link_host_libdevice
 from .lower_libdevice import OrderCheck
 from .lowering import LoweredModule, lower_function
 
@@ -345,6 +349,7 @@ def build_host(fn: Function, *, num_warps: int = 4, assume_aligned: bool = True,
             raise CodegenError(f"{fn.name}: the host lowering produced invalid LLVM IR: {str(exc).strip()}") from exc
         mod.triple = tm.triple
         mod.data_layout = str(tm.target_data)
+        link_host_libdevice(mod, sm)  # the __nv_* functions the lowering declared (libdevice_host)
         if HOST_IR_OPT > 0 and count <= HOST_IR_OPT_MAX_INSTRUCTIONS:
             _run_host_pipeline(mod, tm)
         engine = llvm.create_mcjit_compiler(mod, tm)

@@ -2,10 +2,12 @@
 ``extern_elementwise``; :mod:`eggpu.ir.libdevice_table`).
 
 * PTX: a call of the ``__nv_*`` symbol per element, linked from libdevice like the math ops'.
-* Host (run_cpu), by the table's ``host_kind``: ``libm`` calls the C library's function of the
-  same name (``nextafterf``); ``bitcast`` is an LLVM ``bitcast``; ``exact`` calls back into the
-  interpreter's scalar reference (:func:`eggpu.ir.libdevice_refs.scalar`) through a ctypes
-  function registered as the JIT symbol ``__eggpu_libdevice_<symbol>``, so run_cpu and the
+* Host (run_cpu): a ``libm`` or ``exact`` symbol that libdevice computes with exactly specified
+  arithmetic only (:data:`.libdevice_host.HOST_SYMBOLS`) calls libdevice's own code built for the
+  host (the GPU's bits). The others, by the table's ``host_kind``: ``libm`` calls the C library's
+  function of the same name (``nextafterf``); ``bitcast`` is an LLVM ``bitcast``; ``exact`` calls
+  back into the interpreter's scalar reference (:func:`eggpu.ir.libdevice_refs.scalar`) through a
+  ctypes function registered as the JIT symbol ``__eggpu_libdevice_<symbol>``, so run_cpu and the
   interpreter compute the same bits; ``gpu`` is refused with the located GPU-only error.
 Host values are vectors across the CTA's threads: a helper function applies the scalar call lane
 by lane.
@@ -26,6 +28,7 @@ from eggpu.ir.graph import Operation
 from eggpu.ir.libdevice_table import NEGATIVE_ORDER_NAN, ORDER_LIMIT, SYMBOLS, host_kind, order_bounded
 
 from .lanewise import lanewise_function
+from .libdevice_host import host_symbol
 
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
@@ -71,7 +74,12 @@ def lower_libdevice(lw, op: Operation) -> list[Any]:
         raise CodegenError(gpu_only_message(lw.fn.name, op, "run_cpu (the host lowering)"))
     if kind == "bitcast":
         return elementwise(lw, op, lambda v: em.b.bitcast(v, em.like_type(v, ret_type)))
-    callee = symbol[len("__nv_"):] if kind == "libm" else callback_symbol(symbol)
+    if host_symbol(symbol, fast_math=em.fast_math):  # libdevice's own code built for the host: the GPU's bits
+        callee = symbol
+    elif kind == "libm":
+        callee = symbol[len("__nv_"):]
+    else:
+        callee = callback_symbol(symbol)
     scalar_fn = em.declare(callee, ret_type, arg_types)
     bounded = order_bounded(symbol)
     if bounded:

@@ -1,6 +1,7 @@
 """The generic ``libdevice`` op (Triton's extern_elementwise; ir/libdevice_table.py): every symbol
 compiles to PTX that ptxas accepts (sm_80, sm_90); every symbol the host can run gives the same
-bits in the interpreter and run_cpu; the GPU-only ones are a located error in both.
+bits in the interpreter and run_cpu (sinpi/cospi: within 1-2 ulp, :data:`HOST_ULPS`); the GPU-only
+ones are a located error in both.
 
 The numbers themselves are checked against independent references in
 tests/triton_compat/test_tc_libdevice_calls.py (numpy, libm, exact Fractions)."""
@@ -48,6 +49,22 @@ def edge_values(dt: str, n: int, rng: np.random.Generator) -> np.ndarray:
 
 HOST_SYMBOLS = sorted(s for s, (name, _, _) in SYMBOLS.items() if host_kind(name) != "gpu")
 GPU_SYMBOLS = sorted(s for s, (name, _, _) in SYMBOLS.items() if host_kind(name) == "gpu")
+# run_cpu runs libdevice's own code for these (codegen/libdevice_host.py: the GPU's bits), which is
+# not correctly rounded; the interpreter runs eggpu's reference (libdevice_refs). They differ by at
+# most this many ulp (test_libdevice_host.py::test_sinpi_cospi_disagreement: which is closer).
+HOST_ULPS = {"__nv_sinpi": 2, "__nv_cospi": 2, "__nv_sinpif": 1, "__nv_cospif": 1}
+
+
+def ulp_distance(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Steps between floats of one dtype (-0 and +0 one value; NaN against NaN 0, else huge)."""
+    ints = np.int32 if a.dtype == np.float32 else np.int64
+
+    def ordered(v):
+        i = v.view(ints).astype(object)
+        return np.where(i < 0, -(1 << (8 * v.itemsize - 1)) - i, i)
+
+    d = np.abs(ordered(a) - ordered(b))
+    return np.where(np.isnan(a) & np.isnan(b), 0, np.where(np.isnan(a) | np.isnan(b), 1 << 64, d))
 
 
 @pytest.mark.parametrize("n", (1, 1001))
@@ -61,6 +78,17 @@ def test_interpreter_and_run_cpu_agree_bit_for_bit(symbol, n):
     for i in range(1, len(ins)):  # vary the pairing of special values
         ins[i] = np.roll(ins[i], i * 3)
     out = np.zeros(n, BY_NAME[res].np)
+    if symbol in HOST_ULPS:
+        from eggpu.codegen import build_host
+        from eggpu.ir.interp import interpret
+
+        want, got = out.copy(), out.copy()
+        grid = ((n + BLOCK - 1) // BLOCK,)
+        interpret(call_kernel(symbol), grid, *ins, want, n)
+        build_host(call_kernel(symbol)).run(grid, *ins, got, n)
+        assert (np.signbit(want) == np.signbit(got))[want == 0].all(), symbol
+        assert ulp_distance(want, got).max() <= HOST_ULPS[symbol], symbol
+        return
     run_compare(call_kernel(symbol), ((n + BLOCK - 1) // BLOCK,), [*ins, out, n])
 
 
