@@ -314,8 +314,9 @@ OPS_LIST: list[OpDef] = [
     _op("libdevice", arity=(1, 4), traits=_EW, rule=libdevice_type, family=ANY, attrs=("symbol",),
         reference=_ref("libdevice"),
         edge="a pure call of the libdevice function `symbol` (__nv_*) with its operand and result dtypes; "
-        "the optimizer only knows that equal symbols of equal operands are equal; interpreter and run_cpu: "
-        "libm, exact references or GPU-only (ir/libdevice_table.py host_kind)",
+        "the optimizer only knows that equal symbols of equal operands are equal; interpreter: "
+        "libm, exact references or GPU-only (ir/libdevice_table.py host_kind); run_cpu: libdevice's own "
+        "code where it is bit-exact on the host (codegen/libdevice_host.py), else as the interpreter",
         doc="tl.extra.cuda.libdevice.<name>(...)"),
     # ternary
     _op("where", arity=(3, 3), traits=(PURE, ELEMENTWISE), rule=where_type, family=ANY,
