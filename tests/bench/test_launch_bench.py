@@ -29,3 +29,16 @@ def test_launch_benchmark_writes_timings_and_ratios(tmp_path):
         assert set(res["ratio_to_triton"]) == set(t) - {"triton_jit"}
         assert res["triton_stub_launches"] >= 50 + 2 * 20  # Triton's C launcher reached cuLaunchKernelEx
     assert res["meta"]["command"].startswith("python -m bench launch")
+
+
+def test_the_report_states_the_launch_goal_from_the_launch_results():
+    """bench.report's goal row for issue 16's host launch overhead (CPU side) reads
+    ``python -m bench launch``'s results; none without them."""
+    from bench.report import _launch_goal
+
+    res = {"timings": {"eggpu_jit": {"median_us": 9.9}, "triton_jit": {"median_us": 9.0}},
+           "meta": {"date": "2026-12-06T17:58:23Z"}}
+    (row,) = _launch_goal(res)
+    assert row["measured"] == "9.90 µs vs 9.00 µs (2026-12-06)" and row["ok"] is False
+    assert abs(row["ratio"] - 1.1) < 1e-9
+    assert _launch_goal(None) == [] and _launch_goal({"timings": {"eggpu_jit": {"median_us": 1.0}}}) == []
