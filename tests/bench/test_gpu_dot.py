@@ -128,3 +128,18 @@ def test_gpu_stream_checks_are_ready_for_a_gpu(tmp_path):
     y = np.zeros_like(x)
     ck.run_cpu((-(-x.size // gpu_streams.BLOCK),), x, y, x.size)
     assert (y == 6.0).all()
+
+
+def test_gpu_session_script_parses_and_names_what_exists():
+    """bench/gpu_session.sh (one call for a lent GPU) is valid bash and runs modules that exist."""
+    import re
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    script = root / "bench" / "gpu_session.sh"
+    assert subprocess.run(["bash", "-n", str(script)], capture_output=True).returncode == 0
+    text = script.read_text()
+    for module in re.findall(r"-m (bench\.\w+)", text):
+        assert (root / (module.replace(".", "/") + ".py")).exists(), module
+    assert (root / "bench" / "gpu_run.sh").exists() and "bench/gpu_run.sh" in text
