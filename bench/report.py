@@ -10,6 +10,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from .markdown import fmt as _f
+from .markdown import table as _table
+from .report_gpu import gpu_naive as _gpu_naive
+from .report_gpu import gpu_variants as _gpu_variants
+from .report_gpu import launch_goal as _launch_goal
 from .stats import ratio
 from .suite import BY_KEY, COLD_COMPILE_GOAL_KERNELS
 
@@ -21,15 +26,6 @@ GOAL_FRONTEND_MS = 50.0
 GOAL_IMPORT_MS = 300.0
 GOAL_MATMUL_REG_RATIO = 1.5
 GOAL_COPY_FRACTION = 0.9
-
-
-def _f(x: Any, fmt: str = "{:.0f}", none: str = "–") -> str:
-    if x is None:
-        return none
-    try:
-        return fmt.format(x)
-    except (TypeError, ValueError):
-        return str(x)
 
 
 def _med(d: dict | None, *path: str) -> float | None:
@@ -45,12 +41,6 @@ def _med(d: dict | None, *path: str) -> float | None:
 
 def _status(ok: bool | None) -> str:
     return "n/a" if ok is None else ("met" if ok else "**NOT MET**")
-
-
-def _table(header: list[str], rows: list[list[str]]) -> str:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(r) + " |" for r in rows]
-    return "\n".join(out)
 
 
 def _memory_bound(key: str) -> bool:
@@ -147,21 +137,6 @@ def _stored(name: str) -> dict[str, Any] | None:
         return json.loads(path.read_text()) if path.exists() else None
     except (OSError, ValueError):
         return None
-
-
-def _launch_goal(launch: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Issue 16's host launch overhead ≤ Triton, CPU side (``python -m bench launch``: eggpu on a fake
-    driver, Triton's own launcher on a stub libcuda): ``kernel[grid](...)`` under ``@eggpu.jit``
-    against ``@triton.jit``."""
-    t = (launch or {}).get("timings", {})
-    e, tr = t.get("eggpu_jit", {}).get("median_us"), t.get("triton_jit", {}).get("median_us")
-    if e is None or tr is None:
-        return []
-    q = ratio(e, tr)
-    date = (launch.get("meta") or {}).get("date", "")[:10]
-    return [{"goal": "host launch overhead ≤ Triton (CPU side, `python -m bench launch`)", "kernel": "add_kernel[grid]",
-             "measured": f"{_f(e, '{:.2f}')} µs vs {_f(tr, '{:.2f}')} µs ({date})", "ratio": q,
-             "ok": None if q is None else q <= 1.0}]
 
 
 # --------------------------------------------------------------------------- breakdown
@@ -612,46 +587,6 @@ def markdown(res: dict[str, Any], images: list[str]) -> str:
         L.append(rowq_markdown(doc["results"], doc["command"]) + "\n")
     L.append(METHOD)
     return "\n".join(L) + "\n"
-
-
-def _gpu_variants(kernels: dict[str, Any]) -> list[str]:
-    """The row kernels' extra eggpu builds (``bench.gpu.VARIANTS``): the decisions issue #10 left
-    to a GPU (``.pragma "nounroll"`` on the loops; fast_math's precision)."""
-    rows_ = []
-    for k, v in kernels.items():
-        for name, r in v.get("eggpu_variants", {}).items():
-            if "error" in r:
-                rows_.append([k, name, "ERROR: " + r["error"][:120], "–", "–", "–"])
-                continue
-            rows_.append([k, name, _f(r.get("median_ms"), "{:.3f}"), _f(r.get("over_default"), "{:.2f}"),
-                          _f(r.get("over_triton"), "{:.2f}"), _f(r.get("max_err"), "{:.2g}")])
-    if not rows_:
-        return []
-    return ["\nRow kernels, other eggpu builds: `nounroll` is the default build's PTX with "
-            "`.pragma \"nounroll\"` on its loops (`PtxOptions(ptxas_unroll=False)`: fewer static SASS "
-            "instructions, fewer loads in flight), `fast_math` is `fast_math=True` (`div.full.f32`, "
-            "`ex2.approx`: Triton's precision). Below 1 in `/ default` means faster than the default build.\n",
-            _table(["kernel", "variant", "ms", "/ default", "/ Triton", "max err"], rows_) + "\n"]
-
-
-def _gpu_naive(naive: Any) -> list[str]:
-    """The naive suite's GPU times (:mod:`bench.gpu_naive`): optimizer off / on and Triton."""
-    if not isinstance(naive, dict) or not naive:
-        return []
-    if "error" in naive:
-        return [f"\nNaive suite on the GPU: ERROR `{naive['error'][:300]}`\n"]
-    rows_ = []
-    for k, v in naive.get("kernels", {}).items():
-        cells = [_f(v[t].get("median_ms"), "{:.3f}") if "error" not in v.get(t, {"error": ""}) else "ERROR"
-                 for t in ("eggpu_noopt", "eggpu", "triton")]
-        rows_.append([k, *cells, _f(v.get("eggpu_over_noopt_time"), "{:.2f}"),
-                      _f(v.get("eggpu_over_triton_time"), "{:.2f}")])
-    errs = [f"- naive {k} {t}: `{v[t]['error'][:300]}`" for k, v in naive.get("kernels", {}).items()
-            for t in ("eggpu_noopt", "eggpu", "triton") if "error" in v.get(t, {})]
-    return ["\nNaive (Inductor-style) kernels, same source for both compilers (`bench/gpu_naive.py`: "
-            "launch facts on both sides, outputs checked against numpy before timing):\n",
-            _table(["kernel", "eggpu -O0 ms", "eggpu ms", "Triton ms", "eggpu / -O0", "eggpu / Triton"], rows_)
-            + "\n", *errs]
 
 
 def _ldst(d: dict[str, Any]) -> str:
