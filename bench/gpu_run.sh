@@ -14,13 +14,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/results/gpu.json}
-PY=${PYTHON:-python3}
-if ! "$PY" -c "import eggpu.kernels" 2>/dev/null; then
-    # an offline editable install of this checkout, without dependencies
-    "$PY" -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
-fi
-if [ -d bench/.gpu-cache ] && [ -z "${EGGPU_CACHE_DIR:-}" ]; then
-    export EGGPU_CACHE_DIR="$PWD/bench/.gpu-cache"
-fi
-export TRITON_DEFAULT_FP_FUSION=0 PYTHONUNBUFFERED=1
+. bench/gpu_env.sh
 exec timeout 470 "$PY" -m bench.gpu --out "$OUT"

@@ -13,14 +13,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${1:-bench/results}
 mkdir -p "$OUT"
-PY=${PYTHON:-python3}
-if ! "$PY" -c "import eggpu.kernels" 2>/dev/null; then
-    "$PY" -m pip install -q --no-deps --no-build-isolation -e . >/dev/null
-fi
-if [ -d bench/.gpu-cache ] && [ -z "${EGGPU_CACHE_DIR:-}" ]; then
-    export EGGPU_CACHE_DIR="$PWD/bench/.gpu-cache"
-fi
-export TRITON_DEFAULT_FP_FUSION=0 PYTHONUNBUFFERED=1
+. bench/gpu_env.sh
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv 2>&1 | tee "$OUT/device.txt"
 target=$("$PY" -c "import torch; c = torch.cuda.get_device_capability(0); print(f'sm_{c[0]}{c[1]}')" 2>/dev/null || echo sm_90)
 timeout 200 "$PY" -m bench.gpu_check --target "$target" --out "$OUT/gpu_check.json" 2>&1 | tee "$OUT/gpu_check.log"
