@@ -11,7 +11,11 @@ With PyTorch on a CUDA device:
 - ``current device``: with two or more devices, ``torch.cuda.set_device(1)`` and tensors on
   device 1: the kernel must run there (on device 0 it would fault on device 1's addresses);
 - ``tensors' device``: tensors on device 1 while the current device is 0: the kernel follows
-  the tensors (and PyTorch's current stream on device 1).
+  the tensors (and PyTorch's current stream on device 1);
+- ``producer stream``: the tensors passed as plain ``__cuda_array_interface__`` objects (as
+  Numba's arrays reach eggpu) whose ``stream`` is ``s``, launched outside the ``with`` block (on
+  the legacy default stream): the launch must wait for ``s`` on the device (an event;
+  :meth:`eggpu.runtime.CudaRuntime.wait_for`).
 
 Each returns a row as ``bench.gpu_check``'s (``result`` "ok" or "FAIL" with ``error``).
 """
@@ -71,7 +75,12 @@ def checks(target: str) -> list[dict[str, Any]]:
     ck = eggpu.compile(kernel_instance(), target=target)
     grid = (-(-N // BLOCK),)
 
-    def produce_and_launch(device: int, explicit: bool) -> dict[str, Any]:
+    class Producer:  # a device array that is not PyTorch's: only the protocol, naming its stream
+        def __init__(self, t: Any, stream: Any):
+            self.__cuda_array_interface__ = {"shape": tuple(t.shape), "typestr": "<f4", "data": (t.data_ptr(), False),
+                                             "strides": None, "version": 3, "stream": int(stream.cuda_stream)}
+
+    def produce_and_launch(device: int, explicit: bool, protocol: bool = False) -> dict[str, Any]:
         s = torch.cuda.Stream(device=device)
         x = torch.zeros(N, device=f"cuda:{device}")
         y = torch.zeros_like(x)
@@ -79,10 +88,13 @@ def checks(target: str) -> list[dict[str, Any]]:
         with torch.cuda.stream(s):
             torch.cuda._sleep(int(1e8))  # ~50 ms on s before the input is written
             x.fill_(3.0)
-            if not explicit:
+            if not explicit and not protocol:
                 ck.launch(grid, x, y, N, synchronize=False)
         if explicit:
             ck.launch(grid, x, y, N, synchronize=False, stream=s)
+        if protocol:
+            ck.launch(grid, Producer(x, s), Producer(y, s), N, synchronize=False)  # on stream 0, after s's work
+            torch.cuda.synchronize(device)
         s.synchronize()
         wrong = int((y != 6.0).sum())
         if wrong:
@@ -91,7 +103,8 @@ def checks(target: str) -> list[dict[str, Any]]:
         return {"device": device, "stream": int(s.cuda_stream)}
 
     rows = [_case("stream order (launch inside torch.cuda.stream)", lambda: produce_and_launch(0, False)),
-            _case("explicit stream (stream=torch.cuda.Stream)", lambda: produce_and_launch(0, True))]
+            _case("explicit stream (stream=torch.cuda.Stream)", lambda: produce_and_launch(0, True)),
+            _case("producer stream (__cuda_array_interface__ 'stream')", lambda: produce_and_launch(0, False, True))]
     if torch.cuda.device_count() > 1:
         def on_device_1() -> dict[str, Any]:
             before = torch.cuda.current_device()

@@ -51,6 +51,7 @@ _F32_OVERFLOW = 3.4028235677973366e38
 """Half an ulp above f32's largest value: a finite double below it in magnitude rounds to a finite f32."""
 
 _SLOW = object()
+_MAX_HANDLE = 2**64
 
 
 class _Slot:
@@ -128,8 +129,9 @@ class LaunchPlan:
         if mp is not None and (g[0] > mp or g[1] > mp or g[2] > mp):
             return self.ck._launch_checked(grid, args, synchronize, stream, device)
         values = []
+        producers: list[int] = []  # streams device arrays were written on (__cuda_array_interface__)
         for s, a in zip(self.slots, args):
-            v = self._pointer(s, a) if s.pointer else self._scalar(s, a)
+            v = self._pointer(s, a, producers) if s.pointer else self._scalar(s, a)
             if v is _SLOW:
                 return self.ck._launch_checked(grid, args, synchronize, stream, device)
             values.append(v)
@@ -139,6 +141,8 @@ class LaunchPlan:
         if not (g[0] and g[1] and g[2]):
             return None  # a 0 axis runs no program
         rt.use_device(device)
+        if producers:
+            rt.wait_for(producers, stream)
         fn = self._fns.get(device)
         if fn is None:
             fn = self._bind(rt, device)
@@ -175,8 +179,10 @@ class LaunchPlan:
         return fn
 
     @staticmethod
-    def _pointer(s: _Slot, a: Any) -> Any:
-        """The device address of ``a`` for pointer slot ``s``, or _SLOW."""
+    def _pointer(s: _Slot, a: Any, producers: list[int]) -> Any:
+        """The device address of ``a`` for pointer slot ``s``, or _SLOW; the stream a device
+        array's ``__cuda_array_interface__`` says it was written on goes to ``producers``
+        (:func:`eggpu.runtime.cai_stream`; an odd value takes the general path, which reports it)."""
         if getattr(a, "is_cuda", None) is True:  # a CUDA tensor: read through data_ptr() (PyTorch's protocol)
             dtype = getattr(a, "dtype", None)
             if dtype is not s.tensor_dtype:  # the dtype object last accepted (PyTorch's are singletons)
@@ -201,6 +207,11 @@ class LaunchPlan:
             if strides is not None and not _c_contiguous(tuple(iface["shape"]), strides, s.np_dtype.itemsize):
                 return _SLOW
             addr = int(iface["data"][0])
+            written_on = iface.get("stream")
+            if written_on is not None:
+                if type(written_on) is not int or not 0 < written_on < _MAX_HANDLE:
+                    return _SLOW
+                producers.append(written_on)
         for k in s.align:
             if addr % k:
                 return _SLOW

@@ -40,15 +40,18 @@ class Param(Frozen):
 
 
 class CheckedArg(Record):
-    """One validated argument: kind 'host' (numpy array), 'device' (pointer int) or 'scalar'."""
+    """One validated argument: kind 'host' (numpy array), 'device' (pointer int) or 'scalar';
+    ``stream``: the raw stream a device array's ``__cuda_array_interface__`` says its producer
+    wrote it on (None: nothing to wait for, see :func:`cai_stream`)."""
 
-    _fields = ("param", "kind", "value")
+    _fields = ("param", "kind", "value", "stream")
     param: Param
     kind: str
     value: Any
+    stream: int | None
 
-    def __init__(self, param: Param, kind: str, value: Any):
-        self._assign(param, kind, value)
+    def __init__(self, param: Param, kind: str, value: Any, stream: int | None = None):
+        self._assign(param, kind, value, stream)
 
 
 def normalize_grid(kernel: str, grid: int | Sequence[int]) -> tuple[int, int, int]:
@@ -83,7 +86,9 @@ def check_args(kernel: str, params: Sequence[Param], args: Sequence[Any], *,
                 # which raises for tensors that require grad and for bf16
                 out.append(CheckedArg(p, "device", _tensor_pointer(kernel, name, p.type, a, tensor)))
             elif hasattr(a, "__cuda_array_interface__"):
-                out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, a.__cuda_array_interface__)))
+                iface = a.__cuda_array_interface__
+                out.append(CheckedArg(p, "device", _device_pointer(kernel, name, p.type, iface),
+                                      cai_stream(kernel, name, iface)))
             else:
                 arr = launch_args.check_host_array(kernel, name, p.type, a, LaunchError, writable=name in written)
                 out.append(CheckedArg(p, "host", arr))
@@ -106,6 +111,29 @@ def _device_pointer(kernel: str, name: str, ptr_type: BlockType, iface: dict[str
         raise LaunchError(launch_args.contiguity_message(
             kernel, name, strides, shape, fix="pass a contiguous copy (.contiguous() / cupy.ascontiguousarray)"))
     return int(iface["data"][0])
+
+
+def cai_stream(kernel: str, name: str, iface: dict[str, Any]) -> int | None:
+    """The raw stream a device array's producer wrote it on, which a launch must wait for
+    (``__cuda_array_interface__`` version 3's ``stream``): None when absent or None (nothing to
+    wait for); 1 is the legacy default stream, 2 the per-thread default stream (the driver's
+    ``CU_STREAM_LEGACY`` / ``CU_STREAM_PER_THREAD`` handles), any other int a ``CUstream``. The
+    protocol disallows 0 as ambiguous; it is taken as the legacy default stream, what 0 means to
+    the driver. Anything else is a LaunchError naming the kernel and the parameter."""
+    value = iface.get("stream")
+    if value is None:
+        return None
+    if type(value) is not int or not 0 <= value <= _MAX_HANDLE:
+        from eggpu.ir import launch_args
+
+        raise LaunchError(f"{kernel}: parameter '{name}': the device array's __cuda_array_interface__ 'stream' "
+                          f"must be None or a CUDA stream handle (an int in 0 .. 2**64-1), got "
+                          f"{launch_args.short_repr(value)}")
+    return value or 1
+
+
+_MAX_HANDLE = 2**64 - 1
+_CU_EVENT_DISABLE_TIMING = 2  # CUevent_flags: an event only waited on needs no timestamp
 
 
 def _tensor_pointer(kernel: str, name: str, ptr_type: BlockType, a: Any,
@@ -261,6 +289,35 @@ class CudaRuntime:
             "cuFuncSetAttribute")
         self._dynamic_opt_in[key] = nbytes
 
+    def wait_for(self, producers: Collection[int], stream: int) -> None:
+        """Make ``stream`` wait for the work queued so far on each raw stream in ``producers``
+        (the streams device arrays were written on, :func:`cai_stream`), as the
+        ``__cuda_array_interface__`` protocol asks of a consumer: an event recorded on the
+        producer's stream and ``cuStreamWaitEvent`` on ours, so the host does not wait. A
+        producer that is ``stream`` itself needs nothing (0 and 1 both name the legacy default
+        stream). The current context must be the launch's (:meth:`use_device`)."""
+        cu = self.cu
+        ours = stream or 1
+        for producer in dict.fromkeys(producers):  # each stream once, in order
+            if (producer or 1) == ours:
+                continue
+            event = self._check(cu.cuEventCreate(_CU_EVENT_DISABLE_TIMING), "cuEventCreate")
+            try:
+                self._check(cu.cuEventRecord(event, producer), "cuEventRecord")
+                self._check(cu.cuStreamWaitEvent(stream, event, 0), "cuStreamWaitEvent")
+            finally:  # the driver keeps a recorded event alive until the wait on it is resolved
+                cu.cuEventDestroy(event)
+
+    def pointer_device(self, address: int) -> int | None:
+        """The ordinal of the device whose memory ``address`` points into
+        (``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``); None when the driver
+        does not know the address (not CUDA memory)."""
+        cu = self.cu
+        r = cu.cuPointerGetAttribute(cu.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
+        if r[0] != 0:
+            return None
+        return int(r[1])
+
     def launch(self, ptx: str, entry: str, grid: tuple[int, int, int], num_threads: int,
                checked: list[CheckedArg], *, synchronize: bool = True, shared_bytes: int = 0,
                stream: int = 0, device: int = 0) -> None:
@@ -280,6 +337,9 @@ class CudaRuntime:
             return
         cu = self.cu
         self.use_device(device)
+        producers = {a.stream for a in checked if a.stream is not None}
+        if producers:
+            self.wait_for(producers, stream)
         fn = self.function(ptx, entry, device)
         if shared_bytes:
             self.opt_in_shared(ptx, entry, fn, shared_bytes, device)

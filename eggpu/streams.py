@@ -18,12 +18,17 @@ device (Triton launches on the current device whatever its arguments).
 
 * ``None``: the arguments decide (:func:`current_target`): the first CUDA tensor's (``is_cuda``)
   device and PyTorch's current stream on it; else the first CuPy array's device and CuPy's
-  current stream; else device 0 and the legacy default stream 0;
+  current stream; else, for another ``__cuda_array_interface__`` array (Numba's), the device
+  its memory is on and the legacy default stream 0; else device 0 and stream 0;
 * an int: that raw stream handle (0 is the legacy default stream), on the device the arguments'
   framework says;
 * a ``torch.cuda.Stream`` (``cuda_stream``, ``device_index``) or a ``cupy.cuda.Stream`` (``ptr``,
   ``device_id``): that stream, on its own device;
 * anything else is a LaunchError naming the kernel.
+
+Whatever the launch stream, a device array whose ``__cuda_array_interface__`` names the stream
+its producer wrote it on (the protocol's version 3 ``stream``) is waited for on the device
+before the kernel runs (an event, not a host wait: :meth:`eggpu.runtime.CudaRuntime.wait_for`).
 
 Neither framework is imported here: a tensor's module is already loaded when one exists.
 """
@@ -65,15 +70,35 @@ def launch_target(kernel: str, stream: Any, args: Sequence[Any]) -> tuple[int, i
 
 def current_target(args: Sequence[Any]) -> tuple[int, int]:
     """``(device, raw stream)``: the first CUDA tensor's device and PyTorch's current stream
-    there; else the first CuPy array's device and CuPy's current stream; else ``(0, 0)``
-    (device 0, the legacy default stream)."""
-    cupy_array = None
+    there; else the first CuPy array's device and CuPy's current stream; else the device of the
+    first other ``__cuda_array_interface__`` array's memory (Numba's, for one) and the legacy
+    default stream; else ``(0, 0)`` (device 0, the legacy default stream)."""
+    cupy_array = generic = None
     for a in args:
         if getattr(a, "is_cuda", None) is True:
             return _torch_target(a)
-        if cupy_array is None and type(a).__module__.startswith("cupy"):
-            cupy_array = a
-    return (0, 0) if cupy_array is None else _cupy_target(cupy_array)
+        if type(a).__module__.startswith("cupy"):
+            if cupy_array is None:
+                cupy_array = a
+        elif generic is None and hasattr(a, "__cuda_array_interface__"):
+            generic = a
+    if cupy_array is not None:
+        return _cupy_target(cupy_array)
+    return (0, 0) if generic is None else (_memory_device(generic), 0)
+
+
+def _memory_device(array: Any) -> int:
+    """The ordinal of the device holding a ``__cuda_array_interface__`` array's memory (the
+    interface does not say: the driver is asked about its address); 0 when its interface or
+    address is not one the driver knows (the launch path then reports what is wrong)."""
+    from eggpu.runtime import CudaRuntime
+
+    try:
+        address = int(array.__cuda_array_interface__["data"][0])
+    except Exception:  # noqa: BLE001 - a malformed interface is reported by the argument checks
+        return 0
+    device = CudaRuntime.get().pointer_device(address)
+    return 0 if device is None else device
 
 
 def _torch_target(tensor: Any) -> tuple[int, int]:

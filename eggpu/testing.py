@@ -266,19 +266,20 @@ class FakeLaunch:
     PTX type (``.u64`` pointers and unsigned integers as ints, ``.sNN`` as signed ints, ``.f32`` /
     ``.f64`` as floats, ``.b16`` (f16/bf16) and ``.b8``/``.u8`` as unsigned ints), ``stream`` (the
     raw stream handle, 0 the legacy default stream), ``device`` (the ordinal of the context that was
-    current) and ``synchronized``: the number of ``cuCtxSynchronize`` calls made after it
-    (``FakeCudaDriver`` counts them per launch)."""
+    current), ``synchronized``: the number of ``cuCtxSynchronize`` calls made after it
+    (``FakeCudaDriver`` counts them per launch), and ``waits``: the streams whose recorded
+    events its stream was made to wait for (``cuStreamWaitEvent``) since the previous launch on it."""
 
-    __slots__ = ("entry", "grid", "block", "shared", "args", "stream", "device", "synchronized")
+    __slots__ = ("entry", "grid", "block", "shared", "args", "stream", "device", "synchronized", "waits")
 
     def __init__(self, entry: str, grid: tuple[int, int, int], block: tuple[int, int, int], shared: int,
-                 args: tuple[Any, ...], stream: int = 0, device: int = 0):
+                 args: tuple[Any, ...], stream: int = 0, device: int = 0, waits: tuple[int, ...] = ()):
         self.entry, self.grid, self.block, self.shared, self.args = entry, grid, block, shared, args
-        self.stream, self.device, self.synchronized = stream, device, 0
+        self.stream, self.device, self.synchronized, self.waits = stream, device, 0, waits
 
     def __repr__(self) -> str:
         return (f"FakeLaunch({self.entry}, grid={self.grid}, block={self.block}, shared={self.shared}, "
-                f"args={self.args}, stream={self.stream}, device={self.device})")
+                f"args={self.args}, stream={self.stream}, device={self.device}, waits={self.waits})")
 
 
 class FakeCudaDriver:
@@ -300,6 +301,13 @@ class FakeCudaDriver:
     e.g. ``torch.cuda.set_device``, would do), a module belongs to the context current when it was
     loaded, and launching a function of another context's module fails with
     ``CUDA_ERROR_INVALID_HANDLE`` (400), as on a GPU.
+
+    Memory from ``cuMemAlloc`` (or :meth:`alloc`) belongs to the device current when it was
+    allocated, which ``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)`` answers for
+    any address inside it (``CUDA_ERROR_INVALID_VALUE``, 1, for any other address). Events
+    (``cuEventCreate/Record/Destroy``) remember the stream they were recorded on, and
+    ``cuStreamWaitEvent`` files that stream under the next launch on the waiting stream
+    (:attr:`FakeLaunch.waits`); using a destroyed or unrecorded event fails with 400.
     """
 
     class CUdevice_attribute:  # noqa: N801 - cuda-python's names
@@ -307,6 +315,9 @@ class FakeCudaDriver:
 
     class CUfunction_attribute:  # noqa: N801
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "max_dynamic_shared_size_bytes"
+
+    class CUpointer_attribute:  # noqa: N801
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = "device_ordinal"
 
     def __init__(self, *, record: bool = True, fail: dict[str, int] | None = None, devices: int = 1,
                  shared_optin: int = 232448, on_launch: Any = None):
@@ -322,6 +333,10 @@ class FakeCudaDriver:
         self.module_devices: list[int | None] = []  # the device of the context each was loaded in
         self._current: dict[int, int] = {}  # thread id -> current context handle
         self._buffers: dict[int, Any] = {}
+        self._allocations: dict[int, tuple[int, int]] = {}  # address -> (size, device)
+        self._events: dict[int, int | None] = {}  # live event -> the stream it was recorded on
+        self._next_event = 0xE000
+        self._pending_waits: dict[tuple[int | None, int], list[int]] = {}  # (device, stream) -> producers
 
     def _status(self, name: str, *values: Any) -> tuple[Any, ...]:
         if self.record:
@@ -408,25 +423,77 @@ class FakeCudaDriver:
             return (400,)  # CUDA_ERROR_INVALID_HANDLE: the function's module is another context's
         self.launch_count += 1
         if self.record or self.on_launch is not None:
+            waits = tuple(self._pending_waits.pop((fn[2], int(stream)), ()))
             launch = FakeLaunch(fn[0], (gx, gy, gz), (bx, by, bz), shared, _decode_params(fn[1], params), int(stream),
-                                fn[2])
+                                fn[2], waits)
             if self.record:
                 self.launches.append(launch)
             if self.on_launch is not None:
                 self.on_launch(launch, self)
         return (0,)
 
+    # events and stream order
+    def cuEventCreate(self, flags: int) -> tuple[Any, ...]:  # noqa: N802
+        self._next_event += 1
+        self._events[self._next_event] = None
+        return self._status("cuEventCreate", self._next_event)
+
+    def cuEventRecord(self, event: Any, stream: Any) -> tuple[Any, ...]:  # noqa: N802
+        if int(event) not in self._events:
+            return (400,)
+        self._events[int(event)] = int(stream)
+        return self._status("cuEventRecord")
+
+    def cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[Any, ...]:  # noqa: N802
+        producer = self._events.get(int(event))
+        if producer is None:
+            return (400,)
+        self._pending_waits.setdefault((self.current_device(), int(stream)), []).append(producer)
+        return self._status("cuStreamWaitEvent")
+
+    def cuEventDestroy(self, event: Any) -> tuple[Any, ...]:  # noqa: N802
+        if self._events.pop(int(event), 0) == 0:
+            return (400,)
+        return self._status("cuEventDestroy")
+
+    def cuPointerGetAttribute(self, attr: Any, address: int) -> tuple[Any, ...]:  # noqa: N802
+        address = int(address)
+        for start, (size, device) in self._allocations.items():
+            if start <= address < start + max(size, 1):
+                return self._status("cuPointerGetAttribute", device)
+        return (1, None)  # CUDA_ERROR_INVALID_VALUE: not memory the driver allocated
+
     # memory
     def cuMemAlloc(self, nbytes: int) -> tuple[Any, ...]:  # noqa: N802
         import ctypes
 
+        if self.current_device() is None:
+            return (201, None)  # CUDA_ERROR_INVALID_CONTEXT
         buf = ctypes.create_string_buffer(nbytes + 256)
         addr = (ctypes.addressof(buf) + 255) & ~255
         self._buffers[addr] = buf
+        self._allocations[addr] = (nbytes, self.current_device())
         return self._status("cuMemAlloc", addr)
+
+    def alloc(self, nbytes: int, device: int = 0) -> int:
+        """Device memory on ``device`` (what a framework's allocator would hand out), without
+        changing the calling thread's current context: its address."""
+        import threading
+
+        tid = threading.get_ident()
+        before = self._current.get(tid)
+        self.set_current(0xC000 + device)
+        try:
+            return self.cuMemAlloc(nbytes)[1]
+        finally:
+            if before is None:
+                del self._current[tid]
+            else:
+                self._current[tid] = before
 
     def cuMemFree(self, dptr: int) -> tuple[Any, ...]:  # noqa: N802
         self._buffers.pop(int(dptr), None)
+        self._allocations.pop(int(dptr), None)
         return self._status("cuMemFree")
 
     def cuMemcpyHtoD(self, dst: int, src: int, nbytes: int) -> tuple[Any, ...]:  # noqa: N802

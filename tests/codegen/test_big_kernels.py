@@ -228,6 +228,12 @@ class _FakeDriver:
         self.calls.append(("cuLaunchKernel", fn, (gx, gy, gz), (bx, by, bz), shared))
         return (0,)
 
+    class CUpointer_attribute:  # noqa: N801
+        CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = "ordinal"
+
+    def cuPointerGetAttribute(self, attr, address):  # noqa: N802 - which device an array is on: this one
+        return 0, 0
+
     def cuCtxSynchronize(self):  # noqa: N802
         return (0,)
 
