@@ -3,10 +3,12 @@
 One JSON file, ``proofs.json``, in ``$EGGPU_PROOF_CACHE_DIR``, else ``$EGGPU_CACHE_DIR/proofs`` or the platform user cache dir
 (``platformdirs.user_cache_dir("eggpu")/proofs``). Entries are keyed by the sha256 of the rule's
 canonical egglog text, its kind and ruleset (with the semantics and budget versions),
-:data:`~eggpu.optimizer.schema.SCHEMA_VERSION`, the verifier's own version and the z3 version — so editing a rule, the schema, the verifier or
-upgrading z3 re-proves it. An ``unknown`` verdict is stored under a key that adds its budget
-(:func:`~eggpu.optimizer.rule_verifier._unknown_key`: a later run with a larger budget tries again),
-except one the wall-clock safety cap gave. Writes are atomic and serialized by a file
+:data:`~eggpu.optimizer.schema.SCHEMA_VERSION` and the verifier's own version — so editing a rule, the schema or
+the verifier re-proves it, while a proof (or a refutation) stays valid across z3 releases: it is a
+fact about the encoded formula, not about the solver that found it. An ``unknown`` verdict is
+stored under a key that adds its budget and the z3 version
+(:func:`~eggpu.optimizer.rule_verifier._unknown_key`: a later run with a larger budget or another
+z3 tries again), except one the wall-clock safety cap gave. Writes are atomic and serialized by a file
 lock, so concurrent processes can share the cache.
 
 Trust, as for the kernel cache (:mod:`eggpu.ir.cachefs`): a cached "proved" verdict lets a rule
@@ -76,12 +78,19 @@ def _z3_version() -> str:
     return z3_version()
 
 
-def rule_key(egglog_text: str, extra: str = "") -> str:
-    """Cache key of a rule: sha256 of its text, the schema and verifier versions and z3's."""
+def rule_key(egglog_text: str, extra: str = "", *, solver: bool = False) -> str:
+    """Cache key of a rule: sha256 of its text, ``extra``, the schema and verifier versions, and
+    with ``solver`` z3's version.
+
+    A decided verdict (proved, or refuted with a counterexample) is a fact about the encoded
+    formula, whichever z3 found it, so it is keyed without the solver: shipped proofs and a
+    user's cache stay valid across z3 releases. An ``unknown`` is what one z3 reached within a
+    budget of its resource units, which another z3 counts differently: ``solver=True``."""
     from .schema import SCHEMA_VERSION
 
     h = hashlib.sha256()
-    for part in (egglog_text, extra, SCHEMA_VERSION, VERIFIER_VERSION, _z3_version()):
+    parts = (egglog_text, extra, SCHEMA_VERSION, VERIFIER_VERSION) + ((_z3_version(),) if solver else ())
+    for part in parts:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()

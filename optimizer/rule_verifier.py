@@ -175,13 +175,15 @@ def _cache_key(rule: Rule, timeout_ms: int) -> str:
 
 
 def _unknown_key(rule: Rule, timeout_ms: int) -> str:
-    """Cache key of a verdict with an ``unknown`` result: the budget is part of it, so a run with
-    a larger ``timeout_ms`` tries again, while the same budget (rlimit units: the same answer on
-    every run with the same z3) does not pay for the same ``unknown`` in every fresh process."""
+    """Cache key of a verdict with an ``unknown`` result: the budget and the z3 version are part
+    of it, so a run with a larger ``timeout_ms`` or another z3 tries again, while the same budget
+    (rlimit units: the same answer on every run with the same z3) does not pay for the same
+    ``unknown`` in every fresh process. (A decided verdict's key, :func:`_cache_key`, has no z3
+    version: see :func:`.proof_cache.rule_key`.)"""
     from .proof_cache import rule_key
 
     return rule_key(rule.egglog, f"{rule.kind}|{rule.ruleset}|semantics={semantics_tag(rule.egglog)}"
-                                 f"|budget={BUDGET_VERSION}|unknown-at={timeout_ms}")
+                                 f"|budget={BUDGET_VERSION}|unknown-at={timeout_ms}", solver=True)
 
 
 def _reproducible(v: RuleVerdict) -> bool:

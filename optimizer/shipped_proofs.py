@@ -8,10 +8,12 @@ seconds, minutes on a loaded machine). ``rules/proofs.json`` holds their verdict
 
 Each key is the proof cache's key (:func:`.rule_verifier._cache_key`): the sha256 of the rule's
 canonical text, kind and ruleset, the schema, verifier, semantics and budget versions
-(:data:`.rule_budget.BUDGET_VERSION`) and the z3 version. Per-dtype results leave out their
+(:data:`.rule_budget.BUDGET_VERSION`); the z3 version that proved them is recorded in the head,
+not keyed (a proof is a fact about the formula: another z3 release still finds every shipped
+rule proved). Per-dtype results leave out their
 defaults and their seconds (``rlimit``, the z3 resource units, is the deterministic cost).
 So an entry only ever answers for the exact rule text it was proved for, under the same
-semantics and solver; an edited rule, a new semantics version or another z3 misses and is proved
+semantics; an edited rule or a new semantics version misses and is proved
 again (and lands in the user's proof cache). Nothing here is trusted blindly: entries are
 checked for shape, and a file that is corrupt or not eggpu's is ignored with one
 :class:`~eggpu.ir.cachefs.CacheWarning` (the rules are then proved as if it did not exist).
@@ -38,7 +40,7 @@ Regenerate after editing a shipped rule (a test fails until you do)::
 
     python -m eggpu.optimizer.shipped_proofs            # proves every shipped rule, writes the file
     python -m eggpu.optimizer.shipped_proofs --update   # keeps the entries whose key still matches
-                                                        # (same rule text, semantics, z3, budget) and
+                                                        # (same rule text, semantics, budget) and
                                                         # proves only new or edited rules
 
 Both write ``proofs.json`` and its digest; ``--digest`` rewrites only the digest.

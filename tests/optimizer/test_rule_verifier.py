@@ -285,6 +285,35 @@ def test_an_unknown_is_cached_under_its_budget(tmp_path, monkeypatch):
     assert ProofCache(tmp_path).get(rv._cache_key(rule, 7)) is None
 
 
+def _with_z3(monkeypatch, version: str) -> None:
+    from eggpu.optimizer import proof_versions
+
+    monkeypatch.setattr(proof_versions, "z3_version", lambda: version)
+
+
+def test_a_decided_verdict_outlives_a_z3_upgrade_an_unknown_does_not(tmp_path, monkeypatch):
+    """A proof or a refutation is a fact about the encoded formula, whichever z3 found it; an
+    unknown is what one z3 reached within its own resource units, so another z3 tries again."""
+    calls: list = []
+    monkeypatch.setattr(rv, "_verify_job", _unknown_job("not decided within 7 ms of budget (resource limit)", calls))
+    rule = parse_rule('(rewrite (Neg t (Neg t x)) x :name "u3")')
+    _with_z3(monkeypatch, "4.13.0")
+    rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=7)
+    _with_z3(monkeypatch, "5.9.1")
+    again = rv.verify_rules([rule], cache=ProofCache(tmp_path), workers=1, timeout_ms=7)
+    assert calls == [("u3", 7), ("u3", 7)] and not again["u3"].cached
+
+    proved = parse_rule('(rewrite (Not t (Not t x)) x :when ((IsInt t)) :name "p3")')
+    monkeypatch.undo()
+    _with_z3(monkeypatch, "4.13.0")
+    first = rv.verify_rules([proved], cache=ProofCache(tmp_path), workers=1)["p3"]
+    assert first.usable and not first.cached
+    _with_z3(monkeypatch, "5.9.1")
+    monkeypatch.setattr(rv, "_verify_job", _unknown_job("must not be asked", calls := []))
+    later = rv.verify_rules([proved], cache=ProofCache(tmp_path), workers=1)["p3"]
+    assert later.usable and later.cached and calls == []
+
+
 def test_an_unknown_cut_by_the_wall_clock_is_never_cached(tmp_path, monkeypatch):
     from eggpu.optimizer.rule_budget import WALL_CAPPED
 
