@@ -43,6 +43,24 @@ from eggpu.ir.errors import CodegenError
 
 from .toolchain import disk_get, disk_put, find_libdevice
 
+#: the LLVM command-line option that makes NVVMReflect answer ``__CUDA_PREC_SQRT`` with 1
+PREC_SQRT_OPTION = "-nvvm-reflect-add=__CUDA_PREC_SQRT=1"
+
+
+def prec_sqrt() -> int:
+    """The answer the PTX path gives libdevice's ``__nvvm_reflect("__CUDA_PREC_SQRT")``: 1, as nvcc's
+    default ``-prec-sqrt=true`` does, where LLVM's NVVMReflect takes extra answers as an option
+    (:data:`PREC_SQRT_OPTION`, LLVM 21 and later: llvmlite 0.50 has LLVM 22), else 0 (the pass's
+    answer to a name it was not told; an older LLVM would stop the process on the unknown
+    option). With 1, the square root inside libdevice's ``hypotf``, ``normf``, ``norm3df``,
+    ``norm4df`` and ``jnf`` is the correctly rounded ``sqrt.rn`` rather than ``sqrt.approx``, so
+    they have the accuracy CUDA documents for them; the other functions do not ask. The answer
+    is the same with ``fast_math`` (the option is process-wide; ``fast_math`` is about eggpu's own
+    operations). :mod:`.libdevice_host` answers run_cpu's builds the same way."""
+    import llvmlite.binding as llvm
+
+    return int(llvm.llvm_version_info >= (21,))
+
 if TYPE_CHECKING:  # pragma: no cover
     import llvmlite.binding as llvm_binding
 

@@ -8,8 +8,8 @@ libdevice uses only arithmetic whose result PTX defines exactly (``fma.rn``, ``m
 1. the functions and everything they call are cut from libdevice (:func:`.libdevice.libdevice_subset`,
    with its process and disk caches) with the host's triple and data layout;
 2. ``__nvvm_reflect`` is answered as the PTX path's NVVMReflect pass answers it without
-   ``fast_math`` (:data:`REFLECT`: no flush to zero, no precise-sqrt flag, so ``sqrt`` inside
-   libdevice is ``sqrt.approx``; ``__CUDA_ARCH`` is the kernel's GPU target's SM times 10:
+   ``fast_math`` (:data:`REFLECT`: no flush to zero, precise sqrt as nvcc's default, so ``sqrt``
+   inside libdevice is ``sqrt.rn``; ``__CUDA_ARCH`` is the kernel's GPU target's SM times 10:
    ``sinpif``/``cospif`` evaluate their polynomials differently above sm_82), and the branches
    not taken are folded away;
 3. ``addrspace(1)`` (libdevice's constant tables) becomes the host's only address space;
@@ -23,9 +23,8 @@ A symbol *qualifies* when everything it reaches after step 2 is in those tables:
 generic ``libdevice`` op's ``libm``/``exact`` symbols); a test recomputes the list from the
 installed libdevice, so a new release that reaches an intrinsic without a host definition fails
 it instead of silently changing run_cpu (at run time such a symbol keeps today's path:
-:func:`host_symbol`). Symbols not listed (``*.approx*``, directed rounding, ``sqrt.approx``
-through the precise-sqrt flag) keep today's path: the C library, or eggpu's reference for the
-generic op's ``exact`` symbols.
+:func:`host_symbol`). Symbols not listed (``*.approx*``, directed rounding) keep today's path:
+the C library, or eggpu's reference for the generic op's ``exact`` symbols.
 
 Costs: libdevice is read once per process (as the PTX path does); a host build is made once per
 process, set of names and SM (3-40 ms) and kept as bitcode; the kernel links only the names it
@@ -45,10 +44,16 @@ from eggpu.ir.errors import CodegenError, ToolchainError
 
 __all__ = ["GENERIC", "HOST_SYMBOLS", "INTRINSICS", "REFLECT", "host_symbol", "link_host_libdevice"]
 
-REFLECT = {"__CUDA_FTZ": 0, "__CUDA_PREC_SQRT": 0}
+def _reflect() -> dict[str, int]:
+    from .libdevice import prec_sqrt
+
+    return {"__CUDA_FTZ": 0, "__CUDA_PREC_SQRT": prec_sqrt()}
+
+
+REFLECT = _reflect()
 """``__nvvm_reflect`` answers, as LLVM's NVVMReflect gives them to the PTX path without ``fast_math``
-(module flag ``nvvm-reflect-ftz`` 0; no ``nvvm-reflect-prec-sqrt`` flag: 0). ``__CUDA_ARCH`` (the
-SM times 10) is added per build (:func:`host_build`)."""
+(module flag ``nvvm-reflect-ftz`` 0; ``__CUDA_PREC_SQRT`` :func:`.libdevice.prec_sqrt`: 1 with
+llvmlite's LLVM 22). ``__CUDA_ARCH`` (the SM times 10) is added per build (:func:`host_build`)."""
 DEFAULT_SM = 90  # a host build without a GPU target answers __CUDA_ARCH as sm_90 (eggpu's default target)
 
 _F, _D = "float", "double"
@@ -206,7 +211,7 @@ other transcendental ones are not: the host lowers them to the C library."""
 
 HOST_SYMBOLS = frozenset({
     # the ops' math functions (emitter._MATH): f32, then f64
-    "__nv_atan2f", "__nv_cosf", "__nv_expm1f", "__nv_log10f", "__nv_log2f", "__nv_logf", "__nv_sinf",
+    "__nv_atan2f", "__nv_cosf", "__nv_expm1f", "__nv_hypotf", "__nv_log10f", "__nv_log2f", "__nv_logf", "__nv_sinf",
     "__nv_atan2", "__nv_cos", "__nv_exp", "__nv_exp10", "__nv_exp2", "__nv_expm1", "__nv_sin", "__nv_sinh",
     # the generic libdevice op's symbols of host kind libm or exact (ir/libdevice_table.py)
     "__nv_cospi", "__nv_cospif", "__nv_dadd_rn", "__nv_dmul_rn", "__nv_double2float_rn",
@@ -228,7 +233,8 @@ every one whose folded code reaches only :data:`INTRINSICS`, :data:`ASM` and :da
 (recomputed from the installed libdevice by tests/codegen/test_libdevice_host.py). The ops' other
 math functions reach ``ex2.approx`` (expf, tanhf, erff, ...), ``rcp.approx``/``rsqrt.approx``
 (tanf, powf, atanf, asin, log, pow, ...), ``lg2.approx`` (cbrtf), directed rounding (``add.rz``:
-log1pf, atanhf) or ``sqrt.approx`` (hypotf: no precise-sqrt flag), and keep the C library."""
+log1pf, atanhf), and keep the C library. (``hypotf`` qualifies with the precise-sqrt answer,
+:func:`.libdevice.prec_sqrt`: its square root is ``sqrt.rn``.)"""
 
 
 def _generic_base(name: str) -> str:

@@ -195,7 +195,8 @@ class PtxResult:
 
 
 def initialize_llvm() -> None:
-    """Register LLVM's targets and asm printers once (llvmlite 0.50 initializes the core itself)."""
+    """Register LLVM's targets and asm printers once (llvmlite 0.50 initializes the core itself),
+    and tell NVVMReflect libdevice's precise-sqrt answer (:func:`.libdevice.prec_sqrt`)."""
     global _initialized
     if _initialized:
         return
@@ -205,6 +206,10 @@ def initialize_llvm() -> None:
 
             llvm.initialize_all_targets()
             llvm.initialize_all_asmprinters()
+            from .libdevice import PREC_SQRT_OPTION, prec_sqrt
+
+            if prec_sqrt():  # libdevice's internal square roots correctly rounded, as nvcc's default
+                llvm.set_option("eggpu", PREC_SQRT_OPTION)
             _initialized = True
 
 

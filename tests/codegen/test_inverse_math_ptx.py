@@ -83,3 +83,19 @@ def test_integer_bit_functions_compile_to_ptx(op, dt, sm, needs_ptxas):
     if BIT_OPS[op] and dt.bits >= 32:
         assert BIT_OPS[op] in ptx, ptx
     assert run_ptxas(ptx, sm).cubin
+
+
+@pytest.mark.parametrize("fast_math", (False, True))
+def test_libdevices_inner_square_roots_are_correctly_rounded(fast_math):
+    """libdevice's hypotf asks ``__nvvm_reflect("__CUDA_PREC_SQRT")``; eggpu answers 1, as nvcc's
+    default ``-prec-sqrt=true`` (:func:`eggpu.codegen.libdevice.prec_sqrt`), so its square root
+    is ``sqrt.rn`` (within 1 ulp overall, tests/codegen/test_libdevice_host.py) and not
+    ``sqrt.approx``; the same under ``fast_math`` (then with ``.ftz``)."""
+    from eggpu.codegen import compile_ptx
+    from eggpu.codegen.libdevice import prec_sqrt
+
+    if not prec_sqrt():
+        pytest.skip("this LLVM's NVVMReflect takes no __CUDA_PREC_SQRT answer (LLVM < 21)")
+    ptx, _ = compile_ptx(unary_kernel("hypot", f32), "sm_90", fast_math=fast_math)
+    sqrts = re.findall(r"\bsqrt\.[\w.]+", ptx)
+    assert sqrts == ["sqrt.rn.ftz.f32" if fast_math else "sqrt.rn.f32"], sqrts

@@ -42,7 +42,8 @@ CANDIDATES = sorted({n for names in _MATH.values() for n in names[:2] if n}
 ARCHS = (750, 800, 860, 870, 890, 900, 1000, 1030, 1100, 1200, 1210)  # __CUDA_ARCH of ir/targets.py's targets
 
 # CUDA C++ Programming Guide, "Mathematical Functions": maximum ulp error (full range)
-ULP_BOUND = {"__nv_sinf": 2, "__nv_cosf": 2, "__nv_logf": 1, "__nv_log2f": 1, "__nv_log10f": 2,
+BINARY = ("atan2", "hypot")
+ULP_BOUND = {"__nv_hypotf": 3, "__nv_sinf": 2, "__nv_cosf": 2, "__nv_logf": 1, "__nv_log2f": 1, "__nv_log10f": 2,
              "__nv_expm1f": 1, "__nv_atan2f": 3, "__nv_sin": 2, "__nv_cos": 2, "__nv_exp": 1,
              "__nv_exp2": 1, "__nv_exp10": 1, "__nv_expm1": 1, "__nv_sinh": 2, "__nv_atan2": 2}
 
@@ -292,7 +293,7 @@ def _reference(op: str, dt, ins: list[np.ndarray]) -> np.ndarray:
     wide = np.float64 if dt == f32 else np.longdouble
     xs = [v.astype(wide) for v in ins]
     fns = {"sin": np.sin, "cos": np.cos, "exp": np.exp, "exp2": np.exp2, "expm1": np.expm1, "log": np.log,
-           "log2": np.log2, "log10": np.log10, "sinh": np.sinh, "atan2": np.arctan2,
+           "log2": np.log2, "log10": np.log10, "sinh": np.sinh, "atan2": np.arctan2, "hypot": np.hypot,
            "exp10": lambda x: np.power(wide(10), x)}
     with np.errstate(all="ignore"):
         return fns[op](*xs)
@@ -307,7 +308,7 @@ def _ordered(v: np.ndarray) -> np.ndarray:
 
 @pytest.mark.parametrize("op,dt,symbol", MATH_CASES, ids=[f"{s}" for _, _, s in MATH_CASES])
 def test_host_libdevice_within_the_documented_ulp_bound(op, dt, symbol):
-    arity = 2 if op == "atan2" else 1
+    arity = 2 if op in BINARY else 1
     ins = _inputs(dt, arity, len(symbol))
     got = _run_host(op, dt, ins)
     exact = _reference(op, dt, ins)
@@ -335,7 +336,7 @@ def test_host_libdevice_within_the_documented_ulp_bound(op, dt, symbol):
 def test_run_cpu_of_each_op_matches_the_interpreter(op, dt, symbol, n):
     from eggpu.codegen import build_host
 
-    arity = 2 if op == "atan2" else 1
+    arity = 2 if op in BINARY else 1
     rng = np.random.default_rng(n)
     ins = [(rng.standard_normal(n) * rng.choice([1.0, 10.0, 100.0], n)).astype(dt.np) for _ in range(arity)]
     ins[0][: min(n, 4)] = np.array([np.nan, np.inf, -0.0, 1e-30], dt.np)[: min(n, 4)]
