@@ -35,6 +35,25 @@ def test_guarded_load_reads_only_the_taken_side(run_both, n):
 
 
 @eggpu.jit
+def positive_prefix(x_ptr, out_ptr, n):
+    i = 0
+    while (tl.load(x_ptr + i) if i < n else -1.0) > 0:  # x[n] is never read
+        i += 1
+    tl.store(out_ptr, i)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_guarded_load_in_a_while_condition(run_both, n):
+    x = np.random.default_rng(n).random(n).astype(np.float32) + 0.5
+    cut = x.copy()
+    cut[n // 2] = -2.0
+    for arr, want in ((x, n), (cut, n // 2)):
+        res = run_both(positive_prefix, (1,), arr, np.zeros(1, np.int32), n)
+        for device, (_, out) in res.items():
+            assert out[0] == want, device
+
+
+@eggpu.jit
 def count_even_programs(counter_ptr, old_ptr):
     pid = tl.program_id(0)
     old = tl.atomic_add(counter_ptr, 1) if pid % 2 == 0 else -7
