@@ -497,7 +497,7 @@ class CodeGenerator(ControlFlow, Calls):
         cond = self.expr(node.test)
         if not isinstance(cond, Tensor):
             return self.expr(node.body) if cond else self.expr(node.orelse)
-        return self.sem.where(cond, self.expr(node.body), self.expr(node.orelse))
+        return self._runtime_ifexp(node, cond)
 
     def _subscript(self, node: ast.Subscript) -> Any:
         v = self.expr(node.value)

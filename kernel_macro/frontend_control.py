@@ -139,6 +139,53 @@ class ControlFlow:
         for n, _, rebuild in merged:
             before[n] = rebuild(results)
 
+    def _runtime_ifexp(self, node: ast.IfExp, cond: Tensor) -> Any:
+        """``a if c else b`` on a runtime ``c``. Each side is lowered into a block of its own.
+        Without an effect on either side (load, store, atomic, print, assert) both blocks join the
+        current one and the value is ``tl.where(c, a, b)``. With one, only the taken side may run,
+        as in Triton (an ``scf.if``): a scalar ``c`` becomes an IR ``if`` yielding the value (both
+        sides of one type, a literal adapting to the other side); a per-element ``c`` is refused."""
+        sides = []
+        for expr in (node.body, node.orelse):
+            with self.b.region() as blk:
+                value = self.expr(expr)
+            sides.append((value, blk, _first_effect(blk.ops)))
+        (a, then_blk, _), (b, else_blk, _) = sides
+        effect = next((eff for _, _, eff in sides if eff is not None), None)
+        if effect is None:
+            self.b.block.ops.extend(then_blk.ops + else_blk.ops)  # pure ops: computed unconditionally
+            try:
+                return self.sem.where(cond, a, b)
+            except SemanticError as e:
+                raise self.error(node, e.problem, e.hint) from None
+        if cond.is_block or self.frame.lanewise:
+            raise self.error(
+                node, f"{effect} in a conditional expression on a per-element condition: both sides would "
+                      "run for every element",
+                "use tl.where(cond, a, b) on values loaded with mask=, or a scalar condition")
+        try:
+            c = self.sem.condition(cond, "conditional expression")
+        except SemanticError as e:
+            raise self.error(node.test, e.problem, e.hint) from None
+        for side, v in (("then", a), ("else", b)):
+            if not isinstance(v, Tensor) and not is_number(v):
+                raise self.error(node, f"the {side} side of a conditional expression with {effect} is "
+                                       f"{describe(v)}: only a block or a number can be chosen at run time")
+        if isinstance(a, Tensor) and isinstance(b, Tensor) and a.type != b.type:
+            raise self.error(node, f"a conditional expression with {effect} on a runtime condition gives {a.type} "
+                                   f"on one side and {b.type} on the other (only the taken side runs, as in an if)",
+                             f"convert one side (e.g. .to(tl.{promote(a.dtype, b.dtype).name})) so both have one type"
+                             if a.type.shape == b.type.shape else "give both sides one shape (tl.broadcast_to)")
+        t = self._merge_type(node, "the value", a, b)
+        try:
+            then_val, else_val = self._materialize(a, t), self._materialize(b, t)
+        except SemanticError as e:
+            raise self.error(node, e.problem, e.hint) from None
+        loc = self.b.loc
+        then_blk.ops.append(Operation("yield", (then_val,), {}, (), (), loc))
+        else_blk.ops.append(Operation("yield", (else_val,), {}, (), (), loc))
+        return Tensor(self.b.if_(c.value, then_blk, else_blk, [t]).results[0])
+
     def _select_if(self, node: ast.If, cond: Tensor, rest: Sequence[ast.stmt], has_return: bool) -> tuple[bool, bool]:
         """An ``if`` on a per-element condition in a function applied per element
         (kernel_macro/lanewise.py): both branches are computed in the current block and every
