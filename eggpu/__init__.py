@@ -58,10 +58,13 @@ _LAZY = {
 
 
 def __getattr__(name: str):
+    import importlib
+
+    if name == "runtime":  # triton.runtime.driver for ``import eggpu as triton`` (eggpu/triton_driver.py)
+        return importlib.import_module("eggpu.runtime")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'eggpu' has no attribute {name!r}")
-    import importlib
 
     value = getattr(importlib.import_module(module), name)
     globals()[name] = value  # later look-ups skip this function

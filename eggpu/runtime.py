@@ -308,6 +308,17 @@ class CudaRuntime:
             finally:  # the driver keeps a recorded event alive until the wait on it is resolved
                 cu.cuEventDestroy(event)
 
+    def compute_capability(self, ordinal: int) -> int:
+        """Device ``ordinal``'s compute capability as Triton writes it: major * 10 + minor (90 for sm_90)."""
+        cu = self.cu
+        device = self._primary(ordinal)[0]
+        attr = cu.CUdevice_attribute
+        major = self._check(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device),
+                            "cuDeviceGetAttribute")
+        minor = self._check(cu.cuDeviceGetAttribute(attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device),
+                            "cuDeviceGetAttribute")
+        return 10 * int(major) + int(minor)
+
     def pointer_device(self, address: int) -> int | None:
         """The ordinal of the device whose memory ``address`` points into
         (``cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL)``); None when the driver
@@ -404,3 +415,13 @@ def gpu_available() -> bool:
         return True
     except LaunchError:
         return False
+
+
+def __getattr__(name: str) -> Any:
+    """``driver``: Triton's ``triton.runtime.driver`` for ``import eggpu as triton``
+    (:mod:`eggpu.triton_driver`), loaded on first use."""
+    if name == "driver":
+        from eggpu.triton_driver import driver
+
+        return driver
+    raise AttributeError(f"module 'eggpu.runtime' has no attribute {name!r}")

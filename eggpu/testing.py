@@ -294,7 +294,8 @@ class FakeCudaDriver:
 
     ``fail`` maps a call name (``"cuInit"``, ``"cuLaunchKernel"``, ...) to the CUDA error code it
     returns (100 is ``CUDA_ERROR_NO_DEVICE``); ``devices`` is what ``cuDeviceGetCount`` reports;
-    ``shared_optin`` the ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` attribute.
+    ``shared_optin`` the ``MAX_SHARED_MEMORY_PER_BLOCK_OPTIN`` attribute, ``compute_capability``
+    the ``COMPUTE_CAPABILITY_MAJOR``/``MINOR`` ones of every device.
 
     Contexts are as the driver's: device ``d``'s primary context is the handle ``0xC000 + d``, the
     current context is per thread (none at first; :meth:`set_current` is what another library,
@@ -312,6 +313,8 @@ class FakeCudaDriver:
 
     class CUdevice_attribute:  # noqa: N801 - cuda-python's names
         CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = "max_shared_memory_per_block_optin"
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = "compute_capability_major"
+        CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = "compute_capability_minor"
 
     class CUfunction_attribute:  # noqa: N801
         CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = "max_dynamic_shared_size_bytes"
@@ -320,8 +323,9 @@ class FakeCudaDriver:
         CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = "device_ordinal"
 
     def __init__(self, *, record: bool = True, fail: dict[str, int] | None = None, devices: int = 1,
-                 shared_optin: int = 232448, on_launch: Any = None):
+                 shared_optin: int = 232448, on_launch: Any = None, compute_capability: tuple[int, int] = (9, 0)):
         self.record = record
+        self.compute_capability = compute_capability
         self.fail = dict(fail or {})
         self.devices = devices
         self.shared_optin = shared_optin
@@ -388,7 +392,10 @@ class FakeCudaDriver:
         return self._status("cuCtxSynchronize")
 
     def cuDeviceGetAttribute(self, attr: Any, device: Any) -> tuple[Any, ...]:  # noqa: N802
-        return self._status("cuDeviceGetAttribute", self.shared_optin)
+        a = self.CUdevice_attribute
+        value = {a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: self.compute_capability[0],
+                 a.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: self.compute_capability[1]}.get(attr, self.shared_optin)
+        return self._status("cuDeviceGetAttribute", value)
 
     def cuGetErrorString(self, err: Any) -> tuple[Any, ...]:  # noqa: N802
         return 0, _CU_ERRORS.get(int(err), f"CUDA error {int(err)}").encode()
