@@ -69,6 +69,7 @@ from eggpu.ir.facts import I32_SPAN
 
 from . import descriptors, hooks
 from . import language as tl
+from .constexpr_function import cdiv, next_power_of_2
 from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
 from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
@@ -615,16 +616,6 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
     if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):
         return (t, iface.get("typestr"), specialized and int(iface["data"][0]) % 16 == 0)
     return None
-
-
-def cdiv(x: int, y: int) -> int:
-    """Host-side ceiling division, Triton's ``triton.cdiv`` (for grids: ``cdiv(n, BLOCK)``)."""
-    return (x + y - 1) // y
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 class Reinterpreted:
