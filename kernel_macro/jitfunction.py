@@ -215,7 +215,9 @@ class JITFunction:
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(arguments by parameter name with defaults, launch options)."""
         names = {p.name for p in self.params}
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS and k not in names}
+        # as in Triton, a launch option that is also a parameter's name (Liger-Kernel's kernels take
+        # ``num_warps: tl.constexpr``) is both: the argument and the compile option
+        options = {k: (kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in _LAUNCH_OPTIONS}
         import inspect  # on a launch, not when a library decorates its helpers
 
         try:
