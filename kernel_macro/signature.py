@@ -233,7 +233,6 @@ def analyze(fn: Any) -> Signature:
                 f"tl.constexpr"
             )
         ann = _eval_annotation(fn, p.name, p.annotation)
-        ann = _PYTHON_SCALARS.get(ann, ann) if isinstance(ann, type) else ann
         if ann is tl.constexpr:
             low = p.name.lower()
             if low in RESERVED_ATTRIBUTES:
