@@ -133,6 +133,9 @@ class AddressAnalysis:
 
     def __init__(self, fn: Function):
         self.facts: dict[int, Affine] = {}
+        # run_of's answers by (id(value), length, depth): the value DAG shares operands, and
+        # without the memo a chain of selects and compares is walked once per path (exponential)
+        self.run_memo: dict[tuple[int, int, int], Run | None] = {}
         spec = fn.facts  # launch-time specialization facts, checked at every launch
         for p in fn.params:
             t = p.type
@@ -147,6 +150,7 @@ class AddressAnalysis:
         return self.facts.get(id(v))
 
     def _set(self, v: Value, f: Affine | None) -> None:
+        self.run_memo.clear()  # (empty while the analysis runs: run_of is asked afterwards)
         if f is None:
             self.facts.pop(id(v), None)
         else:
@@ -276,6 +280,15 @@ class Run:
 
 
 def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run | None:
+    """:func:`_run_of`, memoized in ``facts`` (shared operands are analysed once per depth)."""
+    key = (id(v), length, depth)
+    memo = facts.run_memo
+    if key not in memo:
+        memo[key] = _run_of(v, length, facts, depth)
+    return memo[key]
+
+
+def _run_of(v: Value, length: int, facts: AddressAnalysis, depth: int) -> Run | None:
     """The :class:`Run` of ``v`` for runs of ``length`` lanes (a power of two dividing the last
     dimension), or None when nothing is proven.
 
@@ -307,7 +320,7 @@ def run_of(v: Value, length: int, facts: AddressAnalysis, depth: int = 0) -> Run
         return Run(0, 1)
     if name in _FLIP:
         a, b = ins if name in ("lt", "ge") else ins[::-1]
-        if _run_aligned(a, length, facts, 1) and _run_aligned(b, length, facts, 0):
+        if _run_aligned(a, length, facts, 1, depth + 1) and _run_aligned(b, length, facts, 0, depth + 1):
             return Run(0, 1)  # A + i < B iff A < B when A and B are multiples of the run length
     if name in _CONSTANT_IF_OPERANDS_ARE or (name in ("and", "or", "xor") and v.type.elem == bool_):
         runs = [run_of(x, length, facts, depth + 1) for x in ins]  # (a load: address, mask and other)
@@ -678,10 +691,10 @@ def _int_compare(op: Operation, shape: tuple[int, ...], flip: tuple[str, ...]) -
     return a, b
 
 
-def _run_aligned(v: Value, w: int, facts: AddressAnalysis, step: int) -> bool:
+def _run_aligned(v: Value, w: int, facts: AddressAnalysis, step: int, depth: int = 0) -> bool:
     """``v`` is ``A + i * step`` on each run of ``w`` lanes with ``A`` a multiple of ``w`` (so,
     for step 1 against step 0, ``A + i < B`` iff ``A < B`` on the whole run)."""
-    r = run_of(v, w, facts)
+    r = run_of(v, w, facts, depth)
     return r is not None and r.step == step and r.start_div >= w
 
 

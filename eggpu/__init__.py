@@ -52,7 +52,8 @@ _LAZY = {
     "compile_many": "eggpu.batch",
     "Config": "eggpu.kernel_macro.autotune", "autotune": "eggpu.kernel_macro.autotune",
     "heuristics": "eggpu.kernel_macro.autotune",
-    "cdiv": "eggpu.kernel_macro.jitfunction", "next_power_of_2": "eggpu.kernel_macro.jitfunction",
+    "cdiv": "eggpu.kernel_macro.constexpr_function", "next_power_of_2": "eggpu.kernel_macro.constexpr_function",
+    "constexpr_function": "eggpu.kernel_macro.constexpr_function",
     "reinterpret": "eggpu.kernel_macro.jitfunction",
 }
 
@@ -74,6 +75,7 @@ __all__ = [
     "CodegenError", "CompileError", "CompiledKernel", "Config", "EggpuError", "IRError", "IRParseError",
     "InterpreterError", "DeviceAssertionError", "KernelError", "LaunchError", "RuleError", "ToolchainError",
     "VerificationError",
-    "__version__", "autotune", "cdiv", "compile", "compile_many", "heuristics", "jit", "kernel", "next_power_of_2",
+    "__version__", "autotune", "cdiv", "compile", "compile_many", "constexpr_function", "heuristics", "jit", "kernel",
+    "next_power_of_2",
     "reinterpret",
 ]

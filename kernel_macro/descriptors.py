@@ -131,9 +131,25 @@ def decode(text: str) -> tuple[tuple[int, ...], str, bool] | None:
     return tuple(int(b) for b in block.split(",")), padding, rest == ["tf32"]
 
 
+def _flat_base(base: Any) -> Any:
+    """A strided numpy view (``agu[..., h:2 * h]``, as Triton's ``from_tensor`` of a torch view
+    takes it) as the 1-D array over the memory it spans, starting at its first element: the
+    descriptor's own strides address it, and pointer arguments are C-contiguous arrays indexed
+    flat. Writes go to the original memory. Anything else is returned unchanged."""
+    import numpy as np  # lazily: only launches with descriptors get here
+
+    if not isinstance(base, np.ndarray) or base.flags.c_contiguous or base.size == 0:
+        return base
+    if any(st < 0 or st % base.itemsize for st in base.strides):
+        return base  # the launch's contiguity check names the parameter
+    span = 1 + sum((n - 1) * (st // base.itemsize) for n, st in zip(base.shape, base.strides))
+    return np.lib.stride_tricks.as_strided(base, shape=(span,), strides=(base.itemsize,),
+                                           writeable=base.flags.writeable)
+
+
 def hidden_params(name: str, d: Any) -> list[tuple[str, Any]]:
     """The hidden runtime parameters of descriptor ``d`` for parameter ``name``: (name, value)."""
-    out: list[tuple[str, Any]] = [(f"{name}__base", d.base)]
+    out: list[tuple[str, Any]] = [(f"{name}__base", _flat_base(d.base))]
     out += [(f"{name}__shape{i}", s) for i, s in enumerate(d.shape)]
     out += [(f"{name}__stride{i}", s) for i, s in enumerate(list(d.strides)[:-1])]
     return out

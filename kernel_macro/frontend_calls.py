@@ -18,6 +18,7 @@ from eggpu.ir.errors import IRError
 from . import compat, descriptor_ops
 from . import language as tl
 from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
+from .constexpr_function import ConstexprFunction
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .frontend_common import (
     _MATH_FOLDABLE,
@@ -231,6 +232,8 @@ class Calls:
 
     def _call_foreign(self, node: ast.Call, fobj: Any, args: list[Any], kwargs: dict[str, Any]) -> Any:
         text = ast.unparse(node.func)
+        if isinstance(fobj, ConstexprFunction):
+            return self._call_constexpr_function(node, text, fobj, args, kwargs)
         mod = getattr(fobj, "__module__", None)
         if mod == _MATH_FOLDABLE and not any(_has_tensor(a) for a in list(args) + list(kwargs.values())):
             try:
@@ -252,6 +255,20 @@ class Calls:
         else:
             what = f"{describe(fobj)} is not callable"
         raise self.error(node, f"cannot call {text}() inside a kernel: {what}", hint)
+
+    def _call_constexpr_function(self, node: ast.Call, text: str, fobj: ConstexprFunction, args: list[Any],
+                                 kwargs: dict[str, Any]) -> Any:
+        """A ``constexpr_function`` runs as Python now, on compile-time values only (as in Triton)."""
+        runtime = [a for a in list(args) + list(kwargs.values()) if _has_tensor(a)]
+        if runtime:
+            raise self.error(node, f"{text}() is a constexpr_function: its arguments must be compile-time values, "
+                                   f"got {describe(runtime[0])}",
+                             "pass tl.constexpr parameters or Python numbers; for a runtime value use tl.cdiv "
+                             "or write the arithmetic in the kernel")
+        try:
+            return fobj.fn(*args, **kwargs)
+        except Exception as e:  # noqa: BLE001 - the user's function failed: located, not a traceback
+            raise self.error(node, f"{text}(): {type(e).__name__}: {e}") from None
 
     def _inline(self, node: ast.Call, fn: Any, args: list[Any], kwargs: dict[str, Any], lanewise: bool = False) -> Any:
         """Inline ``fn(*args, **kwargs)`` and return its value; ``lanewise``: ``fn`` is a scalar function

@@ -69,6 +69,7 @@ from eggpu.ir.facts import I32_SPAN
 
 from . import descriptors, hooks
 from . import language as tl
+from .constexpr_function import cdiv, next_power_of_2
 from .errors import CompileUnavailableError, DecoratorArgumentError
 from .kernel import Kernel, KernelSpec, _render_const, pascal_case
 from .signature import CONSTEXPR, POINTER, SCALAR, JitParam, analyze_jit, specialized_signature
@@ -214,7 +215,9 @@ class JITFunction:
     def _bind(self, args: tuple, kwargs: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
         """(arguments by parameter name with defaults, launch options)."""
         names = {p.name for p in self.params}
-        options = {k: kwargs.pop(k) for k in list(kwargs) if k in _LAUNCH_OPTIONS and k not in names}
+        # as in Triton, a launch option that is also a parameter's name (Liger-Kernel's kernels take
+        # ``num_warps: tl.constexpr``) is both: the argument and the compile option
+        options = {k: (kwargs[k] if k in names else kwargs.pop(k)) for k in list(kwargs) if k in _LAUNCH_OPTIONS}
         import inspect  # on a launch, not when a library decorates its helpers
 
         try:
@@ -615,16 +618,6 @@ def _token(v: Any, mode: str, constexpr: bool, specialized: bool) -> Any:
     if isinstance(iface, dict) and isinstance(iface.get("data"), tuple):
         return (t, iface.get("typestr"), specialized and int(iface["data"][0]) % 16 == 0)
     return None
-
-
-def cdiv(x: int, y: int) -> int:
-    """Host-side ceiling division, Triton's ``triton.cdiv`` (for grids: ``cdiv(n, BLOCK)``)."""
-    return (x + y - 1) // y
-
-
-def next_power_of_2(n: int) -> int:
-    """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
-    return 1 if n <= 1 else 1 << (n - 1).bit_length()
 
 
 class Reinterpreted:

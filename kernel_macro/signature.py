@@ -293,9 +293,15 @@ class JitParam(Frozen):
         self._assign(name, constexpr, fixed, default, const)
 
 
+# Python's scalar types as annotations: Triton canonicalises them by name (``int`` -> i32,
+# ``float`` -> fp32, ``bool`` -> u1), so ``n: int`` is an i32 parameter whatever the argument's value
+_PYTHON_SCALARS = {int: tl.int32, float: tl.float32, bool: tl.int1}
+
+
 def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
     """The parameters of a Triton-style function: unannotated (typed by each launch's arguments),
-    ``tl.constexpr``, or a concrete dtype / ``tl.Pointer[dtype]``. Raises
+    ``tl.constexpr``, or a concrete dtype / ``tl.Pointer[dtype]`` (Python's ``int``, ``float`` and
+    ``bool`` are Triton's ``int32``, ``float32`` and ``int1``). Raises
     :class:`KernelSignatureError` naming the function and parameter for anything else."""
     kname = fn.__name__
     out: list[JitParam] = []
@@ -304,6 +310,7 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
             out.append(JitParam(p.name, False, None, p.default))
             continue
         ann = _eval_annotation(fn, p.name, p.annotation)
+        ann = _PYTHON_SCALARS.get(ann, ann) if isinstance(ann, type) else ann
         if ann is tl.constexpr:
             out.append(JitParam(p.name, True, None, p.default))
         elif ann is tl.const:  # Triton's read-only pointer parameter: typed by the argument

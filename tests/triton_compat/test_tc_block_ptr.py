@@ -305,6 +305,25 @@ def test_host_tensor_descriptor_arguments(monkeypatch, mode, m, n, pad):
     np.testing.assert_array_equal(c[:, n:], -1.0)
 
 
+@pytest.mark.parametrize("mode", ["interpret", "cpu"])
+@pytest.mark.parametrize("m,n", [(1, 4), (37, 40), (130, 132)])
+def test_host_descriptors_of_strided_views(monkeypatch, mode, m, n):
+    """``from_tensor`` of column slices of one buffer (Liger-Kernel's fused MLP keeps A, G and U
+    in ``agu[..., :h]``, ``agu[..., h:2h]``, ``agu[..., 2h:]``): each view's own strides address
+    it, reads see only the view and writes land in the view, in place."""
+    from eggpu.tools.tensor_descriptor import TensorDescriptor
+
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", mode)
+    src = np.random.default_rng(m + n).standard_normal((m, 3 * n)).astype(np.float32)
+    dst = np.full((m, 3 * n), -1.0, np.float32)
+    a_desc = TensorDescriptor.from_tensor(src[:, n:2 * n], [16, 32])
+    c_desc = TensorDescriptor.from_tensor(dst[:, 2 * n:], [16, 32])
+    assert a_desc.strides == [3 * n, 1] and (m == 1 or not src[:, n:2 * n].flags.c_contiguous)
+    host_desc_add[(triton_cdiv(m, 16), triton_cdiv(n, 32))](a_desc, c_desc, BM=16, BN=32)
+    np.testing.assert_array_equal(dst[:, 2 * n:], src[:, n:2 * n] + 1)
+    np.testing.assert_array_equal(dst[:, :2 * n], -1.0)  # nothing outside the view is written
+
+
 def test_host_tensor_descriptor_specialization():
     from eggpu.tools.tensor_descriptor import TensorDescriptor
 
