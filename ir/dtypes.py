@@ -84,6 +84,11 @@ class DType(Frozen):
         return max(1, self.bits // 8)
 
     @property
+    def primitive_bitwidth(self) -> int:
+        """Triton's name for :attr:`bits` (``x.dtype.primitive_bitwidth`` in kernels)."""
+        return self.bits
+
+    @property
     def min(self) -> int | float:
         """Smallest finite value."""
         if self.is_bool:

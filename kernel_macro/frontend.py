@@ -352,6 +352,8 @@ class CodeGenerator(ControlFlow, Calls):
                 return v.lang_dtype
             if attr == "shape":
                 return v.shape
+            if attr == "numel":  # Triton: the element count, a compile-time int
+                return v.type.numel
             if attr == "type":  # Triton: a scalar's type is its dtype (pointer type), a block's a block type
                 return BlockTypeValue(v.lang_dtype, v.shape) if v.is_block else v.lang_dtype
             if attr == "T":
@@ -361,7 +363,7 @@ class CodeGenerator(ControlFlow, Calls):
             if attr in UNSUPPORTED:
                 raise self.error(node, f"the tensor method x.{attr}() is not supported by eggpu: {UNSUPPORTED[attr]}",
                                  col=self._attr_col(node))
-            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "type", "shape", "T"], prefix="x.")
+            dym = did_you_mean(attr, list(TENSOR_METHODS) + ["to", "dtype", "type", "shape", "numel", "T"], prefix="x.")
             raise self.error(node, f"blocks have no attribute {attr!r}", dym or f"blocks support {_TENSOR_ATTRS}",
                              col=self._attr_col(node))
         if isinstance(v, TensorDescriptor):
@@ -397,7 +399,7 @@ class CodeGenerator(ControlFlow, Calls):
     def _language_attribute(self, node: ast.Attribute, mod: types.ModuleType, base: str, attr: str) -> Any:
         """``tl.<attr>`` or ``tl.math.<attr>``: a language name, or one error naming the missing feature."""
         names = mod.__all__
-        if attr in names:
+        if attr in names or attr in ("core", "standard") and mod.__name__ in _LANG_MODULES:
             return getattr(mod, attr)
         is_math = mod.__name__ in (_MATH_MODULE, _LIBDEVICE_MODULE)
         hint = LIBDEVICE_UNSUPPORTED_HINT if mod.__name__ == _LIBDEVICE_MODULE else MATH_UNSUPPORTED_HINT

@@ -235,7 +235,8 @@ class Calls:
         if isinstance(fobj, ConstexprFunction):
             return self._call_constexpr_function(node, text, fobj, args, kwargs)
         mod = getattr(fobj, "__module__", None)
-        if mod == _MATH_FOLDABLE and not any(_has_tensor(a) for a in list(args) + list(kwargs.values())):
+        foldable = mod == _MATH_FOLDABLE or getattr(fobj, "__eggpu_fold__", False)  # tl.core.get_int_dtype, ...
+        if foldable and not any(_has_tensor(a) for a in list(args) + list(kwargs.values())):
             try:
                 return fobj(*args, **kwargs)
             except (TypeError, ValueError, OverflowError) as e:

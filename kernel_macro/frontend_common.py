@@ -18,7 +18,7 @@ from .frontend_ops import Semantic, Tensor
 
 _MISSING = object()
 _RET = "$ret"  # hidden variable holding an inlined helper's return value
-_LANG_MODULES = frozenset({"eggpu.language", "eggpu.kernel_macro.language"})
+_LANG_MODULES = frozenset({"eggpu.language", "eggpu.kernel_macro.language", tl.core.__name__, tl.standard.__name__})
 _MATH_MODULE = tl.math.__name__
 _LIBDEVICE_MODULE = tl.libdevice.__name__  # Triton's tl.extra.cuda.libdevice / triton.language.extra.libdevice
 _MAX_UNROLL = 4096

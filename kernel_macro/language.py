@@ -29,6 +29,7 @@ from .language_namespaces import (  # noqa: F401 - re-exported
     ExternStubs,
     build_namespaces,
     extern_stubs,
+    internal_namespaces,
     libdevice_names,
 )
 from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, tl.Pointer, ...
@@ -580,6 +581,7 @@ EXTERN_FUNCTIONS = ExternStubs(__name__)
 LIBDEVICE_NAMES = libdevice_names(TRANSCENDENTAL_STUBS) + tuple(EXTERN_FUNCTIONS)
 math, extra = build_namespaces(globals(), __name__, libdevice_names(TRANSCENDENTAL_STUBS), EXTERN_FUNCTIONS)
 libdevice = extra.libdevice
+core, standard = internal_namespaces(globals(), __all__, __name__)
 
 
 
@@ -587,6 +589,8 @@ def __getattr__(name: str) -> Any:
     """A Triton name eggpu does not have says so (``tl.float8e4b15``, ``tl.map_elementwise``, ...)."""
     if name.startswith("__"):  # dunder probes (pickling, typing, import machinery)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if name in ("core", "standard"):  # not in __all__ (internals): eggpu.language reaches them here
+        return globals()[name]
     reason = UNSUPPORTED_DTYPES.get(name)
     if reason is None:
         from .unsupported import UNSUPPORTED

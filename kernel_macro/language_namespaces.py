@@ -137,3 +137,46 @@ def build_namespaces(functions: dict[str, Any], language_name: str,
                     (libdevice, "eggpu.language.extra.cuda.libdevice")):
         sys.modules.setdefault(name, m)
     return math, extra
+
+
+def get_int_dtype(bitwidth: int, signed: bool) -> Any:
+    """Triton's ``tl.core.get_int_dtype``: the integer dtype of ``bitwidth`` bits (a compile-time
+    call, e.g. to bitcast a float block to the same-width integer)."""
+    from eggpu.ir.dtypes import BY_NAME
+
+    name = f"{'i' if signed else 'u'}{bitwidth}" if bitwidth != 1 else "bool"
+    if name not in BY_NAME:
+        raise ValueError(f"there is no {'signed' if signed else 'unsigned'} integer dtype of {bitwidth} bits")
+    return BY_NAME[name]
+
+
+def _log2(i: int) -> int:
+    """Triton's ``tl.standard._log2``: log2 of a power-of-two compile-time int (0 for 1)."""
+    if not isinstance(i, int) or isinstance(i, bool) or i < 1 or i & (i - 1):
+        raise ValueError(f"_log2 needs a positive power-of-two int, got {i!r}")
+    return i.bit_length() - 1
+
+
+get_int_dtype.__eggpu_fold__ = True  # type: ignore[attr-defined]  # called on compile-time values
+_log2.__eggpu_fold__ = True  # type: ignore[attr-defined]
+
+
+def internal_namespaces(functions: dict[str, Any], names: list[str],
+                        language_name: str) -> tuple[_types.ModuleType, _types.ModuleType]:
+    """``(core, standard)``: Triton's ``tl.core`` and ``tl.standard`` as kernels reach them (the
+    bitonic argsort of Triton issue 3698, copied into many repositories, calls
+    ``tl.core.get_int_dtype``, ``tl.core.CONSTEXPR_0`` and ``tl.standard._log2``): the language's
+    names (the same objects as ``tl.*``) plus those internals."""
+    out = []
+    for sub, extra in (("core", {"get_int_dtype": get_int_dtype, "CONSTEXPR_0": 0}),
+                       ("standard", {"_log2": _log2})):
+        mod = _types.ModuleType(f"{language_name}.{sub}", f"Triton's ``tl.{sub}``: the language's names and "
+                                f"{', '.join(extra)}.")
+        for n in names:
+            if n in functions:
+                setattr(mod, n, functions[n])
+        for n, v in extra.items():
+            setattr(mod, n, v)
+        mod.__all__ = [n for n in names if n in functions] + list(extra)  # type: ignore[attr-defined]
+        out.append(mod)
+    return out[0], out[1]
