@@ -495,15 +495,38 @@ def softmax(s: Semantic, a: dict[str, Any]) -> Tensor:
 def _dot_precision(a: dict[str, Any]) -> str:
     """The IR ``precision`` of a ``tl.dot``: ``input_precision`` wins; else ``allow_tf32=True`` is
     ``"tf32"`` (Triton's older spelling); else ``"ieee"`` (eggpu's default, exact f32; Triton's
-    default for f32 is TF32). The 3-pass emulations (``tf32x3``, ``bf16x3``...) are not supported."""
+    default for f32 is TF32); ``"tf32x3"`` is three TF32 dots (:func:`_tf32x3_dot`). The bf16
+    emulations (``bf16x3``, ``bf16x6``) and ``hf32`` are not supported."""
     p = a["input_precision"]
     if p is None:
         return "tf32" if a["allow_tf32"] is True else "ieee"
-    if p not in ("ieee", "tf32"):
+    if p not in ("ieee", "tf32", "tf32x3"):
         raise SemanticError(f"tl.dot(input_precision={p!r}) is not supported by eggpu: only 'ieee' (exact f32, "
-                            "the default) and 'tf32' (tensor cores on sm_80+)", "use input_precision='ieee' for "
-                            "full f32 accuracy", arg="input_precision")
+                            "the default), 'tf32' (tensor cores on sm_80+) and 'tf32x3'", "use input_precision='ieee' "
+                            "for full f32 accuracy", arg="input_precision")
     return p
+
+
+def _tf32_split(s: Semantic, x: Tensor) -> tuple[Tensor, Tensor]:
+    """``(big, small)``: ``big`` is the f32 block ``x`` rounded to TF32 as ``cvt.rna.tf32.f32``
+    does (nearest, ties away from zero: half an ulp of the 13 dropped bits added to the magnitude,
+    then those bits cleared), ``small = x - big`` (exact)."""
+    bits = s.cast(x, u32, bitcast=True)
+    big = s.cast(s.binary("and", s.binary("add", bits, 0x1000), 0xFFFFE000), f32, bitcast=True)
+    return big, s.binary("sub", x, big)
+
+
+def _tf32x3_dot(s: Semantic, x: Tensor, y: Tensor, acc: Any) -> Tensor:
+    """Triton's ``input_precision="tf32x3"`` on f32 operands (its F32DotTC rewrite): each operand
+    split by :func:`_tf32_split`, then ``small x big + big x small`` and ``big x big`` as TF32
+    dots (tensor cores on sm_80+) accumulated in f32, then ``acc``: about f32 accuracy, not
+    Triton's bits (its accumulation order inside the tensor cores differs)."""
+    xb, xs = _tf32_split(s, x)
+    yb, ys = _tf32_split(s, y)
+    r = s.dot(xs, yb, None, precision="tf32")
+    r = s.dot(xb, ys, r, precision="tf32")
+    r = s.dot(xb, yb, r, precision="tf32")
+    return r if acc is None else s.binary("add", r, acc)
 
 
 def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
@@ -538,7 +561,11 @@ def dot(s: Semantic, a: dict[str, Any]) -> Tensor:
     if isinstance(x, Tensor) and isinstance(y, Tensor) and x.type.rank == 3:
         r = _batched_dot(s, x, y, acc)
     else:
-        r = s.dot(x, y, acc, precision=_dot_precision(a))
+        p = _dot_precision(a)
+        if p == "tf32x3" and all(isinstance(v, Tensor) and not v.is_pointer and v.dtype == f32 for v in (x, y)):
+            r = _tf32x3_dot(s, x, y, acc)
+        else:  # input_precision has no effect on other dtypes
+            r = s.dot(x, y, acc, precision="ieee" if p == "tf32x3" else p)
     return s.cast(r, f16) if half and acc is None else r
 
 

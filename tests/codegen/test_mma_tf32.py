@@ -124,7 +124,7 @@ def test_allow_tf32_is_the_old_spelling():
     assert "precision" not in str(_ir(_mm("ieee", allow_tf32=True), (32, 32, 16), 40, 40, 40))
 
 
-@pytest.mark.parametrize("prec", ["tf32x3", "bf16x3"])
+@pytest.mark.parametrize("prec", ["bf16x3", "bf16x6"])
 def test_unsupported_precisions_are_clear_errors(prec):
     with pytest.raises(eggpu.EggpuError, match=rf"input_precision='{prec}'\) is not supported by eggpu"):
         _ir(_mm(prec), (32, 32, 16), 40, 40, 40)
@@ -226,3 +226,46 @@ def test_sass_contains_hmma_for_tf32():
     if sass is None:
         pytest.skip("neither nvdisasm nor cuobjdump is installed (pip install nvidia-cuda-nvdisasm)")
     assert sass.opcodes.get("HMMA", 0) > 0, sass.opcodes
+
+
+MM_TF32X3 = _mm("tf32x3")
+
+
+def _want_tf32x3(a, b):
+    """Triton's 3xTF32: big = TF32(x), small = x - big; small x big + big x small + big x big,
+    each product of TF32-rounded operands (exact in f64 here)."""
+    def split(x):
+        big = round_tf32(x)
+        return big.astype(np.float64), round_tf32(x - big).astype(np.float64)
+
+    (ab, asm), (bb, bs) = split(a), split(b)
+    return asm @ bb + ab @ bs + ab @ bb
+
+
+@pytest.mark.parametrize("bm,bn,bk,nw,M,N,K", CASES[:2])
+def test_tf32x3_is_three_tf32_dots_close_to_f32(bm, bn, bk, nw, M, N, K):
+    fn = _ir(MM_TF32X3, (bm, bn, bk), M, N, K)
+    assert str(fn).count('precision="tf32"') == 3  # per K step: small x big, big x small, big x big
+    hk = build_host(fn, num_warps=nw, sm=80)
+    assert [d["strategy"] for d in hk.lowered.dots] == ["mma_sync"] * 3, hk.lowered.dots
+    a, b, c = _inputs(M, N, K, seed=K)
+    hk.run(((M + bm - 1) // bm, (N + bn - 1) // bn), a, b, c, M, N, K)
+    np.testing.assert_allclose(c, _want_tf32x3(a, b), rtol=1e-5, atol=1e-5 * np.sqrt(K))
+    ci = np.zeros_like(c)
+    interpret(fn, ((M + bm - 1) // bm, (N + bn - 1) // bn), a, b, ci, M, N, K)
+    np.testing.assert_allclose(c, ci, rtol=1e-5, atol=1e-5 * np.sqrt(K))
+    # about f32 accuracy: far closer to the exact product than one TF32 dot
+    exact = a.astype(np.float64) @ b
+    assert np.abs(c - exact).max() * 50 < np.abs(_want(a, b) - exact).max()
+    compile_ptx_module(fn, "sm_80")
+
+
+def test_tf32x3_on_f16_operands_is_an_ordinary_dot():
+    @eggpu.jit
+    def k(a_ptr, c_ptr):
+        r = tl.arange(0, 16)
+        a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+        tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, a, input_precision="tf32x3"))
+
+    fn = k.specialize(np.zeros((16, 16), np.float16), np.zeros((16, 16), np.float32)).ir()
+    assert str(fn).count(" dot") == 1 and "precision" not in str(fn)
