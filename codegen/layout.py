@@ -235,7 +235,7 @@ class LV:
     per code region (see :class:`eggpu.codegen.lowering.Lowerer`).
     """
 
-    __slots__ = ("type", "u", "fn", "elems", "cache", "rep", "src")
+    __slots__ = ("type", "u", "fn", "elems", "cache", "rep", "src", "memo")
 
     def __init__(self, type: BlockType, *, u: ir.Value | None = None, fn: LazyFn | None = None,
                  elems: list[ir.Value] | None = None, rep: bool = False):
@@ -247,6 +247,7 @@ class LV:
         self.rep = rep  # elems of a replicated layout: the copies hold their elements too
         self.cache: dict[int, list[ir.Value]] = {}
         self.src = None  # the IR value a lazy LV was first bound to (Lowerer.bind): its analyses
+        self.memo: tuple[object, object, ir.Value] | None = None  # (coords, block, value): Lowerer.at's last answer
 
     @property
     def is_uniform(self) -> bool:
