@@ -45,7 +45,7 @@ from eggpu.ir.errors import CompileError, EggpuError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
-from . import descriptor_ops, descriptors
+from . import descriptor_ops, descriptors, dtype_queries
 from . import language as tl
 from .block_pointers import METHODS as DESCRIPTOR_METHODS
 from .block_pointers import TensorDescriptor, descriptor_argument
@@ -385,6 +385,12 @@ class CodeGenerator(ControlFlow, Calls):
                 raise self.error(node, f"module {v.__name__} has no attribute {attr!r}", dym or None,
                                  col=self._attr_col(node))
             return self._outer_value(node, f"{base}.{attr}", getattr(v, attr))
+        if attr == "value" and (isinstance(v, DType | tl.PointerAnnotation | str) or is_number(v) or v is None):
+            # Triton: compile-time values are `tl.constexpr` objects and `.value` unwraps one
+            # (`dtype.value.is_floating()` in helpers that take a dtype); here they are plain values
+            return v
+        if isinstance(v, DType) and (query := dtype_queries.attribute(v, attr)) is not None:
+            return query  # Triton's spellings: dtype.is_floating(), dtype.int_bitwidth
         if isinstance(v, DType | tl.PointerAnnotation | BlockTypeValue | type):
             if attr.startswith("_") or not hasattr(v, attr):
                 shown = v.__name__ if isinstance(v, type) else describe(v) if isinstance(v, DType) else f"the type {v}"

@@ -20,6 +20,7 @@ from . import language as tl
 from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
 from .constexpr_function import ConstexprFunction
 from .diagnostics import KernelCompileError, Source, did_you_mean
+from .dtype_queries import DTypeQuery
 from .frontend_common import (
     _MATH_FOLDABLE,
     _RET,
@@ -79,6 +80,10 @@ class Calls:
         target = getattr(fobj, "__eggpu_jit_target__", None)
         if isinstance(target, types.FunctionType):  # an @eggpu.jit function: inline its body
             return self._inline(node, target, args, kwargs)
+        if isinstance(fobj, DTypeQuery):
+            if args or kwargs:
+                raise self.error(node, f"{ast.unparse(node.func)}() takes no arguments")
+            return fobj()
         if fobj is tl.constexpr:
             if len(args) != 1 or kwargs or _has_tensor(args[0]):
                 raise self.error(node, "tl.constexpr(v) takes one compile-time value")
