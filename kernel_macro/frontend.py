@@ -250,7 +250,7 @@ class CodeGenerator(ControlFlow, Calls):
                                  "compute it from tl.constexpr parameters and literals only")
         elif isinstance(ann, DType):
             value = self.sem.convert(value, ann)
-        else:
+        elif ann is not tl.tensor:  # `x: tl.tensor = ...` (Triton's value type) only documents
             raise self.error(node.annotation, f"unsupported variable annotation {ast.unparse(node.annotation)}",
                              "annotate with tl.constexpr or a dtype (x: tl.f32 = ...), or drop the annotation")
         self._store(node.target, value)

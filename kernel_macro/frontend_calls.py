@@ -84,6 +84,9 @@ class Calls:
             if args or kwargs:
                 raise self.error(node, f"{ast.unparse(node.func)}() takes no arguments")
             return fobj()
+        if fobj is tl.tensor:
+            raise self.error(node, "tl.tensor(...) cannot be called: it is a type for annotations",
+                             "make values with the language (tl.full, tl.zeros, tl.arange, tl.load, ...)")
         if fobj is tl.constexpr:
             if len(args) != 1 or kwargs or _has_tensor(args[0]):
                 raise self.error(node, "tl.constexpr(v) takes one compile-time value")

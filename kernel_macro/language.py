@@ -73,6 +73,7 @@ from .language_types import (  # noqa: F401 - re-exported: tl.f32, tl.float32, t
     int32,
     int64,
     pointer_type,
+    tensor,
     tensor_descriptor,
     tensor_descriptor_base,
     u8,
@@ -547,7 +548,7 @@ __all__ = [
     # categories and annotations
     "Dtype", "Num", "Int", "Float", "Bool", "Pointer", "PointerAnnotation", "pointer_type", "const",
     "const_pointer_type", "constexpr",
-    "tensor_descriptor", "tensor_descriptor_base",
+    "tensor", "tensor_descriptor", "tensor_descriptor_base",
     # program model
     "program_id", "num_programs", "cdiv", "arange", "full", "zeros", "zeros_like", "expand_dims",
     "reshape", "view", "ravel", "trans", "permute", "broadcast_to", "broadcast", "swizzle2d", "squeeze", "unsqueeze",

@@ -238,6 +238,17 @@ class constexpr:  # noqa: N801 - Triton's name
         return value
 
 
+class tensor:  # noqa: N801 - Triton's name
+    """Triton's block/scalar value type, as an annotation only (``def helper(x) -> tl.tensor``,
+    ``x: tl.tensor`` on a parameter or variable): a parameter annotated with it is typed by its
+    argument, as an unannotated one. Kernel values are made by the language (``tl.load``,
+    ``tl.full``, ``tl.arange``, ...); this class is never instantiated."""
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("tl.tensor is a type for annotations; kernel values are made by the language "
+                        "(tl.load, tl.full, tl.zeros, tl.arange, ...)")
+
+
 class tensor_descriptor:  # noqa: N801 - Triton's name
     """Triton's device-side descriptor type, as an annotation: a kernel parameter annotated
     ``desc: tl.tensor_descriptor`` takes a host ``TensorDescriptor`` (a launch with anything else

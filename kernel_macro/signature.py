@@ -313,6 +313,8 @@ def analyze_jit(fn: Any) -> tuple[JitParam, ...]:
         ann = _PYTHON_SCALARS.get(ann, ann) if isinstance(ann, type) else ann
         if ann is tl.constexpr:
             out.append(JitParam(p.name, True, None, p.default))
+        elif ann is tl.tensor:  # Triton's value type: the same as no annotation
+            out.append(JitParam(p.name, False, None, p.default))
         elif ann is tl.const:  # Triton's read-only pointer parameter: typed by the argument
             out.append(JitParam(p.name, False, None, p.default, const=True))
         elif isinstance(ann, DType) or (isinstance(ann, tl.PointerAnnotation) and isinstance(ann.pointee, DType)):

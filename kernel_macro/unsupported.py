@@ -14,7 +14,6 @@ from .language import LIBDEVICE_NAMES, MATH_NAMES
 UNSUPPORTED: dict[str, str] = {
     # debugging and escape hatches
     # types as values
-    "tensor": "kernel values are not constructed from types; use tl.full/tl.zeros/tl.arange",
     "block_type": "eggpu block types are not values in a kernel",
     "TRITON_MAX_TENSOR_NUMEL": "eggpu has no fixed limit constant",
 }
