@@ -659,7 +659,10 @@ def make_jit(fn: Any, do_not_specialize: Any = ()) -> JITFunction:
 
 
 def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
-    """``do_not_specialize`` (names or positions of ``fn``'s parameters) as a set of names."""
+    """``do_not_specialize`` (names or positions of ``fn``'s parameters) as a set of names. A name
+    or position that is no parameter is ignored, as Triton does (libraries copy one list onto
+    several kernels: FlagGems' masked_select), with a :class:`DoNotSpecializeWarning` naming it;
+    an entry that is neither a str nor an int is refused."""
     if isinstance(names, str | int):
         names = [names]
     try:
@@ -672,16 +675,29 @@ def _no_specialize(fn: Any, names: Any) -> frozenset[str]:
     import inspect  # only to check names: a plain @eggpu.jit is decorated without it
 
     params = list(inspect.signature(fn).parameters)
-    out = set()
+    out, unknown = set(), []
     for x in items:
         if isinstance(x, int) and not isinstance(x, bool) and 0 <= x < len(params):
             out.add(params[x])
         elif isinstance(x, str) and x in params:
             out.add(x)
+        elif isinstance(x, str) or (isinstance(x, int) and not isinstance(x, bool)):
+            unknown.append(x)
         else:
-            raise DecoratorArgumentError(f"@eggpu.jit(do_not_specialize=...) on {fn.__name__}: {x!r} is not a "
-                                         f"parameter name or position (parameters: {', '.join(params)})")
+            raise DecoratorArgumentError(f"@eggpu.jit(do_not_specialize=...) on {fn.__name__}: {x!r} is neither a "
+                                         f"parameter name nor a position (parameters: {', '.join(params)})")
+    if unknown:
+        import warnings
+
+        warnings.warn(f"@eggpu.jit(do_not_specialize=...) on {fn.__name__}: "
+                      f"{', '.join(map(repr, unknown))} {'is' if len(unknown) == 1 else 'are'} no parameter name or "
+                      f"position, ignored as Triton does (parameters: {', '.join(params)})",
+                      DoNotSpecializeWarning, stacklevel=4)
     return frozenset(out)
+
+
+class DoNotSpecializeWarning(UserWarning):
+    """``do_not_specialize=`` names something that is not a parameter of the kernel (ignored)."""
 
 
 def _launch_async(ck: Any, grid: Any, runtime: list[Any]) -> None:

@@ -140,8 +140,18 @@ def test_jit_misaligned_buffer_and_do_not_specialize():
     np.testing.assert_array_equal(y[:, :16], x[:, :16] + 1.0)
 
 
-def test_do_not_specialize_names_must_exist():
+def test_do_not_specialize_ignores_what_is_not_a_parameter_with_a_warning():
+    """Triton ignores a name or position that is no parameter (FlagGems copies one list onto kernels
+    that lack some of its names); eggpu does too and says so. Other entries are refused."""
     from eggpu.kernel_macro.errors import DecoratorArgumentError
+    from eggpu.kernel_macro.jitfunction import DoNotSpecializeWarning
 
-    with pytest.raises(DecoratorArgumentError, match="'strid' is not a parameter name or position"):
-        eggpu.jit(do_not_specialize=["strid"])(jit_rows.fn)
+    with pytest.warns(DoNotSpecializeWarning, match=r"on jit_rows: 'strid', 7 are no parameter name or position, "
+                      r"ignored as Triton does \(parameters: x_ptr, y_ptr, n, stride, BLOCK\)"):
+        free = eggpu.jit(do_not_specialize=["strid", "stride", 7])(jit_rows.fn)
+    x, y = _rows(10, 784)
+    ck = free[(10,)](x, y, 16, 784, BLOCK=1024)
+    assert "stride" not in ck.report["specialization"] and "n" in ck.report["specialization"]
+    np.testing.assert_array_equal(y[:, :16], x[:, :16] + 1.0)
+    with pytest.raises(DecoratorArgumentError, match=r"on jit_rows: 1\.5 is neither a parameter name nor a position"):
+        eggpu.jit(do_not_specialize=[1.5])(jit_rows.fn)
