@@ -149,8 +149,15 @@ def normalize_grid(kernel: str, grid: Any, error: ErrorClass, *,
 
     ``grid`` is an int or a tuple/list of 1 to 3 ints (numpy integers allowed; bools, floats and
     strings are not), each ``>= 0``, with ``limit`` ``< limit``, and at most :data:`GRID_MAX`
-    (CUDA's limits). A 0 axis is valid: the launch runs no program.
+    (CUDA's limits). A 0 axis is valid: the launch runs no program. Entries past the third are
+    accepted when they are 1 (Triton's launcher ignores them; FlagGems launches ``[(M, n, 1, 1)]``)
+    and dropped; any other value there is an error.
     """
+    if isinstance(grid, tuple | list) and len(grid) > 3 and all(_is_int(g) for g in grid):
+        if any(int(g) != 1 for g in grid[3:]):
+            raise error(f"{kernel}: grid {short_repr(grid)} has {len(grid)} axes; a grid has at most 3 (x, y, z) "
+                        f"and entries past the third may only be 1")
+        grid = tuple(grid[:3])
     if _is_int(grid):
         dims: tuple[int, ...] = (int(grid),)
     elif isinstance(grid, tuple | list) and 1 <= len(grid) <= 3 and all(_is_int(g) for g in grid):

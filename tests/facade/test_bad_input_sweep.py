@@ -65,7 +65,8 @@ def test_a_grid_function_raising_key_error_names_the_kernel_and_the_key(arrays):
     (None, r"grid must be an int or a tuple of 1 to 3 ints, got None"),
     (1.5, r"grid must be an int or a tuple of 1 to 3 ints, got 1.5"),
     ((-3,), r"grid dimensions must be >= 0, got \(-3,\)"),
-    ((1, 1, 1, 1), r"grid must be an int or a tuple of 1 to 3 ints, got \(1, 1, 1, 1\)"),
+    ((1, 1, 1, 2), r"grid \(1, 1, 1, 2\) has 4 axes; a grid has at most 3 \(x, y, z\) and entries past the third "
+                   r"may only be 1"),
 ])
 def test_bad_grids_are_launch_errors(arrays, grid, message):
     x, y = arrays

@@ -112,7 +112,7 @@ def test_grid_normalization(grid, want) -> None:
     assert normalize_grid("k", grid) == want
 
 
-@pytest.mark.parametrize("grid", [(), (1, 2, 3, 4), 2.0, True, (2, "a")])
+@pytest.mark.parametrize("grid", [(), 2.0, True, (2, "a")])
 def test_bad_grids(grid) -> None:
     with pytest.raises(LaunchError) as e:
         normalize_grid("k", grid)

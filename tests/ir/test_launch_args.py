@@ -81,6 +81,8 @@ def test_message_builders():
     ([4, np.uint8(6), 8], ((4, 6, 8), 3)),
     (0, ((0, 1, 1), 1)),
     ((6, 0), ((6, 0, 1), 2)),
+    ((3, 5, 1, 1), ((3, 5, 1), 3)),
+    ([2, 1, 7, np.int64(1), 1], ((2, 1, 7), 3)),
 ])
 def test_grid_forms(grid, want):
     dims, rank = normalize_grid("g", grid, Custom)
@@ -88,10 +90,16 @@ def test_grid_forms(grid, want):
     assert all(type(d) is int for d in dims)
 
 
-@pytest.mark.parametrize("grid", [(), (1, 2, 3, 4), 2.0, True, np.bool_(True), (2, False), (1, 1.0), "3", None,
-                                  np.array([2, 2])])
+@pytest.mark.parametrize("grid", [(), 2.0, True, np.bool_(True), (2, False), (1, 1.0), "3", None,
+                                  np.array([2, 2]), (1, 2, 3, 1.0)])
 def test_grid_rejected_forms(grid):
     assert raised(normalize_grid, "gk", grid) == f"gk: grid must be an int or a tuple of 1 to 3 ints, got {grid!r}"
+
+
+@pytest.mark.parametrize("grid", [(1, 2, 3, 4), (5, 1, 1, 1, 0)])
+def test_grid_entries_past_the_third_must_be_one(grid):
+    assert raised(normalize_grid, "gk", grid) == (f"gk: grid {grid!r} has {len(grid)} axes; a grid has at most 3 "
+                                                  f"(x, y, z) and entries past the third may only be 1")
 
 
 def test_grid_negative_and_limit():
