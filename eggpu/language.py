@@ -4,5 +4,14 @@ Re-exports :mod:`eggpu.kernel_macro.language`, including its module ``__getattr_
 eggpu does not have (``tl.float8e5``, ``tl.topk``) raises an ``AttributeError`` saying why.
 """
 
+import sys as _sys
+
 from eggpu.kernel_macro.language import *  # noqa: F401,F403
 from eggpu.kernel_macro.language import __all__, __getattr__  # noqa: F401
+
+# Triton's submodules `triton.language.core` and `triton.language.standard` hold the same public
+# names as `triton.language`; kernels import them (`import triton.language.core as core`,
+# FlagGems' topk/sort). Here both are this module.
+core = standard = _sys.modules[__name__]
+_sys.modules[__name__ + ".core"] = core
+_sys.modules[__name__ + ".standard"] = standard
