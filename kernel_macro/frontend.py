@@ -45,7 +45,7 @@ from eggpu.ir.errors import CompileError, EggpuError, IRError
 from eggpu.ir.graph import Function
 from eggpu.ir.types import BlockType
 
-from . import descriptor_ops, descriptors, dtype_queries
+from . import debugging, descriptor_ops, descriptors, dtype_queries
 from . import language as tl
 from .block_pointers import METHODS as DESCRIPTOR_METHODS
 from .block_pointers import TensorDescriptor, descriptor_argument
@@ -256,10 +256,19 @@ class CodeGenerator(ControlFlow, Calls):
         self._store(node.target, value)
 
     def _assert(self, node: ast.Assert) -> None:
+        """A compile-time condition is checked now; a runtime one is Triton's ``tl.device_assert(cond,
+        msg)``: checked on every lane when the kernel is compiled with ``debug=True``, removed otherwise."""
         cond = self.expr(node.test)
         if _has_tensor(cond):
-            raise self.error(node, "assert on a runtime value is not supported in a kernel",
-                             "use tl.static_assert for compile-time checks; runtime values cannot be asserted")
+            msg = self.expr(node.msg) if node.msg is not None else ""
+            if not isinstance(msg, str):
+                raise self.error(node.msg, f"the message of an assert on a runtime value must be a compile-time "
+                                 f"string, got {describe(msg)}")
+            try:
+                debugging.device_assert(self.sem, {"cond": cond, "msg": msg, "mask": None})
+            except SemanticError as e:
+                raise self.error(node.test, e.problem, e.hint) from None
+            return
         if not cond:
             msg = self.expr(node.msg) if node.msg is not None else ""
             raise self.error(node, f"assertion failed{': ' + str(msg) if msg else ''}")

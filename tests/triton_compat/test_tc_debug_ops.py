@@ -262,3 +262,49 @@ def test_interpret_and_run_cpu_print_the_same_bits_for_every_dtype(dtype, monkey
     assert out["cpu"][8 + 3] == "pid (0, 0, 0) idx (3) v: (operand 0) " + (
         f"{float(x[3]):f}" if dt.kind == "f" or dtype == "bfloat16" else str(int(x[3])))
     assert out["cpu"][16 + 3] == "pid (0, 0, 0) idx (3) v: (operand 1) -1"
+
+
+@eggpu.jit
+def python_assert(t_ptr, o_ptr, n, C, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    t = tl.load(t_ptr + offs, mask=offs < n, other=0)
+    assert t >= 0 and t < C, "target out of range"
+    tl.store(o_ptr + offs, t * 2, mask=offs < n)
+
+
+_PY_ASSERT_LINE = python_assert.fn.__code__.co_firstlineno + 4
+
+
+@pytest.mark.parametrize("device", ["interpret", "cpu"])
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+def test_python_assert_on_runtime_values_is_a_device_assert(device, n, monkeypatch):
+    """Triton compiles `assert cond, msg` on a runtime value as tl.device_assert(cond, msg) (FlagGems'
+    nll_loss checks its targets so): nothing without debug, the located failure with it."""
+    monkeypatch.setenv("EGGPU_JIT_DEVICE", device)
+    monkeypatch.delenv("TRITON_DEBUG", raising=False)
+    t = np.arange(n, dtype=np.int64) % 7
+    out = np.zeros(n, np.int64)
+    grid = (-(-n // 256),)
+    python_assert[grid](t, out, n, 7, BLOCK=256)
+    np.testing.assert_array_equal(out, t * 2)
+    python_assert[grid](t, out, n, 7, BLOCK=256, debug=True)  # every target holds
+    t[n - 1] = 7
+    python_assert[grid](t, out, n, 7, BLOCK=256)  # not checked without debug
+    with pytest.raises(DeviceAssertionError) as e:
+        python_assert[grid](t, out, n, 7, BLOCK=256, debug=True)
+    pid, lane = divmod(n - 1, 256)
+    assert str(e.value).splitlines()[0] == (f"{python_assert.fn.__code__.co_filename}:{_PY_ASSERT_LINE}:5: "
+                                            f"python_assert: device_assert failed in program {pid}, lane ({lane},): "
+                                            f"target out of range")
+
+
+@eggpu.jit
+def python_assert_bad_message(x_ptr):
+    x = tl.load(x_ptr)
+    assert x > 0, x
+
+
+def test_python_assert_message_must_be_a_string():
+    with pytest.raises(eggpu.CompileError, match=r":\d+:19: the message of an assert on a runtime value must be a "
+                       r"compile-time string, got a scalar of type f32"):
+        python_assert_bad_message.specialize(np.zeros(1, np.float32)).ir()
