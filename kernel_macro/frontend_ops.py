@@ -586,8 +586,8 @@ class Semantic(Memory):
                 "per-lane conditions are written with tl.where(mask, a, b) or as the mask of "
                 "tl.load/tl.store; use tl.sum/tl.max to reduce a block to a scalar",
             )
-        if v.is_pointer:
-            raise SemanticError(f"the condition of the {what} must be a bool scalar, got {v.type}")
+        if v.is_pointer:  # Triton: a pointer is true when not null (its int1 cast is `ptr != 0`)
+            return self.binary("ne", self.cast(v, i64), 0)
         return self.cast(v, bool_)
 
     # ------------------------------------------------------------ reductions

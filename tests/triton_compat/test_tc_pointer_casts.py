@@ -264,3 +264,32 @@ def test_atomics_through_a_raw_address(monkeypatch, mode, n):
     launch(monkeypatch, mode, histogram_into, (1,), np.array([counts.ctypes.data], np.int64), keys, n, BLOCK=1024,
            buffers=[counts])
     np.testing.assert_array_equal(counts, np.bincount(keys[:n], minlength=7))
+
+
+@eggpu.jit
+def _optional_scale(x_ptr, w_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    if w_ptr:  # Triton: a pointer is true when it is not null; None is a compile-time False
+        w = tl.load(w_ptr + offs, mask=offs < n)
+    else:
+        w = 1.0
+    tl.store(o_ptr + offs, x * w, mask=offs < n)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+@pytest.mark.parametrize("weighted", [True, False])
+def test_a_pointer_as_an_if_condition_is_a_null_check(run_both, n, weighted):
+    """FlagGems' batch_norm: `if weight_pointer:` runs the weighted branch for a buffer, the other for None."""
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    w = rng.standard_normal(n).astype(np.float32) if weighted else None
+    out = run_both(_optional_scale, (eggpu.cdiv(n, 256),), x, w, np.zeros(n, np.float32), n, BLOCK=256)
+    for dev in ("interpret", "cpu"):
+        np.testing.assert_array_equal(out[dev][-1], x * w if weighted else x, err_msg=dev)
+
+
+def test_a_pointer_condition_compiles_to_ptx():
+    x = np.zeros(16, np.float32)
+    ck = eggpu.compile(_optional_scale.specialize(x, x, x, 16, BLOCK=16), target="sm_80", cache=False)
+    assert ".entry _optional_scale" in ck.ptx and ck.ptx.count("ld.global") >= 2  # both loads kept
