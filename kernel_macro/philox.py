@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eggpu.ir.dtypes import f32, i32, u32, u64
+from eggpu.ir.dtypes import f32, i32, i64, u32, u64
 
 from .frontend_ops import Semantic, SemanticError, Tensor, describe
 
@@ -122,12 +122,21 @@ def to_uniform(s: Semantic, x: Tensor) -> Tensor:
     return s.binary("mul", s.cast(xi, f32), s.const(4.656613e-10, f32))
 
 
+def to_uniform64(s: Semantic, x: Tensor) -> Tensor:
+    """Triton's ``uint_to_uniform_float`` for 64-bit words: the word as i64, negatives folded
+    (``~x``), times 1.0842020432385337e-19 as Triton computes it: an i64 times a float literal is
+    f32, so the result is a f32 in ``[0, 1]`` (FlagGems' exponential_ pastes two words for f64)."""
+    xi = s.cast(x, i64, bitcast=True) if x.dtype != i64 else x
+    xi = s.where(s.binary("lt", xi, 0), s.binary("sub", s.unary("neg", xi), 1), xi)
+    return s.binary("mul", s.cast(xi, f32), s.const(1.0842020432385337e-19, f32))
+
+
 def uint_to_uniform_float(s: Semantic, a: dict[str, Any]) -> Tensor:
     x = a["x"]
-    if not isinstance(x, Tensor) or x.is_pointer or not x.dtype.is_int or x.dtype.bits != 32:
+    if not isinstance(x, Tensor) or x.is_pointer or not x.dtype.is_int or x.dtype.bits not in (32, 64):
         shown = x.type if isinstance(x, Tensor) else describe(x)
-        raise SemanticError(f"tl.uint_to_uniform_float needs 32-bit integers, got {shown}", arg="x")
-    return to_uniform(s, x)
+        raise SemanticError(f"tl.uint_to_uniform_float needs 32- or 64-bit integers, got {shown}", arg="x")
+    return to_uniform(s, x) if x.dtype.bits == 32 else to_uniform64(s, x)
 
 
 def rand(s: Semantic, a: dict[str, Any]) -> Tensor:

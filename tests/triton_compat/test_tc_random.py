@@ -149,3 +149,27 @@ def test_64_bit_offsets_are_a_located_error():
         wide_offsets.specialize(np.zeros(4, np.float32)).ir()
     head = str(ei.value).splitlines()[0]
     assert "offset must be a 32-bit integer block or scalar, got i64[4]" in head
+
+
+@eggpu.jit
+def _uniform64(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(o_ptr + offs, tl.uint_to_uniform_float(x), mask=offs < n)
+
+
+@pytest.mark.parametrize("n", [1, 1000, 1001])
+@pytest.mark.parametrize("np_dtype", [np.uint64, np.int64])
+def test_uint_to_uniform_float_of_64_bit_words(run_both, as_bits, n, np_dtype):
+    """Triton's 64-bit branch (FlagGems' exponential_ for f64): ~x for negatives, times
+    1.0842020432385337e-19; an i64 times a float literal is f32 in Triton, so is the result."""
+    rng = np.random.default_rng(n)
+    words = rng.integers(0, 2**64, n, dtype=np.uint64, endpoint=False)
+    words[:4] = [0, 2**63 - 1, 2**63, 2**64 - 1][:min(4, n)] if n >= 4 else words[:n]
+    x = words.astype(np_dtype) if np_dtype == np.uint64 else words.view(np.int64)
+    i = x.view(np.int64)
+    want = np.where(i < 0, ~i, i).astype(np.float32) * np.float32(1.0842020432385337e-19)
+    out = run_both(_uniform64, (eggpu.cdiv(n, 256),), x, np.zeros(n, np.float32), n, BLOCK=256)
+    for dev in ("interpret", "cpu"):
+        np.testing.assert_array_equal(as_bits(out[dev][1]), as_bits(want), err_msg=dev)
+        assert (out[dev][1] >= 0).all() and (out[dev][1] <= 1).all()
