@@ -1,5 +1,5 @@
-"""``triton.language.core`` / ``triton.language.standard`` spelled for eggpu: both are
-``eggpu.language`` itself, importable as modules (``import eggpu.language.core as core``), and kernels
+"""``triton.language.core`` / ``triton.language.standard`` spelled for eggpu: both hold the
+language's own names (the same objects) plus Triton's internals, importable as modules (``import eggpu.language.core as core``), and kernels
 reach the language through them (``core.reshape``, ``core.static_range``, ``x: core.constexpr``),
 as FlagGems' topk and sort do. Interpreted and run on the CPU, compared with numpy."""
 
@@ -17,7 +17,9 @@ from eggpu.language.standard import zeros_like
 def test_submodules_are_the_language():
     import eggpu.language.standard as standard
 
-    assert core is tl and standard is tl and core.reshape is tl.reshape and zeros_like is tl.zeros_like
+    assert core is tl.core and standard is tl.standard
+    assert core.reshape is tl.reshape and zeros_like is tl.zeros_like and core.constexpr is tl.constexpr
+    assert core.CONSTEXPR_0 == 0 and callable(standard._log2)
 
 
 @eggpu.jit
