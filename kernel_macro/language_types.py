@@ -7,6 +7,7 @@ Re-exported by :mod:`eggpu.kernel_macro.language` (``tl.float32 is tl.f32``).
 from __future__ import annotations
 
 import builtins
+from types import FunctionType as _FunctionType
 
 from eggpu.ir import dtypes as _dt
 from eggpu.ir.dtypes import DType
@@ -232,9 +233,16 @@ class constexpr:  # noqa: N801 - Triton's name
     """Annotation of a compile-time parameter (``BLOCK_SIZE: tl.constexpr``).
 
     Inside a kernel body ``tl.constexpr(v)`` is just ``v`` (which must be a compile-time value).
+    As a decorator on a plain function (``@tl.constexpr def get_int_t(bits, signed): ...``, Triton's
+    spelling before ``triton.constexpr_function``, FlagGems' sort) it marks the function to be called
+    at compile time, as :func:`eggpu.constexpr_function` does.
     """
 
     def __new__(cls, value: Any = None):
+        if type(value) is _FunctionType:
+            from .constexpr_function import constexpr_function
+
+            return constexpr_function(value)
         return value
 
 
@@ -262,4 +270,3 @@ class tensor_descriptor:  # noqa: N801 - Triton's name
 
 tensor_descriptor_base = tensor_descriptor
 """Triton's base class of descriptor types (the same annotation here)."""
-
