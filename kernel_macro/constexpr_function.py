@@ -7,7 +7,10 @@ it is the plain function. ``eggpu.cdiv`` and ``eggpu.next_power_of_2`` are such 
 ``triton.cdiv`` and ``triton.next_power_of_2`` are in Triton 3.5+, so kernels may size loops with
 them (``tl.static_range(triton.cdiv(H, BLOCK_H))``).
 
-This module imports nothing from the rest of eggpu: the frontend recognises the wrapper by type.
+Dtype arguments reach the function as :class:`TritonDType` views with Triton's query methods
+(``d.is_bf16()``, ``d.is_int()``, ``d.int_bitwidth``; ``==`` compares the dtype, ``is`` does not
+hold), as FlagGems' ``get_scan_accum_type`` asks them (:func:`call_in_kernel`); a view returned is
+the dtype again. The frontend recognises the wrapper by type.
 """
 
 from __future__ import annotations
@@ -15,6 +18,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from typing import Any
+
+from eggpu.ir.dtypes import DType
 
 
 class ConstexprFunction:
@@ -49,3 +54,47 @@ def cdiv(x: int, y: int) -> int:
 def next_power_of_2(n: int) -> int:
     """The smallest power of 2 >= ``n`` (1 for ``n <= 1``), Triton's ``triton.next_power_of_2``."""
     return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+class TritonDType:
+    """A dtype as a constexpr_function sees it in a kernel: Triton's ``tl.dtype`` query methods
+    (:mod:`.dtype_queries`) over an eggpu :class:`~eggpu.ir.dtypes.DType`, whose own
+    ``is_int``/``is_bool`` are properties; any other attribute is the dtype's."""
+
+    __slots__ = ("dtype",)
+
+    def __init__(self, dtype: DType):
+        self.dtype = dtype
+
+    def __getattr__(self, name: str) -> Any:
+        from .dtype_queries import attribute
+
+        if name.startswith("__"):
+            raise AttributeError(name)
+        found = attribute(self.dtype, name)
+        return getattr(self.dtype, name) if found is None else found
+
+    def __eq__(self, other: object) -> bool:
+        return self.dtype == (other.dtype if isinstance(other, TritonDType) else other)
+
+    def __hash__(self) -> int:
+        return hash(self.dtype)
+
+    def __repr__(self) -> str:
+        return repr(self.dtype)
+
+
+def call_in_kernel(fn: ConstexprFunction, args: list[Any], kwargs: dict[str, Any]) -> Any:
+    """``fn(*args, **kwargs)`` as a kernel calls it: dtypes (also inside tuples and lists) seen as
+    :class:`TritonDType`, views in the result unwrapped to dtypes."""
+    def wrap(v: Any) -> Any:
+        if isinstance(v, DType):
+            return TritonDType(v)
+        return type(v)(wrap(x) for x in v) if isinstance(v, tuple | list) else v
+
+    def unwrap(v: Any) -> Any:
+        if isinstance(v, TritonDType):
+            return v.dtype
+        return type(v)(unwrap(x) for x in v) if isinstance(v, tuple | list) else v
+
+    return unwrap(fn.fn(*wrap(args), **{k: wrap(v) for k, v in kwargs.items()}))

@@ -18,7 +18,7 @@ from eggpu.ir.errors import IRError
 from . import compat, descriptor_ops
 from . import language as tl
 from .builtins import COMBINE_FUNCTIONS, IMPLS, SIGNATURES
-from .constexpr_function import ConstexprFunction
+from .constexpr_function import ConstexprFunction, call_in_kernel
 from .diagnostics import KernelCompileError, Source, did_you_mean
 from .dtype_queries import DTypeQuery
 from .frontend_common import (
@@ -275,7 +275,7 @@ class Calls:
                              "pass tl.constexpr parameters or Python numbers; for a runtime value use tl.cdiv "
                              "or write the arithmetic in the kernel")
         try:
-            return fobj.fn(*args, **kwargs)
+            return call_in_kernel(fobj, args, kwargs)  # dtypes with Triton's query methods
         except Exception as e:  # noqa: BLE001 - the user's function failed: located, not a traceback
             raise self.error(node, f"{text}(): {type(e).__name__}: {e}") from None
 

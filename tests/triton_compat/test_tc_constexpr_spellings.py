@@ -51,3 +51,40 @@ def test_tl_constexpr_as_a_decorator(run_both, block):
     for dev in ("interpret", "cpu"):
         np.testing.assert_array_equal(out[dev][1], want, err_msg=dev)
     assert _unsigned_of(16) is tl.uint16  # on the host: the plain function
+
+
+@tl.constexpr
+def _accum_type(d):
+    """FlagGems' cumsum: Triton's dtype methods on a constexpr_function's dtype argument."""
+    if d.is_bf16() or d.is_fp16():
+        return tl.float32
+    if d.is_int():
+        return tl.int64
+    return d
+
+
+@eggpu.jit
+def _accum_sum(x_ptr, o_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc_t: tl.constexpr = _accum_type(x_ptr.dtype.element_ty)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0).to(acc_t)
+    tl.store(o_ptr, tl.sum(x, 0))
+
+
+@pytest.mark.parametrize("np_dtype,acc", [(np.float16, np.float32), (np.int8, np.int64), (np.float64, np.float64)])
+def test_dtype_arguments_have_tritons_methods(run_both, np_dtype, acc):
+    x = np.arange(1001).astype(np_dtype)
+    out = run_both(_accum_sum, (1,), x, np.zeros(1, acc), 1001, BLOCK=1024)
+    want = x.astype(acc).sum(dtype=acc)  # i8 would wrap; the i64 accumulator does not
+    for dev in ("interpret", "cpu"):
+        assert out[dev][1][0] == want, dev
+
+
+def test_dtype_views_compare_and_unwrap():
+    from eggpu.kernel_macro.constexpr_function import TritonDType, call_in_kernel, constexpr_function
+
+    v = TritonDType(tl.float16)
+    assert v == tl.float16 and v.is_fp16() and not v.is_int() and v.primitive_bitwidth == 16 and v.itemsize == 2
+    pair = constexpr_function(lambda d, p: (d, p))
+    assert call_in_kernel(pair, [tl.int8, (tl.f32,)], {}) == (tl.int8, (tl.f32,))
+    assert call_in_kernel(pair, [tl.int8, (tl.f32,)], {})[0] is tl.int8
