@@ -202,23 +202,18 @@ class Lowerer:
         return self.elems(lv)[j]
 
     def at(self, lv: LV, coords: list[ir.Value]) -> ir.Value:
-        """Thread-level value of a uniform or lazy value at the given element coordinates.
-
-        A lazy value's answer is remembered for the coordinates object it was asked with (one
-        element's evaluation passes the same list down to every operand) while the builder stays
-        in the block it was emitted in: an operand shared by several users in a lazy expression
-        (``v = tl.where(v < n, v + 1, v - 1)`` level after level) is emitted once per element, not
-        once per path through the expression (which took the lowering exponential time: 32 s for
-        8 such levels, minutes for 9)."""
+        """Thread-level value of a uniform or lazy value at the given element coordinates. A lazy
+        value's answer is remembered for the coordinates object (one element's evaluation passes
+        the same list to every operand) while the builder stays in its block: a shared operand is
+        emitted once per element, not once per path (exponential: docs/codegen.md, "lazy")."""
         if lv.u is not None:
             return self.em.spread(lv.u)
         if lv.fn is not None:
             memo = lv.memo
-            if memo is not None and memo[0] is coords and memo[1] is self.em.b.block:
-                return memo[2]
-            value = lv.fn(coords)
-            lv.memo = (coords, self.em.b.block, value)
-            return value
+            if memo is None or memo[0] is not coords or memo[1] is not self.em.b.block:
+                value = lv.fn(coords)  # (the block after emitting it: where the value is defined)
+                memo = lv.memo = (coords, self.em.b.block, value)
+            return memo[2]
         raise self.error("internal: at() on a distributed value")
 
     def uniform(self, lv: LV) -> ir.Value:

@@ -153,8 +153,8 @@ def test_host_run_checks_arguments(vadd_host):
         vadd_host.run(1, x, x, x, 1.5)
     with pytest.raises(LaunchError, match="out of range"):
         vadd_host.run(1, x, x, x, 2**31)
-    with pytest.raises(LaunchError, match=r"^vector_add: grid must be an int or a tuple of 1 to 3 ints, "
-                       r"got \(1, 2, 3, 4\)$"):
+    with pytest.raises(LaunchError, match=r"^vector_add: grid \(1, 2, 3, 4\) has 4 axes; a grid has at most 3 "
+                       r"\(x, y, z\) and entries past the third may only be 1$"):
         vadd_host.run((1, 2, 3, 4), x, x, x, 10)
     with pytest.raises(LaunchError, match=r"^vector_add: grid dimensions must be >= 0, got \(-1,\)$"):
         vadd_host.run(-1, x, x, x, 10)

@@ -26,7 +26,8 @@ def test_a_300_element_list_is_not_quoted_whole():
     assert (message(convert_scalar, "k", "n", i32, big)
             == "k: parameter 'n' (i32) expects an integer, got list [0, 1, 2, 3, 4, 5, ...]")
     assert (message(normalize_grid, "k", [7] * 300)
-            == "k: grid must be an int or a tuple of 1 to 3 ints, got [7, 7, 7, 7, 7, 7, ...]")
+            == "k: grid [7, 7, 7, 7, 7, 7, ...] has 300 axes; a grid has at most 3 (x, y, z) and entries past "
+               "the third may only be 1")
     text = "é" * 1000
     msg = message(convert_scalar, "k2", "x", f32, text)
     assert msg == f"k2: parameter 'x' (f32) expects a number, got str {short_repr(text)}" and len(msg) < 150
