@@ -133,7 +133,7 @@ class Source(Record):
         if entry is not None:
             src = cls(fn, code.co_filename, entry.first_line, entry.lines, entry.text, entry.names)
         else:
-            src = cls._read(fn)
+            src = cls._read(fn, data)
             if data is not None:
                 source_index.store(fn, data, source_index.Entry(src.first_line, src._raw_lines,
                                                                 src.text, src.names))
@@ -141,11 +141,17 @@ class Source(Record):
         return src
 
     @classmethod
-    def _read(cls, fn: Any) -> Source:
+    def _read(cls, fn: Any, data: bytes | None = None) -> Source:
+        """Read ``fn``'s source with :mod:`inspect`, from ``linecache`` made current first:
+        ``linecache`` re-reads a file only when its size or mtime changed, so a file rewritten
+        with the same size within one mtime tick (a generated kernel file, an edit and reload in
+        a few milliseconds) would give the old text. ``data``: the file's bytes, when the
+        caller has read them (:func:`.source_index.lookup`)."""
         import inspect
         import textwrap
 
         code = fn.__code__
+        source_index.refresh_linecache(code.co_filename, data)
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as e:

@@ -39,7 +39,7 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING, without importing typing on a cac
 if TYPE_CHECKING:
     from typing import Any
 
-__all__ = ["Entry", "configure", "lookup", "store"]
+__all__ = ["Entry", "configure", "lookup", "refresh_linecache", "store"]
 
 #: the layout of an entry; part of its key
 FORMAT = 1
@@ -140,6 +140,21 @@ def _decoded_lines(data: bytes) -> list[str] | None:
         return io.TextIOWrapper(io.BytesIO(data), encoding, line_buffering=True).readlines()
     except (SyntaxError, UnicodeDecodeError, LookupError):
         return None
+
+
+def refresh_linecache(filename: str, data: bytes | None = None) -> None:
+    """Make ``linecache``'s lines of the regular file ``filename`` its current bytes (``data``, or
+    read now) when they differ: ``linecache.checkcache`` compares only size and mtime, which a
+    rewrite within one mtime tick keeps. Anything that is not a readable regular file (a notebook
+    cell, a zip import) is left alone."""
+    import linecache
+
+    if filename not in linecache.cache:
+        return  # inspect reads it afresh
+    if data is None:
+        data = _read_source(filename)
+    if data is not None and linecache.getlines(filename) != _decoded_lines(data):
+        linecache.updatecache(filename)
 
 
 def store(fn: Any, data: bytes | None, entry: Entry) -> None:

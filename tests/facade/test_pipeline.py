@@ -134,6 +134,28 @@ def test_invalidation_on_source_rules_target_and_version(cache_dir: Path, scale_
     assert eggpu.compile(k).report["cache"] == "miss"
 
 
+@pytest.mark.parametrize("use_cache", [True, False])
+def test_a_rewrite_with_the_same_size_and_mtime_is_not_served_stale(cache_dir: Path, scale_module: Path,
+                                                                    use_cache: bool) -> None:
+    """Python's linecache re-reads a file only when its size or mtime changed; a kernel file
+    rewritten with the same size within one mtime tick (a generated file, an edit and reload in a
+    few milliseconds) must still compile its new text (the full suite hit this on Python 3.11)."""
+    import os
+
+    mod = load_module(scale_module, f"scale_same_stat_a_{use_cache}")
+    x = np.arange(10, dtype=np.float32)
+    y = np.zeros(10, np.float32)
+    eggpu.compile(mod.scale.Kernel[tl.f32](128), cache=use_cache).run_cpu(1, x, y, 10)
+    np.testing.assert_array_equal(y, x * 3.0)
+    before = scale_module.stat()
+    scale_module.write_text(scale_module.read_text().replace("x * 3.0", "x * 7.0"))
+    os.utime(scale_module, ns=(before.st_atime_ns, before.st_mtime_ns))  # same size, same mtime
+    assert (scale_module.stat().st_size, scale_module.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    mod2 = load_module(scale_module, f"scale_same_stat_b_{use_cache}")
+    eggpu.compile(mod2.scale.Kernel[tl.f32](128), cache=use_cache).run_cpu(1, x, y, 10)
+    np.testing.assert_array_equal(y, x * 7.0)
+
+
 def test_truncated_cache_file_is_recompiled(cache_dir: Path) -> None:
     va = get("vector_add")
     first = eggpu.compile(va.fn.Kernel[tl.f32](64))
