@@ -23,6 +23,10 @@ FIXTURE = Path(__file__).parent / "fixtures" / "scale_kernel.py"
 
 
 def load_module(path: Path, name: str):
+    """``path`` imported as module ``name``, from its source: a bytecode file written by an earlier
+    import is removed first (Python trusts a .pyc whose recorded source size and mtime, in whole
+    seconds, match, so a same-size rewrite within a second would import the old code)."""
+    Path(importlib.util.cache_from_source(str(path))).unlink(missing_ok=True)
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
     sys.modules[name] = mod
